@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds Kubernetes and etcd binaries from the Go module proxy into the version-keyed cache.
+# k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces staging modules with local
+# paths), so we build inside a small wrapper module that points those at published versions.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+
+build_k8s() {
+  local missing=0
+  for c in "${K8S_CMDS[@]}"; do [[ -x "${K8S_BIN}/${c}" ]] || missing=1; done
+  if ((missing == 0)); then log "kubernetes ${K8S_VERSION}: cached in ${K8S_BIN}"; return; fi
+
+  local mod="${KRUISE_CACHE}/k8s/${K8S_VERSION}/wrapper"
+  mkdir -p "${mod}" "${K8S_BIN}"
+  log "kubernetes ${K8S_VERSION}: preparing wrapper module in ${mod}"
+  local gomod
+  gomod=$(cd "${mod}" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  [[ -f "${gomod}" ]] || die "could not download k8s.io/kubernetes@${K8S_VERSION}"
+
+  {
+    echo "module kruise.local/k8sbuild"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "require k8s.io/kubernetes ${K8S_VERSION}"
+    echo
+    echo "replace ("
+    # Every staging module that upstream replaces with ./staging/... gets the published version.
+    sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "${gomod}" | while read -r m; do
+      case "${m}" in
+        k8s.io/sample-apiserver|k8s.io/sample-cli-plugin|k8s.io/sample-controller)
+          # Not served by the proxy and needed by no command: stub them.
+          local stub="${mod}/stubs/${m#k8s.io/}"
+          mkdir -p "${stub}"
+          printf 'module %s\n\ngo 1.24\n' "${m}" >"${stub}/go.mod"
+          echo "	${m} => ./stubs/${m#k8s.io/}"
+          ;;
+        *) echo "	${m} => ${m} ${K8S_LIB_VERSION}" ;;
+      esac
+    done
+    echo ")"
+  } >"${mod}/go.mod"
+  cat >"${mod}/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubectl/pkg/cmd"
+)
+GO
+  (cd "${mod}" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true)
+  (cd "${mod}" && GOFLAGS=-mod=mod go mod download)
+
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local ld=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X ${p}.gitVersion=${K8S_VERSION} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
+    ld+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
+  done
+  for c in "${K8S_CMDS[@]}"; do
+    [[ -x "${K8S_BIN}/${c}" ]] && continue
+    local pkg="k8s.io/kubernetes/cmd/${c}"
+    log "kubernetes ${K8S_VERSION}: building ${c}"
+    (cd "${mod}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w ${ld}" \
+      -o "${K8S_BIN}/${c}.tmp" "${pkg}") && mv "${K8S_BIN}/${c}.tmp" "${K8S_BIN}/${c}"
+  done
+}
+
+build_etcd() {
+  if [[ -x "${ETCD_BIN}/etcd" ]]; then log "etcd ${ETCD_VERSION}: cached in ${ETCD_BIN}"; return; fi
+  local mod="${KRUISE_CACHE}/etcd/${ETCD_VERSION}/wrapper"
+  mkdir -p "${mod}" "${ETCD_BIN}"
+  cat >"${mod}/go.mod" <<GOMOD
+module kruise.local/etcdbuild
+
+go 1.24.0
+
+require go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
+GOMOD
+  cat >"${mod}/main.go" <<'GO'
+// Command etcd runs the etcd server from the published server module.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  log "etcd ${ETCD_VERSION}: building"
+  (cd "${mod}" && GOFLAGS=-mod=mod go mod tidy && CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w" -o "${ETCD_BIN}/etcd.tmp" .) && mv "${ETCD_BIN}/etcd.tmp" "${ETCD_BIN}/etcd"
+}
+
+build_k8s
+build_etcd

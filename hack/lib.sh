@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Shared settings for the hack/ scripts. Source it; do not run it.
+set -euo pipefail
+
+KRUISE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="/usr/local/go/bin:${PATH}"
+
+# Versions of what the local cluster runs. Built binaries are cached by version.
+K8S_VERSION="${K8S_VERSION:-v1.34.10}"
+K8S_LIB_VERSION="${K8S_LIB_VERSION:-v0.34.10}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.4}"
+
+# CACHE survives `make down` and fresh clones (binaries, images); WORK is one cluster's state.
+KRUISE_CACHE="${KRUISE_CACHE:-${HOME}/.cache/kruise}"
+# Socket paths must stay under 108 bytes, so keep WORK short.
+KRUISE_WORK="${KRUISE_WORK:-/var/tmp/kruise-local}"
+K8S_BIN="${KRUISE_CACHE}/k8s/${K8S_VERSION}/bin"
+ETCD_BIN="${KRUISE_CACHE}/etcd/${ETCD_VERSION}/bin"
+TOOLS_BIN="${KRUISE_CACHE}/tools/bin"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# wait_for DESC TIMEOUT_SECONDS CMD...: poll CMD until it succeeds or the deadline passes.
+wait_for() {
+  local desc="$1" timeout="$2"; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${timeout}s waiting for ${desc}"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
