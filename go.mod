@@ -14,7 +14,7 @@ require (
 	k8s.io/code-generator v0.34.10
 	k8s.io/component-base v0.34.10
 	k8s.io/cri-api v0.34.10
-	k8s.io/klog/v2 v2.140.0
+	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubelet v0.34.10
 )
 
