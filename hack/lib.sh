@@ -9,6 +9,7 @@ export PATH="/usr/local/go/bin:${PATH}"
 K8S_VERSION="${K8S_VERSION:-v1.34.10}"
 K8S_LIB_VERSION="${K8S_LIB_VERSION:-v0.34.10}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.4}"
+CRICTL_VERSION="${CRICTL_VERSION:-v1.34.0}"
 
 # CACHE survives `make down` and fresh clones (binaries, images); WORK is one cluster's state.
 KRUISE_CACHE="${KRUISE_CACHE:-${HOME}/.cache/kruise}"
@@ -17,6 +18,18 @@ KRUISE_WORK="${KRUISE_WORK:-/var/tmp/kruise-local}"
 K8S_BIN="${KRUISE_CACHE}/k8s/${K8S_VERSION}/bin"
 ETCD_BIN="${KRUISE_CACHE}/etcd/${ETCD_VERSION}/bin"
 TOOLS_BIN="${KRUISE_CACHE}/tools/bin"
+CTR_SOCK="${KRUISE_WORK}/containerd/containerd.sock"
+OUT_BIN="${KRUISE_ROOT}/_output/bin"
+
+# The loopback test registry: repositories under public/ are anonymous, basic/ need HTTP Basic
+# auth, token/ need a Bearer token from the registry's /token endpoint (same user and password).
+REGISTRY_ADDR="${REGISTRY_ADDR:-127.0.0.1:5000}"
+REGISTRY_USER="${REGISTRY_USER:-kruise}"
+REGISTRY_BASIC_PASSWORD="${REGISTRY_BASIC_PASSWORD:-kruise-basic-pw}"
+REGISTRY_TOKEN_PASSWORD="${REGISTRY_TOKEN_PASSWORD:-kruise-token-pw}"
+PAUSE_IMAGE="${REGISTRY_ADDR}/public/pause:3.10"
+BUSYBOX_TAG="1.35"
+CRICTL_BIN="${KRUISE_CACHE}/cri-tools/${CRICTL_VERSION}/bin"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

@@ -1,0 +1,56 @@
+# kruise: `make run` brings up a local cluster with kruise deployed; `make test` runs every test.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+KRUISE_WORK ?= /var/tmp/kruise-local
+E2E_KUBECONFIG := $(KRUISE_WORK)/admin.kubeconfig
+E2E_TIMEOUT ?= 30m
+PHASE := hack/phase.sh
+
+.DEFAULT_GOAL := help
+.PHONY: help run test test-unit test-integration e2e deps build images deploy cluster-up down \
+	status generate verify
+
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: cluster-up deploy ## Bring the local cluster up, build and deploy kruise, and show what to try.
+	@hack/next-steps.sh
+
+test: ## Unit tests, integration tests (real API server), then e2e on the local cluster.
+	@$(PHASE) unit $(MAKE) --no-print-directory test-unit
+	@$(PHASE) integration $(MAKE) --no-print-directory test-integration
+	@$(PHASE) e2e $(MAKE) --no-print-directory e2e
+
+test-unit: ## Unit tests (fakes only, no cluster).
+	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e)
+
+test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test.
+	go test -count=1 -timeout 15m ./test/integration/...
+
+e2e: deploy ## End-to-end tests against the local cluster (brought up and deployed if needed).
+	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+deps: ## Install Debian packages and build the cached Kubernetes, etcd and crictl binaries.
+	@hack/install-deps.sh
+	@hack/build-k8s.sh
+
+build: ## Build kruise-daemon and kruise-controller into _output/bin.
+	CGO_ENABLED=0 go build -trimpath -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
+
+cluster-up: ## Bring the local cluster up (idempotent).
+	@hack/cluster.sh up
+
+deploy: cluster-up ## Build kruise images, push them to the loopback registry and deploy.
+	@hack/deploy.sh
+
+down: ## Stop the local cluster and remove every trace of it.
+	@hack/cluster.sh down
+
+status: ## Show the local cluster's components.
+	@hack/cluster.sh status
+
+generate: ## Regenerate deepcopy, clients, listers, informers and CRDs.
+	@hack/update-codegen.sh
+
+verify: ## Fail on stale generated files, gofmt or go vet findings.
+	@hack/verify.sh

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds OCI images without Docker (hack/tools/mkimage, go-containerregistry) and puts them where
+# the local cluster gets them.
+#
+#   hack/images.sh local-node   the pause image into containerd, busybox test images into the registry
+#   hack/images.sh kruise       kruise-daemon and kruise-controller images into the registry
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MKIMAGE="${OUT_BIN}/mkimage"
+IMAGES_DIR="${KRUISE_WORK}/images"
+VERSION="${KRUISE_VERSION:-$(git -C "${KRUISE_ROOT}" describe --always --dirty 2>/dev/null || echo dev)}"
+KRUISE_IMAGE_TAG="${KRUISE_IMAGE_TAG:-local}"
+
+ctr_k8s() { ctr --address "${CTR_SOCK}" --namespace k8s.io "$@"; }
+
+push() { "${MKIMAGE}" --insecure "$@"; }
+
+local_node() {
+  mkdir -p "${IMAGES_DIR}"
+  # The sandbox image must be present before the first pod: import it rather than pull it.
+  if ! ctr_k8s images ls -q | grep -qx "${PAUSE_IMAGE}"; then
+    log "images: pause -> containerd (${PAUSE_IMAGE})"
+    push --file "${OUT_BIN}/pause:/pause:0755" --entrypoint '["/pause"]' \
+      --oci-archive "${IMAGES_DIR}/pause.tar" --push "${PAUSE_IMAGE}" >/dev/null
+    ctr_k8s images import "${IMAGES_DIR}/pause.tar" >/dev/null
+  fi
+  local busybox=/bin/busybox
+  log "images: busybox ${BUSYBOX_TAG} -> ${REGISTRY_ADDR}/{public,basic,token}/busybox"
+  push --busybox "${busybox}" --cmd '["sh"]' --push "${REGISTRY_ADDR}/public/busybox:${BUSYBOX_TAG}" >/dev/null
+  push --busybox "${busybox}" --cmd '["sh"]' --push "${REGISTRY_ADDR}/basic/busybox:${BUSYBOX_TAG}" \
+    --username "${REGISTRY_USER}" --password "${REGISTRY_BASIC_PASSWORD}" >/dev/null
+  push --busybox "${busybox}" --cmd '["sh"]' --push "${REGISTRY_ADDR}/token/busybox:${BUSYBOX_TAG}" \
+    --username "${REGISTRY_USER}" --password "${REGISTRY_TOKEN_PASSWORD}" >/dev/null
+}
+
+kruise() {
+  mkdir -p "${OUT_BIN}" "${IMAGES_DIR}"
+  log "building kruise binaries (${VERSION})"
+  local ld="-s -w -X github.com/nodekruise/kruise/pkg/version.gitVersion=${VERSION}"
+  (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -ldflags "${ld}" -o "${OUT_BIN}/" \
+    ./cmd/kruise-daemon ./cmd/kruise-controller)
+  local c digest
+  for c in kruise-daemon kruise-controller; do
+    digest=$(push --file "${OUT_BIN}/${c}:/usr/local/bin/${c}:0755" --entrypoint "[\"/usr/local/bin/${c}\"]" \
+      --push "${REGISTRY_ADDR}/public/${c}:${KRUISE_IMAGE_TAG}" | grep -o 'sha256:[0-9a-f]\{64\}' | tail -n 1)
+    [[ -n "${digest}" ]] || die "pushing ${c} printed no digest"
+    log "images: ${c} -> ${REGISTRY_ADDR}/public/${c}@${digest}"
+    # deploy.sh pins the manifests to these digests so every rebuild rolls out.
+    echo "${digest}" >"${IMAGES_DIR}/${c}.digest"
+  done
+}
+
+case "${1:-}" in
+  local-node) local_node ;;
+  kruise) kruise ;;
+  *) echo "usage: $0 local-node|kruise" >&2; exit 2 ;;
+esac

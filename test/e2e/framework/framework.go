@@ -1,0 +1,119 @@
+// Package framework holds the helpers every e2e test uses: clients for the cluster in KUBECONFIG,
+// throwaway namespaces, object builders and condition waits with deadlines (never fixed sleeps).
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// KruiseNamespace is where deploy/ installs kruise.
+const KruiseNamespace = "kruise-system"
+
+// Framework gives a test clients for the cluster under test.
+type Framework struct {
+	Config *rest.Config
+	Client kubernetes.Interface
+	// Registry is the loopback registry's host:port (env KRUISE_E2E_REGISTRY).
+	Registry string
+}
+
+// New connects to the cluster named by KUBECONFIG and fails the test when it cannot.
+func New(t testing.TB) *Framework {
+	t.Helper()
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		t.Fatal("KUBECONFIG is not set: run the e2e tests with `make e2e`, which brings the local cluster up")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading kubeconfig %s: %v", path, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("creating client: %v", err)
+	}
+	reg := os.Getenv("KRUISE_E2E_REGISTRY")
+	if reg == "" {
+		reg = "127.0.0.1:5000"
+	}
+	return &Framework{Config: cfg, Client: client, Registry: reg}
+}
+
+// Image returns a reference to an image in the loopback registry, e.g. Image("public/busybox:1.35").
+func (f *Framework) Image(repoAndTag string) string {
+	return f.Registry + "/" + repoAndTag
+}
+
+// Context returns a context that ends with the test or after timeout, whichever comes first.
+func Context(t testing.TB, timeout time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond every interval until it returns true, an error, or timeout passes; on timeout
+// it fails the test with desc and the last observation returned by cond.
+func WaitFor(ctx context.Context, t testing.TB, timeout time.Duration, desc string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, observed, err := cond(ctx)
+		last = observed
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last observed: %s)", desc, err, last)
+	}
+}
+
+// NewNamespace creates a namespace with a unique name, waits until pods can be created in it
+// (default service account and root CA published), and deletes it when the test ends.
+func (f *Framework) NewNamespace(ctx context.Context, t testing.TB, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("e2e-%s-%s", strings.ToLower(prefix), rand.String(5))
+	_, err := f.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kruise.e2e/test": "true"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := f.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("deleting namespace %s: %v", name, err)
+		}
+	})
+	WaitFor(ctx, t, time.Minute, "default service account in "+name, func(ctx context.Context) (bool, string, error) {
+		_, err := f.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no default service account yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		_, err = f.Client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no kube-root-ca.crt yet", nil
+		}
+		return err == nil, "ready", err
+	})
+	return name
+}

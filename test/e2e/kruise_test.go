@@ -1,0 +1,150 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// Both components, deployed from deploy/overlays/local, are rolled out and Ready.
+func TestKruiseComponentsReady(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, 3*time.Minute)
+
+	framework.WaitFor(ctx, t, 2*time.Minute, "kruise-daemon rolled out and ready", func(ctx context.Context) (bool, string, error) {
+		ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, "kruise-daemon", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		s := ds.Status
+		obs := fmt.Sprintf("desired=%d updated=%d ready=%d generation=%d/%d", s.DesiredNumberScheduled,
+			s.UpdatedNumberScheduled, s.NumberReady, s.ObservedGeneration, ds.Generation)
+		return s.DesiredNumberScheduled > 0 && s.ObservedGeneration == ds.Generation &&
+			s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberReady == s.DesiredNumberScheduled, obs, nil
+	})
+	framework.WaitFor(ctx, t, 2*time.Minute, "kruise-controller available", func(ctx context.Context) (bool, string, error) {
+		d, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).Get(ctx, "kruise-controller", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		s := d.Status
+		want := *d.Spec.Replicas
+		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want,
+			fmt.Sprintf("updated=%d ready=%d want=%d", s.UpdatedReplicas, s.ReadyReplicas, want), nil
+	})
+	pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if !podReady(&p) {
+			t.Errorf("pod %s is not Ready: %s", p.Name, f.DescribePods(ctx, framework.KruiseNamespace, "app.kubernetes.io/name="+p.Labels["app.kubernetes.io/name"]))
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 {
+				t.Errorf("container %s/%s restarted %d times", p.Name, cs.Name, cs.RestartCount)
+			}
+		}
+	}
+}
+
+// The daemon found the node's container runtime and says which one it is.
+func TestDaemonReportsRuntime(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, 2*time.Minute)
+
+	var logs string
+	framework.WaitFor(ctx, t, time.Minute, "the daemon to log the runtime it connected to", func(ctx context.Context) (bool, string, error) {
+		pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=kruise-daemon"})
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				continue
+			}
+			logs, err = f.PodLogs(ctx, framework.KruiseNamespace, p.Name, "daemon")
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			if strings.Contains(logs, "Connected to container runtime") {
+				return true, "", nil
+			}
+		}
+		return false, "no Ready daemon pod has logged it yet", nil
+	})
+	for _, want := range []string{`runtime="containerd"`, `version="`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("daemon log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+// The CRDs from deploy/ are established, serving the versions OpenKruise serves.
+func TestCRDsEstablished(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, time.Minute)
+	client, err := apiextensionsclient.NewForConfig(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"containerrecreaterequests.apps.kruise.io": {"v1alpha1"},
+		"imagepulljobs.apps.kruise.io":             {"v1alpha1", "v1beta1"},
+		"imagelistpulljobs.apps.kruise.io":         {"v1alpha1", "v1beta1"},
+		"nodeimages.apps.kruise.io":                {"v1alpha1", "v1beta1"},
+	}
+	for name, versions := range want {
+		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("CRD %s: %v", name, err)
+			continue
+		}
+		established := false
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				established = true
+			}
+		}
+		if !established {
+			t.Errorf("CRD %s is not Established", name)
+		}
+		served := map[string]bool{}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				served[v.Name] = true
+			}
+		}
+		for _, v := range versions {
+			if !served[v] {
+				t.Errorf("CRD %s does not serve %s (serves %v)", name, v, served)
+			}
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
