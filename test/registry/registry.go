@@ -1,0 +1,646 @@
+// Package registry is an OCI registry for tests. It wraps the registry of
+// github.com/google/go-containerregistry/pkg/registry with an access policy
+// chosen by the first component of the repository name:
+//
+//   - public/...  anonymous pull and push;
+//   - basic/...   pull and push need the configured Basic user and password;
+//   - token/...   pull and push need a Bearer token from the /token endpoint,
+//     which is issued to the configured token user and password.
+//
+// Any other repository name is answered with 404 NAME_UNKNOWN.
+//
+// # Authentication flows
+//
+// Requests under basic/ without valid credentials get
+// `401` with `WWW-Authenticate: Basic realm="<Name>"`. Requests under token/
+// without a valid token get
+// `401` with `WWW-Authenticate: Bearer realm="http://<host>/token",service="<Name>",scope="repository:<repo>:pull"`
+// (`pull,push` for writes). Clients that react to a challenge on any request,
+// such as containerd's CRI image puller, therefore use Basic auth under basic/
+// and the token flow under token/.
+//
+// Clients that decide the authentication scheme once from the /v2/ ping, such
+// as go-containerregistry's remote package, cannot follow a different scheme
+// per repository. The ping therefore answers an anonymous request with a
+// Bearer challenge (like Docker Hub), and the /token endpoint is a small
+// authorization server for all three prefixes: it grants public/ scopes to
+// anyone (including anonymous requests), basic/ scopes to the Basic user and
+// token/ scopes to the token user. A Bearer token granted for a basic/
+// repository is accepted there in place of Basic credentials, so both kinds
+// of client need exactly the configured credentials for each prefix. Wrong
+// credentials are always rejected with 401, at the /token endpoint or at the
+// registry.
+//
+// The /token endpoint accepts `GET` with optional Basic credentials and
+// `scope`/`service` query parameters (the Docker token protocol) and the OAuth2
+// `POST` form with `grant_type=password` (what containerd tries first). It
+// answers `{"token":..., "access_token":..., "expires_in":..., "issued_at":...}`.
+// Tokens are random strings held in memory, valid for Options.TokenTTL, and
+// grant only the repositories (not prefixes) and actions that were requested
+// and allowed. A token request none of whose repository scopes can be granted
+// (anonymous or basic-user credentials asking for token/..., say) is refused
+// with 401, so clients report "401 Unauthorized".
+//
+// # Storage
+//
+// Blobs are stored on disk in Options.BlobDir (shared by all repositories and
+// prefixes, content addressed), so large layers are not kept in memory once
+// uploaded. Note that the underlying registry buffers a chunked (PATCH) upload
+// in memory until it is committed. Manifests and tags are kept in memory only:
+// they are lost when the process exits, and test images are expected to be
+// pushed again at every cluster start. Pushing them again is cheap because the
+// blobs already on disk are found by their digest.
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+)
+
+// Repository prefixes served by the registry.
+const (
+	PublicPrefix = "public/"
+	BasicPrefix  = "basic/"
+	TokenPrefix  = "token/"
+)
+
+// Defaults used when the corresponding Options field is empty.
+const (
+	DefaultName     = "kruise-test-registry"
+	DefaultTokenTTL = time.Hour
+)
+
+// Options configures a registry handler.
+type Options struct {
+	// Name is the service name in Bearer challenges. Default DefaultName.
+	Name string
+	// BasicUser and BasicPassword protect repositories under basic/.
+	BasicUser, BasicPassword string
+	// TokenUser and TokenPassword are checked by the /token endpoint before it
+	// grants access to repositories under token/.
+	TokenUser, TokenPassword string
+	// Realm is the token endpoint URL in Bearer challenges. Default
+	// "http://<Host header of the request>/token".
+	Realm string
+	// TokenTTL is how long an issued token is valid. Default DefaultTokenTTL.
+	TokenTTL time.Duration
+	// BlobDir is where blobs are stored; it is created if missing. Empty
+	// means blobs are kept in memory (fine for small unit tests).
+	BlobDir string
+	// Logger receives one record per request. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// access is what a request needs: an action on a repository.
+type access struct {
+	repo   string
+	action string // "pull" or "push"
+}
+
+// grant is what an issued token allows.
+type grant struct {
+	subject string
+	expires time.Time
+	repos   map[string]map[string]bool // repository -> actions
+}
+
+// Handler is the registry http.Handler returned by New.
+type Handler struct {
+	opts  Options
+	inner http.Handler
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu     sync.Mutex
+	tokens map[string]*grant
+}
+
+// New returns a registry handler to be served at the site root.
+func New(opts Options) (*Handler, error) {
+	if opts.BasicUser == "" || opts.BasicPassword == "" {
+		return nil, errors.New("registry: BasicUser and BasicPassword must be set")
+	}
+	if opts.TokenUser == "" || opts.TokenPassword == "" {
+		return nil, errors.New("registry: TokenUser and TokenPassword must be set")
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if opts.TokenTTL <= 0 {
+		opts.TokenTTL = DefaultTokenTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	inner := []ggcrregistry.Option{
+		// The inner registry logs every request on its own; keep that at debug level.
+		ggcrregistry.Logger(slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)),
+		ggcrregistry.WithReferrersSupport(true),
+	}
+	if opts.BlobDir != "" {
+		if err := os.MkdirAll(opts.BlobDir, 0o755); err != nil {
+			return nil, fmt.Errorf("registry: blob dir: %w", err)
+		}
+		inner = append(inner, ggcrregistry.WithBlobHandler(ggcrregistry.NewDiskBlobHandler(opts.BlobDir)))
+	}
+	return &Handler{
+		opts:   opts,
+		inner:  ggcrregistry.New(inner...),
+		log:    opts.Logger,
+		now:    time.Now,
+		tokens: map[string]*grant{},
+	}, nil
+}
+
+// Serve serves h on l until ctx is done, then shuts the server down (waiting
+// at most 5 seconds for requests in flight). It returns nil after a shutdown
+// caused by ctx.
+func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	rec.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	subject := h.route(rec, r)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", rec.status),
+		slog.Int64("bytes", rec.written),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("auth", subject),
+		slog.String("remote", r.RemoteAddr),
+	}
+	if r.URL.Path == "/token" {
+		attrs = append(attrs, slog.String("scope", strings.Join(r.URL.Query()["scope"], " ")))
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "registry request", attrs...)
+}
+
+// route authorizes and serves one request. It returns who the request was
+// authorized as, for the log.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
+	p := r.URL.Path
+	switch {
+	case p == "/token":
+		return h.serveToken(w, r)
+	case p == "/v2" || p == "/v2/":
+		return h.servePing(w, r)
+	case p == "/v2/_catalog":
+		// The catalog lists repository names only; it is open to everyone.
+		h.inner.ServeHTTP(w, r)
+		return "anonymous"
+	case strings.HasPrefix(p, "/v2/"):
+	default:
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "not a registry endpoint")
+		return "-"
+	}
+	repo, ok := repoFromPath(p)
+	if !ok {
+		// Let the inner registry produce its error for malformed paths.
+		h.inner.ServeHTTP(w, r)
+		return "-"
+	}
+	need := access{repo: repo, action: "push"}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		need.action = "pull"
+	}
+	var subject string
+	switch {
+	case strings.HasPrefix(repo, PublicPrefix):
+		subject = "anonymous"
+	case strings.HasPrefix(repo, BasicPrefix):
+		s, ok := h.authorizeBasic(r, need)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q", h.opts.Name))
+			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: Basic credentials of the basic user")
+			return s
+		}
+		subject = s
+	case strings.HasPrefix(repo, TokenPrefix):
+		s, challengeErr := h.authorizeBearer(r, need)
+		if challengeErr != "" {
+			h.bearerChallenge(w, r, need, challengeErr)
+			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: Bearer token from the token endpoint")
+			return s
+		}
+		subject = s
+	default:
+		writeError(w, http.StatusNotFound, "NAME_UNKNOWN",
+			fmt.Sprintf("repository %q must start with %s, %s or %s", repo, PublicPrefix, BasicPrefix, TokenPrefix))
+		return "-"
+	}
+	h.inner.ServeHTTP(w, r)
+	return subject
+}
+
+// servePing answers GET /v2/. Anonymous requests get a Bearer challenge (see
+// the package documentation); requests with valid credentials or a valid
+// token get 200.
+func (h *Handler) servePing(w http.ResponseWriter, r *http.Request) string {
+	authz := r.Header.Get("Authorization")
+	if authz == "" {
+		h.bearerChallenge(w, r, access{}, "")
+		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
+		return "anonymous"
+	}
+	if user, pw, ok := r.BasicAuth(); ok {
+		subjects := h.authenticate(user, pw)
+		if len(subjects) == 0 {
+			h.bearerChallenge(w, r, access{}, "")
+			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid credentials")
+			return "basic:" + user + "(invalid)"
+		}
+		h.inner.ServeHTTP(w, r)
+		return strings.Join(subjects, ",") + ":" + user
+	}
+	if g := h.lookupToken(r); g != nil {
+		h.inner.ServeHTTP(w, r)
+		return "bearer:" + g.subject
+	}
+	h.bearerChallenge(w, r, access{}, "invalid_token")
+	writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "invalid or expired token")
+	return "bearer(invalid)"
+}
+
+// authorizeBasic checks a request under basic/: Basic credentials of the
+// basic user, or a token granted for the repository and action.
+func (h *Handler) authorizeBasic(r *http.Request, need access) (string, bool) {
+	if user, pw, ok := r.BasicAuth(); ok {
+		if equal(user, h.opts.BasicUser) && equal(pw, h.opts.BasicPassword) {
+			return "basic:" + user, true
+		}
+		return "basic:" + user + "(invalid)", false
+	}
+	if g := h.lookupToken(r); g != nil {
+		if g.repos[need.repo][need.action] {
+			return "bearer:" + g.subject, true
+		}
+		return "bearer:" + g.subject + "(insufficient scope)", false
+	}
+	if r.Header.Get("Authorization") != "" {
+		return "invalid", false
+	}
+	return "anonymous", false
+}
+
+// authorizeBearer checks a request under token/. It returns the subject for
+// the log and "" when the request is allowed; otherwise the error parameter of
+// the challenge to send ("none" for a challenge without one).
+func (h *Handler) authorizeBearer(r *http.Request, need access) (string, string) {
+	authz := r.Header.Get("Authorization")
+	if authz == "" {
+		return "anonymous", "none"
+	}
+	g := h.lookupToken(r)
+	if g == nil {
+		return "bearer(invalid)", "invalid_token"
+	}
+	if !g.repos[need.repo][need.action] {
+		return "bearer:" + g.subject + "(insufficient scope)", "insufficient_scope"
+	}
+	return "bearer:" + g.subject, ""
+}
+
+// bearerChallenge sets the WWW-Authenticate header of a 401 answer. An empty
+// need.repo gives a challenge without scope (the ping); errParam "" or "none"
+// gives one without an error parameter.
+func (h *Handler) bearerChallenge(w http.ResponseWriter, r *http.Request, need access, errParam string) {
+	realm := h.opts.Realm
+	if realm == "" {
+		realm = "http://" + r.Host + "/token"
+	}
+	c := fmt.Sprintf("Bearer realm=%q,service=%q", realm, h.opts.Name)
+	if need.repo != "" {
+		actions := "pull"
+		if need.action == "push" {
+			actions = "pull,push"
+		}
+		c += fmt.Sprintf(",scope=%q", "repository:"+need.repo+":"+actions)
+	}
+	if errParam != "" && errParam != "none" {
+		c += fmt.Sprintf(",error=%q", errParam)
+	}
+	w.Header().Set("WWW-Authenticate", c)
+}
+
+// authenticate returns the identities ("basic", "token") that user and pw
+// match; both when the two are configured alike.
+func (h *Handler) authenticate(user, pw string) []string {
+	var subjects []string
+	if equal(user, h.opts.BasicUser) && equal(pw, h.opts.BasicPassword) {
+		subjects = append(subjects, "basic")
+	}
+	if equal(user, h.opts.TokenUser) && equal(pw, h.opts.TokenPassword) {
+		subjects = append(subjects, "token")
+	}
+	return subjects
+}
+
+// lookupToken returns the unexpired grant of the request's Bearer token.
+func (h *Handler) lookupToken(r *http.Request) *grant {
+	authz := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(authz) <= len(prefix) || !strings.EqualFold(authz[:len(prefix)], prefix) {
+		return nil
+	}
+	tok := strings.TrimSpace(authz[len(prefix):])
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.tokens[tok]
+	if !ok || !h.now().Before(g.expires) {
+		return nil
+	}
+	return g
+}
+
+// tokenResponse is the JSON body of a token answer.
+type tokenResponse struct {
+	Token       string `json:"token"`
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int    `json:"expires_in"`
+	IssuedAt    string `json:"issued_at"`
+}
+
+// serveToken is the token endpoint (Docker token protocol and OAuth2 password grant).
+func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request) string {
+	var (
+		user, pw  string
+		hasCreds  bool
+		scopes    []string
+		subjectOf = "anonymous"
+	)
+	switch r.Method {
+	case http.MethodGet:
+		user, pw, hasCreds = r.BasicAuth()
+		if !hasCreds && r.Header.Get("Authorization") != "" {
+			h.tokenUnauthorized(w, "unsupported authorization scheme")
+			return "invalid"
+		}
+		scopes = r.URL.Query()["scope"]
+	case http.MethodPost:
+		if err := r.ParseForm(); err != nil {
+			writeOAuthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return "-"
+		}
+		switch gt := r.PostForm.Get("grant_type"); gt {
+		case "password":
+			user, pw = r.PostForm.Get("username"), r.PostForm.Get("password")
+			hasCreds = true
+		case "":
+			user, pw, hasCreds = r.BasicAuth()
+		default:
+			writeOAuthError(w, http.StatusBadRequest, "unsupported_grant_type", "only grant_type=password is supported")
+			return "-"
+		}
+		scopes = r.PostForm["scope"]
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		writeError(w, http.StatusMethodNotAllowed, "UNSUPPORTED", "use GET or POST")
+		return "-"
+	}
+	var subjects []string
+	if hasCreds {
+		subjects = h.authenticate(user, pw)
+		if len(subjects) == 0 {
+			h.tokenUnauthorized(w, "invalid username or password")
+			return "basic:" + user + "(invalid)"
+		}
+		subjectOf = strings.Join(subjects, ",") + ":" + user
+	}
+	g := &grant{
+		subject: subjectOf,
+		expires: h.now().Add(h.opts.TokenTTL),
+		repos:   map[string]map[string]bool{},
+	}
+	var requested []string
+	for _, s := range scopes {
+		for _, one := range strings.Fields(s) {
+			repo, actions, ok := parseRepositoryScope(one)
+			if !ok {
+				continue
+			}
+			if knownPrefix(repo) {
+				// Other names get 404 from the registry whatever the token.
+				requested = append(requested, one)
+			}
+			if !allowed(repo, subjects) {
+				continue
+			}
+			if g.repos[repo] == nil {
+				g.repos[repo] = map[string]bool{}
+			}
+			for _, a := range actions {
+				if a == "*" {
+					g.repos[repo]["pull"] = true
+					g.repos[repo]["push"] = true
+				}
+				g.repos[repo][a] = true
+			}
+		}
+	}
+	if len(requested) > 0 && len(g.repos) == 0 {
+		// Nothing asked for can be granted: refuse outright, so that clients
+		// report a 401 rather than a useless token.
+		h.tokenUnauthorized(w, fmt.Sprintf("access denied to %s for %s", strings.Join(requested, " "), subjectOf))
+		return subjectOf + "(denied)"
+	}
+	tok, err := randomToken()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "INTERNAL_SERVER_ERROR", err.Error())
+		return subjectOf
+	}
+	h.mu.Lock()
+	now := h.now()
+	for k, old := range h.tokens {
+		if !now.Before(old.expires) {
+			delete(h.tokens, k)
+		}
+	}
+	h.tokens[tok] = g
+	h.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(tokenResponse{
+		Token:       tok,
+		AccessToken: tok,
+		ExpiresIn:   int(h.opts.TokenTTL / time.Second),
+		IssuedAt:    now.UTC().Format(time.RFC3339),
+	})
+	return subjectOf
+}
+
+func (h *Handler) tokenUnauthorized(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q", h.opts.Name+" token service"))
+	writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", msg)
+}
+
+// allowed tells whether identities may be granted access to repo.
+func allowed(repo string, subjects []string) bool {
+	has := func(s string) bool {
+		for _, x := range subjects {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.HasPrefix(repo, PublicPrefix):
+		return true
+	case strings.HasPrefix(repo, BasicPrefix):
+		return has("basic")
+	case strings.HasPrefix(repo, TokenPrefix):
+		return has("token")
+	}
+	return false
+}
+
+func knownPrefix(repo string) bool {
+	return strings.HasPrefix(repo, PublicPrefix) || strings.HasPrefix(repo, BasicPrefix) || strings.HasPrefix(repo, TokenPrefix)
+}
+
+// parseRepositoryScope parses "repository:<name>:<action>[,<action>...]".
+func parseRepositoryScope(s string) (string, []string, bool) {
+	first := strings.Index(s, ":")
+	last := strings.LastIndex(s, ":")
+	if first < 0 || last <= first || s[:first] != "repository" {
+		return "", nil, false
+	}
+	repo := s[first+1 : last]
+	if repo == "" {
+		return "", nil, false
+	}
+	return repo, strings.Split(s[last+1:], ","), true
+}
+
+// repoFromPath extracts the repository name from a /v2/<name>/... path.
+func repoFromPath(p string) (string, bool) {
+	elems := strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/v2/"), "/"), "/")
+	n := len(elems)
+	for i := n - 2; i >= 1; i-- {
+		var match bool
+		switch elems[i] {
+		case "manifests", "referrers":
+			match = i == n-2
+		case "tags":
+			match = i == n-2 && elems[n-1] == "list"
+		case "blobs":
+			match = i == n-2 || (elems[i+1] == "uploads" && i == n-3)
+		}
+		if match {
+			name := strings.Join(elems[:i], "/")
+			return name, name != ""
+		}
+	}
+	return "", false
+}
+
+func equal(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"errors": []map[string]string{{"code": code, "message": msg}},
+	})
+}
+
+func writeOAuthError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": msg})
+}
+
+// recorder remembers the status and size of a response for the log.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	written int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.written += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the underlying writer's sendfile path for blobs on disk.
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
+	}
+	r.written += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

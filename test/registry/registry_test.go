@@ -1,0 +1,472 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+const (
+	basicUser = "alice"
+	basicPW   = "basic-secret"
+	tokenUser = "bob"
+	tokenPW   = "token-secret"
+)
+
+var (
+	basicAuth = authn.FromConfig(authn.AuthConfig{Username: basicUser, Password: basicPW})
+	tokenAuth = authn.FromConfig(authn.AuthConfig{Username: tokenUser, Password: tokenPW})
+	wrongAuth = authn.FromConfig(authn.AuthConfig{Username: basicUser, Password: "wrong"})
+)
+
+// logBuffer collects log records so tests can assert on them.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type testRegistry struct {
+	h       *Handler
+	srv     *httptest.Server
+	host    string // 127.0.0.1:port
+	blobDir string
+	logs    *logBuffer
+}
+
+func newTestRegistry(t *testing.T) *testRegistry {
+	t.Helper()
+	logs := &logBuffer{}
+	blobDir := filepath.Join(t.TempDir(), "blobs")
+	h, err := New(Options{
+		Name:          "test-registry",
+		BasicUser:     basicUser,
+		BasicPassword: basicPW,
+		TokenUser:     tokenUser,
+		TokenPassword: tokenPW,
+		BlobDir:       blobDir,
+		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h) // listens on 127.0.0.1
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testRegistry{h: h, srv: srv, host: u.Host, blobDir: blobDir, logs: logs}
+}
+
+func (tr *testRegistry) ref(t *testing.T, repoTag string) name.Reference {
+	t.Helper()
+	ref, err := name.ParseReference(tr.host+"/"+repoTag, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func statusOf(err error) int {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		return terr.StatusCode
+	}
+	return 0
+}
+
+func randomImage(t *testing.T) v1.Image {
+	t.Helper()
+	img, err := random.Image(2048, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func mustDigest(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkRoundTrip pulls ref and compares it with img, reading every layer.
+func checkRoundTrip(t *testing.T, ref name.Reference, auth authn.Authenticator, img v1.Image) {
+	t.Helper()
+	got, err := remote.Image(ref, remote.WithAuth(auth))
+	if err != nil {
+		t.Fatalf("pull %s: %v", ref, err)
+	}
+	if g, w := mustDigest(t, got), mustDigest(t, img); g != w {
+		t.Fatalf("pulled digest %s, pushed %s", g, w)
+	}
+	layers, err := got.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 2 {
+		t.Fatalf("got %d layers, want 2", len(layers))
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed() // verifies the digest while reading
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			t.Fatalf("read layer: %v", err)
+		}
+		rc.Close()
+	}
+}
+
+func TestPushPullPerPrefix(t *testing.T) {
+	tr := newTestRegistry(t)
+	cases := []struct {
+		prefix string
+		good   authn.Authenticator
+		// wrong lists authenticators that must be refused with 401.
+		wrong map[string]authn.Authenticator
+	}{
+		{
+			prefix: "public/",
+			good:   authn.Anonymous,
+			wrong:  map[string]authn.Authenticator{"wrong password": wrongAuth},
+		},
+		{
+			prefix: "basic/",
+			good:   basicAuth,
+			wrong: map[string]authn.Authenticator{
+				"anonymous":      authn.Anonymous,
+				"wrong password": wrongAuth,
+				"token user":     tokenAuth,
+			},
+		},
+		{
+			prefix: "token/",
+			good:   tokenAuth,
+			wrong: map[string]authn.Authenticator{
+				"anonymous":      authn.Anonymous,
+				"wrong password": authn.FromConfig(authn.AuthConfig{Username: tokenUser, Password: "nope"}),
+				"basic user":     basicAuth,
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(strings.TrimSuffix(tc.prefix, "/"), func(t *testing.T) {
+			img := randomImage(t)
+			ref := tr.ref(t, tc.prefix+"img:v1")
+
+			for what, auth := range tc.wrong {
+				err := remote.Write(ref, img, remote.WithAuth(auth))
+				if statusOf(err) != http.StatusUnauthorized {
+					t.Errorf("push with %s: want 401, got %v", what, err)
+				}
+			}
+			if err := remote.Write(ref, img, remote.WithAuth(tc.good)); err != nil {
+				t.Fatalf("push: %v", err)
+			}
+			checkRoundTrip(t, ref, tc.good, img)
+			for what, auth := range tc.wrong {
+				_, err := remote.Image(ref, remote.WithAuth(auth))
+				if statusOf(err) != http.StatusUnauthorized {
+					t.Errorf("pull with %s: want 401, got %v", what, err)
+				}
+			}
+			// Missing tag: 404 for an authorized client.
+			_, err := remote.Image(tr.ref(t, tc.prefix+"img:missing"), remote.WithAuth(tc.good))
+			if statusOf(err) != http.StatusNotFound {
+				t.Errorf("missing tag: want 404, got %v", err)
+			}
+			// Blobs are on disk.
+			layers, err := img.Layers()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range layers {
+				d, err := l.Digest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(filepath.Join(tr.blobDir, d.Algorithm, d.Hex)); err != nil {
+					t.Errorf("layer %s not on disk: %v", d, err)
+				}
+			}
+		})
+	}
+	// Anonymous pull works for public/ only.
+	if _, err := remote.Image(tr.ref(t, "public/img:v1")); err != nil {
+		t.Errorf("anonymous public pull: %v", err)
+	}
+	if !strings.Contains(tr.logs.String(), "status=401") || !strings.Contains(tr.logs.String(), "status=201") {
+		t.Errorf("requests not logged with their status:\n%s", tr.logs.String())
+	}
+}
+
+func TestUnknownPrefix(t *testing.T) {
+	tr := newTestRegistry(t)
+	err := remote.Write(tr.ref(t, "other/img:v1"), randomImage(t))
+	if statusOf(err) != http.StatusNotFound {
+		t.Fatalf("push outside the prefixes: want 404, got %v", err)
+	}
+}
+
+// do sends a raw request, as containerd would, and returns the response with its body read.
+func do(t *testing.T, method, u string, hdr map[string]string, body io.Reader) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func basicHeader(user, pw string) map[string]string {
+	r, _ := http.NewRequest(http.MethodGet, "http://x", nil)
+	r.SetBasicAuth(user, pw)
+	return map[string]string{"Authorization": r.Header.Get("Authorization")}
+}
+
+func bearerHeader(tok string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + tok}
+}
+
+func getToken(t *testing.T, tr *testRegistry, hdr map[string]string, scopes ...string) (int, tokenResponse) {
+	t.Helper()
+	q := url.Values{"service": {"test-registry"}, "scope": scopes}
+	resp, body := do(t, http.MethodGet, tr.srv.URL+"/token?"+q.Encode(), hdr, nil)
+	var tok tokenResponse
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal([]byte(body), &tok); err != nil {
+			t.Fatalf("token body %q: %v", body, err)
+		}
+	}
+	return resp.StatusCode, tok
+}
+
+func TestTokenFlow(t *testing.T) {
+	tr := newTestRegistry(t)
+	img := randomImage(t)
+	if err := remote.Write(tr.ref(t, "token/app:v1"), img, remote.WithAuth(tokenAuth)); err != nil {
+		t.Fatal(err)
+	}
+	manifest := tr.srv.URL + "/v2/token/app/manifests/v1"
+
+	// 1. Anonymous request: challenge with realm, service and scope.
+	resp, _ := do(t, http.MethodHead, manifest, nil, nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous HEAD: status %d", resp.StatusCode)
+	}
+	want := fmt.Sprintf(`Bearer realm="http://%s/token",service="test-registry",scope="repository:token/app:pull"`, tr.host)
+	if got := resp.Header.Get("WWW-Authenticate"); got != want {
+		t.Fatalf("challenge\n got %s\nwant %s", got, want)
+	}
+	resp, _ = do(t, http.MethodPut, tr.srv.URL+"/v2/token/app/manifests/v2", nil, strings.NewReader("{}"))
+	wantPush := fmt.Sprintf(`Bearer realm="http://%s/token",service="test-registry",scope="repository:token/app:pull,push"`, tr.host)
+	if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || got != wantPush {
+		t.Fatalf("push challenge: status %d, %s", resp.StatusCode, got)
+	}
+
+	// 2. Token endpoint: wrong credentials are refused.
+	if code, _ := getToken(t, tr, basicHeader(tokenUser, "wrong"), "repository:token/app:pull"); code != http.StatusUnauthorized {
+		t.Fatalf("token with wrong password: status %d", code)
+	}
+
+	// 3. Right credentials: a token with all three fields.
+	code, tok := getToken(t, tr, basicHeader(tokenUser, tokenPW), "repository:token/app:pull")
+	if code != http.StatusOK || tok.Token == "" || tok.AccessToken != tok.Token || tok.ExpiresIn <= 0 {
+		t.Fatalf("token: status %d, %+v", code, tok)
+	}
+	code, tok2 := getToken(t, tr, basicHeader(tokenUser, tokenPW), "repository:token/app:pull")
+	if code != http.StatusOK || tok2.Token == tok.Token {
+		t.Fatalf("tokens are not random: %q twice", tok.Token)
+	}
+
+	// 4. The token pulls the manifest, and only what was granted.
+	resp, body := do(t, http.MethodGet, manifest, bearerHeader(tok.Token), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Docker-Content-Digest") != mustDigest(t, img).String() {
+		t.Fatalf("GET with token: status %d digest %q body %s", resp.StatusCode, resp.Header.Get("Docker-Content-Digest"), body)
+	}
+	resp, _ = do(t, http.MethodPut, tr.srv.URL+"/v2/token/app/manifests/v2", bearerHeader(tok.Token), strings.NewReader("{}"))
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) {
+		t.Fatalf("push with a pull token: status %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	resp, _ = do(t, http.MethodHead, tr.srv.URL+"/v2/token/other/manifests/v1", bearerHeader(tok.Token), nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("token used for another repository: status %d", resp.StatusCode)
+	}
+	resp, _ = do(t, http.MethodHead, manifest, bearerHeader("0123456789abcdef"), nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("forged token: status %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	// Basic credentials are no substitute for a token under token/.
+	resp, _ = do(t, http.MethodHead, manifest, basicHeader(tokenUser, tokenPW), nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("Basic auth under token/: status %d", resp.StatusCode)
+	}
+
+	// 5. Anonymous and basic-user requests for token/ scopes are refused;
+	// a request for several scopes gets only those it may have.
+	for what, hdr := range map[string]map[string]string{"anonymous": nil, "basic user": basicHeader(basicUser, basicPW)} {
+		if code, _ := getToken(t, tr, hdr, "repository:token/app:pull"); code != http.StatusUnauthorized {
+			t.Fatalf("%s token request for token/: status %d", what, code)
+		}
+	}
+	code, part := getToken(t, tr, basicHeader(basicUser, basicPW), "repository:basic/app:pull", "repository:token/app:pull")
+	if code != http.StatusOK {
+		t.Fatalf("partial grant: status %d", code)
+	}
+	if resp, _ = do(t, http.MethodHead, manifest, bearerHeader(part.Token), nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("basic-user token under token/: status %d", resp.StatusCode)
+	}
+	if resp, _ = do(t, http.MethodHead, tr.srv.URL+"/v2/basic/app/manifests/v1", bearerHeader(part.Token), nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("basic-user token under basic/ (no such image): status %d, want 404", resp.StatusCode)
+	}
+
+	// 6. The OAuth2 password grant that containerd tries first.
+	form := url.Values{
+		"grant_type": {"password"}, "username": {tokenUser}, "password": {tokenPW},
+		"scope": {"repository:token/app:pull"}, "service": {"test-registry"}, "client_id": {"containerd-client"},
+	}
+	resp, body = do(t, http.MethodPost, tr.srv.URL+"/token", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, strings.NewReader(form.Encode()))
+	var otok tokenResponse
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &otok) != nil || otok.AccessToken == "" {
+		t.Fatalf("oauth token: status %d body %s", resp.StatusCode, body)
+	}
+	if resp, _ = do(t, http.MethodHead, manifest, bearerHeader(otok.AccessToken), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD with oauth token: status %d", resp.StatusCode)
+	}
+	form.Set("password", "wrong")
+	resp, _ = do(t, http.MethodPost, tr.srv.URL+"/token", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, strings.NewReader(form.Encode()))
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("oauth token with wrong password: status %d", resp.StatusCode)
+	}
+
+	// 7. Tokens expire.
+	tr.h.mu.Lock()
+	tr.h.now = func() time.Time { return time.Now().Add(DefaultTokenTTL + time.Minute) }
+	tr.h.mu.Unlock()
+	resp, _ = do(t, http.MethodHead, manifest, bearerHeader(tok.Token), nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("expired token: status %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+func TestBasicChallengeAndPing(t *testing.T) {
+	tr := newTestRegistry(t)
+	if err := remote.Write(tr.ref(t, "basic/app:v1"), randomImage(t), remote.WithAuth(basicAuth)); err != nil {
+		t.Fatal(err)
+	}
+	manifest := tr.srv.URL + "/v2/basic/app/manifests/v1"
+	resp, _ := do(t, http.MethodHead, manifest, nil, nil)
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Basic realm="test-registry"` {
+		t.Fatalf("anonymous HEAD under basic/: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp, _ = do(t, http.MethodHead, manifest, basicHeader(basicUser, basicPW), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD with Basic auth: %d", resp.StatusCode)
+	}
+	if resp, _ = do(t, http.MethodHead, manifest, basicHeader(basicUser, "wrong"), nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("HEAD with wrong Basic auth: %d", resp.StatusCode)
+	}
+	if resp, _ = do(t, http.MethodHead, tr.srv.URL+"/v2/basic/app/manifests/missing", basicHeader(basicUser, basicPW), nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("HEAD missing tag: %d", resp.StatusCode)
+	}
+
+	// Ping: anonymous gets a Bearer challenge; credentials or a token get 200.
+	ping := tr.srv.URL + "/v2/"
+	resp, _ = do(t, http.MethodGet, ping, nil, nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer realm=") {
+		t.Fatalf("anonymous ping: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp.Header.Get("Docker-Distribution-API-Version") != "registry/2.0" {
+		t.Fatalf("ping lacks the API version header")
+	}
+	for _, hdr := range []map[string]string{basicHeader(basicUser, basicPW), basicHeader(tokenUser, tokenPW)} {
+		if resp, _ = do(t, http.MethodGet, ping, hdr, nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("ping with credentials: %d", resp.StatusCode)
+		}
+	}
+	if resp, _ = do(t, http.MethodGet, ping, basicHeader(basicUser, "wrong"), nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("ping with wrong credentials: %d", resp.StatusCode)
+	}
+	_, tok := getToken(t, tr, nil, "repository:public/x:pull")
+	if resp, _ = do(t, http.MethodGet, ping, bearerHeader(tok.Token), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping with token: %d", resp.StatusCode)
+	}
+}
+
+func TestRepoFromPath(t *testing.T) {
+	for p, want := range map[string]string{
+		"/v2/public/a/b/manifests/latest":         "public/a/b",
+		"/v2/basic/x/blobs/sha256:abc":            "basic/x",
+		"/v2/basic/x/blobs/uploads/":              "basic/x",
+		"/v2/basic/x/blobs/uploads/123":           "basic/x",
+		"/v2/token/x/tags/list":                   "token/x",
+		"/v2/token/x/referrers/sha256:abc":        "token/x",
+		"/v2/token/manifests/manifests/v1":        "token/manifests",
+		"/v2/public/blobs/blobs/uploads/99":       "public/blobs",
+		"/v2/nothing":                             "",
+		"/v2/manifests/v1":                        "",
+		"/v2/public/x/unknown/v1":                 "",
+		"/v2/public/x/tags/other":                 "",
+		"/v2/public/x/blobs/uploads/1/extra/more": "",
+	} {
+		got, ok := repoFromPath(p)
+		if got != want || ok != (want != "") {
+			t.Errorf("repoFromPath(%q) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	if _, err := New(Options{BasicUser: "a", BasicPassword: "b"}); err == nil {
+		t.Fatal("missing token credentials accepted")
+	}
+	if _, err := New(Options{TokenUser: "a", TokenPassword: "b"}); err == nil {
+		t.Fatal("missing basic credentials accepted")
+	}
+}
