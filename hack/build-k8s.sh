@@ -111,8 +111,12 @@ build_crictl() {
     "sigs.k8s.io/cri-tools@${CRICTL_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [[ -d "${dir}" ]] || die "could not download sigs.k8s.io/cri-tools@${CRICTL_VERSION}"
   log "crictl ${CRICTL_VERSION}: building"
-  (cd "${dir}" && CGO_ENABLED=0 go build -mod=vendor -trimpath -ldflags "-s -w" \
-    -o "${bin}/crictl.tmp" ./cmd/crictl) && mv "${bin}/crictl.tmp" "${bin}/crictl"
+  # Its vendor/modules.txt does not satisfy newer Go toolchains: build a writable copy from the
+  # module proxy instead of the vendor directory.
+  local src="${KRUISE_CACHE}/cri-tools/${CRICTL_VERSION}/src"
+  rm -rf "${src}" && cp -r "${dir}" "${src}" && chmod -R u+w "${src}" && rm -rf "${src}/vendor"
+  (cd "${src}" && GONOSUMDB=sigs.k8s.io/cri-tools CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
+    -ldflags "-s -w" -o "${bin}/crictl.tmp" ./cmd/crictl) && mv "${bin}/crictl.tmp" "${bin}/crictl"
 }
 
 build_k8s

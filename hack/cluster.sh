@@ -433,6 +433,8 @@ remove_iptables_chains() {
 down() {
   [[ -d "${W}" ]] || { log "local cluster is not up (no ${W})"; return 0; }
   [[ $(id -u) == 0 ]] || die "down needs root"
+  # Cleanup is best effort step by step; leftovers() judges the result at the end.
+  set +e +o pipefail
   stop kubelet 30
   remove_pods
   stop containerd 15
@@ -452,8 +454,41 @@ down() {
       [[ -n "${p}" && -e "${p}" ]] && rm -rf --one-file-system "${p}"
     done <"${W}/host-state/created-paths"
   fi
+  local left
+  left=$(leftovers)
+  if [[ -n "${left}" ]]; then
+    log "local cluster is down, but these are left (kept ${W} for inspection):"
+    echo "${left}" >&2
+    return 1
+  fi
   rm -rf --one-file-system "${W}"
-  log "local cluster is down; nothing of it is left running"
+  log "local cluster is down; nothing of it is left"
+}
+
+# leftovers lists whatever of the cluster is still on the machine: processes, mounts, network,
+# cgroups, iptables chains and host paths it created.
+leftovers() {
+  local f p
+  for f in "${PIDS}"/*.pid; do
+    [[ -f "${f}" ]] && alive "$(cat "${f}")" && echo "process $(basename "${f}" .pid) ($(cat "${f}"))"
+  done
+  for p in /proc/[0-9]*; do
+    tr '\0' ' ' <"${p}/cmdline" 2>/dev/null | grep -q -- "-address ${CTR_SOCK}" && alive "${p#/proc/}" &&
+      echo "containerd shim ${p#/proc/}"
+  done
+  awk -v r="${W}" '$2 == r || index($2, r "/") == 1 {print "mount " $2}' /proc/self/mounts
+  ip link show "${BRIDGE}" >/dev/null 2>&1 && echo "bridge ${BRIDGE}"
+  ip route show type unreachable | grep -q "^unreachable ${SERVICE_CIDR}" && echo "route unreachable ${SERVICE_CIDR}"
+  for p in /sys/fs/cgroup/*/kubepods; do [[ -d "${p}" ]] && echo "cgroup ${p}"; done
+  for f in filter nat mangle; do
+    iptables -t "${f}" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}' | while read -r p; do
+      grep -qx "${f} ${p}" "${W}/host-state/iptables-chains" 2>/dev/null || echo "iptables chain ${f}/${p}"
+    done
+  done
+  if [[ -f "${W}/host-state/created-paths" ]]; then
+    while read -r p; do [[ -n "${p}" && -e "${p}" ]] && echo "path ${p}"; done <"${W}/host-state/created-paths"
+  fi
+  return 0
 }
 
 status() {
