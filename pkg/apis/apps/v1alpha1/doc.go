@@ -1,0 +1,8 @@
+// Package v1alpha1 holds the v1alpha1 types of the apps.kruise.io API group.
+//
+// The wire format (kinds, field names, JSON tags and enum values) matches
+// OpenKruise's apps.kruise.io/v1alpha1 so that existing manifests apply unchanged.
+//
+// +k8s:deepcopy-gen=package
+// +groupName=apps.kruise.io
+package v1alpha1

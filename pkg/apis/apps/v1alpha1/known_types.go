@@ -1,0 +1,12 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+func knownTypes() []runtime.Object {
+	return []runtime.Object{
+		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
+		&ImagePullJob{}, &ImagePullJobList{},
+		&ImageListPullJob{}, &ImageListPullJobList{},
+		&NodeImage{}, &NodeImageList{},
+	}
+}
