@@ -14,7 +14,7 @@ cat >"${gen}/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ${KRUISE_ROOT}/deploy/overlays/local
+  - $(realpath --relative-to="${gen}" "${KRUISE_ROOT}/deploy/overlays/local")
 images:
   - name: ${REGISTRY_ADDR}/public/kruise-daemon
     digest: $(cat "${KRUISE_WORK}/images/kruise-daemon.digest")
