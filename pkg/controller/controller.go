@@ -1,0 +1,120 @@
+// Package controller wires kruise-controller: leader election, the shared
+// informer factory, health and metrics, and the registry of controllers that
+// run while this replica leads.
+//
+// A controller lives in its own sub-package (pkg/controller/<name>) and does
+// not import this package: it only has to satisfy Controller. This package
+// lists the constructors (see builders) and so imports them, never the
+// other way round.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+)
+
+// Controller is one reconciliation loop.
+type Controller interface {
+	// Name identifies the controller in logs, metrics and queue names.
+	Name() string
+	// Run processes work with the given number of workers until ctx is
+	// cancelled, then returns nil. Caches are synced before Run is called.
+	// An error stops every controller and the process.
+	Run(ctx context.Context, workers int) error
+}
+
+// Deps are what a controller is built from. Informers must come from
+// InformerFactory: it is started, and its caches synced, only once this
+// replica leads.
+type Deps struct {
+	Client          kubernetes.Interface
+	InformerFactory informers.SharedInformerFactory
+}
+
+// Builder constructs a controller. It must not call the API server: it runs
+// on every replica, leader or not.
+type Builder func(Deps) (Controller, error)
+
+// builders lists the controllers kruise-controller runs. None yet; features
+// add theirs here (e.g. sidecarterminator.New).
+var builders []Builder
+
+// Registry holds the controllers to run while leading.
+type Registry struct {
+	controllers []Controller
+	names       map[string]bool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{names: map[string]bool{}}
+}
+
+// Register adds c; names must be unique and non-empty.
+func (r *Registry) Register(c Controller) error {
+	name := c.Name()
+	if name == "" {
+		return errors.New("controller has an empty name")
+	}
+	if r.names[name] {
+		return fmt.Errorf("controller %q registered twice", name)
+	}
+	r.names[name] = true
+	r.controllers = append(r.controllers, c)
+	return nil
+}
+
+// Names lists the registered controllers in registration order.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.controllers))
+	for _, c := range r.controllers {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+// Run starts every controller and blocks until ctx is cancelled and all have
+// returned. If one fails, or returns before ctx is cancelled, the others are
+// cancelled and the first failure is returned.
+func (r *Registry) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx)
+	if len(r.controllers) == 0 {
+		logger.Info("No controllers registered; idling until shutdown")
+		<-ctx.Done()
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var wg sync.WaitGroup
+	for _, c := range r.controllers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clog := klog.LoggerWithValues(logger, "controller", c.Name())
+			clog.Info("Starting controller", "workers", workers)
+			err := c.Run(klog.NewContext(ctx, clog), workers)
+			switch {
+			case err != nil:
+				cancel(fmt.Errorf("controller %q failed: %w", c.Name(), err))
+			case ctx.Err() == nil:
+				cancel(fmt.Errorf("controller %q stopped before shutdown", c.Name()))
+			default:
+				clog.Info("Controller stopped")
+			}
+		}()
+	}
+	logger.Info("Started controllers", "controllers", r.Names())
+	<-ctx.Done()
+	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}

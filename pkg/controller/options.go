@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/nodekruise/kruise/pkg/options"
+)
+
+const (
+	// PodNamespaceEnv is filled from metadata.namespace by the downward API.
+	PodNamespaceEnv = "POD_NAMESPACE"
+	// DefaultNamespace is where kruise is installed.
+	DefaultNamespace = "kruise-system"
+	// DefaultLeaseName names the leader-election Lease.
+	DefaultLeaseName = "kruise-controller"
+	// DefaultAddr is the health and metrics address.
+	DefaultAddr = ":10222"
+)
+
+// Options configures the controller process.
+type Options struct {
+	Kube options.KubeOptions
+	// Addr is the health and metrics listen address.
+	Addr string
+	// Workers is the number of workers each controller runs.
+	Workers int
+
+	// LeaderElect turns leader election on; off only for a single replica
+	// (development, tests).
+	LeaderElect bool
+	// LeaseName and LeaseNamespace name the coordination.k8s.io Lease.
+	LeaseName      string
+	LeaseNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
+	// (see client-go's leaderelection.LeaderElectionConfig).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// ShutdownGrace bounds how long controllers get to stop after leadership
+	// ends or the process is asked to stop.
+	ShutdownGrace time.Duration
+}
+
+// NewOptions returns the defaults; the Lease namespace comes from
+// $POD_NAMESPACE when set.
+func NewOptions() *Options {
+	ns := os.Getenv(PodNamespaceEnv)
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	return &Options{
+		Kube:           options.NewKubeOptions(),
+		Addr:           DefaultAddr,
+		Workers:        2,
+		LeaderElect:    true,
+		LeaseName:      DefaultLeaseName,
+		LeaseNamespace: ns,
+		LeaseDuration:  15 * time.Second,
+		RenewDeadline:  10 * time.Second,
+		RetryPeriod:    2 * time.Second,
+		ShutdownGrace:  5 * time.Second,
+	}
+}
+
+// AddFlags registers the controller's flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Kube.AddFlags(fs)
+	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of workers each controller runs.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect a leader through a coordination.k8s.io Lease so that only one replica runs controllers. Turn off only when running a single replica.")
+	fs.StringVar(&o.LeaseName, "leader-elect-resource-name", o.LeaseName, "Name of the leader-election Lease.")
+	fs.StringVar(&o.LeaseNamespace, "leader-elect-resource-namespace", o.LeaseNamespace,
+		"Namespace of the leader-election Lease. Defaults to $"+PodNamespaceEnv+", else "+DefaultNamespace+".")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
+		"How long a standby waits after the last renewal before taking over the lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
+		"How long the leader keeps retrying to renew before it gives up leadership (and exits). Must be less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
+		"How long to wait between attempts to acquire or renew the lease.")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace-period", o.ShutdownGrace,
+		"How long controllers get to stop on shutdown or loss of leadership.")
+}
+
+// Validate checks the options and says which flag to fix.
+func (o *Options) Validate() error {
+	var errs []error
+	if err := o.Kube.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Addr == "" {
+		errs = append(errs, errors.New("--addr must not be empty"))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
+	}
+	if o.ShutdownGrace < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %s", o.ShutdownGrace))
+	}
+	if o.LeaderElect {
+		if o.LeaseName == "" || o.LeaseNamespace == "" {
+			errs = append(errs, errors.New("--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty"))
+		}
+		if o.LeaseDuration <= o.RenewDeadline {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)",
+				o.LeaseDuration, o.RenewDeadline))
+		}
+		if minRenew := time.Duration(leaderelection.JitterFactor * float64(o.RetryPeriod)); o.RenewDeadline <= minRenew {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than %.1f x --leader-elect-retry-period (%s)",
+				o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod))
+		}
+		if o.RetryPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("--leader-elect-retry-period must be positive, got %s", o.RetryPeriod))
+		}
+	}
+	return errors.Join(errs...)
+}

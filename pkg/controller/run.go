@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/server"
+)
+
+const componentName = "kruise-controller"
+
+// apiServerPollInterval spaces the start-up checks that the API server answers.
+var apiServerPollInterval = 2 * time.Second
+
+// Run runs the controller process until ctx is cancelled (returns nil) or it
+// fails, including by losing leadership (returns ErrLeadershipLost).
+func Run(ctx context.Context, o *Options) error {
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("invalid options: %w", err)
+	}
+	cfg, client, err := o.Kube.Client(componentName)
+	if err != nil {
+		return err
+	}
+	// Lease calls get their own client with a timeout below the renew
+	// deadline, so one hung request cannot eat the whole deadline.
+	leCfg := rest.CopyConfig(cfg)
+	leCfg.Timeout = o.RenewDeadline / 2
+	leCfg = rest.AddUserAgent(leCfg, "leader-election")
+	leClient, err := coordinationv1.NewForConfig(leCfg)
+	if err != nil {
+		return fmt.Errorf("creating leader-election client: %w", err)
+	}
+	identity, err := Identity()
+	if err != nil {
+		return err
+	}
+	return run(ctx, o, deps{client: client, leases: leClient, identity: identity, builders: builders})
+}
+
+// deps are what Run builds from the options; tests substitute fakes.
+type deps struct {
+	client   kubernetes.Interface
+	leases   coordinationv1.LeasesGetter
+	identity string
+	builders []Builder
+	// listening, if set, is told the bound health/metrics address.
+	listening func(net.Addr)
+}
+
+func run(ctx context.Context, o *Options, d deps) error {
+	logger := klog.FromContext(ctx)
+
+	factory := informers.NewSharedInformerFactory(d.client, 0)
+	reg := NewRegistry()
+	for _, b := range d.builders {
+		c, err := b(Deps{Client: d.client, InformerFactory: factory})
+		if err != nil {
+			return fmt.Errorf("building controller: %w", err)
+		}
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	logger.Info("Starting controller manager", "controllers", reg.Names(), "leaderElect", o.LeaderElect, "workers", o.Workers)
+
+	metrics := server.NewRegistry()
+	if err := server.RegisterWorkqueueMetrics(metrics); err != nil {
+		return fmt.Errorf("registering workqueue metrics: %w", err)
+	}
+	if err := registerLeaderMetrics(metrics); err != nil {
+		return fmt.Errorf("registering leader-election metrics: %w", err)
+	}
+
+	apiReady := server.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
+	healthz := []server.Checker{server.Ping}
+	readyz := []server.Checker{apiReady}
+	var watchdog *leaderelection.HealthzAdaptor
+	if o.LeaderElect {
+		// Fails only when this replica leads but has not renewed for longer
+		// than the lease plus this slack: a wedged leader gets restarted.
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		healthz = append(healthz, watchdog)
+		readyz = append(readyz, watchdog)
+	}
+	srv := server.New(server.Options{Addr: o.Addr, Gatherer: metrics, Healthz: healthz, Readyz: readyz})
+	addr, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	if d.listening != nil {
+		d.listening(addr)
+	}
+
+	lead := func(ctx context.Context) error {
+		// Shutdown waits for the informers, which stop when ctx ends:
+		// cancel first (defers run last-in, first-out).
+		ctx, cancel := context.WithCancel(ctx)
+		defer factory.Shutdown()
+		defer cancel()
+		factory.Start(ctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cache for %v did not sync", typ)
+			}
+		}
+		return reg.Run(ctx, o.Workers)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Serve(gctx) })
+	g.Go(func() error {
+		waitForAPIServer(gctx, d.client, apiReady)
+		return nil
+	})
+	g.Go(func() error {
+		if !o.LeaderElect {
+			logger.Info("Leader election disabled; starting controllers")
+			return lead(gctx)
+		}
+		l := &leaderRun{opts: o, leases: d.leases, identity: d.identity, watchdog: watchdog, lead: lead}
+		return l.run(gctx)
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	logger.Info("Controller manager stopped")
+	return nil
+}
+
+// waitForAPIServer polls the API server's version until it answers, then
+// marks ready. It logs the first failure and every tenth after it.
+func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *server.Flag) {
+	logger := klog.FromContext(ctx)
+	failures := 0
+	_ = wait.PollUntilContextCancel(ctx, apiServerPollInterval, true, func(ctx context.Context) (bool, error) {
+		v, err := client.Discovery().ServerVersion()
+		if err != nil {
+			if failures%10 == 0 {
+				logger.Info("Kubernetes API server not reachable yet", "err", err, "attempts", failures+1)
+			}
+			failures++
+			return false, nil
+		}
+		logger.Info("Connected to the Kubernetes API server", "version", v.GitVersion)
+		ready.Set(true)
+		return true, nil
+	})
+}

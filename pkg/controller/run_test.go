@@ -1,0 +1,250 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+)
+
+func testOptions() *Options {
+	o := NewOptions()
+	o.Addr = "127.0.0.1:0"
+	o.LeaseNamespace = "kruise-system"
+	o.LeaseDuration = 800 * time.Millisecond
+	o.RenewDeadline = 500 * time.Millisecond
+	o.RetryPeriod = 100 * time.Millisecond
+	o.ShutdownGrace = 2 * time.Second
+	return o
+}
+
+type running struct {
+	base string
+	stop context.CancelFunc
+	done chan error
+}
+
+func start(t *testing.T, o *Options, client *fake.Clientset, ctrls ...*fakeController) *running {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	var builders []Builder
+	for _, c := range ctrls {
+		builders = append(builders, func(Deps) (Controller, error) { return c, nil })
+	}
+	addrCh := make(chan net.Addr, 1)
+	r := &running{stop: cancel, done: make(chan error, 1)}
+	go func() {
+		r.done <- run(ctx, o, deps{
+			client: client, leases: client.CoordinationV1(), identity: "test-replica_1234", builders: builders,
+			listening: func(a net.Addr) { addrCh <- a },
+		})
+	}()
+	select {
+	case a := <-addrCh:
+		r.base = "http://" + a.String()
+	case err := <-r.done:
+		t.Fatalf("controller exited before listening: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("controller did not start listening")
+	}
+	t.Cleanup(cancel)
+	return r
+}
+
+func (r *running) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(r.base + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func (r *running) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("controller did not return")
+		return nil
+	}
+}
+
+func lease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	l, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	return l
+}
+
+func TestLeaderRunsControllersAndReleasesOnShutdown(t *testing.T) {
+	client := fake.NewClientset()
+	c := newFake("sidecarterminator")
+	r := start(t, testOptions(), client, c)
+
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"controllers start once leadership is won")
+	l := lease(t, client)
+	require.NotNil(t, l.Spec.HolderIdentity)
+	assert.Equal(t, "test-replica_1234", *l.Spec.HolderIdentity)
+
+	require.Eventually(t, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	_, body := r.get(t, "/readyz?verbose")
+	assert.Contains(t, body, "[+]apiserver ok")
+	assert.Contains(t, body, "[+]leaderElection ok")
+	code, _ := r.get(t, "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	_, metrics := r.get(t, "/metrics")
+	assert.Contains(t, metrics, `leader_election_master_status{name="kruise-controller"} 1`)
+
+	r.stop()
+	require.NoError(t, r.wait(t), "SIGTERM is a clean exit")
+	l = lease(t, client)
+	assert.True(t, l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "", "lease released on shutdown")
+}
+
+func TestStandbyWaitsForTheLease(t *testing.T) {
+	other := "other-replica_abcd"
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32(3600)
+	client := fake.NewClientset(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultLeaseName, Namespace: "kruise-system"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+	})
+	c := newFake("x")
+	r := start(t, testOptions(), client, c)
+
+	require.Eventually(t, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK }, 5*time.Second, 10*time.Millisecond,
+		"a standby is ready (healthy, waiting)")
+	time.Sleep(300 * time.Millisecond)
+	assert.EqualValues(t, 0, c.started.Load(), "standby must not run controllers")
+	r.stop()
+	require.NoError(t, r.wait(t))
+	assert.Equal(t, other, *lease(t, client).Spec.HolderIdentity, "standby must not touch the leader's lease")
+}
+
+func TestLosingLeadershipExitsWithError(t *testing.T) {
+	client := fake.NewClientset()
+	var refuse atomic.Bool
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, errors.New("etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	c := newFake("x")
+	r := start(t, testOptions(), client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	// The API server starts refusing lease renewals.
+	refuse.Store(true)
+	err := r.wait(t)
+	require.ErrorIs(t, err, ErrLeadershipLost)
+}
+
+func TestControllerFailureExits(t *testing.T) {
+	client := fake.NewClientset()
+	c := newFake("x")
+	r := start(t, testOptions(), client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	c.fail <- errors.New("boom")
+	err := r.wait(t)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `controller "x" failed: boom`)
+	l := lease(t, client)
+	assert.True(t, l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "", "lease released so a standby takes over at once")
+}
+
+func TestWithoutLeaderElection(t *testing.T) {
+	client := fake.NewClientset()
+	o := testOptions()
+	o.LeaderElect = false
+	c := newFake("x")
+	r := start(t, o, client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	_, body := r.get(t, "/readyz?verbose")
+	assert.NotContains(t, body, "leaderElection")
+	r.stop()
+	require.NoError(t, r.wait(t))
+	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
+	assert.Error(t, err, "no lease without leader election")
+}
+
+func TestNotReadyUntilAPIServerAnswers(t *testing.T) {
+	old := apiServerPollInterval
+	apiServerPollInterval = 20 * time.Millisecond
+	t.Cleanup(func() { apiServerPollInterval = old })
+
+	client := fake.NewClientset()
+	var down atomic.Bool
+	down.Store(true)
+	client.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	o := testOptions()
+	o.LeaderElect = false
+	r := start(t, o, client)
+	code, body := r.get(t, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.True(t, strings.Contains(body, "[-]apiserver failed"), body)
+
+	down.Store(false)
+	require.Eventually(t, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK }, 5*time.Second, 10*time.Millisecond,
+		"ready once the API server answered")
+	r.stop()
+	require.NoError(t, r.wait(t))
+}
+
+func TestValidate(t *testing.T) {
+	o := NewOptions()
+	require.NoError(t, o.Validate())
+	o.LeaseDuration = 5 * time.Second
+	o.RenewDeadline = 10 * time.Second
+	o.Workers = 0
+	err := o.Validate()
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "--leader-elect-lease-duration (5s) must be greater than --leader-elect-renew-deadline (10s)")
+	assert.ErrorContains(t, err, "--workers must be at least 1")
+
+	t.Setenv(PodNamespaceEnv, "custom-ns")
+	assert.Equal(t, "custom-ns", NewOptions().LeaseNamespace)
+	t.Setenv(PodNamespaceEnv, "")
+	assert.Equal(t, DefaultNamespace, NewOptions().LeaseNamespace)
+}
+
+func TestIdentityIsUnique(t *testing.T) {
+	a, err := Identity()
+	require.NoError(t, err)
+	b, err := Identity()
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b)
+	assert.Contains(t, a, "_")
+}
+
+func TestRunWithoutClusterConfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	err := Run(context.Background(), NewOptions())
+	assert.ErrorContains(t, err, "neither --kubeconfig nor $KUBECONFIG is set")
+}

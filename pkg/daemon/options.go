@@ -1,0 +1,107 @@
+// Package daemon wires kruise-daemon: the node-scoped informers, the
+// connection to the node's container runtime, health and metrics.
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/options"
+)
+
+// NodeNameEnv is the environment variable the DaemonSet fills from the
+// pod's spec.nodeName through the downward API.
+const NodeNameEnv = "NODE_NAME"
+
+// DefaultAddr is the health and metrics address (OpenKruise's daemon port).
+const DefaultAddr = ":10221"
+
+// Options configures the daemon.
+type Options struct {
+	// NodeName is the node this daemon serves; defaults to $NODE_NAME.
+	NodeName string
+	// Kube configures the API client.
+	Kube options.KubeOptions
+	// RuntimeEndpoint, when set, is the CRI socket to use (path or unix:// URL).
+	RuntimeEndpoint string
+	// HostRunDir is where candidate CRI sockets are probed when
+	// RuntimeEndpoint is empty.
+	HostRunDir string
+	// RuntimeWait is how long start-up keeps retrying to reach the runtime.
+	RuntimeWait time.Duration
+	// CRIProbeInterval is how often the runtime is asked for its version to
+	// back /readyz and kruise_daemon_cri_up.
+	CRIProbeInterval time.Duration
+	// CRIProbeTimeout bounds each CRI Version call (discovery and probes).
+	CRIProbeTimeout time.Duration
+	// Addr is the health and metrics listen address.
+	Addr string
+}
+
+// NewOptions returns the defaults, with NodeName taken from $NODE_NAME.
+func NewOptions() *Options {
+	return &Options{
+		NodeName:         os.Getenv(NodeNameEnv),
+		Kube:             options.NewKubeOptions(),
+		HostRunDir:       cri.DefaultHostRunDir,
+		RuntimeWait:      30 * time.Second,
+		CRIProbeInterval: 10 * time.Second,
+		CRIProbeTimeout:  cri.DefaultProbeTimeout,
+		Addr:             DefaultAddr,
+	}
+}
+
+// AddFlags registers the daemon's flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName,
+		"Name of the node this daemon runs on. Defaults to $"+NodeNameEnv+" (set it from spec.nodeName with the downward API).")
+	o.Kube.AddFlags(fs)
+	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", o.RuntimeEndpoint,
+		"CRI socket of the container runtime, as a path or unix:// URL. Empty: probe the well-known sockets under --host-run-dir.")
+	fs.StringVar(&o.HostRunDir, "host-run-dir", o.HostRunDir,
+		"Directory holding the host's runtime sockets (the host's /var/run; the DaemonSet mounts it at /hostvarrun). Probed in order: containerd/containerd.sock, containerd.sock, crio/crio.sock, crio.sock, cri-dockerd.sock.")
+	fs.DurationVar(&o.RuntimeWait, "runtime-wait", o.RuntimeWait,
+		"How long start-up keeps retrying to reach the container runtime before giving up.")
+	fs.DurationVar(&o.CRIProbeInterval, "cri-probe-interval", o.CRIProbeInterval,
+		"How often the container runtime is asked for its version to back /readyz and kruise_daemon_cri_up.")
+	fs.DurationVar(&o.CRIProbeTimeout, "cri-probe-timeout", o.CRIProbeTimeout,
+		"Timeout of one CRI Version call, when discovering the runtime and when probing it.")
+	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
+}
+
+// Validate checks the options and says which flag to fix.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, fmt.Errorf("node name is empty: set $%s (downward API spec.nodeName) or --node-name", NodeNameEnv))
+	}
+	if err := o.Kube.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.RuntimeEndpoint != "" {
+		if _, err := cri.ParseEndpoint(o.RuntimeEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--runtime-endpoint: %w", err))
+		}
+	}
+	if o.RuntimeEndpoint == "" && o.HostRunDir == "" {
+		errs = append(errs, errors.New("--host-run-dir must not be empty when --runtime-endpoint is not set"))
+	}
+	if o.RuntimeWait < 0 {
+		errs = append(errs, fmt.Errorf("--runtime-wait must not be negative, got %s", o.RuntimeWait))
+	}
+	if o.CRIProbeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--cri-probe-interval must be positive, got %s", o.CRIProbeInterval))
+	}
+	if o.CRIProbeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--cri-probe-timeout must be positive, got %s", o.CRIProbeTimeout))
+	}
+	if o.Addr == "" {
+		errs = append(errs, errors.New("--addr must not be empty"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,129 @@
+package options
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+
+	// Makes --logging-format=json available.
+	_ "k8s.io/component-base/logs/json/register"
+
+	"github.com/nodekruise/kruise/pkg/version"
+)
+
+// Component describes one binary for NewCommand.
+type Component struct {
+	// Name is the binary name, e.g. "kruise-daemon".
+	Name string
+	// Short and Long are the help texts.
+	Short, Long string
+	// AddFlags registers the component's own flags.
+	AddFlags func(fs *pflag.FlagSet)
+	// Run runs the component until ctx is cancelled (SIGTERM/SIGINT) or it
+	// fails. It is called with logging configured and a logger in ctx.
+	Run func(ctx context.Context) error
+}
+
+// NewCommand returns the cobra command of a component: its flags plus the
+// shared logging flags (--logging-format, -v, --vmodule, ...) and --version.
+// SIGTERM and SIGINT cancel the context given to Run; a second signal
+// terminates the process at once.
+func NewCommand(c Component) *cobra.Command {
+	logOpts := logs.NewOptions()
+	var showVersion bool
+
+	cmd := &cobra.Command{
+		Use:           c.Name,
+		Short:         c.Short,
+		Long:          c.Long,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%s takes no arguments, got %q", c.Name, args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", c.Name, version.Get())
+				return err
+			}
+			if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+				return fmt.Errorf("invalid logging flags: %w", err)
+			}
+			ctx, stop := signalContext(context.Background())
+			defer stop()
+			logger := klog.Background().WithName(c.Name)
+			ctx = klog.NewContext(ctx, logger)
+			logger.Info("Starting", "version", version.Get().GitVersion, "commit", version.Get().GitCommit,
+				"buildDate", version.Get().BuildDate)
+			cmd.Flags().VisitAll(func(f *pflag.Flag) {
+				logger.V(1).Info("Flag", "name", f.Name, "value", f.Value.String())
+			})
+			if err := c.Run(ctx); err != nil {
+				return &runError{err: err}
+			}
+			return nil
+		},
+	}
+
+	fs := cmd.Flags()
+	fs.SetNormalizeFunc(flag.WordSepNormalizeFunc)
+	fs.BoolVar(&showVersion, "version", false, "Print version information and exit.")
+	if c.AddFlags != nil {
+		c.AddFlags(fs)
+	}
+	logsapi.AddFlags(logOpts, fs)
+	return cmd
+}
+
+// signalContext is cancelled by the first SIGTERM or SIGINT; after that the
+// default signal handling is restored, so a second signal kills the process.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
+}
+
+// Main runs cmd and returns the process exit code: 0 on success, 1 on error,
+// with the error logged (structured) and the logs flushed.
+func Main(cmd *cobra.Command) int {
+	return run(cmd, os.Stderr)
+}
+
+func run(cmd *cobra.Command, stderr io.Writer) int {
+	defer logs.FlushLogs()
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	var re *runError
+	if errors.As(err, &re) {
+		klog.Background().WithName(cmd.Name()).Error(re.err, "Exiting with error")
+		return 1
+	}
+	// Flag and logging-configuration errors happen before logging is set up.
+	fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.Name())
+	return 1
+}
+
+// runError marks an error returned by Component.Run, as opposed to a usage error.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
