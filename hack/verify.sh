@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Fails when formatting, vet or generated files are off.
+# Fails when formatting, vet, generated files or script syntax are off. Runs every check and
+# reports each, rather than stopping at the first.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+set +e
 cd "${KRUISE_ROOT}"
 rc=0
-unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^vendor/') 2>&1)
-if [[ -n "${unformatted}" ]]; then
-  log "gofmt would change:"; echo "${unformatted}"; rc=1
-fi
-go vet ./... || rc=1
-go vet -tags e2e ./test/e2e/... || rc=1
-bash hack/verify-codegen.sh || rc=1
-for f in hack/*.sh .ci/run; do bash -n "${f}" || { log "syntax error in ${f}"; rc=1; }; done
-((rc == 0)) && log "verify: all good"
+check() {
+  local name="$1"; shift
+  if "$@"; then log "verify: ${name} ok"; else log "verify: ${name} FAILED"; rc=1; fi
+}
+gofmt_clean() {
+  local out
+  out=$(gofmt -l cmd pkg hack test 2>&1)
+  [[ -z "${out}" ]] || { echo "gofmt would change:"; echo "${out}"; return 1; }
+}
+go_mod_tidy() {
+  local before
+  before=$(cat go.mod go.sum)
+  go mod tidy || return 1
+  [[ "$(cat go.mod go.sum)" == "${before}" ]] || { echo "go.mod/go.sum were not tidy (now fixed: commit them)"; return 1; }
+}
+scripts_parse() {
+  local f ok=0
+  for f in hack/*.sh .ci/run; do bash -n "${f}" || { echo "syntax error in ${f}"; ok=1; }; done
+  return "${ok}"
+}
+check gofmt gofmt_clean
+check "go vet" go vet ./...
+check "go vet (e2e)" go vet -tags e2e ./test/e2e/...
+check "go mod tidy" go_mod_tidy
+check "generated code" bash hack/verify-codegen.sh
+check "script syntax" scripts_parse
 exit "${rc}"
