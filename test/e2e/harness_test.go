@@ -73,7 +73,12 @@ func TestProtectedImageWithoutCredentialsFails(t *testing.T) {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers:                    []corev1.Container{{Name: "main", Image: f.Image("basic/busybox:1.35"), Command: []string{"true"}}},
+			Containers: []corev1.Container{{
+				Name: "main", Image: f.Image("basic/busybox:1.35"), Command: []string{"true"},
+				// The image may already be on the node from a test with credentials; without
+				// Always the kubelet would reuse it unchecked (what KEP-2535 addresses).
+				ImagePullPolicy: corev1.PullAlways,
+			}},
 		},
 	}
 	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
