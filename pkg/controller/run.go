@@ -75,14 +75,6 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 	logger.Info("Starting controller manager", "controllers", reg.Names(), "leaderElect", o.LeaderElect, "workers", o.Workers)
 
-	metrics := server.NewRegistry()
-	if err := server.RegisterWorkqueueMetrics(metrics); err != nil {
-		return fmt.Errorf("registering workqueue metrics: %w", err)
-	}
-	if err := registerLeaderMetrics(metrics); err != nil {
-		return fmt.Errorf("registering leader-election metrics: %w", err)
-	}
-
 	apiReady := server.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
 	healthz := []server.Checker{server.Ping}
 	readyz := []server.Checker{apiReady}
@@ -94,7 +86,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 		healthz = append(healthz, watchdog)
 		readyz = append(readyz, watchdog)
 	}
-	srv := server.New(server.Options{Addr: o.Addr, Gatherer: metrics, Healthz: healthz, Readyz: readyz})
+	srv := server.New(server.Options{Addr: o.Addr, Gatherer: server.Gatherers(server.NewRegistry()), Healthz: healthz, Readyz: readyz})
 	addr, err := srv.Listen()
 	if err != nil {
 		return err

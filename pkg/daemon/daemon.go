@@ -54,9 +54,6 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 
 	reg := server.NewRegistry()
-	if err := server.RegisterWorkqueueMetrics(reg); err != nil {
-		return fmt.Errorf("registering workqueue metrics: %w", err)
-	}
 	for _, c := range prober.collectors() {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering CRI metrics: %w", err)
@@ -65,7 +62,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 	srv := server.New(server.Options{
 		Addr:     o.Addr,
-		Gatherer: reg,
+		Gatherer: server.Gatherers(reg),
 		Healthz:  []server.Checker{server.Ping},
 		Readyz:   []server.Checker{prober, nodes},
 	})
