@@ -72,6 +72,9 @@ type DiscoverOptions struct {
 	// ProbeTimeout bounds the Version call on each socket; zero means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// Metrics, when set, times and counts every CRI call of the returned
+	// Runtime (probe calls included).
+	Metrics *Metrics
 }
 
 // Attempt records why one socket was not used.
@@ -130,7 +133,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 		if err != nil {
 			return nil, VersionInfo{}, err
 		}
-		rt, info, err := probe(ctx, path, timeout)
+		rt, info, err := probe(ctx, path, timeout, opts.Metrics)
 		if err != nil {
 			return nil, VersionInfo{}, &DiscoveryError{Explicit: true, Attempts: []Attempt{{Path: path, Err: err}}}
 		}
@@ -147,7 +150,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 			return nil, VersionInfo{}, fmt.Errorf("discovering CRI runtime: %w", err)
 		}
 		path := filepath.Join(dir, name)
-		rt, info, err := probe(ctx, path, timeout)
+		rt, info, err := probe(ctx, path, timeout, opts.Metrics)
 		if err == nil {
 			return rt, info, nil
 		}
@@ -157,7 +160,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 }
 
 // probe checks one socket path: exists, is a socket, answers Version.
-func probe(ctx context.Context, path string, timeout time.Duration) (Runtime, VersionInfo, error) {
+func probe(ctx context.Context, path string, timeout time.Duration, m *Metrics) (Runtime, VersionInfo, error) {
 	if len(path) >= maxUnixPathLen {
 		return nil, VersionInfo{}, fmt.Errorf("socket path is %d bytes, unix sockets allow at most %d", len(path), maxUnixPathLen-1)
 	}
@@ -170,5 +173,5 @@ func probe(ctx context.Context, path string, timeout time.Duration) (Runtime, Ve
 	case fi.Mode().Type() != fs.ModeSocket:
 		return nil, VersionInfo{}, fmt.Errorf("%w (mode %s)", ErrNotSocket, fi.Mode().Type())
 	}
-	return connectPath(ctx, path, timeout)
+	return connectPath(ctx, path, timeout, m)
 }

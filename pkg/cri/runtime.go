@@ -29,10 +29,20 @@ type VersionInfo struct {
 }
 
 // Runtime is a connected container runtime. It grows with the features that
-// need it (containers, exec, images); today it only identifies the runtime.
+// need it; its types carry no Kubernetes API objects.
 type Runtime interface {
 	// Version asks the runtime for its name and versions.
 	Version(ctx context.Context) (VersionInfo, error)
+	// PodContainers lists every container instance (running or not) the
+	// kubelet created for the pod with this UID.
+	PodContainers(ctx context.Context, podUID string) ([]Container, error)
+	// StopContainer stops a container, sending SIGKILL after timeout (whole
+	// seconds, rounded up). A container that is already gone is not an error.
+	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+	// ExecSync runs cmd in the container and waits at most timeout (rounded
+	// up to whole seconds; zero means no runtime-side limit). A non-zero exit
+	// code is reported in the result, not as an error.
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error)
 	// Endpoint is the unix socket path the runtime was reached on.
 	Endpoint() string
 	// Close releases the connection.
@@ -60,11 +70,12 @@ func Dial(endpoint string) (Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialPath(path)
+	return dialPath(path, nil)
 }
 
-func dialPath(path string) (*remoteRuntime, error) {
-	conn, err := grpc.NewClient("unix://"+path,
+// dialPath connects lazily; m, when not nil, times and counts every call.
+func dialPath(path string, m *Metrics) (*remoteRuntime, error) {
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
 		// The runtime is local and restarts in well under a second; the gRPC
@@ -73,7 +84,11 @@ func dialPath(path string) (*remoteRuntime, error) {
 			Backoff:           backoff.Config{BaseDelay: 200 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
 			MinConnectTimeout: 5 * time.Second,
 		}),
-	)
+	}
+	if m != nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(m.unaryInterceptor))
+	}
+	conn, err := grpc.NewClient("unix://"+path, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating gRPC client for %s: %w", path, err)
 	}
@@ -87,11 +102,11 @@ func Connect(ctx context.Context, endpoint string, timeout time.Duration) (Runti
 	if err != nil {
 		return nil, VersionInfo{}, err
 	}
-	return connectPath(ctx, path, timeout)
+	return connectPath(ctx, path, timeout, nil)
 }
 
-func connectPath(ctx context.Context, path string, timeout time.Duration) (Runtime, VersionInfo, error) {
-	rt, err := dialPath(path)
+func connectPath(ctx context.Context, path string, timeout time.Duration, m *Metrics) (Runtime, VersionInfo, error) {
+	rt, err := dialPath(path, m)
 	if err != nil {
 		return nil, VersionInfo{}, err
 	}

@@ -14,8 +14,10 @@ import (
 	"github.com/nodekruise/kruise/pkg/cri"
 )
 
-// stubRuntime is an in-memory cri.Runtime.
+// stubRuntime is an in-memory cri.Runtime. The embedded nil interface
+// supplies the container calls the prober never makes (they would panic).
 type stubRuntime struct {
+	cri.Runtime
 	info cri.VersionInfo
 	err  error
 }

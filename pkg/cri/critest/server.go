@@ -14,10 +14,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// FakeRuntime implements the Version call of the CRI RuntimeService; every
-// other call answers Unimplemented.
+// FakeRuntime implements Version and, with an in-memory container table
+// (containers.go), ListContainers, ContainerStatus, StopContainer and
+// ExecSync of the CRI RuntimeService; every other call answers
+// Unimplemented.
 type FakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
+
+	table containerTable
 
 	mu       sync.Mutex
 	resp     *runtimeapi.VersionResponse
