@@ -17,6 +17,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 )
 
 // Controller is one reconciliation loop.
@@ -35,15 +38,23 @@ type Controller interface {
 type Deps struct {
 	Client          kubernetes.Interface
 	InformerFactory informers.SharedInformerFactory
+	// KruiseClient and KruiseInformerFactory serve the apps.kruise.io kinds.
+	KruiseClient          versioned.Interface
+	KruiseInformerFactory kruiseinformers.SharedInformerFactory
+	// Namespace is where kruise runs ($POD_NAMESPACE, else kruise-system);
+	// NamespaceInformerFactory's informers see only that namespace (e.g.
+	// the daemons' heartbeat Leases).
+	Namespace                string
+	NamespaceInformerFactory informers.SharedInformerFactory
 }
 
 // Builder constructs a controller. It must not call the API server: it runs
 // on every replica, leader or not.
 type Builder func(Deps) (Controller, error)
 
-// builders lists the controllers kruise-controller runs. None yet; features
-// add theirs here (e.g. sidecarterminator.New).
-var builders []Builder
+// builders lists the controllers kruise-controller runs; features add theirs
+// here (the adapters from Deps live in run.go).
+var builders = []Builder{buildRecreate}
 
 // Registry holds the controllers to run while leading.
 type Registry struct {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"reflect"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +18,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -46,15 +52,20 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, o, deps{client: client, leases: leClient, identity: identity, builders: builders})
+	kruiseClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating kruise client: %w", err)
+	}
+	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders})
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
 type deps struct {
-	client   kubernetes.Interface
-	leases   coordinationv1.LeasesGetter
-	identity string
-	builders []Builder
+	client       kubernetes.Interface
+	kruiseClient versioned.Interface
+	leases       coordinationv1.LeasesGetter
+	identity     string
+	builders     []Builder
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
 }
@@ -62,10 +73,20 @@ type deps struct {
 func run(ctx context.Context, o *Options, d deps) error {
 	logger := klog.FromContext(ctx)
 
-	factory := informers.NewSharedInformerFactory(d.client, 0)
+	// Nothing here reads managedFields: drop them from every cached object.
+	factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(stripManagedFields))
+	namespace := kruiseNamespace()
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
+		informers.WithNamespace(namespace), informers.WithTransform(stripManagedFields))
+	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(stripManagedFields))
+	factories := []informerFactory{factory, nsFactory, kruiseFactory}
 	reg := NewRegistry()
 	for _, b := range d.builders {
-		c, err := b(Deps{Client: d.client, InformerFactory: factory})
+		c, err := b(Deps{
+			Client: d.client, InformerFactory: factory,
+			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
+			Namespace: namespace, NamespaceInformerFactory: nsFactory,
+		})
 		if err != nil {
 			return fmt.Errorf("building controller: %w", err)
 		}
@@ -99,15 +120,21 @@ func run(ctx context.Context, o *Options, d deps) error {
 		// Shutdown waits for the informers, which stop when ctx ends:
 		// cancel first (defers run last-in, first-out).
 		ctx, cancel := context.WithCancel(ctx)
-		defer factory.Shutdown()
+		for _, f := range factories {
+			defer f.Shutdown()
+		}
 		defer cancel()
-		factory.Start(ctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
+		for _, f := range factories {
+			f.Start(ctx.Done())
+		}
+		for _, f := range factories {
+			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("cache for %v did not sync", typ)
 				}
-				return fmt.Errorf("cache for %v did not sync", typ)
 			}
 		}
 		return reg.Run(ctx, o.Workers)
@@ -132,6 +159,43 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 	logger.Info("Controller manager stopped")
 	return nil
+}
+
+// informerFactory is what lead needs of the core and kruise factories.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// kruiseNamespace is where kruise runs: $POD_NAMESPACE, else kruise-system.
+func kruiseNamespace() string {
+	if ns := os.Getenv(PodNamespaceEnv); ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
+
+// stripManagedFields is an informer transform: controllers never read
+// managedFields, often the largest part of an object.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
+// controller.
+func buildRecreate(d Deps) (Controller, error) {
+	return recreate.New(recreate.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		CRRs:         d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Leases:       d.NamespaceInformerFactory.Coordination().V1().Leases(),
+		Namespace:    d.Namespace,
+	})
 }
 
 // waitForAPIServer polls the API server's version until it answers, then

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -32,13 +33,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, o, deps{client: client, clock: clock.RealClock{}})
+	return run(ctx, o, deps{client: client, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}})
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
 type deps struct {
 	client kubernetes.Interface
 	clock  clock.PassiveClock
+	// heartbeatClock times the node heartbeat; nil turns the heartbeat off.
+	heartbeatClock clock.Clock
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
 }
@@ -54,7 +57,8 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 
 	reg := server.NewRegistry()
-	for _, c := range prober.collectors() {
+	criMetrics := cri.NewMetrics()
+	for _, c := range append(prober.collectors(), criMetrics.Collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("registering CRI metrics: %w", err)
 		}
@@ -76,6 +80,15 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx) })
+	if d.heartbeatClock != nil {
+		// The heartbeat tells kruise-controller this node has a live
+		// daemon; its failures are logged and never stop the daemon.
+		hb := heartbeat.New(d.client, o.NodeName, o.Namespace, d.heartbeatClock)
+		g.Go(func() error {
+			hb.Run(gctx)
+			return nil
+		})
+	}
 	g.Go(func() error {
 		// Shutdown waits for the informers, which stop when their context
 		// ends: cancel first (defers run last-in, first-out).
@@ -84,7 +97,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 		defer cancelInformers()
 		nodes.factory.Start(infCtx.Done())
 
-		rt, info, err := connectRuntime(gctx, o)
+		rt, info, err := connectRuntime(gctx, o, criMetrics)
 		if err != nil {
 			return err
 		}
@@ -128,9 +141,9 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 // connectRuntime discovers the runtime, retrying until RuntimeWait has
 // passed. It returns a nil runtime and no error when ctx is cancelled.
-func connectRuntime(ctx context.Context, o *Options) (cri.Runtime, cri.VersionInfo, error) {
+func connectRuntime(ctx context.Context, o *Options, m *cri.Metrics) (cri.Runtime, cri.VersionInfo, error) {
 	logger := klog.FromContext(ctx)
-	dopts := cri.DiscoverOptions{Endpoint: o.RuntimeEndpoint, HostRunDir: o.HostRunDir, ProbeTimeout: o.CRIProbeTimeout}
+	dopts := cri.DiscoverOptions{Endpoint: o.RuntimeEndpoint, HostRunDir: o.HostRunDir, ProbeTimeout: o.CRIProbeTimeout, Metrics: m}
 	deadline := time.Now().Add(o.RuntimeWait)
 	for attempt := 1; ; attempt++ {
 		rt, info, err := cri.Discover(ctx, dopts)

@@ -18,6 +18,12 @@ import (
 // pod's spec.nodeName through the downward API.
 const NodeNameEnv = "NODE_NAME"
 
+// PodNamespaceEnv is filled from metadata.namespace by the downward API.
+const PodNamespaceEnv = "POD_NAMESPACE"
+
+// DefaultNamespace is where kruise is installed.
+const DefaultNamespace = "kruise-system"
+
 // DefaultAddr is the health and metrics address (OpenKruise's daemon port).
 const DefaultAddr = ":10221"
 
@@ -41,11 +47,19 @@ type Options struct {
 	CRIProbeTimeout time.Duration
 	// Addr is the health and metrics listen address.
 	Addr string
+	// Namespace holds the daemon's heartbeat Lease; defaults to
+	// $POD_NAMESPACE, else kruise-system.
+	Namespace string
 }
 
 // NewOptions returns the defaults, with NodeName taken from $NODE_NAME.
 func NewOptions() *Options {
+	ns := os.Getenv(PodNamespaceEnv)
+	if ns == "" {
+		ns = DefaultNamespace
+	}
 	return &Options{
+		Namespace:        ns,
 		NodeName:         os.Getenv(NodeNameEnv),
 		Kube:             options.NewKubeOptions(),
 		HostRunDir:       cri.DefaultHostRunDir,
@@ -72,6 +86,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CRIProbeTimeout, "cri-probe-timeout", o.CRIProbeTimeout,
 		"Timeout of one CRI Version call, when discovering the runtime and when probing it.")
 	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Namespace of the node heartbeat Lease (kruise-daemon-<node>). Defaults to $"+PodNamespaceEnv+", else "+DefaultNamespace+".")
 }
 
 // Validate checks the options and says which flag to fix.
@@ -102,6 +118,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Addr == "" {
 		errs = append(errs, errors.New("--addr must not be empty"))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace must not be empty"))
 	}
 	return errors.Join(errs...)
 }

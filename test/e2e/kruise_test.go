@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +96,36 @@ func TestDaemonReportsRuntime(t *testing.T) {
 			t.Errorf("daemon log lacks %s:\n%s", want, logs)
 		}
 	}
+
+	// The daemon runs on the host network of this node and binds to loopback (local overlay).
+	metrics := httpGet(ctx, t, "http://127.0.0.1:10221/metrics")
+	for _, want := range []string{
+		`kruise_daemon_runtime_info{runtime="containerd"`,
+		`kruise_daemon_cri_up 1`,
+		`kruise_daemon_cri_request_duration_seconds_count{method="Version"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("daemon /metrics lacks %s", want)
+		}
+	}
+}
+
+func httpGet(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d, %v", url, resp.StatusCode, err)
+	}
+	return string(body)
 }
 
 // The CRDs from deploy/ are established, serving the versions OpenKruise serves.

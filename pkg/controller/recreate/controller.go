@@ -1,0 +1,197 @@
+// Package recreate runs the lifecycle of ContainerRecreateRequests (CRRs) in
+// kruise-controller, as docs/design/crr.md lays out: it admits new requests
+// (fills in their labels and per-container context from the pod), completes
+// those that can no longer make progress (deadline, pod gone or replaced, no
+// live kruise-daemon on the node), removes the active label of finished
+// requests and deletes them after ttlSecondsAfterFinished. The node daemon
+// does the recreating itself.
+package recreate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "containerrecreaterequest"
+
+// Config is what the controller is built from. Informers must not be started
+// yet: New adds indexes to them.
+type Config struct {
+	Client       kubernetes.Interface
+	KruiseClient versioned.Interface
+	CRRs         appsinformers.ContainerRecreateRequestInformer
+	Pods         coreinformers.PodInformer
+	// Leases must be scoped to Namespace, where the daemons' heartbeat
+	// Leases live.
+	Leases    coordinationinformers.LeaseInformer
+	Namespace string
+	// Recorder records Events on CRRs; nil makes one, started by Run, that
+	// writes core/v1 Events.
+	Recorder record.EventRecorder
+	// Clock reads the time and times the queue's delays; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller is the CRR lifecycle controller.
+type Controller struct {
+	client       kubernetes.Interface
+	kruiseClient versioned.Interface
+	crrLister    appslisters.ContainerRecreateRequestLister
+	crrIndexer   cache.Indexer
+	podLister    corelisters.PodLister
+	leaseLister  coordinationlisters.LeaseLister
+	namespace    string
+	recorder     record.EventRecorder
+	clock        clock.WithTicker
+	queue        workqueue.TypedRateLimitingInterface[string]
+
+	// startedAt is when this replica began running the controller; the
+	// grace given to a node's daemon counts from no earlier than this, so a
+	// new leader does not judge daemons on heartbeats it never watched.
+	startedAt time.Time
+}
+
+// New builds the controller and registers its indexes and event handlers.
+// It does not call the API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.CRRs == nil || cfg.Pods == nil || cfg.Leases == nil || cfg.Namespace == "" {
+		return nil, errors.New("recreate: Client, KruiseClient, CRRs, Pods, Leases and Namespace are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Controller{
+		client:       cfg.Client,
+		kruiseClient: cfg.KruiseClient,
+		crrLister:    cfg.CRRs.Lister(),
+		crrIndexer:   cfg.CRRs.Informer().GetIndexer(),
+		podLister:    cfg.Pods.Lister(),
+		leaseLister:  cfg.Leases.Lister(),
+		namespace:    cfg.Namespace,
+		recorder:     cfg.Recorder,
+		clock:        clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk},
+		),
+	}
+	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod, nodeIndex: indexByNode}); err != nil {
+		return nil, fmt.Errorf("adding CRR indexes: %w", err)
+	}
+	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueCRR,
+		UpdateFunc: func(_, obj any) { c.enqueueCRR(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding CRR event handler: %w", err)
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(old, cur any) { c.podUpdated(old, cur) },
+		DeleteFunc: c.podChanged,
+	}); err != nil {
+		return nil, fmt.Errorf("adding pod event handler: %w", err)
+	}
+	if _, err := cfg.Leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.leaseChanged,
+		UpdateFunc: func(_, cur any) { c.leaseChanged(cur) },
+		DeleteFunc: c.leaseChanged,
+	}); err != nil {
+		return nil, fmt.Errorf("adding lease event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run processes CRRs with workers goroutines until ctx ends. Caches must be
+// synced.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx)
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+
+	if c.recorder == nil {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return fmt.Errorf("building event scheme: %w", err)
+		}
+		if err := kruisescheme.AddToScheme(scheme); err != nil {
+			return fmt.Errorf("building event scheme: %w", err)
+		}
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		defer broadcaster.Shutdown()
+		broadcaster.StartStructuredLogging(4)
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		c.recorder = broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kruise-controller"})
+	}
+	c.startedAt = c.clock.Now()
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	logger.Info("Started workers", "workers", workers)
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	after, err := c.sync(ctx, key)
+	switch {
+	case apierrors.IsConflict(err):
+		// Our cache was behind the server: read again and decide again.
+		klog.FromContext(ctx).V(2).Info("CRR changed while we acted on it; requeueing", "crr", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing CRR failed; requeueing", "crr", key)
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+		if after > 0 {
+			c.queue.AddAfter(key, after)
+		}
+	}
+	return true
+}

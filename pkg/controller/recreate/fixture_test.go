@@ -1,0 +1,237 @@
+package recreate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+)
+
+const (
+	testNS     = "default"
+	kruiseNS   = "kruise-system"
+	podName    = "web"
+	podUID     = "pod-uid-1"
+	nodeName   = "node-a"
+	crrName    = "restart-web"
+	mainID     = "containerd://aaa"
+	sidecarID  = "containerd://bbb"
+	fixtureKey = testNS + "/" + crrName
+)
+
+// now is the fake clock's time in every test.
+var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
+type fixture struct {
+	ctrl     *Controller
+	kube     *fake.Clientset
+	kruise   *kruisefake.Clientset
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+}
+
+// objects split by where they live: the API server and the caches (cached),
+// or the API server only (apiOnly), to model a cache that lags.
+type objects struct {
+	pods    []*corev1.Pod
+	apiOnly []*corev1.Pod
+	leases  []*coordinationv1.Lease
+	crrs    []*appsv1alpha1.ContainerRecreateRequest
+}
+
+func newFixture(t *testing.T, o objects) *fixture {
+	t.Helper()
+	var kubeObjs, kruiseObjs []runtime.Object
+	for _, p := range o.pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	for _, p := range o.apiOnly {
+		kubeObjs = append(kubeObjs, p)
+	}
+	for _, l := range o.leases {
+		kubeObjs = append(kubeObjs, l)
+	}
+	for _, c := range o.crrs {
+		kruiseObjs = append(kruiseObjs, c)
+	}
+	f := &fixture{
+		kube:     fake.NewClientset(kubeObjs...),
+		kruise:   kruisefake.NewSimpleClientset(kruiseObjs...),
+		clock:    clocktesting.NewFakeClock(now),
+		recorder: record.NewFakeRecorder(10),
+	}
+	factory := informers.NewSharedInformerFactory(f.kube, 0)
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(f.kube, 0, informers.WithNamespace(kruiseNS))
+	kruiseFactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
+	ctrl, err := New(Config{
+		Client:       f.kube,
+		KruiseClient: f.kruise,
+		CRRs:         kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Pods:         factory.Core().V1().Pods(),
+		Leases:       nsFactory.Coordination().V1().Leases(),
+		Namespace:    kruiseNS,
+		Recorder:     f.recorder,
+		Clock:        f.clock,
+	})
+	require.NoError(t, err)
+	t.Cleanup(ctrl.queue.ShutDown)
+	// The caches are filled by hand: no informer runs, nothing races.
+	for _, p := range o.pods {
+		require.NoError(t, factory.Core().V1().Pods().Informer().GetIndexer().Add(p))
+	}
+	for _, l := range o.leases {
+		require.NoError(t, nsFactory.Coordination().V1().Leases().Informer().GetIndexer().Add(l))
+	}
+	for _, c := range o.crrs {
+		require.NoError(t, ctrl.crrIndexer.Add(c))
+	}
+	f.kube.ClearActions()
+	f.kruise.ClearActions()
+	f.ctrl = ctrl
+	return f
+}
+
+func (f *fixture) sync(t *testing.T) (time.Duration, error) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	return f.ctrl.sync(ctx, fixtureKey)
+}
+
+// writes lists the kruise client's calls other than reads.
+func (f *fixture) writes() []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range f.kruise.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (f *fixture) getCRR(t *testing.T) *appsv1alpha1.ContainerRecreateRequest {
+	t.Helper()
+	crr, err := f.kruise.AppsV1alpha1().ContainerRecreateRequests(testNS).Get(context.Background(), crrName, metav1.GetOptions{})
+	require.NoError(t, err)
+	return crr
+}
+
+// runningPod is a running pod with containers main (preStop exec, a port)
+// and sidecar.
+func runningPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: testNS, UID: podUID},
+		Spec: corev1.PodSpec{
+			NodeName: nodeName,
+			Containers: []corev1.Container{
+				{
+					Name:      "main",
+					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 1"}}}},
+				},
+				{Name: "sidecar"},
+			},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "main", ContainerID: mainID, RestartCount: 2},
+				{Name: "sidecar", ContainerID: sidecarID},
+			},
+		},
+	}
+}
+
+func withPod(mut func(*corev1.Pod)) *corev1.Pod {
+	p := runningPod()
+	mut(p)
+	return p
+}
+
+// newCRR is a fresh request for the given containers, created age ago.
+func newCRR(age time.Duration, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
+	crr := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: crrName, Namespace: testNS, UID: "crr-uid", ResourceVersion: "5",
+			CreationTimestamp: metav1.NewTime(now.Add(-age)),
+		},
+		Spec:   appsv1alpha1.ContainerRecreateRequestSpec{PodName: podName},
+		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending},
+	}
+	for _, c := range containers {
+		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{Name: c})
+	}
+	return crr
+}
+
+// admittedCRR is a request already admitted for runningPod.
+func admittedCRR(age time.Duration, mut ...func(*appsv1alpha1.ContainerRecreateRequest)) *appsv1alpha1.ContainerRecreateRequest {
+	crr := newCRR(age, "main", "sidecar")
+	crr.Labels = map[string]string{
+		appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
+		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   podUID,
+		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	}
+	crr.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 2}
+	crr.Spec.Containers[1].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: sidecarID}
+	for _, m := range mut {
+		m(crr)
+	}
+	return crr
+}
+
+func completedCRR(finishedAgo time.Duration, mut ...func(*appsv1alpha1.ContainerRecreateRequest)) *appsv1alpha1.ContainerRecreateRequest {
+	crr := admittedCRR(finishedAgo+time.Minute, func(c *appsv1alpha1.ContainerRecreateRequest) {
+		c.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+		c.Status.CompletionTime = ptr.To(metav1.NewTime(now.Add(-finishedAgo)))
+		c.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
+			{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
+			{Name: "sidecar", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
+		}
+	})
+	for _, m := range mut {
+		m(crr)
+	}
+	return crr
+}
+
+// lease is the node's heartbeat, last renewed ago.
+func lease(node string, ago time.Duration) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: heartbeat.LeaseName(node), Namespace: kruiseNS},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(node),
+			RenewTime:      ptr.To(metav1.NewMicroTime(now.Add(-ago))),
+		},
+	}
+}

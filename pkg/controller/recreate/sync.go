@@ -1,0 +1,228 @@
+package recreate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+)
+
+// daemonLiveFor is how long after its last heartbeat a node's daemon counts
+// as live, and how long after admission an admitted CRR may wait for one.
+const daemonLiveFor = heartbeat.LeaseDuration
+
+// sync brings one CRR a step further. It returns when to look at it again
+// (zero: only on the next event).
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil // not ours; never retried
+	}
+	crr, err := c.crrLister.ContainerRecreateRequests(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading CRR %s from the cache: %w", key, err)
+	}
+	logger := klog.FromContext(ctx).WithValues("crr", klog.KObj(crr), "pod", klog.KRef(crr.Namespace, crr.Spec.PodName))
+	ctx = klog.NewContext(ctx, logger)
+
+	switch {
+	case crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted:
+		return c.syncFinished(ctx, crr)
+	case crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] == "":
+		return 0, c.admit(ctx, crr)
+	default:
+		return c.syncActive(ctx, crr)
+	}
+}
+
+// syncActive completes an admitted CRR that can no longer make progress,
+// or says when to check it next: at the earliest of its deadline and the
+// moment its node's daemon would stop counting as live.
+func (c *Controller) syncActive(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
+	now := c.clock.Now()
+	var next time.Time
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+
+	if ads := crr.Spec.ActiveDeadlineSeconds; ads != nil {
+		deadline := crr.CreationTimestamp.Add(time.Duration(*ads) * time.Second)
+		if !now.Before(deadline) {
+			return 0, c.finish(ctx, crr, ReasonDeadlineExceeded, fmt.Sprintf("exceeded activeDeadlineSeconds (%ds)", *ads))
+		}
+		soonest(deadline)
+	}
+
+	if reason, message, err := c.checkPod(ctx, crr); err != nil || reason != "" {
+		if err != nil {
+			return 0, err
+		}
+		return 0, c.finish(ctx, crr, reason, message)
+	}
+
+	node := crr.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey]
+	liveUntil, err := c.daemonLiveUntil(node)
+	if err != nil {
+		return 0, err
+	}
+	if now.Before(liveUntil) {
+		soonest(liveUntil)
+	} else {
+		// The grace counts from admission; creation stands in for it (the
+		// controller admits within moments), and from no earlier than
+		// this replica's start.
+		graceStart := crr.CreationTimestamp.Time
+		if c.startedAt.After(graceStart) {
+			graceStart = c.startedAt
+		}
+		graceEnd := graceStart.Add(daemonLiveFor)
+		if !now.Before(graceEnd) {
+			return 0, c.finish(ctx, crr, ReasonNoLiveDaemon, fmt.Sprintf("no live kruise-daemon on node %q", node))
+		}
+		soonest(graceEnd)
+	}
+	return next.Sub(now), nil
+}
+
+// checkPod says why the CRR's pod can no longer be worked on: it is gone, or
+// a new pod of the same name replaced it. The cache's verdict is confirmed
+// with the API server before it ends the request.
+func (c *Controller) checkPod(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (reason, message string, err error) {
+	uid := types.UID(crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey])
+	pod, err := c.podLister.Pods(crr.Namespace).Get(crr.Spec.PodName)
+	if err == nil && pod.UID == uid {
+		return "", "", nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", "", fmt.Errorf("reading pod %s/%s from the cache: %w", crr.Namespace, crr.Spec.PodName, err)
+	}
+	pod, err = c.getLivePod(ctx, crr.Namespace, crr.Spec.PodName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ReasonPodGone, "pod has gone", nil
+	case err != nil:
+		return "", "", err
+	case pod.UID != uid:
+		return ReasonPodReplaced, "pod was replaced", nil
+	}
+	return "", "", nil
+}
+
+// daemonLiveUntil is when the heartbeat of node's daemon stops counting:
+// zero when it has none.
+func (c *Controller) daemonLiveUntil(node string) (time.Time, error) {
+	lease, err := c.leaseLister.Leases(c.namespace).Get(heartbeat.LeaseName(node))
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the heartbeat Lease of node %q: %w", node, err)
+	}
+	if lease.Spec.RenewTime == nil {
+		return time.Time{}, nil
+	}
+	return lease.Spec.RenewTime.Add(daemonLiveFor), nil
+}
+
+// finish completes an admitted CRR and records why.
+func (c *Controller) finish(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, reason, message string) error {
+	if err := c.complete(ctx, crr, message, nil); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Completed CRR", "reason", reason, "message", message)
+	c.recorder.Event(crr, corev1.EventTypeWarning, reason, message)
+	return nil
+}
+
+// complete writes phase Completed, the completion time and message, and
+// marks every container not yet Succeeded or Failed as Failed, with its
+// message from perContainer or else message. The UpdateStatus carries the
+// resourceVersion read, so it fails with a conflict if anyone (the daemon
+// completing it first, say) wrote since.
+func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, message string, perContainer map[string]string) error {
+	upd := crr.DeepCopy()
+	now := metav1.NewTime(c.clock.Now())
+	upd.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+	upd.Status.CompletionTime = &now
+	upd.Status.Message = message
+
+	byName := make(map[string]int, len(upd.Status.ContainerRecreateStates))
+	for i, st := range upd.Status.ContainerRecreateStates {
+		byName[st.Name] = i
+	}
+	for _, ctr := range upd.Spec.Containers {
+		i, ok := byName[ctr.Name]
+		if !ok {
+			upd.Status.ContainerRecreateStates = append(upd.Status.ContainerRecreateStates,
+				appsv1alpha1.ContainerRecreateRequestContainerRecreateState{Name: ctr.Name})
+			i = len(upd.Status.ContainerRecreateStates) - 1
+		}
+		st := &upd.Status.ContainerRecreateStates[i]
+		if st.Phase == appsv1alpha1.ContainerRecreateRequestSucceeded || st.Phase == appsv1alpha1.ContainerRecreateRequestFailed {
+			continue
+		}
+		st.Phase = appsv1alpha1.ContainerRecreateRequestFailed
+		st.Message = message
+		if m, ok := perContainer[ctr.Name]; ok {
+			st.Message = m
+		}
+	}
+	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("completing CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	return nil
+}
+
+// syncFinished takes a Completed CRR off the daemons' watch (removes the
+// active label) and deletes it once ttlSecondsAfterFinished has passed
+// since its completion. It never writes its status.
+func (c *Controller) syncFinished(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	if _, ok := crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; ok {
+		upd := crr.DeepCopy()
+		delete(upd.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
+		got, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("removing the active label of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+		}
+		logger.V(2).Info("Removed the active label of a completed CRR")
+		crr = got
+	}
+
+	ttl := crr.Spec.TTLSecondsAfterFinished
+	if ttl == nil {
+		return 0, nil
+	}
+	// completionTime is written with the Completed phase by every writer;
+	// should it be missing, creation stands in for it.
+	finished := crr.CreationTimestamp.Time
+	if crr.Status.CompletionTime != nil {
+		finished = crr.Status.CompletionTime.Time
+	}
+	expiry := finished.Add(time.Duration(*ttl) * time.Second)
+	if now := c.clock.Now(); now.Before(expiry) {
+		return expiry.Sub(now), nil
+	}
+	err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Delete(ctx, crr.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &crr.UID, ResourceVersion: &crr.ResourceVersion},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("deleting CRR %s/%s after its ttlSecondsAfterFinished: %w", crr.Namespace, crr.Name, err)
+	}
+	logger.V(2).Info("Deleted completed CRR after ttlSecondsAfterFinished", "ttlSeconds", *ttl)
+	return 0, nil
+}

@@ -1,0 +1,235 @@
+package recreate
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+)
+
+func TestSyncActive(t *testing.T) {
+	deadline := func(s int64) func(*appsv1alpha1.ContainerRecreateRequest) {
+		return func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.ActiveDeadlineSeconds = ptr.To(s) }
+	}
+	inProgress := func(c *appsv1alpha1.ContainerRecreateRequest) {
+		c.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+		c.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
+			{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
+			{Name: "sidecar", Phase: appsv1alpha1.ContainerRecreateRequestRecreating, IsKilled: true},
+		}
+	}
+	replaced := withPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })
+	live := []*coordinationv1.Lease{lease(nodeName, 5*time.Second)}
+
+	tests := []struct {
+		name    string
+		crr     *appsv1alpha1.ContainerRecreateRequest
+		pods    []*corev1.Pod
+		apiOnly []*corev1.Pod
+		leases  []*coordinationv1.Lease
+		// startedAgo is how long ago the controller started (zero: long ago).
+		startedAgo time.Duration
+
+		wantAfter   time.Duration
+		wantMessage string // non-empty: completed with it
+		wantReason  string
+	}{
+		{
+			name: "healthy: next look when the heartbeat would expire",
+			crr:  admittedCRR(time.Minute), pods: []*corev1.Pod{runningPod()}, leases: live,
+			wantAfter: 35 * time.Second,
+		},
+		{
+			name: "deadline before heartbeat expiry: requeued exactly at the deadline",
+			crr:  admittedCRR(8*time.Second, deadline(10)), pods: []*corev1.Pod{runningPod()}, leases: live,
+			wantAfter: 2 * time.Second,
+		},
+		{
+			name: "deadline passed: completed, remaining containers Failed",
+			crr:  admittedCRR(10*time.Second, deadline(10), inProgress), pods: []*corev1.Pod{runningPod()}, leases: live,
+			wantMessage: "exceeded activeDeadlineSeconds (10s)", wantReason: ReasonDeadlineExceeded,
+		},
+		{
+			name: "pod gone",
+			crr:  admittedCRR(time.Minute, inProgress), leases: live,
+			wantMessage: "pod has gone", wantReason: ReasonPodGone,
+		},
+		{
+			name: "pod replaced",
+			crr:  admittedCRR(time.Minute), pods: []*corev1.Pod{replaced}, apiOnly: nil, leases: live,
+			wantMessage: "pod was replaced", wantReason: ReasonPodReplaced,
+		},
+		{
+			name: "cache lags: pod missing from the cache but on the server is not gone",
+			crr:  admittedCRR(time.Minute), apiOnly: []*corev1.Pod{runningPod()}, leases: live,
+			wantAfter: 35 * time.Second,
+		},
+		{
+			name: "no lease, within the grace after admission: next look at its end",
+			crr:  admittedCRR(10 * time.Second), pods: []*corev1.Pod{runningPod()},
+			wantAfter: 30 * time.Second,
+		},
+		{
+			name: "no lease after the grace: completed",
+			crr:  admittedCRR(40 * time.Second), pods: []*corev1.Pod{runningPod()},
+			wantMessage: `no live kruise-daemon on node "node-a"`, wantReason: ReasonNoLiveDaemon,
+		},
+		{
+			name: "stale lease after the grace: completed",
+			crr:  admittedCRR(time.Minute), pods: []*corev1.Pod{runningPod()}, leases: []*coordinationv1.Lease{lease(nodeName, 41*time.Second)},
+			wantMessage: `no live kruise-daemon on node "node-a"`, wantReason: ReasonNoLiveDaemon,
+		},
+		{
+			name: "another node's lease does not count",
+			crr:  admittedCRR(time.Minute), pods: []*corev1.Pod{runningPod()}, leases: []*coordinationv1.Lease{lease("node-b", time.Second)},
+			wantMessage: `no live kruise-daemon on node "node-a"`, wantReason: ReasonNoLiveDaemon,
+		},
+		{
+			name: "stale lease, controller just started: grace counts from its start",
+			crr:  admittedCRR(time.Hour), pods: []*corev1.Pod{runningPod()}, leases: []*coordinationv1.Lease{lease(nodeName, time.Hour)},
+			startedAgo: 15 * time.Second, wantAfter: 25 * time.Second,
+		},
+		{
+			name: "deadline wins over a missing pod",
+			crr:  admittedCRR(time.Minute, deadline(30)), leases: live,
+			wantMessage: "exceeded activeDeadlineSeconds (30s)", wantReason: ReasonDeadlineExceeded,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objects{pods: tc.pods, apiOnly: tc.apiOnly, leases: tc.leases, crrs: []*appsv1alpha1.ContainerRecreateRequest{tc.crr}})
+			if tc.startedAgo > 0 {
+				f.ctrl.startedAt = now.Add(-tc.startedAgo)
+			}
+			after, err := f.sync(t)
+			require.NoError(t, err)
+			if tc.wantMessage == "" {
+				assert.Equal(t, tc.wantAfter, after)
+				assert.Empty(t, f.writes())
+				assert.Empty(t, f.events())
+				return
+			}
+			assert.Zero(t, after)
+			writes := f.writes()
+			require.Len(t, writes, 1)
+			assert.Equal(t, "status", writes[0].GetSubresource())
+			upd := writes[0].(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.ContainerRecreateRequest)
+			assert.Equal(t, tc.crr.ResourceVersion, upd.ResourceVersion, "the status write carries the resourceVersion read")
+
+			got := f.getCRR(t)
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+			assert.Equal(t, tc.wantMessage, got.Status.Message)
+			assert.True(t, got.Status.CompletionTime.Time.Equal(now))
+			want := map[string]appsv1alpha1.ContainerRecreateRequestPhase{
+				"main": appsv1alpha1.ContainerRecreateRequestFailed, "sidecar": appsv1alpha1.ContainerRecreateRequestFailed,
+			}
+			for _, st := range tc.crr.Status.ContainerRecreateStates {
+				if st.Phase == appsv1alpha1.ContainerRecreateRequestSucceeded {
+					want[st.Name] = st.Phase
+				}
+			}
+			require.Len(t, got.Status.ContainerRecreateStates, 2)
+			for _, st := range got.Status.ContainerRecreateStates {
+				assert.Equal(t, want[st.Name], st.Phase, st.Name)
+				if st.Phase == appsv1alpha1.ContainerRecreateRequestFailed {
+					assert.Equal(t, tc.wantMessage, st.Message)
+				}
+			}
+			assert.Equal(t, []string{"Warning " + tc.wantReason + " " + tc.wantMessage}, f.events())
+		})
+	}
+}
+
+// A status write that conflicts (the daemon wrote first, perhaps completing
+// it) is returned as a conflict, to be read and decided again.
+func TestSyncActiveConflict(t *testing.T) {
+	f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{admittedCRR(time.Minute)}})
+	f.kruise.PrependReactor("update", "containerrecreaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, crrName, errors.New("stale"))
+	})
+	_, err := f.sync(t)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Empty(t, f.events())
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, f.getCRR(t).Status.Phase)
+}
+
+func TestSyncFinished(t *testing.T) {
+	ttl := func(s int32) func(*appsv1alpha1.ContainerRecreateRequest) {
+		return func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.TTLSecondsAfterFinished = ptr.To(s) }
+	}
+	inactive := func(c *appsv1alpha1.ContainerRecreateRequest) {
+		delete(c.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
+	}
+	tests := []struct {
+		name         string
+		crr          *appsv1alpha1.ContainerRecreateRequest
+		wantAfter    time.Duration
+		wantUnlabel  bool
+		wantDeletion bool
+	}{
+		{name: "active label removed", crr: completedCRR(time.Second), wantUnlabel: true},
+		{name: "nothing left to do", crr: completedCRR(time.Second, inactive)},
+		{name: "ttl not reached: next look at expiry", crr: completedCRR(3*time.Second, inactive, ttl(10)), wantAfter: 7 * time.Second},
+		{name: "label removed and ttl not reached", crr: completedCRR(3*time.Second, ttl(10)), wantUnlabel: true, wantAfter: 7 * time.Second},
+		{name: "ttl reached: deleted", crr: completedCRR(10*time.Second, inactive, ttl(10)), wantDeletion: true},
+		{name: "ttl zero: deleted at once after unlabelling", crr: completedCRR(0, ttl(0)), wantUnlabel: true, wantDeletion: true},
+		{name: "ttl without completionTime counts from creation", crr: completedCRR(0, inactive, ttl(30), func(c *appsv1alpha1.ContainerRecreateRequest) {
+			c.Status.CompletionTime = nil
+		}), wantDeletion: true},
+		{name: "rejected at admission (never labelled)", crr: completedCRR(time.Second, ttl(5), func(c *appsv1alpha1.ContainerRecreateRequest) {
+			c.Labels = nil
+		}), wantAfter: 4 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Everything that would end an active request holds too: no
+			// pod, no daemon, deadline long past. None may touch the phase.
+			tc.crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+			f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{tc.crr}})
+			after, err := f.sync(t)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantAfter, after)
+
+			var unlabelled, deleted bool
+			for _, a := range f.writes() {
+				switch {
+				case a.GetVerb() == "update" && a.GetSubresource() == "":
+					upd := a.(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.ContainerRecreateRequest)
+					assert.NotContains(t, upd.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
+					assert.Equal(t, tc.crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], upd.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey])
+					unlabelled = true
+				case a.GetVerb() == "delete":
+					del := a.(k8stesting.DeleteAction)
+					require.NotNil(t, del.GetDeleteOptions().Preconditions)
+					assert.Equal(t, tc.crr.UID, *del.GetDeleteOptions().Preconditions.UID)
+					deleted = true
+				default:
+					t.Errorf("unexpected write %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+				}
+			}
+			assert.Equal(t, tc.wantUnlabel, unlabelled, "active label removal")
+			assert.Equal(t, tc.wantDeletion, deleted, "deletion")
+			assert.Empty(t, f.events())
+		})
+	}
+}
+
+func TestSyncMissingCRR(t *testing.T) {
+	f := newFixture(t, objects{})
+	after, err := f.sync(t)
+	require.NoError(t, err)
+	assert.Zero(t, after)
+	assert.Empty(t, f.writes())
+}

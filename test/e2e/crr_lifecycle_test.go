@@ -1,0 +1,180 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+func crrFor(namespace, name, pod string, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
+	crr := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       appsv1alpha1.ContainerRecreateRequestSpec{PodName: pod},
+	}
+	for _, c := range containers {
+		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{Name: c})
+	}
+	return crr
+}
+
+func completed(crr *appsv1alpha1.ContainerRecreateRequest) bool {
+	return crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
+}
+
+// The controller admits a CRR for a running pod: routing labels and, per container, the
+// instance to replace.
+func TestCRRAdmissionFillsLabelsAndContext(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-admit")
+	pod := f.RunningBusyboxPod(ctx, t, ns, "web", "main", "sidecar")
+
+	_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "sidecar"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	crr := framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return c.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] != ""
+	})
+	want := map[string]string{
+		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
+		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
+		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	}
+	for k, v := range want {
+		if crr.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, crr.Labels[k], v)
+		}
+	}
+	var wantID string
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == "sidecar" {
+			wantID = st.ContainerID
+		}
+	}
+	sc := crr.Spec.Containers[0].StatusContext
+	if sc == nil || sc.ContainerID != wantID || wantID == "" {
+		t.Errorf("statusContext = %+v, want containerID %q", sc, wantID)
+	}
+	if completed(crr) {
+		t.Errorf("admitted CRR is Completed: %q", crr.Status.Message)
+	}
+}
+
+// A CRR that cannot be carried out completes at once with a message that says why.
+func TestCRRRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-reject")
+	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+
+	cases := []struct {
+		crr     *appsv1alpha1.ContainerRecreateRequest
+		message string
+	}{
+		{crrFor(ns, "missing-pod", "nope", "main"), `pod "nope" not found`},
+		{crrFor(ns, "unknown-container", "web", "main", "ghost"), `containers not found in pod "web": ghost`},
+	}
+	for _, tc := range cases {
+		if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, tc.crr, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CRR %s: %v", tc.crr.Name, err)
+		}
+	}
+	for _, tc := range cases {
+		got := framework.WaitCRR(ctx, t, kc, ns, tc.crr.Name, 30*time.Second, "CRR "+tc.crr.Name+" completed", completed)
+		if got.Status.Message != tc.message {
+			t.Errorf("%s: message %q, want %q", tc.crr.Name, got.Status.Message, tc.message)
+		}
+		if _, routed := got.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; routed {
+			t.Errorf("%s: a rejected CRR carries the active label", tc.crr.Name)
+		}
+		for _, st := range got.Status.ContainerRecreateStates {
+			if st.Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+				t.Errorf("%s: container %s is %s, want Failed", tc.crr.Name, st.Name, st.Phase)
+			}
+		}
+	}
+}
+
+// activeDeadlineSeconds completes a CRR nobody executes (there is no executor yet, so it stays
+// Pending until then), marks its containers Failed and takes it off the daemons' watch.
+func TestCRRActiveDeadline(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-deadline")
+	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+
+	crr := crrFor(ns, "r", "web", "main")
+	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	created, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	got := framework.WaitCRR(ctx, t, kc, ns, "r", 10*time.Second, "CRR completed by its deadline", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		_, active := c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]
+		return completed(c) && !active
+	})
+	if want := "exceeded activeDeadlineSeconds (3s)"; got.Status.Message != want {
+		t.Errorf("message %q, want %q", got.Status.Message, want)
+	}
+	if took := got.Status.CompletionTime.Sub(created.CreationTimestamp.Time); took < 3*time.Second || took > 6*time.Second {
+		t.Errorf("completed %s after creation, want about 3s", took)
+	}
+	if len(got.Status.ContainerRecreateStates) != 1 || got.Status.ContainerRecreateStates[0].Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+		t.Errorf("container states %+v, want main Failed", got.Status.ContainerRecreateStates)
+	}
+}
+
+// ttlSecondsAfterFinished deletes a completed CRR.
+func TestCRRTTLAfterFinished(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 2*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-ttl")
+
+	// A CRR for a missing pod completes at once; the ttl then deletes it.
+	crr := crrFor(ns, "r", "nope", "main")
+	crr.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	framework.WaitCRRGone(ctx, t, kc, ns, "r", 20*time.Second)
+}
+
+// Deleting the pod completes its CRR with "pod has gone".
+func TestCRRPodDeleted(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-podgone")
+	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "main"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return c.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] != ""
+	})
+	if err := f.Client.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("deleting pod: %v", err)
+	}
+	got := framework.WaitCRR(ctx, t, kc, ns, "r", time.Minute, "CRR completed after its pod was deleted", completed)
+	if got.Status.Message != "pod has gone" {
+		t.Errorf("message %q, want %q", got.Status.Message, "pod has gone")
+	}
+}
