@@ -238,6 +238,14 @@ node_ready() {
   [[ "$(kubectl get node "${NODE_NAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
 }
 
+any_running() {
+  local c
+  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+    running "${c}" && return 0
+  done
+  return 1
+}
+
 healthy() {
   local c
   for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
@@ -334,6 +342,18 @@ EOF
 up() {
   [[ $(id -u) == 0 ]] || die "the local cluster needs root (containerd, kubelet, network)"
   if healthy; then log "local cluster is already up (node ${NODE_NAME} Ready)"; return 0; fi
+  if [[ -d "${W}" ]] && ! any_running; then
+    # Processes gone without `down` (killed, machine restarted): clear their mounts, sandboxes
+    # and network before starting again rather than building on stale state.
+    log "found state of a cluster whose processes are gone: cleaning it up first"
+    # Pods may outlive a killed containerd (their shims keep running); a restarted containerd
+    # reconnects to them, so down can remove them through CRI.
+    if [[ -f "${W}/containerd/config.toml" ]]; then
+      start containerd /usr/bin/containerd --config "${W}/containerd/config.toml"
+      wait_for "containerd CRI" 60 crictl version || log "containerd did not come back; cleaning up without it"
+    fi
+    (down) || die "could not clean up the stale cluster state in ${W}"
+  fi
   local ip
   ip=$(node_ip)
   [[ -n "${ip}" ]] || die "no global IPv4 address found for the node IP (the kubelet refuses loopback)"
