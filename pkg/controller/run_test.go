@@ -25,8 +25,10 @@ func testOptions() *Options {
 	o := NewOptions()
 	o.Addr = "127.0.0.1:0"
 	o.LeaseNamespace = "kruise-system"
-	o.LeaseDuration = 800 * time.Millisecond
-	o.RenewDeadline = 500 * time.Millisecond
+	// Retries are fast so tests are quick; the renew deadline leaves a loaded CI machine seconds
+	// of scheduling delay before a healthy leader would count as lost.
+	o.LeaseDuration = 3 * time.Second
+	o.RenewDeadline = 2 * time.Second
 	o.RetryPeriod = 100 * time.Millisecond
 	o.ShutdownGrace = 2 * time.Second
 	return o
@@ -133,7 +135,10 @@ func TestStandbyWaitsForTheLease(t *testing.T) {
 
 	require.Eventually(t, func() bool { code, _ := r.get(t, "/readyz"); return code == http.StatusOK }, 5*time.Second, 10*time.Millisecond,
 		"a standby is ready (healthy, waiting)")
-	time.Sleep(300 * time.Millisecond)
+	// Several acquisition attempts have seen the other holder's lease...
+	require.Eventually(t, func() bool { return leaseGets(client) >= 3 }, 10*time.Second, 10*time.Millisecond,
+		"the standby keeps trying to acquire the lease")
+	// ...and none of them started a controller.
 	assert.EqualValues(t, 0, c.started.Load(), "standby must not run controllers")
 	r.stop()
 	require.NoError(t, r.wait(t))
@@ -247,4 +252,15 @@ func TestRunWithoutClusterConfig(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_PORT", "")
 	err := Run(context.Background(), NewOptions())
 	assert.ErrorContains(t, err, "neither --kubeconfig nor $KUBECONFIG is set")
+}
+
+// leaseGets counts the lease reads the fake API server has answered: one per acquisition attempt.
+func leaseGets(client *fake.Clientset) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+			n++
+		}
+	}
+	return n
 }
