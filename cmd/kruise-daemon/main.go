@@ -30,9 +30,13 @@ CRI Version is used.
 Endpoints on --addr:
   /healthz         the process is alive
   /readyz          the runtime answered CRI Version recently, the node informer has
-                   synced and the node exists (?verbose lists each check and the runtime)
+                   synced and the node exists, the CRR informers have synced (?verbose lists each check and the runtime)
   /metrics         Prometheus metrics, including kruise_daemon_cri_up and
                    kruise_daemon_runtime_info{runtime,version}
+
+It executes the ContainerRecreateRequests admitted for its node (--crr-workers
+pods in parallel): preStop hook, StopContainer, then it waits for the kubelet's
+new instance to be running and ready.
 
 SIGTERM or SIGINT stops the daemon gracefully.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },

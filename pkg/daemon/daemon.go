@@ -12,8 +12,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -29,17 +31,24 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
 	}
-	_, client, err := o.Kube.Client(componentName)
+	cfg, client, err := o.Kube.Client(componentName)
 	if err != nil {
 		return err
 	}
-	return run(ctx, o, deps{client: client, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}})
+	kruiseClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating kruise client: %w", err)
+	}
+	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}})
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
 type deps struct {
 	client kubernetes.Interface
-	clock  clock.PassiveClock
+	// kruiseClient reaches the apps.kruise.io kinds; nil turns the CRR
+	// executor off.
+	kruiseClient versioned.Interface
+	clock        clock.PassiveClock
 	// heartbeatClock times the node heartbeat; nil turns the heartbeat off.
 	heartbeatClock clock.Clock
 	// listening, if set, is told the bound health/metrics address.
@@ -64,11 +73,23 @@ func run(ctx context.Context, o *Options, d deps) error {
 		}
 	}
 
+	readyz := []server.Checker{prober, nodes}
+	crrMetrics := recreate.NewMetrics()
+	crrReady := server.NewFlag("crr", "CRR informers have not synced")
+	if d.kruiseClient != nil {
+		for _, c := range crrMetrics.Collectors() {
+			if err := reg.Register(c); err != nil {
+				return fmt.Errorf("registering CRR metrics: %w", err)
+			}
+		}
+		readyz = append(readyz, crrReady)
+	}
+
 	srv := server.New(server.Options{
 		Addr:     o.Addr,
 		Gatherer: server.Gatherers(reg),
 		Healthz:  []server.Checker{server.Ping},
-		Readyz:   []server.Checker{prober, nodes},
+		Readyz:   readyz,
 	})
 	addr, err := srv.Listen()
 	if err != nil {
@@ -127,6 +148,26 @@ func run(ctx context.Context, o *Options, d deps) error {
 			logger.Info("Node informer synced but the node is not ready for us", "reason", err.Error())
 		} else {
 			logger.Info("Node informer synced", "node", o.NodeName)
+		}
+
+		if d.kruiseClient != nil {
+			crrs, err := newCRRWatch(gctx, d.client, d.kruiseClient, o.NodeName, rt, crrMetrics)
+			if err != nil {
+				return err
+			}
+			crrCtx, cancelCRR := context.WithCancel(gctx)
+			defer crrs.shutdown()
+			defer cancelCRR()
+			crrs.start(crrCtx.Done())
+			logger.Info("Waiting for the CRR informers to sync", "node", o.NodeName)
+			if err := wait.PollUntilContextCancel(gctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+				return crrs.synced(), nil
+			}); err != nil {
+				return nil // cancelled before the API server answered
+			}
+			crrReady.Set(true)
+			logger.Info("CRR informers synced; starting the CRR executor", "workers", o.CRRWorkers)
+			g.Go(func() error { return crrs.executor.Run(gctx, o.CRRWorkers) })
 		}
 
 		<-gctx.Done()

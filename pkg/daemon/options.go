@@ -50,6 +50,9 @@ type Options struct {
 	// Namespace holds the daemon's heartbeat Lease; defaults to
 	// $POD_NAMESPACE, else kruise-system.
 	Namespace string
+	// CRRWorkers is how many pods' ContainerRecreateRequests are executed
+	// in parallel.
+	CRRWorkers int
 }
 
 // NewOptions returns the defaults, with NodeName taken from $NODE_NAME.
@@ -67,6 +70,7 @@ func NewOptions() *Options {
 		CRIProbeInterval: 10 * time.Second,
 		CRIProbeTimeout:  cri.DefaultProbeTimeout,
 		Addr:             DefaultAddr,
+		CRRWorkers:       4,
 	}
 }
 
@@ -88,6 +92,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"Namespace of the node heartbeat Lease (kruise-daemon-<node>). Defaults to $"+PodNamespaceEnv+", else "+DefaultNamespace+".")
+	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
+		"How many pods' ContainerRecreateRequests are executed in parallel (one request at a time per pod).")
 }
 
 // Validate checks the options and says which flag to fix.
@@ -118,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Addr == "" {
 		errs = append(errs, errors.New("--addr must not be empty"))
+	}
+	if o.CRRWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--crr-workers must be at least 1, got %d", o.CRRWorkers))
 	}
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -107,18 +108,24 @@ func TestCRRRejectsBadInput(t *testing.T) {
 	}
 }
 
-// activeDeadlineSeconds completes a CRR nobody executes (there is no executor yet, so it stays
-// Pending until then), marks its containers Failed and takes it off the daemons' watch.
+// activeDeadlineSeconds completes a CRR that cannot finish in time (the container's preStop hook
+// sleeps far longer than the deadline), marks its containers Failed and takes it off the daemons'
+// watch; the daemon cancels the hook and never stops the container.
 func TestCRRActiveDeadline(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 4*time.Minute)
 	ns := f.NewNamespace(ctx, t, "crr-deadline")
-	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+	pod := f.BusyboxPod(ns, "web", "main")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{"sleep", "60"}},
+	}}
+	before := f.CreateRunningPod(ctx, t, pod)
 
 	crr := crrFor(ns, "r", "web", "main")
 	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](120)}
 	created, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating CRR: %v", err)
@@ -135,6 +142,13 @@ func TestCRRActiveDeadline(t *testing.T) {
 	}
 	if len(got.Status.ContainerRecreateStates) != 1 || got.Status.ContainerRecreateStates[0].Phase != appsv1alpha1.ContainerRecreateRequestFailed {
 		t.Errorf("container states %+v, want main Failed", got.Status.ContainerRecreateStates)
+	}
+	after, err := f.Client.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting pod: %v", err)
+	}
+	if b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || a.RestartCount != b.RestartCount {
+		t.Errorf("container was restarted although the CRR was cancelled: %s/%d -> %s/%d", b.ContainerID, b.RestartCount, a.ContainerID, a.RestartCount)
 	}
 }
 

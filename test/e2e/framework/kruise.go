@@ -24,10 +24,8 @@ func (f *Framework) KruiseClient(t testing.TB) versioned.Interface {
 	return c
 }
 
-// RunningBusyboxPod creates a pod whose containers (one per name) sleep, and waits until it is
-// Running with every container started.
-func (f *Framework) RunningBusyboxPod(ctx context.Context, t testing.TB, namespace, name string, containers ...string) *corev1.Pod {
-	t.Helper()
+// BusyboxPod returns a pod whose containers (one per name) sleep and exit at once on SIGTERM.
+func (f *Framework) BusyboxPod(namespace, name string, containers ...string) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	grace := int64(1)
 	pod.Spec.TerminationGracePeriodSeconds = &grace
@@ -37,6 +35,19 @@ func (f *Framework) RunningBusyboxPod(ctx context.Context, t testing.TB, namespa
 			Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
 		})
 	}
+	return pod
+}
+
+// RunningBusyboxPod creates BusyboxPod and waits until it is Running with every container started.
+func (f *Framework) RunningBusyboxPod(ctx context.Context, t testing.TB, namespace, name string, containers ...string) *corev1.Pod {
+	t.Helper()
+	return f.CreateRunningPod(ctx, t, f.BusyboxPod(namespace, name, containers...))
+}
+
+// CreateRunningPod creates pod and waits until it is Running with every container started.
+func (f *Framework) CreateRunningPod(ctx context.Context, t testing.TB, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	namespace, name := pod.Namespace, pod.Name
 	if _, err := f.Client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s/%s: %v", namespace, name, err)
 	}
@@ -47,12 +58,12 @@ func (f *Framework) RunningBusyboxPod(ctx context.Context, t testing.TB, namespa
 			return false, "", err
 		}
 		got = p
-		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != len(containers) {
+		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != len(pod.Spec.Containers) {
 			return false, "phase " + string(p.Status.Phase), nil
 		}
 		for _, st := range p.Status.ContainerStatuses {
-			if st.ContainerID == "" || st.State.Running == nil {
-				return false, "container " + st.Name + " not running", nil
+			if st.ContainerID == "" || st.State.Running == nil || !st.Ready {
+				return false, "container " + st.Name + " not running and ready", nil
 			}
 		}
 		return true, "running", nil

@@ -1,0 +1,188 @@
+package recreate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/cri"
+)
+
+// ExecutorName names the executor's queue and log lines.
+const ExecutorName = "crr-executor"
+
+// Runtime is what the executor needs from the container runtime; cri.Runtime
+// has it.
+type Runtime interface {
+	ExecSyncer
+	PodContainers(ctx context.Context, podUID string) ([]cri.Container, error)
+	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+}
+
+// Config is what an Executor is built from. The informers must be scoped to
+// the daemon's node (see docs/design/crr.md) and not started yet: New adds an
+// index to the CRR informer.
+type Config struct {
+	KruiseClient versioned.Interface
+	CRRs         appsinformers.ContainerRecreateRequestInformer
+	Pods         coreinformers.PodInformer
+	Runtime      Runtime
+	// Recorder records Events on CRRs and pods.
+	Recorder record.EventRecorder
+	Metrics  *Metrics
+	// Clock reads the time, times the queue's delays and preStop hooks; nil
+	// is the real clock.
+	Clock clock.WithTicker
+	// PreStop runs preStop hooks; nil builds one on Runtime and Clock.
+	PreStop *Runner
+}
+
+// Executor carries out the admitted CRRs of one node: it stops the named
+// containers (preStop first) and lets the kubelet start them again.
+type Executor struct {
+	kruiseClient versioned.Interface
+	crrIndexer   cache.Indexer
+	podLister    corelisters.PodLister
+	runtime      Runtime
+	prestop      *Runner
+	recorder     record.EventRecorder
+	metrics      *Metrics
+	clock        clock.WithTicker
+	queue        workqueue.TypedRateLimitingInterface[string]
+
+	// baseCtx parents the per-CRR contexts; set by Run.
+	baseCtx context.Context
+	mu      sync.Mutex
+	// inflight holds the work under way per CRR UID.
+	inflight map[string]*work
+	// warned remembers the CRRs already told that unreadyGracePeriodSeconds
+	// is not supported, so the Event is recorded once.
+	warned map[string]bool
+}
+
+// New builds the executor and registers its index and event handlers.
+func New(cfg Config) (*Executor, error) {
+	if cfg.KruiseClient == nil || cfg.CRRs == nil || cfg.Pods == nil || cfg.Runtime == nil || cfg.Recorder == nil || cfg.Metrics == nil {
+		return nil, errors.New("recreate: KruiseClient, CRRs, Pods, Runtime, Recorder and Metrics are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	runner := cfg.PreStop
+	if runner == nil {
+		runner = NewRunner(cfg.Runtime, WithClock(clk))
+	}
+	e := &Executor{
+		kruiseClient: cfg.KruiseClient,
+		crrIndexer:   cfg.CRRs.Informer().GetIndexer(),
+		podLister:    cfg.Pods.Lister(),
+		runtime:      cfg.Runtime,
+		prestop:      runner,
+		recorder:     cfg.Recorder,
+		metrics:      cfg.Metrics,
+		clock:        clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ExecutorName, Clock: clk},
+		),
+		baseCtx:  context.Background(),
+		inflight: map[string]*work{},
+		warned:   map[string]bool{},
+	}
+	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod}); err != nil {
+		return nil, fmt.Errorf("adding CRR index: %w", err)
+	}
+	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    e.crrAdded,
+		UpdateFunc: e.crrUpdated,
+		DeleteFunc: e.crrDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding CRR event handler: %w", err)
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    e.podChanged,
+		UpdateFunc: func(_, cur any) { e.podChanged(cur) },
+		DeleteFunc: e.podChanged,
+	}); err != nil {
+		return nil, fmt.Errorf("adding pod event handler: %w", err)
+	}
+	return e, nil
+}
+
+// Run processes pods with workers goroutines until ctx ends. Caches must be
+// synced.
+func (e *Executor) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx)
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer e.queue.ShutDown()
+
+	e.mu.Lock()
+	e.baseCtx = ctx
+	e.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, e.runWorker, time.Second) })
+	}
+	logger.Info("Started CRR executor workers", "workers", workers)
+	<-ctx.Done()
+	e.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (e *Executor) runWorker(ctx context.Context) {
+	for e.processNextWorkItem(ctx) {
+	}
+}
+
+func (e *Executor) processNextWorkItem(ctx context.Context) bool {
+	key, quit := e.queue.Get()
+	if quit {
+		return false
+	}
+	defer e.queue.Done(key)
+
+	after, err := e.syncPod(ctx, key)
+	switch {
+	case apierrors.IsConflict(err):
+		// The CRR changed since we read it: read again and decide again.
+		klog.FromContext(ctx).V(2).Info("CRR changed while we acted on it; requeueing", "pod", key, "err", err)
+		e.queue.AddRateLimited(key)
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Executing CRR failed; requeueing", "pod", key)
+		e.queue.AddRateLimited(key)
+	default:
+		e.queue.Forget(key)
+		if after > 0 {
+			e.queue.AddAfter(key, after)
+		}
+	}
+	return true
+}
+
+// event records an Event on the CRR and, when known, on its pod.
+func (e *Executor) event(pod *corev1.Pod, crr *appsv1alpha1.ContainerRecreateRequest, eventType, reason, messageFmt string, args ...any) {
+	e.recorder.Eventf(crr, eventType, reason, messageFmt, args...)
+	if pod != nil {
+		e.recorder.Eventf(pod, eventType, reason, messageFmt, args...)
+	}
+}

@@ -1,0 +1,365 @@
+package recreate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/cri"
+)
+
+// kubeletRestarts models the kubelet replacing main's stopped instance with
+// ccc, started at started and ready.
+func kubeletRestarts(t *testing.T, f *fixture, name, newID string, started time.Time, ready bool) {
+	t.Helper()
+	f.rt.restart(name, newID, 1)
+	f.setPod(t, runningPod(func(p *corev1.Pod) {
+		setStatus(p, name, "containerd://"+newID, 1, ready, started)
+	}))
+}
+
+func TestRecreateOneContainer(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+
+	f.sync(t)
+	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
+	assert.Equal(t, []time.Duration{30 * time.Second}, f.rt.stops, "no grace anywhere: 30s")
+	crr := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestRecreating, crr.Status.Phase)
+	assert.Equal(t, map[string]string{"main": "Recreating/killed"}, states(crr))
+
+	// Not yet restarted: nothing more happens, and nothing is stopped again.
+	f.sync(t)
+	assert.Len(t, f.rt.calls(), 1)
+
+	kubeletRestarts(t, f, "main", "ccc", tNow, true)
+	f.sync(t)
+	crr = f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, crr.Status.Phase)
+	assert.Equal(t, "recreated 1 container", crr.Status.Message)
+	assert.Equal(t, map[string]string{"main": "Succeeded/killed"}, states(crr))
+	assert.NotNil(t, crr.Status.CompletionTime)
+	assert.Len(t, f.rt.calls(), 1)
+	assert.Equal(t, 1.0, f.completedTotal(outcomeSucceeded))
+	assert.Equal(t, uint64(1), f.recreateObservations())
+	assert.Contains(t, f.events(), "Normal Killed Stopped container main (aaa)")
+}
+
+func TestAlreadyRecreated(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		force     bool
+		ready     bool
+		wantStops []string
+		wantState string
+	}{
+		{name: "restarted and ready: not killed again", ready: true, wantState: "Succeeded"},
+		{name: "restarted, still starting: not killed without force", ready: false, wantState: "Pending"},
+		{name: "force kills an instance still starting", force: true, ready: false, wantStops: []string{"stop ccc"}, wantState: "Recreating/killed"},
+		{name: "force leaves a ready new instance alone", force: true, ready: true, wantState: "Succeeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := runningPod(func(p *corev1.Pod) { setStatus(p, "main", "containerd://ccc", 1, tc.ready, tNow.Add(-time.Second)) })
+			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
+				s.ForceRecreate = tc.force
+			})
+			f := newFixture(t, pod, crr)
+			f.sync(t)
+			assert.Equal(t, tc.wantStops, f.rt.calls())
+			got := states(f.get(t, "r"))
+			assert.Equal(t, tc.wantState, got["main"])
+		})
+	}
+}
+
+func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		hookTime time.Duration
+		grace    int64
+		want     time.Duration
+	}{
+		{name: "quick hook: the stop gets the rest", hookTime: time.Second, grace: 10, want: 9 * time.Second},
+		{name: "slow hook: floor of 2s", hookTime: 9 * time.Second, grace: 10, want: 2 * time.Second},
+		{name: "zero grace: floor of 2s", grace: 0, want: 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
+				s.TerminationGracePeriodSeconds = ptr.To(tc.grace)
+			})
+			crr.Spec.Containers[0].PreStop = execPreStop("touch", "/x")
+			f := newFixture(t, runningPod(), crr)
+			f.rt.execFn = func(context.Context) (cri.ExecResult, error) {
+				f.clock.Step(tc.hookTime)
+				return cri.ExecResult{}, nil
+			}
+			f.sync(t)
+			if tc.grace == 0 {
+				// No grace left at all: the hook is not even started.
+				assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
+			} else {
+				assert.Equal(t, []string{"exec " + mainID, "stop " + mainID}, f.rt.calls())
+			}
+			assert.Equal(t, []time.Duration{tc.want}, f.rt.stops)
+		})
+	}
+}
+
+func TestPreStopFailureAndTCPStillStop(t *testing.T) {
+	crr := newCRR("r", time.Minute, "main", "sidecar")
+	crr.Spec.Containers[0].PreStop = execPreStop("false")
+	crr.Spec.Containers[1].PreStop = &appsv1alpha1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}
+	pod := runningPod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5) })
+	f := newFixture(t, pod, crr)
+	f.rt.execFn = func(context.Context) (cri.ExecResult, error) { return cri.ExecResult{ExitCode: 1}, nil }
+	f.sync(t)
+	assert.Equal(t, []string{"exec " + mainID, "stop " + mainID, "stop " + sideID}, f.rt.calls())
+	assert.Equal(t, []time.Duration{5 * time.Second, 5 * time.Second}, f.rt.stops, "the pod's grace applies")
+	reasons := f.events()
+	assert.Contains(t, reasons, "Warning PreStopFailed PreStop hook of container main failed: exec preStop hook [\"false\"] exited with code 1: \"\"")
+	assert.Contains(t, reasons, "Warning PreStopNotSupported Container sidecar: "+ErrHookNotSupported.Error())
+}
+
+func TestOrderedRecreate(t *testing.T) {
+	for _, ordered := range []bool{true, false} {
+		t.Run(map[bool]string{true: "ordered", false: "unordered"}[ordered], func(t *testing.T) {
+			crr := withStrategy(newCRR("r", time.Minute, "main", "sidecar"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
+				s.OrderedRecreate = ordered
+			})
+			f := newFixture(t, runningPod(), crr)
+			f.sync(t)
+			if ordered {
+				assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
+				assert.Equal(t, map[string]string{"main": "Recreating/killed", "sidecar": "Pending"}, states(f.get(t, "r")))
+				kubeletRestarts(t, f, "main", "ccc", tNow, true)
+				f.sync(t)
+			}
+			assert.Equal(t, []string{"stop " + mainID, "stop " + sideID}, f.rt.calls())
+		})
+	}
+}
+
+func TestFailurePolicy(t *testing.T) {
+	for _, policy := range []appsv1alpha1.ContainerRecreateRequestFailurePolicyType{
+		appsv1alpha1.ContainerRecreateRequestFailurePolicyFail, appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
+	} {
+		t.Run(string(policy), func(t *testing.T) {
+			crr := withStrategy(newCRR("r", time.Minute, "main", "sidecar"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
+				s.FailurePolicy = policy
+			})
+			f := newFixture(t, runningPod(), crr)
+			f.rt.stopErr = map[string]error{mainID: errors.New("runtime says no")}
+			f.sync(t)
+			got := f.get(t, "r")
+			if policy == appsv1alpha1.ContainerRecreateRequestFailurePolicyFail {
+				assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
+				assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+				assert.Equal(t, "container main failed: stopping the container: runtime says no", got.Status.Message)
+				assert.Equal(t, map[string]string{"main": "Failed", "sidecar": "Pending"}, states(got))
+				assert.Equal(t, 1.0, f.completedTotal(outcomeFailed))
+				return
+			}
+			assert.Equal(t, []string{"stop " + mainID, "stop " + sideID}, f.rt.calls())
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestRecreating, got.Status.Phase)
+			kubeletRestarts(t, f, "sidecar", "ddd", tNow, true)
+			f.sync(t)
+			got = f.get(t, "r")
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+			assert.Equal(t, map[string]string{"main": "Failed", "sidecar": "Succeeded/killed"}, states(got))
+			assert.Equal(t, "container main failed: stopping the container: runtime says no", got.Status.Message)
+		})
+	}
+}
+
+func TestContainerNotInRuntimeFails(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	f.rt.containers = nil
+	f.sync(t)
+	got := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Equal(t, "container main failed: not found in the container runtime", got.Status.Message)
+	assert.Empty(t, f.rt.calls())
+}
+
+func TestMinStartedSeconds(t *testing.T) {
+	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.MinStartedSeconds = 10 })
+	f := newFixture(t, runningPod(), crr)
+	f.sync(t)
+	kubeletRestarts(t, f, "main", "ccc", tNow.Add(-3*time.Second), true)
+	assert.Equal(t, 7*time.Second, f.sync(t), "requeued for the rest of minStartedSeconds")
+	assert.Equal(t, "Recreating/killed", states(f.get(t, "r"))["main"])
+
+	f.clock.Step(7 * time.Second)
+	assert.Zero(t, f.sync(t))
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, f.get(t, "r").Status.Phase)
+}
+
+func TestNotReadyNewInstanceWaits(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	f.sync(t)
+	kubeletRestarts(t, f, "main", "ccc", tNow, false)
+	f.sync(t)
+	assert.Equal(t, "Recreating/killed", states(f.get(t, "r"))["main"])
+}
+
+func TestPodsThatDoNotRestart(t *testing.T) {
+	for _, tc := range []struct {
+		policy   corev1.RestartPolicy
+		exitCode int32
+		want     string
+	}{
+		{corev1.RestartPolicyNever, 137, "Succeeded/killed"},
+		{corev1.RestartPolicyOnFailure, 0, "Succeeded/killed"},
+		{corev1.RestartPolicyOnFailure, 137, "Recreating/killed"}, // the kubelet restarts it
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			pod := runningPod(func(p *corev1.Pod) { p.Spec.RestartPolicy = tc.policy })
+			f := newFixture(t, pod, newCRR("r", time.Minute, "main"))
+			f.sync(t)
+			f.rt.containers[0].ExitCode = tc.exitCode
+			f.sync(t)
+			assert.Equal(t, tc.want, states(f.get(t, "r"))["main"])
+			assert.Len(t, f.rt.calls(), 1)
+		})
+	}
+}
+
+func TestTwoCRRsInCreationOrder(t *testing.T) {
+	older := newCRR("z-older", 2*time.Minute, "sidecar")
+	newer := newCRR("a-newer", time.Minute, "main")
+	f := newFixture(t, runningPod(), newer, older)
+	f.sync(t)
+	assert.Equal(t, []string{"stop " + sideID}, f.rt.calls(), "the older CRR goes first")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, f.get(t, "a-newer").Status.Phase)
+
+	kubeletRestarts(t, f, "sidecar", "ddd", tNow, true)
+	f.sync(t) // completes the older one
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, f.get(t, "z-older").Status.Phase)
+	f.sync(t) // the next one starts
+	assert.Equal(t, []string{"stop " + sideID, "stop " + mainID}, f.rt.calls())
+}
+
+func TestSameCreationTimeOrderedByName(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("b", time.Minute, "main"), newCRR("a", time.Minute, "sidecar"))
+	f.sync(t)
+	assert.Equal(t, []string{"stop " + sideID}, f.rt.calls())
+}
+
+// The controller completes the CRR (its deadline, say) while the preStop
+// hook runs: the hook returns at once and nothing is stopped.
+func TestCancelledMidKill(t *testing.T) {
+	crr := newCRR("r", time.Minute, "main")
+	crr.Spec.Containers[0].PreStop = execPreStop("sleep", "100")
+	f := newFixture(t, runningPod(), crr)
+	f.rt.execFn = func(ctx context.Context) (cri.ExecResult, error) {
+		done := f.get(t, "r").DeepCopy()
+		done.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
+		done.Status.Message = "exceeded activeDeadlineSeconds (3s)"
+		require.NoError(t, f.ex.crrIndexer.Update(done))
+		f.ex.crrUpdated(nil, done) // what the informer delivers
+		<-ctx.Done()
+		return cri.ExecResult{}, ctx.Err()
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	_, err := f.ex.syncPod(ctx, podKeyT)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"exec " + mainID}, f.rt.calls(), "no StopContainer after cancellation")
+	assert.Equal(t, "Recreating", states(f.get(t, "r"))["main"], "not marked killed")
+	assert.Equal(t, 1.0, f.completedTotal(outcomeCancelled))
+}
+
+func TestConflictRequeues(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	f.kruise.PrependReactor("update", "containerrecreaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps.kruise.io", Resource: "containerrecreaterequests"}, "r", errors.New("changed"))
+	})
+	_, ctx := ktesting.NewTestContext(t)
+	f.ex.queue.Add(podKeyT)
+	require.True(t, f.ex.processNextWorkItem(ctx))
+	assert.Equal(t, 1, f.ex.queue.NumRequeues(podKeyT))
+	assert.Empty(t, f.rt.calls(), "nothing is stopped before Recreating is recorded")
+}
+
+// The daemon died after StopContainer returned but before isKilled was
+// written: a new executor sees the recorded instance exited and does not
+// stop anything again, then finishes the request.
+func TestRestartMidCRRDoesNotStopTwice(t *testing.T) {
+	crr := newCRR("r", time.Minute, "main")
+	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+	crr.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
+		{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestRecreating},
+	}
+	f := newFixture(t, runningPod(), crr)
+	f.rt.containers[0].State = cri.ContainerExited // stopped by the previous daemon
+	f.sync(t)
+	assert.Empty(t, f.rt.calls())
+
+	kubeletRestarts(t, f, "main", "ccc", tNow, true)
+	f.sync(t)
+	got := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Empty(t, f.rt.calls())
+	assert.Zero(t, f.recreateObservations(), "a kill the previous daemon began is not timed")
+}
+
+// Restarted daemon, and the kubelet already replaced the instance (pod
+// status shows the new one): still no second stop, even with force.
+func TestRestartAfterKilledWithForce(t *testing.T) {
+	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.ForceRecreate = true })
+	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
+	crr.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
+		{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestRecreating},
+	}
+	f := newFixture(t, runningPod(), crr)
+	f.rt.containers[0].State = cri.ContainerExited
+	kubeletRestarts(t, f, "main", "ccc", tNow, false)
+	f.sync(t)
+	assert.Empty(t, f.rt.calls())
+}
+
+func TestUnreadyGraceEventOnce(t *testing.T) {
+	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
+		s.UnreadyGracePeriodSeconds = ptr.To[int64](5)
+	})
+	f := newFixture(t, runningPod(), crr)
+	f.sync(t)
+	f.sync(t)
+	n := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, ReasonUnreadyGraceNotSupported) {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n)
+	assert.Len(t, f.rt.calls(), 1, "proceeds anyway")
+}
+
+func TestPodReplacedOrGoneIsLeftToTheController(t *testing.T) {
+	pod := runningPod(func(p *corev1.Pod) { p.UID = "other" })
+	f := newFixture(t, pod, newCRR("r", time.Minute, "main"))
+	f.sync(t)
+	assert.Empty(t, f.rt.calls())
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, f.get(t, "r").Status.Phase)
+}
+
+func TestHandlers(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	other := runningPod(func(p *corev1.Pod) { p.Name = "other" })
+	f.ex.podChanged(other)
+	assert.Zero(t, f.ex.queue.Len(), "a pod without CRRs is not queued")
+	f.ex.podChanged(runningPod())
+	assert.Equal(t, 1, f.ex.queue.Len())
+}

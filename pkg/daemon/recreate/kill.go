@@ -1,0 +1,99 @@
+package recreate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+)
+
+// Event reasons the executor records on CRRs and their pods.
+const (
+	ReasonRecreating               = "Recreating"
+	ReasonKilled                   = "Killed"
+	ReasonKillFailed               = "KillFailed"
+	ReasonPreStopFailed            = "PreStopFailed"
+	ReasonPreStopNotSupported      = "PreStopNotSupported"
+	ReasonUnreadyGraceNotSupported = "UnreadyGraceNotSupported"
+	ReasonCompleted                = "Completed"
+)
+
+// defaultGrace applies when neither the CRR nor the pod sets a grace period.
+const defaultGrace = 30 * time.Second
+
+// minStopTimeout is the least time StopContainer gives a container to stop
+// on SIGTERM, even when the preStop hook used up the grace period.
+const minStopTimeout = 2 * time.Second
+
+// errCancelled marks a kill abandoned because the CRR's work was cancelled.
+var errCancelled = errors.New("cancelled")
+
+// grace is the CRR's terminationGracePeriodSeconds, else the pod's, else 30 s.
+func grace(strategy appsv1alpha1.ContainerRecreateRequestStrategy, pod *corev1.Pod) time.Duration {
+	switch {
+	case strategy.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*strategy.TerminationGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	default:
+		return defaultGrace
+	}
+}
+
+// kill runs the container's preStop hook, then stops instance id with what
+// is left of the grace period (at least minStopTimeout). ctx is the CRR's
+// work context: once it is cancelled nothing more starts and errCancelled
+// comes back. A failing hook is reported and the container stopped anyway.
+func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
+	ctr appsv1alpha1.ContainerRecreateRequestContainer, strategy appsv1alpha1.ContainerRecreateRequestStrategy, id string) error {
+	logger := klog.FromContext(ctx).WithValues("container", ctr.Name, "containerID", id)
+	ctx = klog.NewContext(ctx, logger)
+	g := grace(strategy, pod)
+	deadline := e.clock.Now().Add(g)
+	logger.Info("Recreating container", "grace", g)
+	e.event(pod, crr, corev1.EventTypeNormal, ReasonRecreating, "Recreating container %s", ctr.Name)
+
+	if h := lifecycleHandler(ctr.PreStop); h != nil {
+		res := e.prestop.Run(ctx, PreStop{
+			Handler: h, ContainerID: id, PodIP: pod.Status.PodIP, HostNetwork: pod.Spec.HostNetwork,
+			Ports: ctr.Ports, Deadline: deadline,
+		})
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w during the preStop hook of container %s: %w", errCancelled, ctr.Name, ctx.Err())
+		}
+		switch {
+		case errors.Is(res.Err, ErrHookNotSupported):
+			e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopNotSupported, "Container %s: %v", ctr.Name, res.Err)
+		case res.Err != nil:
+			e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopFailed, "PreStop hook of container %s failed: %v", ctr.Name, res.Err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w before stopping container %s: %w", errCancelled, ctr.Name, err)
+	}
+	timeout := max(deadline.Sub(e.clock.Now()), minStopTimeout)
+	if err := e.runtime.StopContainer(ctx, id, timeout); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w while stopping container %s: %w", errCancelled, ctr.Name, err)
+		}
+		e.event(pod, crr, corev1.EventTypeWarning, ReasonKillFailed, "Stopping container %s failed: %v", ctr.Name, err)
+		return fmt.Errorf("stopping the container: %w", err)
+	}
+	logger.Info("Stopped container", "timeout", timeout)
+	e.event(pod, crr, corev1.EventTypeNormal, ReasonKilled, "Stopped container %s (%s)", ctr.Name, id)
+	return nil
+}
+
+// lifecycleHandler turns the CRR's copy of a preStop hook into the pod API
+// type the Runner takes.
+func lifecycleHandler(h *appsv1alpha1.ProbeHandler) *corev1.LifecycleHandler {
+	if h == nil || (h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil) {
+		return nil
+	}
+	return &corev1.LifecycleHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}
+}
