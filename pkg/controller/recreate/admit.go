@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,6 +77,18 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 
 	upd := crr.DeepCopy()
+	if needsUnready(crr) && hasReadinessGate(pod) {
+		// Not-ready before the daemon can see the request; the annotation
+		// tells it when the unready period it waits out began.
+		since, err := c.markUnready(ctx, crr, pod)
+		if err != nil {
+			return err
+		}
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] = since.UTC().Format(time.RFC3339)
+	}
 	if upd.Labels == nil {
 		upd.Labels = map[string]string{}
 	}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
@@ -76,6 +77,11 @@ type Controller struct {
 	// grace given to a node's daemon counts from no earlier than this, so a
 	// new leader does not judge daemons on heartbeats it never watched.
 	startedAt time.Time
+
+	// deleted holds CRRs deleted while they may still hold their pod not-ready
+	// (unreadyGracePeriodSeconds), by key, until a sync has restored the pod.
+	deletedMu sync.Mutex
+	deleted   map[string]*appsv1alpha1.ContainerRecreateRequest
 }
 
 // New builds the controller and registers its indexes and event handlers.
@@ -98,6 +104,7 @@ func New(cfg Config) (*Controller, error) {
 		namespace:    cfg.Namespace,
 		recorder:     cfg.Recorder,
 		clock:        clk,
+		deleted:      map[string]*appsv1alpha1.ContainerRecreateRequest{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk},
@@ -109,6 +116,7 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueCRR,
 		UpdateFunc: func(_, obj any) { c.enqueueCRR(obj) },
+		DeleteFunc: c.crrDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding CRR event handler: %w", err)
 	}

@@ -27,6 +27,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, nil // not ours; never retried
 	}
+	// A CRR deleted while holding its pod not-ready gives the pod back first.
+	if err := c.restoreAfterDelete(ctx, key); err != nil {
+		return 0, err
+	}
 	crr, err := c.crrLister.ContainerRecreateRequests(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
@@ -187,11 +191,16 @@ func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRe
 	return nil
 }
 
-// syncFinished takes a Completed CRR off the daemons' watch (removes the
-// active label) and deletes it once ttlSecondsAfterFinished has passed
-// since its completion. It never writes its status.
+// syncFinished sets the pod ready again (see restoreReady), takes a
+// Completed CRR off the daemons' watch (removes the active label) and
+// deletes it once ttlSecondsAfterFinished has passed since its completion.
+// It never writes its status.
 func (c *Controller) syncFinished(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	// Before anything else: a request deleted by its ttl is not seen again.
+	if err := c.restoreReady(ctx, crr); err != nil {
+		return 0, err
+	}
 	if _, ok := crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; ok {
 		upd := crr.DeepCopy()
 		delete(upd.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)

@@ -72,8 +72,8 @@ type Executor struct {
 	mu      sync.Mutex
 	// inflight holds the work under way per CRR UID.
 	inflight map[string]*work
-	// warned remembers the CRRs already told that unreadyGracePeriodSeconds
-	// is not supported, so the Event is recorded once.
+	// warned remembers the CRRs already told that their pod lacks the
+	// KruisePodReady readiness gate, so the Event is recorded once.
 	warned map[string]bool
 }
 

@@ -3,7 +3,6 @@ package recreate
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -328,23 +327,6 @@ func TestRestartAfterKilledWithForce(t *testing.T) {
 	kubeletRestarts(t, f, "main", "ccc", tNow, false)
 	f.sync(t)
 	assert.Empty(t, f.rt.calls())
-}
-
-func TestUnreadyGraceEventOnce(t *testing.T) {
-	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-		s.UnreadyGracePeriodSeconds = ptr.To[int64](5)
-	})
-	f := newFixture(t, runningPod(), crr)
-	f.sync(t)
-	f.sync(t)
-	n := 0
-	for _, e := range f.events() {
-		if strings.Contains(e, ReasonUnreadyGraceNotSupported) {
-			n++
-		}
-	}
-	assert.Equal(t, 1, n)
-	assert.Len(t, f.rt.calls(), 1, "proceeds anyway")
 }
 
 func TestPodReplacedOrGoneIsLeftToTheController(t *testing.T) {

@@ -14,13 +14,13 @@ import (
 
 // Event reasons the executor records on CRRs and their pods.
 const (
-	ReasonRecreating               = "Recreating"
-	ReasonKilled                   = "Killed"
-	ReasonKillFailed               = "KillFailed"
-	ReasonPreStopFailed            = "PreStopFailed"
-	ReasonPreStopNotSupported      = "PreStopNotSupported"
-	ReasonUnreadyGraceNotSupported = "UnreadyGraceNotSupported"
-	ReasonCompleted                = "Completed"
+	ReasonRecreating          = "Recreating"
+	ReasonKilled              = "Killed"
+	ReasonKillFailed          = "KillFailed"
+	ReasonPreStopFailed       = "PreStopFailed"
+	ReasonPreStopNotSupported = "PreStopNotSupported"
+	ReasonUnreadyGateMissing  = "UnreadyGateMissing"
+	ReasonCompleted           = "Completed"
 )
 
 // defaultGrace applies when neither the CRR nor the pod sets a grace period.

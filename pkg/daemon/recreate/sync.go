@@ -82,11 +82,6 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 	failFast := strategy.FailurePolicy != appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
 
-	if g := strategy.UnreadyGracePeriodSeconds; g != nil && *g > 0 && e.warnOnce(crr.UID) {
-		e.recorder.Eventf(crr, corev1.EventTypeWarning, ReasonUnreadyGraceNotSupported,
-			"unreadyGracePeriodSeconds (%ds) is not supported yet: containers are stopped without marking the pod not-ready first", *g)
-	}
-
 	s := &statusWriter{e: e, base: crr}
 	s.start()
 	if err := s.flush(ctx); err != nil {
@@ -104,6 +99,7 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 
 	var after time.Duration
 	blocked := false // orderedRecreate: a container before this one is not done yet
+	started := begun(s)
 	for _, ctr := range crr.Spec.Containers {
 		st := s.state(ctr.Name)
 		if finalPhase(st.Phase) {
@@ -115,6 +111,15 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		d := decide(ctr, st, strategy, pod, containers, e.clock.Now())
 		switch d.action {
 		case actKill:
+			if !started {
+				if wait, ok := e.unreadyWait(s.cur(), pod, logger); ok {
+					if after > 0 && (wait == 0 || after < wait) {
+						wait = after
+					}
+					return wait, s.flush(ctx)
+				}
+				started = true
+			}
 			if !e.stillActive(crr) {
 				// Completed or gone since this sync began: the handler
 				// cancels; nothing more starts.

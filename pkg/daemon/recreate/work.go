@@ -61,7 +61,7 @@ func (e *Executor) finished(uid types.UID) {
 	}
 }
 
-// warnOnce reports whether the unready-grace Event is still to be recorded
+// warnOnce reports whether the UnreadyGateMissing Event is still to be recorded
 // for this CRR, and marks it recorded.
 func (e *Executor) warnOnce(uid types.UID) bool {
 	e.mu.Lock()

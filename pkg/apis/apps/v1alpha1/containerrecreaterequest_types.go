@@ -28,6 +28,13 @@ const (
 	ContainerRecreateRequestUnreadyAcquiredKey = "crr.apps.kruise.io/unready-acquired"
 )
 
+// KruisePodReadyConditionType is the pod condition type (OpenKruise's name)
+// that kruise-controller sets to False while a request with
+// strategy.unreadyGracePeriodSeconds recreates containers, and back to True
+// afterwards. It makes the pod not-ready only when the pod lists it in
+// spec.readinessGates.
+const KruisePodReadyConditionType corev1.PodConditionType = "KruisePodReady"
+
 // ContainerRecreateRequestSpec is what the user asks to be recreated.
 //
 // The whole spec is immutable once created, with one exception: per container,
