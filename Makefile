@@ -8,7 +8,7 @@ PHASE := hack/phase.sh
 
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e deps build images deploy cluster-up down \
-	status generate verify
+	status generate verify bench
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,9 @@ test-integration: deps ## Tests against a real etcd and kube-apiserver started b
 
 e2e: deploy ## End-to-end tests against the local cluster (brought up and deployed if needed).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+bench: deploy ## CRR creation → new container Ready vs a raw CRI stop, on the local cluster (BENCHMARKS.md).
+	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run TestCRRRestartLatency -v ./bench/...
 
 deps: ## Install Debian packages and build the cached Kubernetes, etcd and crictl binaries.
 	@hack/install-deps.sh

@@ -1,0 +1,193 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+func crrContainerState(crr *appsv1alpha1.ContainerRecreateRequest, name string) appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
+	for _, st := range crr.Status.ContainerRecreateStates {
+		if st.Name == name {
+			return st
+		}
+	}
+	return appsv1alpha1.ContainerRecreateRequestContainerRecreateState{}
+}
+
+// An httpGet preStop hook is sent by the daemon (host network) to the pod IP before the stop:
+// the previous instance's httpd logged the request. busybox httpd logs request URLs with -vv
+// (-v logs only the response code).
+func TestCRRPreStopHTTP(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-prestop-http")
+	pod := f.BusyboxPod(ns, "web", "main")
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"sh", "-c", `trap "exit 0" TERM; httpd -f -vv -p 8080 & wait`}
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/prestop-marker", Port: intstr.FromInt32(8080)},
+	}}
+	before := f.CreateRunningPod(ctx, t, pod)
+
+	crr := crrFor(ns, "r", "web", "main")
+	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](10)}
+	got := runCRR(ctx, t, kc, crr)
+	requireSucceeded(t, got, "main")
+	after := getPod(ctx, t, f, ns, "web")
+	if containerStatus(after, "main").ContainerID == containerStatus(before, "main").ContainerID {
+		t.Fatalf("container ID unchanged")
+	}
+	framework.WaitFor(ctx, t, 30*time.Second, "the previous instance's log to show the preStop request", func(ctx context.Context) (bool, string, error) {
+		logs, err := f.PreviousPodLogs(ctx, ns, "web", "main")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return strings.Contains(logs, "url:/prestop-marker"), logs, nil
+	})
+}
+
+// The daemon is killed while it runs a CRR's preStop hook (a slow exec): the DaemonSet's new
+// daemon finishes the CRR, and the container is stopped once (restartCount +1, not +2).
+// Disruptive: not parallel.
+func TestCRRDaemonKilledMidRecreate(t *testing.T) {
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 5*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-daemon-killed")
+	pod := f.BusyboxPod(ns, "web", "main")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}},
+	}}
+	before := f.CreateRunningPod(ctx, t, pod)
+	daemon := f.WaitDaemonPodReady(ctx, t, "", 2*time.Minute)
+
+	crr := crrFor(ns, "r", "web", "main")
+	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](30)}
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	// Recreating and not killed: the daemon is in the 8 s preStop hook.
+	framework.WaitCRR(ctx, t, kc, ns, "r", time.Minute, "CRR r recreating main", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		st := crrContainerState(c, "main")
+		return st.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !st.IsKilled
+	})
+	// The CRR is Recreating, so the daemon that picked it up is running: find it again in
+	// case the DaemonSet replaced the pod in between.
+	daemon = f.WaitDaemonPodReady(ctx, t, "", time.Minute)
+	if err := f.Client.CoreV1().Pods(framework.KruiseNamespace).Delete(ctx, daemon.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("deleting daemon pod %s: %v", daemon.Name, err)
+	}
+	t.Logf("deleted daemon pod %s mid-preStop", daemon.Name)
+
+	got := framework.WaitCRR(ctx, t, kc, ns, "r", 90*time.Second, "CRR r completed after the daemon restart", completed)
+	requireSucceeded(t, got, "main")
+	after := getPod(ctx, t, f, ns, "web")
+	b, a := containerStatus(before, "main"), containerStatus(after, "main")
+	if a.ContainerID == b.ContainerID {
+		t.Errorf("container ID unchanged: %s", a.ContainerID)
+	}
+	if a.RestartCount != b.RestartCount+1 {
+		t.Errorf("restartCount %d, want %d (stopped exactly once)", a.RestartCount, b.RestartCount+1)
+	}
+	newDaemon := f.WaitDaemonPodReady(ctx, t, string(daemon.UID), 2*time.Minute)
+	t.Logf("new daemon pod %s Ready", newDaemon.Name)
+}
+
+// forceRecreate stops an instance that is still in its postStart hook. On this kubelet a
+// container in postStart is running in the runtime, while the pod status still shows the
+// previous instance terminated (the kubelet's sync is blocked in the hook, so no status with the
+// new containerID is published until the hook ends). A non-force CRR therefore cannot complete
+// during the hook (it waits for the new containerID Ready), and CRRs of one pod run one at a
+// time: CRR #1 gets a 3 s activeDeadlineSeconds, so the controller completes it while the new
+// instance is in its 20 s postStart. CRR #2 (forceRecreate) is then admitted with the
+// terminated instance as its statusContext and must stop the instance in postStart.
+// The postStart is slow only from the second instance on (a marker in an emptyDir), so the pod
+// becomes Ready quickly.
+func TestCRRForceRecreateDuringPostStart(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 5*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-force")
+	rt := framework.CRI(ctx, t)
+	pod := f.BusyboxPod(ns, "web", "main")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "state", MountPath: "/state"}}
+	c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "if [ -f /state/started ]; then sleep 20; fi; touch /state/started"}},
+	}}
+	before := f.CreateRunningPod(ctx, t, pod)
+	first := containerStatus(before, "main").ContainerID
+
+	crr1 := crrFor(ns, "first", "web", "main")
+	crr1.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr1, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR first: %v", err)
+	}
+	done1 := framework.WaitCRR(ctx, t, kc, ns, "first", 30*time.Second, "CRR first completed (deadline)", completed)
+	if !crrContainerState(done1, "main").IsKilled {
+		t.Fatalf("CRR first did not stop the container: %q %+v", done1.Status.Message, done1.Status.ContainerRecreateStates)
+	}
+
+	// The second instance runs in the runtime, still in postStart: not Ready in the pod status.
+	var second string
+	framework.WaitFor(ctx, t, 10*time.Second, "a second instance running, in postStart", func(ctx context.Context) (bool, string, error) {
+		cs, err := rt.PodContainers(ctx, string(before.UID))
+		if err != nil {
+			return false, "", err
+		}
+		cur, ok := cri.Newest(cs, "main")
+		if !ok || cur.ID == cri.RawContainerID(first) || cur.State != cri.ContainerRunning {
+			return false, fmt.Sprintf("newest instance %+v", cur), nil
+		}
+		p := getPod(ctx, t, f, ns, "web")
+		if st := containerStatus(p, "main"); st.Ready || st.ContainerID == "containerd://"+cur.ID {
+			return false, "", fmt.Errorf("the second instance %s is already Ready or reported (status %+v): it left postStart too early for this test", cur.ID, st)
+		}
+		second = cur.ID
+		return true, "", nil
+	})
+
+	crr2 := crrFor(ns, "second", "web", "main")
+	crr2.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{ForceRecreate: true, TerminationGracePeriodSeconds: ptr.To[int64](5)}
+	got := runCRR(ctx, t, kc, crr2)
+	requireSucceeded(t, got, "main")
+	if !crrContainerState(got, "main").IsKilled {
+		t.Errorf("CRR second did not stop the instance in postStart: %+v", got.Status.ContainerRecreateStates)
+	}
+	after := getPod(ctx, t, f, ns, "web")
+	st := containerStatus(after, "main")
+	if raw := cri.RawContainerID(st.ContainerID); raw == cri.RawContainerID(first) || raw == second {
+		t.Errorf("container %s is not a third instance (first %s, second %s)", st.ContainerID, first, second)
+	}
+	if st.RestartCount != 2 {
+		t.Errorf("restartCount %d, want 2", st.RestartCount)
+	}
+	cs, err := rt.PodContainers(ctx, string(before.UID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.ID == second && c.State != cri.ContainerExited {
+			t.Errorf("the second instance %s is %s, want exited", second, c.State)
+		}
+	}
+}
