@@ -58,10 +58,10 @@ func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreate
 	logger.Info("Recreating container", "grace", g)
 	e.event(pod, crr, corev1.EventTypeNormal, ReasonRecreating, "Recreating container %s", ctr.Name)
 
-	if h := lifecycleHandler(ctr.PreStop); h != nil {
+	if h, ports := preStopFor(pod, ctr); h != nil {
 		res := e.prestop.Run(ctx, PreStop{
 			Handler: h, ContainerID: id, PodIP: pod.Status.PodIP, HostNetwork: pod.Spec.HostNetwork,
-			Ports: ctr.Ports, Deadline: deadline,
+			Ports: ports, Deadline: deadline,
 		})
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w during the preStop hook of container %s: %w", errCancelled, ctr.Name, ctx.Err())
@@ -87,6 +87,23 @@ func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreate
 	logger.Info("Stopped container", "timeout", timeout)
 	e.event(pod, crr, corev1.EventTypeNormal, ReasonKilled, "Stopped container %s (%s)", ctr.Name, id)
 	return nil
+}
+
+// preStopFor picks the hook to run before stopping ctr, and the ports to
+// resolve it against. The CRR's preStop wins, as in OpenKruise: the user's
+// own, or the copy the controller made at admission. When it has none, the
+// pod's own lifecycle.preStop runs: that is the case of a sleep hook, which
+// the CRR's OpenKruise-compatible type cannot hold.
+func preStopFor(pod *corev1.Pod, ctr appsv1alpha1.ContainerRecreateRequestContainer) (*corev1.LifecycleHandler, []corev1.ContainerPort) {
+	if h := lifecycleHandler(ctr.PreStop); h != nil {
+		return h, ctr.Ports
+	}
+	for i := range pod.Spec.Containers {
+		if c := &pod.Spec.Containers[i]; c.Name == ctr.Name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			return c.Lifecycle.PreStop, c.Ports
+		}
+	}
+	return nil, nil
 }
 
 // lifecycleHandler turns the CRR's copy of a preStop hook into the pod API

@@ -1,0 +1,48 @@
+package recreate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+)
+
+func TestPreStopFor(t *testing.T) {
+	sleep := &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}
+	podExec := &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pod-hook"}}}
+	podPorts := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	pod := func(h *corev1.LifecycleHandler) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "other", Lifecycle: &corev1.Lifecycle{PreStop: podExec}},
+			{Name: "main", Ports: podPorts, Lifecycle: &corev1.Lifecycle{PreStop: h}},
+		}}}
+	}
+	crrCopy := appsv1alpha1.ContainerRecreateRequestContainer{
+		Name:    "main",
+		PreStop: &appsv1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"crr-hook"}}},
+		Ports:   []corev1.ContainerPort{{Name: "web", ContainerPort: 9090}},
+	}
+	bare := appsv1alpha1.ContainerRecreateRequestContainer{Name: "main"}
+
+	for _, tc := range []struct {
+		name      string
+		pod       *corev1.Pod
+		ctr       appsv1alpha1.ContainerRecreateRequestContainer
+		want      *corev1.LifecycleHandler
+		wantPorts []corev1.ContainerPort
+	}{
+		{name: "the CRR's hook wins", pod: pod(sleep), ctr: crrCopy,
+			want: &corev1.LifecycleHandler{Exec: crrCopy.PreStop.Exec}, wantPorts: crrCopy.Ports},
+		{name: "no hook in the CRR: the pod's sleep hook runs", pod: pod(sleep), ctr: bare, want: sleep, wantPorts: podPorts},
+		{name: "another container's hook is not used", pod: pod(nil), ctr: bare},
+		{name: "the CRR names a container the pod lacks", pod: pod(sleep), ctr: appsv1alpha1.ContainerRecreateRequestContainer{Name: "gone"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ports := preStopFor(tc.pod, tc.ctr)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantPorts, ports)
+		})
+	}
+}
