@@ -176,13 +176,21 @@ func TestCRRPodDeleted(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 4*time.Minute)
 	ns := f.NewNamespace(ctx, t, "crr-podgone")
-	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+	// A slow preStop holds the CRR open, so the pod is deleted while the daemon is in the middle
+	// of recreating its container.
+	pod := f.BusyboxPod(ns, "web", "main")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "50"}}},
+	}
+	f.CreateRunningPod(ctx, t, pod)
 
 	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "main"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating CRR: %v", err)
 	}
-	framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] != ""
+	framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "the daemon in the preStop hook", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		s := c.Status.ContainerRecreateStates
+		return len(s) == 1 && s[0].Phase == appsv1alpha1.ContainerRecreateRequestRecreating
 	})
 	if err := f.Client.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatalf("deleting pod: %v", err)
@@ -190,5 +198,8 @@ func TestCRRPodDeleted(t *testing.T) {
 	got := framework.WaitCRR(ctx, t, kc, ns, "r", time.Minute, "CRR completed after its pod was deleted", completed)
 	if got.Status.Message != "pod has gone" {
 		t.Errorf("message %q, want %q", got.Status.Message, "pod has gone")
+	}
+	if s := got.Status.ContainerRecreateStates; len(s) != 1 || s[0].Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+		t.Errorf("container states %+v, want main Failed", s)
 	}
 }
