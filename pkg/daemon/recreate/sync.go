@@ -83,18 +83,22 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	failFast := strategy.FailurePolicy != appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
 
 	s := &statusWriter{e: e, base: crr}
-	s.start()
-	if err := s.flush(ctx); err != nil {
-		return 0, err
-	}
 
+	// The runtime is asked first: while it cannot answer, the request
+	// keeps its phase and only says what it waits for.
 	podUID := crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey]
 	containers, err := e.runtime.PodContainers(wctx, podUID)
 	if err != nil {
 		if wctx.Err() != nil {
 			return 0, nil
 		}
-		return 0, fmt.Errorf("listing the containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("listing the containers of pod %s/%s: %w", pod.Namespace, pod.Name, err), err)
+	}
+	s.clearRuntimeWait()
+
+	s.start()
+	if err := s.flush(ctx); err != nil {
+		return 0, err
 	}
 
 	var after time.Duration

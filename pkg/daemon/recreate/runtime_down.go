@@ -1,0 +1,44 @@
+package recreate
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// ReasonRuntimeUnavailable is the Warning Event recorded on a CRR whose
+// pod's containers cannot be listed through CRI.
+const ReasonRuntimeUnavailable = "RuntimeUnavailable"
+
+// runtimeWaitPrefix starts status.message while the runtime cannot answer.
+const runtimeWaitPrefix = "waiting for the container runtime: "
+
+// runtimeUnavailable tells the CRR that the runtime cannot be reached: it
+// writes status.message (phase unchanged) and records a Warning Event, once
+// per distinct error text, since a retry whose message is already in place
+// writes nothing. It returns listErr, joined with a failed write, for the
+// queue to retry with backoff.
+func (e *Executor) runtimeUnavailable(ctx context.Context, s *statusWriter, listErr, criErr error) error {
+	msg := runtimeWaitPrefix + criErr.Error()
+	if s.cur().Status.Message == msg {
+		return listErr
+	}
+	s.edit().Status.Message = msg
+	if err := s.flush(ctx); err != nil {
+		return errors.Join(listErr, err)
+	}
+	klog.FromContext(ctx).Info("Container runtime unavailable; waiting", "err", criErr)
+	e.recorder.Event(s.cur(), corev1.EventTypeWarning, ReasonRuntimeUnavailable, msg)
+	return listErr
+}
+
+// clearRuntimeWait drops the message a previous sync wrote while the runtime
+// was down; it is written with the next change of this sync.
+func (s *statusWriter) clearRuntimeWait() {
+	if strings.HasPrefix(s.cur().Status.Message, runtimeWaitPrefix) {
+		s.edit().Status.Message = ""
+	}
+}
