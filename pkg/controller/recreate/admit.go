@@ -3,6 +3,7 @@ package recreate
 import (
 	"context"
 	"fmt"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"slices"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 
 	upd := crr.DeepCopy()
-	if needsUnready(crr) && hasReadinessGate(pod) {
+	if needsUnready(crr) && readinessgate.Declared(pod) {
 		// Not-ready before the daemon can see the request; the annotation
 		// tells it when the unready period it waits out began.
 		since, err := c.markUnready(ctx, crr, pod)

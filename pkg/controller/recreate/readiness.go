@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"k8s.io/client-go/tools/cache"
 	"time"
 
@@ -37,30 +38,10 @@ func needsUnready(crr *appsv1alpha1.ContainerRecreateRequest) bool {
 	return s != nil && s.UnreadyGracePeriodSeconds != nil && *s.UnreadyGracePeriodSeconds > 0
 }
 
-// hasReadinessGate reports whether the pod lists KruisePodReady in its
-// readiness gates: only then does the condition decide its readiness.
-func hasReadinessGate(pod *corev1.Pod) bool {
-	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == appsv1alpha1.KruisePodReadyConditionType {
-			return true
-		}
-	}
-	return false
-}
-
-func kruisePodReady(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == appsv1alpha1.KruisePodReadyConditionType {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // markedByUs reports whether the pod's KruisePodReady is False because the
 // controller set it so.
 func markedByUs(pod *corev1.Pod) bool {
-	c := kruisePodReady(pod)
+	c := readinessgate.Condition(pod)
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == unreadyReason
 }
 
@@ -75,7 +56,7 @@ func markedByUs(pod *corev1.Pod) bool {
 func (c *Controller) markUnready(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) (time.Time, error) {
 	message := fmt.Sprintf("ContainerRecreateRequest %s is recreating containers", crr.Name)
 	since := metav1.NewTime(c.clock.Now().Truncate(time.Second))
-	if cur := kruisePodReady(pod); cur != nil && cur.Status == corev1.ConditionFalse {
+	if cur := readinessgate.Condition(pod); cur != nil && cur.Status == corev1.ConditionFalse {
 		since = cur.LastTransitionTime
 		if cur.Reason != unreadyReason || cur.Message == message {
 			return since.Time, nil

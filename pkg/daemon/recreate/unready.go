@@ -1,6 +1,7 @@
 package recreate
 
 import (
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,14 +25,14 @@ func (e *Executor) unreadyWait(crr *appsv1alpha1.ContainerRecreateRequest, pod *
 	if g <= 0 {
 		return 0, false
 	}
-	if !hasReadinessGate(pod) {
+	if !readinessgate.Declared(pod) {
 		if e.warnOnce(crr.UID) {
 			e.recorder.Eventf(crr, corev1.EventTypeWarning, ReasonUnreadyGateMissing,
 				"pod does not declare readiness gate %s; recreating without an unready period", appsv1alpha1.KruisePodReadyConditionType)
 		}
 		return 0, false
 	}
-	cond := kruisePodReady(pod)
+	cond := readinessgate.Condition(pod)
 	if cond == nil || cond.Status != corev1.ConditionFalse {
 		logger.V(2).Info("Waiting for the pod to be marked not-ready", "condition", appsv1alpha1.KruisePodReadyConditionType)
 		return 0, true
@@ -63,22 +64,4 @@ func begun(s *statusWriter) bool {
 		}
 	}
 	return false
-}
-
-func hasReadinessGate(pod *corev1.Pod) bool {
-	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == appsv1alpha1.KruisePodReadyConditionType {
-			return true
-		}
-	}
-	return false
-}
-
-func kruisePodReady(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == appsv1alpha1.KruisePodReadyConditionType {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
