@@ -11,14 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodekruise/kruise/pkg/workers"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -163,43 +162,16 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.startedAt = c.clock.Now()
 
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
 	logger.Info("Started workers", "workers", workers)
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.loop().Run(ctx, workers)
 	return nil
 }
 
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
+func (c *Controller) loop() workers.Loop {
+	return workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "crr"}
 }
 
+// processNextWorkItem handles one queued key (tests drive the loop with it).
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	after, err := c.sync(ctx, key)
-	switch {
-	case apierrors.IsConflict(err):
-		// Our cache was behind the server: read again and decide again.
-		klog.FromContext(ctx).V(2).Info("CRR changed while we acted on it; requeueing", "crr", key, "err", err)
-		c.queue.AddRateLimited(key)
-	case err != nil:
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing CRR failed; requeueing", "crr", key)
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
-		if after > 0 {
-			c.queue.AddAfter(key, after)
-		}
-	}
-	return true
+	return c.loop().ProcessNext(ctx)
 }

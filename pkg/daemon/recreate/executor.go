@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodekruise/kruise/pkg/workers"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -138,45 +137,18 @@ func (e *Executor) Run(ctx context.Context, workers int) error {
 	e.baseCtx = ctx
 	e.mu.Unlock()
 
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, e.runWorker, time.Second) })
-	}
 	logger.Info("Started CRR executor workers", "workers", workers)
-	<-ctx.Done()
-	e.queue.ShutDown()
-	wg.Wait()
+	e.loop().Run(ctx, workers)
 	return nil
 }
 
-func (e *Executor) runWorker(ctx context.Context) {
-	for e.processNextWorkItem(ctx) {
-	}
+func (e *Executor) loop() workers.Loop {
+	return workers.Loop{Queue: e.queue, Sync: e.syncPod, KeyName: "pod"}
 }
 
+// processNextWorkItem handles one queued key (tests drive the loop with it).
 func (e *Executor) processNextWorkItem(ctx context.Context) bool {
-	key, quit := e.queue.Get()
-	if quit {
-		return false
-	}
-	defer e.queue.Done(key)
-
-	after, err := e.syncPod(ctx, key)
-	switch {
-	case apierrors.IsConflict(err):
-		// The CRR changed since we read it: read again and decide again.
-		klog.FromContext(ctx).V(2).Info("CRR changed while we acted on it; requeueing", "pod", key, "err", err)
-		e.queue.AddRateLimited(key)
-	case err != nil:
-		utilruntime.HandleErrorWithContext(ctx, err, "Executing CRR failed; requeueing", "pod", key)
-		e.queue.AddRateLimited(key)
-	default:
-		e.queue.Forget(key)
-		if after > 0 {
-			e.queue.AddAfter(key, after)
-		}
-	}
-	return true
+	return e.loop().ProcessNext(ctx)
 }
 
 // event records an Event on the CRR and, when known, on its pod.
