@@ -403,7 +403,7 @@ stop_shims() {
   local p
   for p in /proc/[0-9]*; do
     [[ -r "${p}/cmdline" ]] || continue
-    if tr '\0' ' ' <"${p}/cmdline" 2>/dev/null | grep -q -- "-address ${CTR_SOCK}"; then
+    if { tr '\0' ' ' <"${p}/cmdline"; } 2>/dev/null | grep -q -- "-address ${CTR_SOCK}"; then
       stop_pid "${p#/proc/}" 5
     fi
   done
@@ -493,7 +493,8 @@ leftovers() {
     [[ -f "${f}" ]] && alive "$(cat "${f}")" && echo "process $(basename "${f}" .pid) ($(cat "${f}"))"
   done
   for p in /proc/[0-9]*; do
-    tr '\0' ' ' <"${p}/cmdline" 2>/dev/null | grep -q -- "-address ${CTR_SOCK}" && alive "${p#/proc/}" &&
+    # A process may exit between the glob and the read: that is not an error.
+    { tr '\0' ' ' <"${p}/cmdline"; } 2>/dev/null | grep -q -- "-address ${CTR_SOCK}" && alive "${p#/proc/}" &&
       echo "containerd shim ${p#/proc/}"
   done
   awk -v r="${W}" '$2 == r || index($2, r "/") == 1 {print "mount " $2}' /proc/self/mounts
