@@ -31,6 +31,14 @@ Endpoints on --addr:
   /readyz          the API server has answered (?verbose lists each check)
   /metrics         Prometheus metrics, including leader_election_master_status
 
+Controllers:
+  containerrecreaterequest  admits ContainerRecreateRequests (labels, statusContext,
+                            preStop, ports) or completes bad ones with a message; ends
+                            them at activeDeadlineSeconds, when the pod is gone or when the
+                            node's daemon stops renewing Lease kruise-daemon-<node>; sets
+                            and restores the KruisePodReady readiness gate; deletes them
+                            ttlSecondsAfterFinished after completion
+
 SIGTERM or SIGINT stops the controllers, releases the lease and exits 0.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },

@@ -36,7 +36,9 @@ Endpoints on --addr:
 
 It executes the ContainerRecreateRequests admitted for its node (--crr-workers
 pods in parallel): preStop hook, StopContainer, then it waits for the kubelet's
-new instance to be running and ready.
+new instance to be running and ready. Every 10s it renews the Lease
+kruise-daemon-<node> in its namespace (--namespace, else $POD_NAMESPACE), by which
+the controller knows the node has a live daemon.
 
 SIGTERM or SIGINT stops the daemon gracefully.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
