@@ -2,38 +2,32 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 // crrWatch holds the node-scoped informers of the CRR executor: the
 // admitted, unfinished CRRs of this node (label selector) and this node's
 // pods (field selector spec.nodeName). Nothing is listed cluster-wide.
 type crrWatch struct {
-	podFactory informers.SharedInformerFactory
-	crrFactory kruiseinformers.SharedInformerFactory
-	pods       cache.SharedIndexInformer
-	crrs       cache.SharedIndexInformer
-	executor   *recreate.Executor
-	broadcast  record.EventBroadcaster
+	podFactory   informers.SharedInformerFactory
+	crrFactory   kruiseinformers.SharedInformerFactory
+	pods         cache.SharedIndexInformer
+	crrs         cache.SharedIndexInformer
+	executor     *recreate.Executor
+	stopRecorder func()
 }
 
 func newCRRWatch(ctx context.Context, client kubernetes.Interface, kruiseClient versioned.Interface, nodeName string,
@@ -48,15 +42,10 @@ func newCRRWatch(ctx context.Context, client kubernetes.Interface, kruiseClient 
 	crrFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(kruiseClient, 0, kruiseinformers.WithTransform(stripManagedFields),
 		kruiseinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = crrSelector }))
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building event scheme: %w", err)
+	recorder, stopRecorder, err := events.NewRecorder(ctx, client, componentName, nodeName)
+	if err != nil {
+		return nil, err
 	}
-	if err := kruisescheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building event scheme: %w", err)
-	}
-	broadcast := record.NewBroadcaster(record.WithContext(ctx))
-	recorder := broadcast.NewRecorder(scheme, corev1.EventSource{Component: componentName, Host: nodeName})
 
 	ex, err := recreate.New(recreate.Config{
 		KruiseClient: kruiseClient,
@@ -67,13 +56,11 @@ func newCRRWatch(ctx context.Context, client kubernetes.Interface, kruiseClient 
 		Metrics:      metrics,
 	})
 	if err != nil {
-		broadcast.Shutdown()
+		stopRecorder()
 		return nil, err
 	}
-	broadcast.StartStructuredLogging(4)
-	broadcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return &crrWatch{
-		podFactory: podFactory, crrFactory: crrFactory, executor: ex, broadcast: broadcast,
+		podFactory: podFactory, crrFactory: crrFactory, executor: ex, stopRecorder: stopRecorder,
 		pods: podFactory.Core().V1().Pods().Informer(), crrs: crrFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer(),
 	}, nil
 }
@@ -93,7 +80,7 @@ func (w *crrWatch) synced() bool {
 func (w *crrWatch) shutdown() {
 	w.podFactory.Shutdown()
 	w.crrFactory.Shutdown()
-	w.broadcast.Shutdown()
+	w.stopRecorder()
 }
 
 // stripManagedFields drops managedFields from cached objects: nothing here

@@ -11,18 +11,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodekruise/kruise/pkg/workers"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/workers"
+
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -33,7 +31,6 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
 )
@@ -147,18 +144,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
 
 	if c.recorder == nil {
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			return fmt.Errorf("building event scheme: %w", err)
+		rec, stop, err := events.NewRecorder(ctx, c.client, "kruise-controller", "")
+		if err != nil {
+			return err
 		}
-		if err := kruisescheme.AddToScheme(scheme); err != nil {
-			return fmt.Errorf("building event scheme: %w", err)
-		}
-		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		defer broadcaster.Shutdown()
-		broadcaster.StartStructuredLogging(4)
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-		c.recorder = broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kruise-controller"})
+		defer stop()
+		c.recorder = rec
 	}
 	c.startedAt = c.clock.Now()
 

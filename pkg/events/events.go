@@ -1,0 +1,34 @@
+// Package events builds the Event recorders kruise's components share: one
+// scheme that knows core and apps.kruise.io objects, Events written through
+// the core/v1 API and logged at verbosity 4.
+package events
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+)
+
+// NewRecorder returns a recorder that writes Events as component (on host,
+// when not empty) and a function that flushes and stops it.
+func NewRecorder(ctx context.Context, client kubernetes.Interface, component, host string) (record.EventRecorder, func(), error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("building event scheme: %w", err)
+	}
+	if err := kruisescheme.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("building event scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component, Host: host}), broadcaster.Shutdown, nil
+}
