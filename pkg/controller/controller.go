@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -46,6 +47,10 @@ type Deps struct {
 	// the daemons' heartbeat Leases).
 	Namespace                string
 	NamespaceInformerFactory informers.SharedInformerFactory
+	// Options are the process's flags (per-controller settings).
+	Options *Options
+	// Metrics registers a controller's own metrics, served on /metrics.
+	Metrics prometheus.Registerer
 }
 
 // Builder constructs a controller. It must not call the API server: it runs
@@ -54,7 +59,7 @@ type Builder func(Deps) (Controller, error)
 
 // builders lists the controllers kruise-controller runs; features add theirs
 // here (the adapters from Deps live in run.go).
-var builders = []Builder{buildRecreate}
+var builders = []Builder{buildRecreate, buildSidecarTerminator}
 
 // Registry holds the controllers to run while leading.
 type Registry struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/options"
 )
 
@@ -45,6 +46,10 @@ type Options struct {
 	// ShutdownGrace bounds how long controllers get to stop after leadership
 	// ends or the process is asked to stop.
 	ShutdownGrace time.Duration
+
+	// SidecarTermination is how the Job sidecar terminator stops sidecars
+	// on real nodes: "phase" or "crr" (see pkg/controller/sidecarterminator).
+	SidecarTermination string
 }
 
 // NewOptions returns the defaults; the Lease namespace comes from
@@ -65,6 +70,8 @@ func NewOptions() *Options {
 		RenewDeadline:  10 * time.Second,
 		RetryPeriod:    2 * time.Second,
 		ShutdownGrace:  5 * time.Second,
+
+		SidecarTermination: string(sidecarterminator.MechanismPhase),
 	}
 }
 
@@ -86,6 +93,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long to wait between attempts to acquire or renew the lease.")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace-period", o.ShutdownGrace,
 		"How long controllers get to stop on shutdown or loss of leadership.")
+	fs.StringVar(&o.SidecarTermination, "sidecar-termination", o.SidecarTermination,
+		"How the Job sidecar terminator stops sidecars on real nodes once the main containers have finished: "+
+			"\"phase\" records the pod's phase from the main containers and lets the kubelet stop the sidecars (fastest; sidecar exit codes cannot fail the pod), "+
+			"\"crr\" asks kruise-daemon to stop them with a ContainerRecreateRequest and leaves the pod's status to the kubelet (no pod status writes; sidecars must exit 0 on SIGTERM). "+
+			"See docs/design/sidecar-terminator.md.")
 }
 
 // Validate checks the options and says which flag to fix.
@@ -99,6 +111,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
+	}
+	if _, err := sidecarterminator.ParseMechanism(o.SidecarTermination); err != nil {
+		errs = append(errs, fmt.Errorf("--sidecar-termination: %w", err))
 	}
 	if o.ShutdownGrace < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %s", o.ShutdownGrace))

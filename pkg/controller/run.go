@@ -21,6 +21,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -80,12 +81,14 @@ func run(ctx context.Context, o *Options, d deps) error {
 		informers.WithNamespace(namespace), informers.WithTransform(stripManagedFields))
 	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(stripManagedFields))
 	factories := []informerFactory{factory, nsFactory, kruiseFactory}
+	metrics := server.NewRegistry()
 	reg := NewRegistry()
 	for _, b := range d.builders {
 		c, err := b(Deps{
 			Client: d.client, InformerFactory: factory,
 			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
+			Options: o, Metrics: metrics,
 		})
 		if err != nil {
 			return fmt.Errorf("building controller: %w", err)
@@ -107,7 +110,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 		healthz = append(healthz, watchdog)
 		readyz = append(readyz, watchdog)
 	}
-	srv := server.New(server.Options{Addr: o.Addr, Gatherer: server.Gatherers(server.NewRegistry()), Healthz: healthz, Readyz: readyz})
+	srv := server.New(server.Options{Addr: o.Addr, Gatherer: server.Gatherers(metrics), Healthz: healthz, Readyz: readyz})
 	addr, err := srv.Listen()
 	if err != nil {
 		return err
@@ -215,5 +218,21 @@ func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *s
 		logger.Info("Connected to the Kubernetes API server", "version", v.GitVersion)
 		ready.Set(true)
 		return true, nil
+	})
+}
+
+// buildSidecarTerminator adapts Deps to the Job sidecar terminator.
+func buildSidecarTerminator(d Deps) (Controller, error) {
+	m, err := sidecarterminator.ParseMechanism(d.Options.SidecarTermination)
+	if err != nil {
+		return nil, err
+	}
+	return sidecarterminator.New(sidecarterminator.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Nodes:        d.InformerFactory.Core().V1().Nodes(),
+		Mechanism:    m,
+		Metrics:      d.Metrics,
 	})
 }
