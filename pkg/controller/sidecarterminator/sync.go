@@ -3,6 +3,7 @@ package sidecarterminator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -112,7 +113,8 @@ func (c *Controller) terminate(ctx context.Context, pod *corev1.Pod, p plan) (ti
 		return 0, c.createCRR(ctx, pod, p)
 	}
 	if err := c.recordPhase(ctx, pod, p); err != nil {
-		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		var refused statusRefused
+		if errors.As(err, &refused) {
 			if live, gerr := c.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); apierrors.IsNotFound(gerr) || (gerr == nil && live.UID != pod.UID) {
 				// Refused because the pod was replaced under its name:
 				// the new one is synced on its own.
@@ -153,15 +155,24 @@ func (c *Controller) recordPhase(ctx context.Context, pod *corev1.Pod, p plan) e
 		},
 	}
 	if err := c.patch(ctx, pod, status, "status"); err != nil {
-		return fmt.Errorf("recording phase %s of pod %s/%s: %w", p.phase, pod.Namespace, pod.Name, err)
+		err = fmt.Errorf("recording phase %s of pod %s/%s: %w", p.phase, pod.Namespace, pod.Name, err)
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			return statusRefused{err}
+		}
+		return err
 	}
 	nudge := map[string]any{"metadata": map[string]any{
 		"uid":         pod.UID,
 		"annotations": map[string]string{AnnotationTerminatedAt: now.UTC().Format(time.RFC3339Nano)},
 	}}
 	if err := c.patch(ctx, pod, nudge); err != nil {
-		// The phase is recorded: the kubelet stops the sidecars on its
-		// next sync of the pod anyway, only later.
+		// The phase is recorded and the Job has its outcome, but until the
+		// kubelet syncs the pod for another reason it may write Running
+		// back, and the sidecars run on: retry (the pod is decided again).
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			c.report(pod, corev1.EventTypeWarning, ReasonSidecarNotTerminated, fmt.Sprintf(
+				"Recorded phase %s but could not set annotation %s, which makes the kubelet stop the sidecars now: %v", p.phase, AnnotationTerminatedAt, err))
+		}
 		return fmt.Errorf("annotating pod %s/%s after recording its phase: %w", pod.Namespace, pod.Name, err)
 	}
 	c.terminations.WithLabelValues(string(MechanismPhase)).Inc()
@@ -272,8 +283,8 @@ func (c *Controller) followUp(pod *corev1.Pod, p plan) (time.Duration, error) {
 		}
 		if now.Sub(deadline) < recentExit {
 			c.report(pod, corev1.EventTypeWarning, ReasonSidecarStillRunning, fmt.Sprintf(
-				"Sidecars %s are still running %s after the pod's phase was recorded (grace period %s); the kubelet on %s has not stopped them",
-				strings.Join(names(p.sidecars), ", "), now.Sub(since).Round(time.Second), grace, pod.Spec.NodeName))
+				"Sidecars %s are still running more than %s after the pod's phase was recorded (grace period %s); the kubelet on %s has not stopped them",
+				strings.Join(names(p.sidecars), ", "), grace+followUpSlack, grace, pod.Spec.NodeName))
 		}
 		return 0, nil
 	}
@@ -291,6 +302,12 @@ func (c *Controller) followUp(pod *corev1.Pod, p plan) (time.Duration, error) {
 	}
 	return 0, nil
 }
+
+// statusRefused is a status write the API server refused for good
+// (Forbidden, Invalid): retrying the same write will not help.
+type statusRefused struct{ error }
+
+func (e statusRefused) Unwrap() error { return e.error }
 
 // patch applies a strategic-merge patch to the pod (or a subresource). The
 // uid in each body makes a patch fail on a pod recreated under the same
