@@ -5,10 +5,8 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,33 +27,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/cri"
 )
 
-// Settings, all overridable from the environment.
-var (
-	iterations  = envInt("BENCH_ITERATIONS", 20)
-	criEndpoint = envStr("BENCH_CRI_ENDPOINT", "/var/tmp/kruise-local/containerd/containerd.sock")
-	image       = envStr("BENCH_IMAGE", "127.0.0.1:5000/public/busybox:1.35")
-)
-
-// graceSeconds is the pod's terminationGracePeriodSeconds and the StopContainer timeout of the
-// floor arm, so both arms give the container the same grace (it exits at once on SIGTERM).
-const graceSeconds = 10
-
 // iterationTimeout bounds one trigger → new container Ready; far above the seconds it takes.
 const iterationTimeout = 2 * time.Minute
-
-func envStr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(key string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 type arm string
 
@@ -341,17 +314,6 @@ func (e *env) deletePod(name string) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
-
-// percentile is the nearest-rank percentile of sorted (q in (0, 1]).
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	if i < 0 {
-		i = 0
-	}
-	return sorted[i]
-}
-
-type stats struct{ p50, p90, min, max time.Duration }
 
 func summarize(samples []sample, pick func(sample) time.Duration) stats {
 	ds := make([]time.Duration, 0, len(samples))
