@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -89,6 +90,13 @@ type Controller struct {
 	// recorded, so a pod synced many times warns once (per process).
 	reportedMu sync.Mutex
 	reported   map[string]map[string]bool
+
+	// nudged holds, per pod UID, the AnnotationTerminatedAt value this
+	// process last wrote. Until the cache shows it, the cached pod predates
+	// our own writes (the informer lags under load) and must not be
+	// decided on again.
+	nudgedMu sync.Mutex
+	nudged   map[string]string
 }
 
 // New builds the controller and registers its event handlers. It does not
@@ -126,6 +134,7 @@ func New(cfg Config) (*Controller, error) {
 				"image (virtual-kubelet node: sidecar images replaced).",
 		}, []string{"mechanism"}),
 		reported: map[string]map[string]bool{},
+		nudged:   map[string]string{},
 	}
 	for _, m := range []string{string(MechanismPhase), string(MechanismCRR), mechanismImage} {
 		c.terminations.WithLabelValues(m)
@@ -192,7 +201,7 @@ func (c *Controller) enqueuePod(obj any) {
 	c.queue.Add(key)
 }
 
-// podDeleted forgets what was reported about the pod.
+// podDeleted forgets what was reported about, and written to, the pod.
 func (c *Controller) podDeleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -201,7 +210,26 @@ func (c *Controller) podDeleted(obj any) {
 		c.reportedMu.Lock()
 		delete(c.reported, string(pod.UID))
 		c.reportedMu.Unlock()
+		c.nudgedMu.Lock()
+		delete(c.nudged, string(pod.UID))
+		c.nudgedMu.Unlock()
 	}
+}
+
+// setNudged remembers the annotation value written to the pod.
+func (c *Controller) setNudged(uid types.UID, value string) {
+	c.nudgedMu.Lock()
+	defer c.nudgedMu.Unlock()
+	c.nudged[string(uid)] = value
+}
+
+// cacheBehind reports whether the cached pod does not show the annotation
+// this process last wrote to it yet.
+func (c *Controller) cacheBehind(pod *corev1.Pod) bool {
+	c.nudgedMu.Lock()
+	defer c.nudgedMu.Unlock()
+	want, ok := c.nudged[string(pod.UID)]
+	return ok && pod.Annotations[AnnotationTerminatedAt] != want
 }
 
 // report records an Event on the pod unless this process already recorded

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -176,11 +177,12 @@ func virtualNode(name string) *corev1.Node {
 // ---- fixture ----
 
 type fixture struct {
-	ctrl     *Controller
-	kube     *fake.Clientset
-	kruise   *kruisefake.Clientset
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
+	podIndexer cache.Indexer
+	ctrl       *Controller
+	kube       *fake.Clientset
+	kruise     *kruisefake.Clientset
+	clock      *clocktesting.FakeClock
+	recorder   *record.FakeRecorder
 }
 
 // objects split by where they live: the API server and the caches (pods,
@@ -237,7 +239,17 @@ func newFixture(t *testing.T, o objects) *fixture {
 	f.kube.ClearActions()
 	f.kruise.ClearActions()
 	f.ctrl = ctrl
+	f.podIndexer = factory.Core().V1().Pods().Informer().GetIndexer()
 	return f
+}
+
+// cacheLive copies the API server's pod into the cache, as its watch event
+// would.
+func (f *fixture) cacheLive(t *testing.T) *corev1.Pod {
+	t.Helper()
+	live := f.getPod(t)
+	require.NoError(t, f.podIndexer.Update(live))
+	return live
 }
 
 func (f *fixture) sync(t *testing.T) (time.Duration, error) {

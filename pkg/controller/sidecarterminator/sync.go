@@ -112,6 +112,13 @@ func (c *Controller) terminate(ctx context.Context, pod *corev1.Pod, p plan) (ti
 	if c.mechanism == MechanismCRR {
 		return 0, c.createCRR(ctx, pod, p)
 	}
+	if c.cacheBehind(pod) {
+		// An event from before our last write: its own event follows. A
+		// pod that shows our annotation but a Running phase again is one
+		// whose phase the kubelet overwrote: that one is recorded again.
+		klog.FromContext(ctx).V(4).Info("Cache does not show the recorded phase yet; waiting for its event")
+		return 0, nil
+	}
 	if err := c.recordPhase(ctx, pod, p); err != nil {
 		var refused statusRefused
 		if errors.As(err, &refused) {
@@ -161,9 +168,10 @@ func (c *Controller) recordPhase(ctx context.Context, pod *corev1.Pod, p plan) e
 		}
 		return err
 	}
+	stamp := now.UTC().Format(time.RFC3339Nano)
 	nudge := map[string]any{"metadata": map[string]any{
 		"uid":         pod.UID,
-		"annotations": map[string]string{AnnotationTerminatedAt: now.UTC().Format(time.RFC3339Nano)},
+		"annotations": map[string]string{AnnotationTerminatedAt: stamp},
 	}}
 	if err := c.patch(ctx, pod, nudge); err != nil {
 		// The phase is recorded and the Job has its outcome, but until the
@@ -175,6 +183,7 @@ func (c *Controller) recordPhase(ctx context.Context, pod *corev1.Pod, p plan) e
 		}
 		return fmt.Errorf("annotating pod %s/%s after recording its phase: %w", pod.Namespace, pod.Name, err)
 	}
+	c.setNudged(pod.UID, stamp)
 	c.terminations.WithLabelValues(string(MechanismPhase)).Inc()
 	klog.FromContext(ctx).Info("Recorded pod phase from its main containers; the kubelet stops the sidecars",
 		"phase", p.phase, "mains", p.summary, "sidecars", names(p.sidecars))

@@ -131,24 +131,42 @@ func TestSyncRecordsPhase(t *testing.T) {
 	}
 }
 
-// The cache still shows the running pod: the same writes again (level
-// triggered); once the cache shows the recorded phase, nothing is written.
+// A second sync while the cache still shows the pod from before our writes
+// (the informer lags) writes nothing; once the cache has caught up, a phase
+// the kubelet wrote back to Running is recorded again; a recorded pod is
+// only followed up.
 func TestSyncRecordsPhaseIdempotence(t *testing.T) {
 	pod := finishedPod(0).build()
 	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
 	f.mustSync(t)
+	require.Len(t, f.patches(), 2)
+	f.mustSync(t)
+	assert.Len(t, f.patches(), 2, "a stale cache is not decided on again")
+	assert.Len(t, f.events(), 1)
+
+	// The kubelet overwrote the phase: our condition and annotation stay.
+	live := f.cacheLive(t)
+	live.Status.Phase = corev1.PodRunning
+	require.NoError(t, f.podIndexer.Update(live))
+	f.clock.Step(time.Second)
 	f.mustSync(t)
 	patches := f.patches()
 	require.Len(t, patches, 4)
 	assert.Equal(t, []string{"status", "", "status", ""}, []string{
 		patches[0].GetSubresource(), patches[1].GetSubresource(), patches[2].GetSubresource(), patches[3].GetSubresource(),
 	})
-	assert.Equal(t, patches[0].GetPatch(), patches[2].GetPatch())
-	assert.Len(t, f.events(), 2)
+	assert.Equal(t, corev1.PodSucceeded, f.getPod(t).Status.Phase)
+	assert.Len(t, f.events(), 1)
+
+	// Caught up: the pod is recorded, only followed up.
+	f.cacheLive(t)
+	after := f.mustSync(t)
+	assert.Positive(t, after, "the follow-up looks again later")
+	assert.Len(t, f.patches(), 4)
 
 	done := finishedPod(0).phase(corev1.PodSucceeded).recorded(now).build()
 	f = newFixture(t, objects{pods: []*corev1.Pod{done}, nodes: []*corev1.Node{realNode(nodeName)}})
-	after := f.mustSync(t)
+	after = f.mustSync(t)
 	assert.Positive(t, after, "the follow-up looks again later")
 	assert.Empty(t, f.writes())
 	assert.Empty(t, f.events())
