@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // SyncFunc handles one key. It returns when to look at the key again (zero: only on the next
@@ -68,4 +69,13 @@ func (l Loop) ProcessNext(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// NewQueue returns the typed, rate-limited queue of keys every kruise controller uses: the
+// default controller backoff, named for metrics, timed by clk.
+func NewQueue(name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk},
+	)
 }

@@ -101,10 +101,7 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		deleted:      map[string]*appsv1alpha1.ContainerRecreateRequest{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk},
-		),
+		queue:        workers.NewQueue(Name, clk),
 	}
 	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod, nodeIndex: indexByNode}); err != nil {
 		return nil, fmt.Errorf("adding CRR indexes: %w", err)

@@ -123,10 +123,7 @@ func New(cfg Config) (*Controller, error) {
 		mechanism:    cfg.Mechanism,
 		recorder:     cfg.Recorder,
 		clock:        clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk},
-		),
+		queue:        workers.NewQueue(Name, clk),
 		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kruise_sidecar_terminations_total",
 			Help: "Pods whose sidecars the sidecar terminator set out to stop, by mechanism: " +

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodekruise/kruise/pkg/workers"
 	"sync"
 	"time"
+
+	"github.com/nodekruise/kruise/pkg/workers"
 
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -98,13 +99,10 @@ func New(cfg Config) (*Executor, error) {
 		recorder:     cfg.Recorder,
 		metrics:      cfg.Metrics,
 		clock:        clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: ExecutorName, Clock: clk},
-		),
-		baseCtx:  context.Background(),
-		inflight: map[string]*work{},
-		warned:   map[string]bool{},
+		queue:        workers.NewQueue(ExecutorName, clk),
+		baseCtx:      context.Background(),
+		inflight:     map[string]*work{},
+		warned:       map[string]bool{},
 	}
 	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod}); err != nil {
 		return nil, fmt.Errorf("adding CRR index: %w", err)
