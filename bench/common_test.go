@@ -3,10 +3,22 @@
 package bench
 
 import (
+	"context"
 	"math"
 	"os"
 	"strconv"
+	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/cri"
 )
 
 // Settings shared by the benchmarks, all overridable from the environment.
@@ -44,3 +56,58 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 type stats struct{ p50, p90, min, max time.Duration }
+
+// env is what a benchmark talks to: the cluster named by $KUBECONFIG, the node's CRI, and a
+// namespace of its own.
+type env struct {
+	client kubernetes.Interface
+	kruise versioned.Interface
+	rt     cri.Runtime
+	ns     string
+}
+
+// connect builds the clients, connects to the CRI and creates a namespace named prefix-<random>,
+// deleted when the test ends. makeTarget names the make target to run in the error when
+// $KUBECONFIG is unset.
+func connect(ctx context.Context, t *testing.T, prefix, makeTarget string) *env {
+	t.Helper()
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		t.Fatalf("KUBECONFIG is not set: run `make %s`", makeTarget)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	e := &env{}
+	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if e.kruise, err = versioned.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	rt, info, err := cri.Connect(ctx, criEndpoint, 5*time.Second)
+	if err != nil {
+		t.Fatalf("connecting to CRI at %s: %v", criEndpoint, err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	e.rt = rt
+	t.Logf("runtime %s %s, %d iterations per arm, image %s", info.RuntimeName, info.RuntimeVersion, iterations, image)
+
+	e.ns = prefix + "-" + rand.String(5)
+	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
+	})
+	// Pods cannot be created before the namespace's default service account exists.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := e.client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("default service account in %s: %v", e.ns, err)
+	}
+	return e
+}

@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -15,15 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/cri"
 )
 
@@ -49,55 +44,12 @@ type sample struct {
 	stopped time.Duration
 }
 
-type env struct {
-	client kubernetes.Interface
-	kruise versioned.Interface
-	rt     cri.Runtime
-	ns     string
-}
-
 // TestCRRRestartLatency measures CRR creation → new container Ready against the floor, a raw CRI
 // StopContainer of the same kind of container → new container Ready, on a fresh pod every
 // iteration, interleaving the arms, one pod at a time.
 func TestCRRRestartLatency(t *testing.T) {
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		t.Fatal("KUBECONFIG is not set: run `make bench`")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	e := &env{}
-	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if e.kruise, err = versioned.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	rt, info, err := cri.Connect(ctx, criEndpoint, 5*time.Second)
-	if err != nil {
-		t.Fatalf("connecting to CRI at %s: %v", criEndpoint, err)
-	}
-	defer func() { _ = rt.Close() }()
-	e.rt = rt
-	t.Logf("runtime %s %s, %d iterations per arm, image %s", info.RuntimeName, info.RuntimeVersion, iterations, image)
-
-	e.ns = "bench-crr-" + rand.String(5)
-	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = e.client.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
-	}()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default service account in %s: %v", e.ns, err)
-	}
+	e := connect(ctx, t, "bench-crr", "bench")
 
 	// One untimed round per arm warms the image, the kubelet's and the daemon's caches.
 	for _, a := range []arm{armCRR, armCRI} {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -22,14 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/cri"
 )
@@ -80,61 +75,18 @@ type jobSample struct {
 	sidecarExit time.Duration
 }
 
-type sidecarBench struct {
-	client kubernetes.Interface
-	kruise versioned.Interface
-	rt     cri.Runtime
-	ns     string
-}
-
 // TestSidecarJobLatency measures, per Job, the last main container's exit → the Job's Complete
 // condition, for a Job with a kruise-terminated sidecar (phase mechanism, then crr mechanism), a
 // native sidecar (restartable init container) and no sidecar at all.
 func TestSidecarJobLatency(t *testing.T) {
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		t.Fatal("KUBECONFIG is not set: run `make bench-sidecar`")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	b := &sidecarBench{}
-	if b.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if b.kruise, err = versioned.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	rt, info, err := cri.Connect(ctx, criEndpoint, 5*time.Second)
-	if err != nil {
-		t.Fatalf("connecting to CRI at %s: %v", criEndpoint, err)
-	}
-	defer func() { _ = rt.Close() }()
-	b.rt = rt
-	t.Logf("runtime %s %s, %d Jobs per arm, image %s", info.RuntimeName, info.RuntimeVersion, iterations, image)
+	b := connect(ctx, t, "bench-sidecar", "bench-sidecar")
 
 	// The crr arm edits the controller's args; refuse to start from a state we would not restore.
 	if args, _, err := b.controllerArgs(ctx); err != nil {
 		t.Fatal(err)
 	} else if flagged(args) {
 		t.Fatalf("%s/%s already has a --sidecar-termination arg (%q): restore it to the default first", kruiseNamespace, controllerDeploy, args)
-	}
-
-	b.ns = "bench-sidecar-" + rand.String(5)
-	if _, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = b.client.CoreV1().Namespaces().Delete(context.Background(), b.ns, metav1.DeleteOptions{})
-	})
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := b.client.CoreV1().ServiceAccounts(b.ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default service account in %s: %v", b.ns, err)
 	}
 
 	samples := map[jobArm][]jobSample{}
@@ -214,7 +166,7 @@ func jobSpec(a jobArm, name, ns string) *batchv1.Job {
 
 // job runs one Job of arm a to completion and returns its timings; the Job is deleted and its
 // pod gone before it returns.
-func (b *sidecarBench) job(ctx context.Context, a jobArm, name string) (jobSample, error) {
+func (b *env) job(ctx context.Context, a jobArm, name string) (jobSample, error) {
 	// Both watches start before the Job exists, so they see every event of it and its pod.
 	jobs, err := b.client.BatchV1().Jobs(b.ns).Watch(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
@@ -354,7 +306,7 @@ func finishedAt(ctrs []cri.Container, name string) (time.Time, error) {
 
 // deleteJob deletes the Job (Background propagation: the garbage collector deletes its pod) and
 // waits, by watch, until its pods are gone, so the next Job runs alone.
-func (b *sidecarBench) deleteJob(name string) {
+func (b *env) deleteJob(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
 	sel := labels.Set{batchv1.JobNameLabel: name}.String()
@@ -450,7 +402,7 @@ func describePod(p *corev1.Pod) string {
 }
 
 // controllerArgs returns the kruise-controller container's args and its index in the pod spec.
-func (b *sidecarBench) controllerArgs(ctx context.Context) ([]string, int, error) {
+func (b *env) controllerArgs(ctx context.Context) ([]string, int, error) {
 	d, err := b.client.AppsV1().Deployments(kruiseNamespace).Get(ctx, controllerDeploy, metav1.GetOptions{})
 	if err != nil {
 		return nil, 0, err
@@ -485,7 +437,7 @@ func flagged(args []string) bool {
 // switchToCRR adds --sidecar-termination=crr to kruise-controller and waits until a controller
 // with it leads and has started the terminator's workers. A cleanup puts the original args back
 // (and waits for that rollout) however the test ends.
-func (b *sidecarBench) switchToCRR(t *testing.T, ctx context.Context) {
+func (b *env) switchToCRR(t *testing.T, ctx context.Context) {
 	t.Helper()
 	orig, idx, err := b.controllerArgs(ctx)
 	if err != nil {
@@ -524,7 +476,7 @@ func (b *sidecarBench) switchToCRR(t *testing.T, ctx context.Context) {
 	t.Logf("%s runs with %s; rollout and workers took %.1fs", controllerDeploy, crrFlag, time.Since(start).Seconds())
 }
 
-func (b *sidecarBench) patchArgs(ctx context.Context, ops []map[string]any) error {
+func (b *env) patchArgs(ctx context.Context, ops []map[string]any) error {
 	data, err := json.Marshal(ops)
 	if err != nil {
 		return err
@@ -536,7 +488,7 @@ func (b *sidecarBench) patchArgs(ctx context.Context, ops []map[string]any) erro
 // waitController waits for the Deployment's rollout to finish, then follows the log of its one
 // pod running with args until the sidecar terminator logs "Started workers" with mechanism (it
 // does so only once it leads).
-func (b *sidecarBench) waitController(ctx context.Context, args []string, mechanism string) error {
+func (b *env) waitController(ctx context.Context, args []string, mechanism string) error {
 	ctx, cancel := context.WithTimeout(ctx, rolloutTimeout)
 	defer cancel()
 	var pod *corev1.Pod
