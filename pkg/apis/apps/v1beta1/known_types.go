@@ -9,3 +9,8 @@ func knownTypes() []runtime.Object {
 		&NodeImage{}, &NodeImageList{},
 	}
 }
+
+// DaemonConfigNamespace holds kruise-controller's copies of the pull secrets
+// that ImagePullJobs reference, the only secrets kruise-daemon may read. It is
+// OpenKruise's name for the same purpose.
+const DaemonConfigNamespace = "kruise-daemon-config"

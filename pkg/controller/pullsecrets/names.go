@@ -1,0 +1,31 @@
+// Package pullsecrets keeps, in the daemon-config namespace, a copy of every
+// pull secret an unfinished ImagePullJob references, so that kruise-daemon
+// can read them without access to secrets anywhere else.
+package pullsecrets
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Annotations on a copy saying where it comes from.
+const (
+	SourceNamespaceAnnotation = "apps.kruise.io/source-secret-namespace"
+	SourceNameAnnotation      = "apps.kruise.io/source-secret-name"
+	// ManagedByLabel marks the copies this controller owns.
+	ManagedByLabel = "apps.kruise.io/pull-secret-copy"
+)
+
+// maxName is the longest Secret name (a DNS subdomain).
+const maxName = 253
+
+// CopyName is the name of the copy of secret namespace/name. A namespace
+// has no dots, so "namespace.name" is unambiguous; a name too long for that
+// is replaced by a hash of it.
+func CopyName(namespace, name string) string {
+	if n := namespace + "." + name; len(n) <= maxName {
+		return n
+	}
+	sum := sha256.Sum256([]byte(name))
+	return namespace + "." + hex.EncodeToString(sum[:16])
+}
