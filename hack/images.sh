@@ -39,6 +39,8 @@ kruise() {
   local ld="-s -w -X github.com/nodekruise/kruise/pkg/version.gitVersion=${VERSION}"
   (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -ldflags "${ld}" -o "${OUT_BIN}/" \
     ./cmd/kruise-daemon ./cmd/kruise-controller)
+  # mkimage too: this checkout may not be the one that brought the cluster up (and built it).
+  (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${OUT_BIN}/" ./hack/tools/mkimage)
   local c digest
   for c in kruise-daemon kruise-controller; do
     digest=$(push --file "${OUT_BIN}/${c}:/usr/local/bin/${c}:0755" --entrypoint "[\"/usr/local/bin/${c}\"]" \
