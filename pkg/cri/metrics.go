@@ -20,8 +20,8 @@ type Metrics struct {
 }
 
 // criDurationBuckets span a fast List (a few ms) to a StopContainer that
-// waits out a long grace period.
-var criDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+// waits out a long grace period or a PullImage of a large image.
+var criDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
 // NewMetrics returns unregistered CRI call metrics.
 func NewMetrics() *Metrics {
@@ -34,7 +34,7 @@ func NewMetrics() *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kruise_daemon_cri_request_errors_total",
 			Help: "CRI calls that returned an error, by CRI method and gRPC status code name. " +
-				"NotFound from StopContainer is counted here although the caller treats it as success.",
+				"NotFound from StopContainer and RemoveImage is counted here although the caller treats it as success.",
 		}, []string{"method", "code"}),
 	}
 }
@@ -53,7 +53,9 @@ func (m *Metrics) observe(method string, took time.Duration, err error) {
 }
 
 // unaryInterceptor measures at the gRPC layer, so every call on the
-// connection is covered, including ones added later (image service).
+// connection is covered, those of the image service included: their method
+// label is the bare CRI method name too ("PullImage", "ImageStatus",
+// "RemoveImage").
 func (m *Metrics) unaryInterceptor(ctx context.Context, fullMethod string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
 	err := invoker(ctx, fullMethod, req, reply, cc, opts...)

@@ -31,6 +31,10 @@ type VersionInfo struct {
 // Runtime is a connected container runtime. It grows with the features that
 // need it; its types carry no Kubernetes API objects.
 type Runtime interface {
+	// ImageService pulls, inspects and removes images on the same
+	// connection.
+	ImageService
+
 	// Version asks the runtime for its name and versions.
 	Version(ctx context.Context) (VersionInfo, error)
 	// PodContainers lists every container instance (running or not) the
@@ -58,6 +62,7 @@ type remoteRuntime struct {
 	path   string
 	conn   *grpc.ClientConn
 	client runtimeapi.RuntimeServiceClient
+	images runtimeapi.ImageServiceClient
 }
 
 var _ Runtime = (*remoteRuntime)(nil)
@@ -92,7 +97,12 @@ func dialPath(path string, m *Metrics) (*remoteRuntime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating gRPC client for %s: %w", path, err)
 	}
-	return &remoteRuntime{path: path, conn: conn, client: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+	return &remoteRuntime{
+		path:   path,
+		conn:   conn,
+		client: runtimeapi.NewRuntimeServiceClient(conn),
+		images: runtimeapi.NewImageServiceClient(conn),
+	}, nil
 }
 
 // Connect dials endpoint and checks within timeout that it answers CRI

@@ -17,11 +17,13 @@ import (
 // FakeRuntime implements Version and, with an in-memory container table
 // (containers.go), ListContainers, ContainerStatus, StopContainer and
 // ExecSync of the CRI RuntimeService; every other call answers
-// Unimplemented.
+// Unimplemented. It also carries an image store (Images) that Serve
+// registers as the ImageService of the same server.
 type FakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 
-	table containerTable
+	table  containerTable
+	images FakeImages
 
 	mu       sync.Mutex
 	resp     *runtimeapi.VersionResponse
@@ -37,6 +39,9 @@ func NewFakeRuntime() *FakeRuntime {
 		Version: "0.1.0", RuntimeName: "containerd", RuntimeVersion: "1.7.0", RuntimeApiVersion: "v1",
 	}}
 }
+
+// Images returns the runtime's image service, served next to it by Serve.
+func (f *FakeRuntime) Images() *FakeImages { return &f.images }
 
 // SetVersion changes what Version answers.
 func (f *FakeRuntime) SetVersion(name, version, apiVersion string) {
@@ -101,10 +106,27 @@ type Server struct {
 	once sync.Once
 }
 
+// imageServer is a runtime that brings its own image service, as
+// *FakeRuntime does.
+type imageServer interface {
+	Images() *FakeImages
+}
+
 // Serve registers rt (which may be nil for a gRPC server without the CRI
-// service) and serves it on a unix socket at path. The server stops when
-// the test ends.
+// services) and serves it on a unix socket at path. When rt has an image
+// service (a *FakeRuntime has), it is registered on the same server. The
+// server stops when the test ends.
 func Serve(t testing.TB, path string, rt runtimeapi.RuntimeServiceServer) *Server {
+	t.Helper()
+	var images runtimeapi.ImageServiceServer
+	if is, ok := rt.(imageServer); ok {
+		images = is.Images()
+	}
+	return ServeCRI(t, path, rt, images)
+}
+
+// ServeCRI is Serve with the image service given apart; either may be nil.
+func ServeCRI(t testing.TB, path string, rt runtimeapi.RuntimeServiceServer, images runtimeapi.ImageServiceServer) *Server {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatalf("creating socket dir: %v", err)
@@ -116,6 +138,9 @@ func Serve(t testing.TB, path string, rt runtimeapi.RuntimeServiceServer) *Serve
 	s := &Server{Path: path, grpc: grpc.NewServer(), done: make(chan struct{})}
 	if rt != nil {
 		runtimeapi.RegisterRuntimeServiceServer(s.grpc, rt)
+	}
+	if images != nil {
+		runtimeapi.RegisterImageServiceServer(s.grpc, images)
 	}
 	go func() {
 		defer close(s.done)
