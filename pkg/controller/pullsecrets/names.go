@@ -6,6 +6,8 @@ package pullsecrets
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // Annotations on a copy saying where it comes from.
@@ -28,4 +30,11 @@ func CopyName(namespace, name string) string {
 	}
 	sum := sha256.Sum256([]byte(name))
 	return namespace + "." + hex.EncodeToString(sum[:16])
+}
+
+// CopyRef is the reference, as NodeImage specs carry it, to the copy of
+// secret namespace/name in v1beta1.DaemonConfigNamespace (the controller's
+// default Config.Namespace, the namespace kruise-daemon may read).
+func CopyRef(namespace, name string) v1beta1.ReferenceObject {
+	return v1beta1.ReferenceObject{Namespace: v1beta1.DaemonConfigNamespace, Name: CopyName(namespace, name)}
 }

@@ -1,0 +1,237 @@
+package pullsecrets
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+)
+
+const (
+	testNS     = "team"
+	secretName = "regcred"
+	secretKey  = testNS + "/" + secretName
+	copyNS     = appsv1beta1.DaemonConfigNamespace
+)
+
+var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// source is a dockerconfigjson secret in testNS.
+func source(name string, data string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("src-" + name), ResourceVersion: "5",
+			Labels: map[string]string{"app": "registry"}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(data)},
+	}
+}
+
+// copyOf is the copy the controller would have made of src.
+func copyOf(src *corev1.Secret) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: CopyName(src.Namespace, src.Name), Namespace: copyNS, UID: types.UID("copy-" + src.Name), ResourceVersion: "9",
+			Labels: map[string]string{ManagedByLabel: "true"},
+			Annotations: map[string]string{
+				SourceNamespaceAnnotation: src.Namespace,
+				SourceNameAnnotation:      src.Name,
+			},
+		},
+		Type: src.Type,
+		Data: src.DeepCopy().Data,
+	}
+}
+
+type jobBuilder struct{ job *appsv1beta1.ImagePullJob }
+
+// newJob is an unfinished job in testNS referencing the secrets.
+func newJob(name string, secrets ...string) *jobBuilder {
+	return &jobBuilder{job: &appsv1beta1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("job-" + name), ResourceVersion: "1"},
+		Spec: appsv1beta1.ImagePullJobSpec{
+			Image:                "nginx:1.27",
+			ImagePullJobTemplate: appsv1beta1.ImagePullJobTemplate{PullSecrets: secrets},
+		},
+		Status: appsv1beta1.ImagePullJobStatus{StartTime: ptr.To(metav1.NewTime(now))},
+	}}
+}
+
+func (b *jobBuilder) finished() *jobBuilder {
+	b.job.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+	return b
+}
+
+func (b *jobBuilder) build() *appsv1beta1.ImagePullJob { return b.job }
+
+// ---- fixture ----
+
+type fixture struct {
+	ctrl          *Controller
+	kube          *fake.Clientset
+	recorder      *record.FakeRecorder
+	secretIndexer cache.Indexer
+	daemonIndexer cache.Indexer
+	jobIndexer    cache.Indexer
+}
+
+// objects: secrets (sources and copies) are in the API server and the
+// caches; jobs are in the job cache only (they are never written).
+type objects struct {
+	secrets []*corev1.Secret
+	jobs    []*appsv1beta1.ImagePullJob
+	// separateDaemonInformer gives the copies their own, namespaced
+	// informer, as Config.DaemonSecrets allows.
+	separateDaemonInformer bool
+}
+
+func newFixture(t *testing.T, o objects) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, s := range o.secrets {
+		kubeObjs = append(kubeObjs, s.DeepCopy())
+	}
+	f := &fixture{
+		kube:     fake.NewClientset(kubeObjs...),
+		recorder: record.NewFakeRecorder(50),
+	}
+	kruise := kruisefake.NewSimpleClientset()
+	factory := informers.NewSharedInformerFactory(f.kube, 0)
+	kfactory := kruiseinformers.NewSharedInformerFactory(kruise, 0)
+	cfg := Config{
+		Client:       f.kube,
+		KruiseClient: kruise,
+		Secrets:      factory.Core().V1().Secrets(),
+		Jobs:         kfactory.Apps().V1beta1().ImagePullJobs(),
+		Recorder:     f.recorder,
+		Clock:        clocktesting.NewFakeClock(now),
+	}
+	f.secretIndexer = cfg.Secrets.Informer().GetIndexer()
+	f.daemonIndexer = f.secretIndexer
+	if o.separateDaemonInformer {
+		cfg.DaemonSecrets = informers.NewSharedInformerFactoryWithOptions(f.kube, 0, informers.WithNamespace(copyNS)).Core().V1().Secrets()
+		f.daemonIndexer = cfg.DaemonSecrets.Informer().GetIndexer()
+	}
+	ctrl, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(ctrl.queue.ShutDown)
+	f.ctrl = ctrl
+	f.jobIndexer = cfg.Jobs.Informer().GetIndexer()
+	// The caches are filled by hand: no informer runs, nothing races.
+	for _, s := range o.secrets {
+		require.NoError(t, f.indexerFor(s).Add(s))
+	}
+	for _, j := range o.jobs {
+		require.NoError(t, f.jobIndexer.Add(j))
+	}
+	f.kube.ClearActions()
+	return f
+}
+
+// indexerFor is the cache that holds s.
+func (f *fixture) indexerFor(s *corev1.Secret) cache.Indexer {
+	if s.Namespace == copyNS {
+		return f.daemonIndexer
+	}
+	return f.secretIndexer
+}
+
+func (f *fixture) syncKey(t *testing.T, key string) error {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	after, err := f.ctrl.sync(ctx, key)
+	require.Zero(t, after, "nothing is looked at again on a timer")
+	return err
+}
+
+func (f *fixture) mustSync(t *testing.T) {
+	t.Helper()
+	require.NoError(t, f.syncKey(t, secretKey))
+}
+
+// writes lists the client calls other than reads.
+func (f *fixture) writes() []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range f.kube.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// verbs is the verbs of writes(), in order.
+func (f *fixture) verbs() []string {
+	var out []string
+	for _, a := range f.writes() {
+		out = append(out, a.GetVerb())
+	}
+	return out
+}
+
+// liveCopy reads the copy of testNS/name from the API server; nil when
+// there is none.
+func (f *fixture) liveCopy(t *testing.T, name string) *corev1.Secret {
+	t.Helper()
+	s, err := f.kube.CoreV1().Secrets(copyNS).Get(context.Background(), CopyName(testNS, name), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return s
+}
+
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// drain empties the queue and returns its keys in order.
+func (f *fixture) drain() []string {
+	var out []string
+	for f.ctrl.queue.Len() > 0 {
+		key, _ := f.ctrl.queue.Get()
+		f.ctrl.queue.Done(key)
+		f.ctrl.queue.Forget(key)
+		out = append(out, key)
+	}
+	return out
+}
+
+// liveSource reads testNS/secretName from the API server; nil when there is
+// none.
+func (f *fixture) liveSource(t *testing.T) *corev1.Secret {
+	t.Helper()
+	s, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return s
+}
