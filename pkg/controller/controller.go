@@ -47,6 +47,11 @@ type Deps struct {
 	// the daemons' heartbeat Leases).
 	Namespace                string
 	NamespaceInformerFactory informers.SharedInformerFactory
+	// SecretInformerFactory watches secrets cluster-wide except Helm
+	// release records (the biggest and never pull secrets);
+	// DaemonConfigInformerFactory sees only kruise-daemon-config.
+	SecretInformerFactory       informers.SharedInformerFactory
+	DaemonConfigInformerFactory informers.SharedInformerFactory
 	// Options are the process's flags (per-controller settings).
 	Options *Options
 	// Metrics registers a controller's own metrics, served on /metrics.
@@ -59,7 +64,7 @@ type Builder func(Deps) (Controller, error)
 
 // builders lists the controllers kruise-controller runs; features add theirs
 // here (the adapters from Deps live in run.go).
-var builders = []Builder{buildRecreate, buildSidecarTerminator}
+var builders = []Builder{buildRecreate, buildSidecarTerminator, buildNodeImage, buildPullSecrets, buildImagePullJob, buildImageListPullJob}
 
 // Registry holds the controllers to run while leading.
 type Registry struct {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -18,8 +19,13 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
+	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/server"
@@ -80,7 +86,11 @@ func run(ctx context.Context, o *Options, d deps) error {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 		informers.WithNamespace(namespace), informers.WithTransform(stripManagedFields))
 	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(stripManagedFields))
-	factories := []informerFactory{factory, nsFactory, kruiseFactory}
+	secretFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
+	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
+		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(stripManagedFields))
+	factories := []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory}
 	metrics := server.NewRegistry()
 	reg := NewRegistry()
 	for _, b := range d.builders {
@@ -88,6 +98,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 			Client: d.client, InformerFactory: factory,
 			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
+			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			Options: o, Metrics: metrics,
 		})
 		if err != nil {
@@ -234,5 +245,47 @@ func buildSidecarTerminator(d Deps) (Controller, error) {
 		Nodes:        d.InformerFactory.Core().V1().Nodes(),
 		Mechanism:    m,
 		Metrics:      d.Metrics,
+	})
+}
+
+// buildNodeImage adapts Deps to the NodeImage-per-node controller.
+func buildNodeImage(d Deps) (Controller, error) {
+	return nodeimage.New(nodeimage.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		Nodes:        d.InformerFactory.Core().V1().Nodes(),
+		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+	})
+}
+
+// buildPullSecrets adapts Deps to the pull-secret copy controller.
+func buildPullSecrets(d Deps) (Controller, error) {
+	return pullsecrets.New(pullsecrets.Config{
+		Client:        d.Client,
+		KruiseClient:  d.KruiseClient,
+		Secrets:       d.SecretInformerFactory.Core().V1().Secrets(),
+		DaemonSecrets: d.DaemonConfigInformerFactory.Core().V1().Secrets(),
+		Jobs:          d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+	})
+}
+
+// buildImagePullJob adapts Deps to the ImagePullJob fan-out controller.
+func buildImagePullJob(d Deps) (Controller, error) {
+	return imagepulljob.New(imagepulljob.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+	})
+}
+
+// buildImageListPullJob adapts Deps to the ImageListPullJob controller.
+func buildImageListPullJob(d Deps) (Controller, error) {
+	return imagelistpulljob.New(imagelistpulljob.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		ListJobs:     d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
+		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
 	})
 }

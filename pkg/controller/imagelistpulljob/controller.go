@@ -1,0 +1,344 @@
+// Package imagelistpulljob runs v1beta1 ImageListPullJobs: one ImagePullJob
+// per listed image, owned (controller reference) by the list job, and the
+// list job's status aggregated from theirs. The ImagePullJobs do the pulling
+// (pkg/controller/imagepulljob); deleting the list job deletes them through
+// the garbage collector.
+package imagelistpulljob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/workers"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "imagelistpulljob"
+
+// Event reasons recorded on list jobs.
+const (
+	ReasonCreated   = "CreatedImagePullJob"
+	ReasonDeleted   = "DeletedImagePullJob"
+	ReasonCompleted = "Completed"
+	ReasonFailed    = "Failed"
+)
+
+const kind = "ImageListPullJob"
+
+// Config is what the controller is built from.
+type Config struct {
+	Client       kubernetes.Interface
+	KruiseClient versioned.Interface
+	ListJobs     kruiseinformers.ImageListPullJobInformer
+	Jobs         kruiseinformers.ImagePullJobInformer
+	// Recorder records Events on list jobs; nil makes one, started by Run.
+	Recorder record.EventRecorder
+	// Clock reads the time; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller runs ImageListPullJobs.
+type Controller struct {
+	client       kubernetes.Interface
+	kruiseClient versioned.Interface
+	listLister   kruiselisters.ImageListPullJobLister
+	jobLister    kruiselisters.ImagePullJobLister
+	recorder     record.EventRecorder
+	clock        clock.WithTicker
+	queue        workqueue.TypedRateLimitingInterface[string]
+}
+
+// New builds the controller and registers its event handlers. It does not
+// call the API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.ListJobs == nil || cfg.Jobs == nil {
+		return nil, errors.New("imagelistpulljob: Client, KruiseClient, ListJobs and Jobs are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Controller{
+		client:       cfg.Client,
+		kruiseClient: cfg.KruiseClient,
+		listLister:   cfg.ListJobs.Lister(),
+		jobLister:    cfg.Jobs.Lister(),
+		recorder:     cfg.Recorder,
+		clock:        clk,
+		queue:        workers.NewQueue(Name, clk),
+	}
+	if _, err := cfg.ListJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("adding ImageListPullJob event handler: %w", err)
+	}
+	if _, err := cfg.Jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueOwner,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1beta1.ImagePullJob)
+			n, ok2 := cur.(*v1beta1.ImagePullJob)
+			// Only what the aggregate reads: completion and counters.
+			if ok1 && ok2 && apiequality.Semantic.DeepEqual(summary(o), summary(n)) {
+				return
+			}
+			c.enqueueOwner(cur)
+		},
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return nil, fmt.Errorf("adding ImagePullJob event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run processes list jobs with n workers until ctx ends. Caches must be synced.
+func (c *Controller) Run(ctx context.Context, n int) error {
+	defer c.queue.ShutDown()
+	if c.recorder == nil {
+		rec, stop, err := events.NewRecorder(ctx, c.client, "kruise-controller", "")
+		if err != nil {
+			return err
+		}
+		defer stop()
+		c.recorder = rec
+	}
+	klog.FromContext(ctx).Info("Started workers", "workers", n)
+	workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "imageListPullJob"}.Run(ctx, n)
+	return nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if l, ok := obj.(*v1beta1.ImageListPullJob); ok {
+		c.queue.Add(l.Namespace + "/" + l.Name)
+	}
+}
+
+func (c *Controller) enqueueOwner(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	j, ok := obj.(*v1beta1.ImagePullJob)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(j); ref != nil && ref.Kind == kind && ref.APIVersion == v1beta1.SchemeGroupVersion.String() {
+		c.queue.Add(j.Namespace + "/" + ref.Name)
+	}
+}
+
+// jobSummary is what the aggregate reads of an ImagePullJob.
+type jobSummary struct {
+	Completed                  bool
+	Desired, Succeeded, Failed int32
+	Message                    string
+}
+
+func summary(j *v1beta1.ImagePullJob) jobSummary {
+	return jobSummary{j.Status.CompletionTime != nil, j.Status.Desired, j.Status.Succeeded, j.Status.Failed, j.Status.Message}
+}
+
+// ChildName is the name of the list job's ImagePullJob for image: the list
+// job's name (shortened if needed) and 10 hex digits of the image's
+// SHA-256, at most 253 characters.
+func ChildName(list, image string) string {
+	sum := sha256.Sum256([]byte(image))
+	suffix := "-" + hex.EncodeToString(sum[:5])
+	if len(list)+len(suffix) > 253 {
+		list = list[:253-len(suffix)]
+	}
+	return list + suffix
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	list, err := c.listLister.ImageListPullJobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil // its ImagePullJobs go with it (garbage collector)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if list.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	if list.Status.CompletionTime != nil {
+		return c.ttlAfter(ctx, list)
+	}
+	children, err := c.children(list)
+	if err != nil {
+		return 0, err
+	}
+
+	// Create the missing ImagePullJobs, delete those of images no longer listed.
+	want := map[string]bool{}
+	for _, img := range list.Spec.Images {
+		want[img] = true
+	}
+	for img := range want {
+		if _, ok := children[img]; ok {
+			continue
+		}
+		child, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Create(ctx, newChild(list, img), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return 0, fmt.Errorf("ImagePullJob %s exists but is not this list job's for %s", ChildName(list.Name, img), img)
+		}
+		if err != nil {
+			return 0, err
+		}
+		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCreated, "Created ImagePullJob %s for %s", child.Name, img)
+		children[img] = child
+	}
+	for img, child := range children {
+		if want[img] {
+			continue
+		}
+		err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Delete(ctx, child.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &child.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonDeleted, "Deleted ImagePullJob %s: %s is no longer listed", child.Name, img)
+		delete(children, img)
+	}
+
+	// Aggregate.
+	now := c.clock.Now()
+	st := list.Status.DeepCopy()
+	if st.StartTime == nil {
+		st.StartTime = ptr.To(metav1.NewTime(now))
+	}
+	st.Desired = int32(len(want))
+	st.Completed, st.Succeeded, st.Active = 0, 0, 0
+	st.FailedImageStatuses = nil
+	images := make([]string, 0, len(children))
+	for img := range children {
+		images = append(images, img)
+	}
+	sort.Strings(images)
+	for _, img := range images {
+		j := children[img]
+		done := j.Status.CompletionTime != nil
+		if done {
+			st.Completed++
+			if j.Status.Failed == 0 && j.Status.Succeeded == j.Status.Desired {
+				st.Succeeded++
+			}
+		} else {
+			st.Active++
+		}
+		if j.Status.Failed > 0 || (done && j.Status.Succeeded != j.Status.Desired) {
+			st.FailedImageStatuses = append(st.FailedImageStatuses, &v1beta1.FailedImageStatus{
+				ImagePullJob: j.Name, Name: img, Message: j.Status.Message,
+			})
+		}
+	}
+	st.Active += st.Desired - int32(len(children))
+	complete := list.Spec.CompletionPolicy.Type != v1beta1.Never && st.Completed == st.Desired
+	if complete {
+		st.CompletionTime = ptr.To(metav1.NewTime(now))
+	}
+	if !apiequality.Semantic.DeepEqual(&list.Status, st) {
+		cp := list.DeepCopy()
+		cp.Status = *st
+		if _, err := c.kruiseClient.AppsV1beta1().ImageListPullJobs(ns).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+			return 0, err
+		}
+	}
+	if complete {
+		if len(st.FailedImageStatuses) > 0 {
+			c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonFailed, "Completed: %d/%d images pulled on every node, %d failed somewhere", st.Succeeded, st.Desired, len(st.FailedImageStatuses))
+		} else {
+			c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCompleted, "Completed: %d/%d images pulled on every node", st.Succeeded, st.Desired)
+		}
+		cp := list.DeepCopy()
+		cp.Status = *st
+		return c.ttlAfter(ctx, cp)
+	}
+	return 0, nil
+}
+
+// children maps image → the list job's ImagePullJob for it.
+func (c *Controller) children(list *v1beta1.ImageListPullJob) (map[string]*v1beta1.ImagePullJob, error) {
+	all, err := c.jobLister.ImagePullJobs(list.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*v1beta1.ImagePullJob{}
+	for _, j := range all {
+		if ref := metav1.GetControllerOf(j); ref != nil && ref.UID == list.UID {
+			out[j.Spec.Image] = j
+		}
+	}
+	return out, nil
+}
+
+// newChild is the ImagePullJob for image: the list job's template, with no
+// ttl of its own (the list job's ttl deletes it, through the garbage
+// collector, once the aggregate is final).
+func newChild(list *v1beta1.ImageListPullJob, image string) *v1beta1.ImagePullJob {
+	tmpl := *list.Spec.ImagePullJobTemplate.DeepCopy()
+	tmpl.CompletionPolicy.TTLSecondsAfterFinished = nil
+	return &v1beta1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ChildName(list.Name, image),
+			Namespace: list.Namespace,
+			Labels:    map[string]string{"apps.kruise.io/image-list-pull-job": list.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(list,
+				v1beta1.SchemeGroupVersion.WithKind(kind))},
+		},
+		Spec: v1beta1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: tmpl},
+	}
+}
+
+// ttlAfter deletes a completed list job ttlSecondsAfterFinished after it
+// completed, or says when to look again.
+func (c *Controller) ttlAfter(ctx context.Context, list *v1beta1.ImageListPullJob) (time.Duration, error) {
+	ttl := list.Spec.CompletionPolicy.TTLSecondsAfterFinished
+	if ttl == nil || list.Status.CompletionTime == nil {
+		return 0, nil
+	}
+	at := list.Status.CompletionTime.Add(time.Duration(*ttl) * time.Second)
+	if now := c.clock.Now(); now.Before(at) {
+		return at.Sub(now), nil
+	}
+	err := c.kruiseClient.AppsV1beta1().ImageListPullJobs(list.Namespace).Delete(ctx, list.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &list.UID},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	return 0, nil
+}

@@ -1,0 +1,179 @@
+package imagelistpulljob
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+)
+
+var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
+type fixture struct {
+	ctrl     *Controller
+	kruise   *kruisefake.Clientset
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+	factory  kruiseinformers.SharedInformerFactory
+}
+
+func newList(images ...string) *v1beta1.ImageListPullJob {
+	return &v1beta1.ImageListPullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "list", Namespace: "default", UID: "list-uid"},
+		Spec: v1beta1.ImageListPullJobSpec{Images: images, ImagePullJobTemplate: v1beta1.ImagePullJobTemplate{
+			PullSecrets: []string{"s"}, Parallelism: ptr.To(intstrFrom(3)),
+			CompletionPolicy: v1beta1.CompletionPolicy{ActiveDeadlineSeconds: ptr.To(int64(900)), TTLSecondsAfterFinished: ptr.To(int32(60))},
+		}},
+	}
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	f := &fixture{kruise: kruisefake.NewSimpleClientset(objs...), clock: clocktesting.NewFakeClock(now), recorder: record.NewFakeRecorder(50)}
+	f.factory = kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
+	c, err := New(Config{
+		Client: fake.NewClientset(), KruiseClient: f.kruise,
+		ListJobs: f.factory.Apps().V1beta1().ImageListPullJobs(), Jobs: f.factory.Apps().V1beta1().ImagePullJobs(),
+		Recorder: f.recorder, Clock: f.clock,
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.queue.ShutDown)
+	f.ctrl = c
+	f.refresh(t)
+	return f
+}
+
+// refresh copies the API server's objects into the caches.
+func (f *fixture) refresh(t *testing.T) {
+	c := context.Background()
+	ll, err := f.kruise.AppsV1beta1().ImageListPullJobs("").List(c, metav1.ListOptions{})
+	require.NoError(t, err)
+	var ls []any
+	for i := range ll.Items {
+		ls = append(ls, &ll.Items[i])
+	}
+	require.NoError(t, f.factory.Apps().V1beta1().ImageListPullJobs().Informer().GetIndexer().Replace(ls, ""))
+	jl, err := f.kruise.AppsV1beta1().ImagePullJobs("").List(c, metav1.ListOptions{})
+	require.NoError(t, err)
+	var js []any
+	for i := range jl.Items {
+		js = append(js, &jl.Items[i])
+	}
+	require.NoError(t, f.factory.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Replace(js, ""))
+}
+
+func (f *fixture) sync(t *testing.T) time.Duration {
+	_, ctx := ktesting.NewTestContext(t)
+	after, err := f.ctrl.sync(ctx, "default/list")
+	require.NoError(t, err)
+	f.refresh(t)
+	return after
+}
+
+func (f *fixture) children(t *testing.T) map[string]v1beta1.ImagePullJob {
+	jl, err := f.kruise.AppsV1beta1().ImagePullJobs("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]v1beta1.ImagePullJob{}
+	for _, j := range jl.Items {
+		out[j.Spec.Image] = j
+	}
+	return out
+}
+
+func (f *fixture) list(t *testing.T) *v1beta1.ImageListPullJob {
+	l, err := f.kruise.AppsV1beta1().ImageListPullJobs("default").Get(context.Background(), "list", metav1.GetOptions{})
+	require.NoError(t, err)
+	return l
+}
+
+// finishChild sets a child's status as the ImagePullJob controller would.
+func (f *fixture) finishChild(t *testing.T, image string, desired, succeeded, failed int32, msg string) {
+	j := f.children(t)[image]
+	j.Status = v1beta1.ImagePullJobStatus{Desired: desired, Succeeded: succeeded, Failed: failed, Message: msg,
+		CompletionTime: ptr.To(metav1.NewTime(f.clock.Now()))}
+	_, err := f.kruise.AppsV1beta1().ImagePullJobs("default").UpdateStatus(context.Background(), &j, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh(t)
+}
+
+func TestChildName(t *testing.T) {
+	a, b := ChildName("list", "nginx:1"), ChildName("list", "nginx:2")
+	assert.NotEqual(t, a, b)
+	assert.True(t, strings.HasPrefix(a, "list-"))
+	assert.Len(t, ChildName(strings.Repeat("x", 300), "nginx"), 253)
+}
+
+func TestCreatesRemovesAndAggregates(t *testing.T) {
+	f := newFixture(t, newList("nginx:1", "redis:7"))
+	f.sync(t)
+	kids := f.children(t)
+	require.Len(t, kids, 2)
+	k := kids["nginx:1"]
+	assert.Equal(t, ChildName("list", "nginx:1"), k.Name)
+	ref := metav1.GetControllerOf(&k)
+	require.NotNil(t, ref)
+	assert.Equal(t, "list", ref.Name)
+	assert.Equal(t, []string{"s"}, k.Spec.PullSecrets)
+	assert.Equal(t, int64(900), *k.Spec.CompletionPolicy.ActiveDeadlineSeconds)
+	assert.Nil(t, k.Spec.CompletionPolicy.TTLSecondsAfterFinished, "the list job's ttl governs")
+	st := f.list(t).Status
+	assert.Equal(t, int32(2), st.Desired)
+	assert.Equal(t, int32(2), st.Active)
+	assert.NotNil(t, st.StartTime)
+
+	// redis is dropped from the list: its job goes.
+	l := f.list(t)
+	l.Spec.Images = []string{"nginx:1"}
+	_, err := f.kruise.AppsV1beta1().ImageListPullJobs("default").Update(context.Background(), l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh(t)
+	f.sync(t)
+	assert.Len(t, f.children(t), 1)
+	assert.Equal(t, int32(1), f.list(t).Status.Desired)
+
+	// Add one more, finish both, one with a failure.
+	l = f.list(t)
+	l.Spec.Images = []string{"nginx:1", "busybox:1"}
+	_, err = f.kruise.AppsV1beta1().ImageListPullJobs("default").Update(context.Background(), l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh(t)
+	f.sync(t)
+	f.finishChild(t, "nginx:1", 2, 2, 0, "Completed: 2/2")
+	f.sync(t)
+	st = f.list(t).Status
+	assert.Equal(t, int32(1), st.Completed)
+	assert.Equal(t, int32(1), st.Active)
+	assert.Nil(t, st.CompletionTime)
+
+	f.finishChild(t, "busybox:1", 2, 1, 1, "Completed: 1/2 nodes succeeded, 1 failed")
+	after := f.sync(t)
+	st = f.list(t).Status
+	require.NotNil(t, st.CompletionTime)
+	assert.Equal(t, int32(2), st.Completed)
+	assert.Equal(t, int32(1), st.Succeeded)
+	assert.Equal(t, int32(0), st.Active)
+	require.Len(t, st.FailedImageStatuses, 1)
+	assert.Equal(t, v1beta1.FailedImageStatus{ImagePullJob: ChildName("list", "busybox:1"), Name: "busybox:1", Message: "Completed: 1/2 nodes succeeded, 1 failed"}, *st.FailedImageStatuses[0])
+	assert.Equal(t, 60*time.Second, after, "ttl requeue")
+
+	f.clock.Step(time.Minute)
+	f.sync(t)
+	_, err = f.kruise.AppsV1beta1().ImageListPullJobs("default").Get(context.Background(), "list", metav1.GetOptions{})
+	assert.Error(t, err, "deleted after its ttl")
+}
+
+func intstrFrom(v int32) intstr.IntOrString { return intstr.FromInt32(v) }
