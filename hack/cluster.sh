@@ -85,9 +85,9 @@ stop() {
 
 build_tools() {
   mkdir -p "${OUT_BIN}"
-  log "building registry, mkimage and pause tools"
+  log "building registry, mkimage, pause and criproxy tools"
   (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${OUT_BIN}/" \
-    ./hack/tools/registry ./hack/tools/mkimage ./hack/tools/pause)
+    ./hack/tools/registry ./hack/tools/mkimage ./hack/tools/pause ./hack/tools/criproxy)
 }
 
 write_kubeconfig() {
@@ -240,7 +240,7 @@ node_ready() {
 
 any_running() {
   local c
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     running "${c}" && return 0
   done
   return 1
@@ -248,7 +248,7 @@ any_running() {
 
 healthy() {
   local c
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     running "${c}" || return 1
   done
   apiserver_ready && node_ready
@@ -319,6 +319,12 @@ start_node() {
   local ip="$1"
   start containerd /usr/bin/containerd --config "${W}/containerd/config.toml"
   wait_for "containerd CRI" 60 crictl version || die "containerd not ready: see ${LOGS}/containerd.log"
+  # kruise-daemon reaches containerd through this proxy, which records every CRI PullImage
+  # (image, sandbox labels and annotations; never credentials) for the e2e tests.
+  mkdir -p "${W}/criproxy"
+  start criproxy "${OUT_BIN}/criproxy" --listen "${CRIPROXY_SOCK}" --upstream "${CTR_SOCK}" \
+    --record "${W}/criproxy/pulls.jsonl"
+  wait_for "CRI proxy" 30 test -S "${CRIPROXY_SOCK}" || die "criproxy did not start: see ${LOGS}/criproxy.log"
   bash "${KRUISE_ROOT}/hack/images.sh" local-node
   start kubelet "${K8S_BIN}/kubelet" --config="${W}/kubelet/config.yaml" \
     --kubeconfig="${W}/kubelet.kubeconfig" --root-dir="${W}/kubelet/root" \
@@ -457,6 +463,7 @@ down() {
   set +e +o pipefail
   stop kubelet 30
   remove_pods
+  stop criproxy
   stop containerd 15
   stop_shims
   stop kube-scheduler
@@ -514,7 +521,7 @@ leftovers() {
 
 status() {
   local c rc=0
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     if running "${c}"; then printf '%-24s running (pid %s)\n' "${c}" "$(cat "${PIDS}/${c}.pid")"
     else printf '%-24s stopped\n' "${c}"; rc=1; fi
   done

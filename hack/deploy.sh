@@ -7,6 +7,35 @@ kubectl() { "${K8S_BIN}/kubectl" "$@"; }
 
 bash "${KRUISE_ROOT}/hack/images.sh" kruise
 
+# The daemon's exec credential providers (kubelet CredentialProviderConfig), mounted from the host
+# by the local overlay: the e2e test plugin (test/e2e/credplugin) as two providers, one per
+# protected registry prefix, each covering only its ".../viaplugin" repositories so that the tests
+# of pull secrets (and of wrong ones) stay unaffected.
+cred="${KRUISE_WORK}/credential-provider"
+mkdir -p "${cred}/bin" "${cred}/log"
+(cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${cred}/bin/basic-credential-provider" ./test/e2e/credplugin)
+cp -f "${cred}/bin/basic-credential-provider" "${cred}/bin/token-credential-provider"
+provider() { # name, repository prefix, password
+  cat <<YAML
+  - name: $1
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    matchImages: ["${REGISTRY_ADDR}/$2"]
+    defaultCacheDuration: 0s
+    env:
+      - {name: CREDPLUGIN_MATCH, value: "${REGISTRY_ADDR}/$2"}
+      - {name: CREDPLUGIN_USER, value: "${REGISTRY_USER}"}
+      - {name: CREDPLUGIN_PASSWORD, value: "$3"}
+      - {name: CREDPLUGIN_LOG, value: /etc/kruise/credential-provider-log/calls.log}
+YAML
+}
+{
+  echo "apiVersion: kubelet.config.k8s.io/v1"
+  echo "kind: CredentialProviderConfig"
+  echo "providers:"
+  provider basic-credential-provider basic/viaplugin "${REGISTRY_BASIC_PASSWORD}"
+  provider token-credential-provider token/viaplugin "${REGISTRY_TOKEN_PASSWORD}"
+} >"${cred}/config.yaml"
+
 gen="${KRUISE_WORK}/deploy"
 mkdir -p "${gen}"
 cat >"${gen}/kustomization.yaml" <<YAML

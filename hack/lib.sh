@@ -19,6 +19,8 @@ K8S_BIN="${KRUISE_CACHE}/k8s/${K8S_VERSION}/bin"
 ETCD_BIN="${KRUISE_CACHE}/etcd/${ETCD_VERSION}/bin"
 TOOLS_BIN="${KRUISE_CACHE}/tools/bin"
 CTR_SOCK="${KRUISE_WORK}/containerd/containerd.sock"
+# The recording CRI proxy in front of containerd (hack/tools/criproxy); kruise-daemon uses it.
+CRIPROXY_SOCK="${KRUISE_WORK}/criproxy.sock"
 OUT_BIN="${KRUISE_ROOT}/_output/bin"
 
 # The loopback test registry: repositories under public/ are anonymous, basic/ need HTTP Basic

@@ -15,6 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/pkg/server"
 )
@@ -76,13 +77,15 @@ func run(ctx context.Context, o *Options, d deps) error {
 	readyz := []server.Checker{prober, nodes}
 	crrMetrics := recreate.NewMetrics()
 	crrReady := server.NewFlag("crr", "CRR informers have not synced")
+	pullMetrics := imagepull.NewMetrics()
+	pullReady := server.NewFlag("imagepull", "NodeImage and pull-secret informers have not synced")
 	if d.kruiseClient != nil {
-		for _, c := range crrMetrics.Collectors() {
+		for _, c := range append(crrMetrics.Collectors(), pullMetrics.Collectors()...) {
 			if err := reg.Register(c); err != nil {
-				return fmt.Errorf("registering CRR metrics: %w", err)
+				return fmt.Errorf("registering CRR and image pull metrics: %w", err)
 			}
 		}
-		readyz = append(readyz, crrReady)
+		readyz = append(readyz, crrReady, pullReady)
 	}
 
 	srv := server.New(server.Options{
@@ -168,6 +171,23 @@ func run(ctx context.Context, o *Options, d deps) error {
 			crrReady.Set(true)
 			logger.Info("CRR informers synced; starting the CRR executor", "workers", o.CRRWorkers)
 			g.Go(func() error { return crrs.executor.Run(gctx, o.CRRWorkers) })
+
+			pulls, err := newPullWatch(gctx, o, d.client, d.kruiseClient, rt, pullMetrics)
+			if err != nil {
+				return err
+			}
+			pullCtx, cancelPulls := context.WithCancel(gctx)
+			defer pulls.shutdown()
+			defer cancelPulls()
+			pulls.start(pullCtx.Done())
+			if err := wait.PollUntilContextCancel(gctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+				return pulls.synced(), nil
+			}); err != nil {
+				return nil // cancelled before the API server answered
+			}
+			pullReady.Set(true)
+			logger.Info("NodeImage informer synced; starting the image puller", "maxConcurrentPulls", o.MaxConcurrentPulls)
+			g.Go(func() error { return pulls.puller.Run(gctx) })
 		}
 
 		<-gctx.Done()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/options"
 )
 
@@ -53,6 +54,18 @@ type Options struct {
 	// CRRWorkers is how many pods' ContainerRecreateRequests are executed
 	// in parallel.
 	CRRWorkers int
+
+	// MaxConcurrentPulls bounds the image pulls of NodeImage tags running
+	// at once on this node.
+	MaxConcurrentPulls int
+	// CredentialProviderConfig and CredentialProviderBinDir configure exec
+	// credential-provider plugins exactly like the kubelet's
+	// --image-credential-provider-config / --image-credential-provider-bin-dir;
+	// empty: pull secrets only.
+	CredentialProviderConfig string
+	CredentialProviderBinDir string
+	// CredentialProviderTimeout bounds one plugin call.
+	CredentialProviderTimeout time.Duration
 }
 
 // NewOptions returns the defaults, with NodeName taken from $NODE_NAME.
@@ -71,6 +84,9 @@ func NewOptions() *Options {
 		CRIProbeTimeout:  cri.DefaultProbeTimeout,
 		Addr:             DefaultAddr,
 		CRRWorkers:       4,
+
+		MaxConcurrentPulls:        imagepull.DefaultMaxConcurrentPulls,
+		CredentialProviderTimeout: time.Minute,
 	}
 }
 
@@ -94,6 +110,23 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespace of the node heartbeat Lease (kruise-daemon-<node>). Defaults to $"+PodNamespaceEnv+", else "+DefaultNamespace+".")
 	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
 		"How many pods' ContainerRecreateRequests are executed in parallel (one request at a time per pod).")
+	fs.IntVar(&o.MaxConcurrentPulls, "max-concurrent-pulls", o.MaxConcurrentPulls,
+		"How many images of this node's NodeImage are pulled at once; the others wait (status Waiting).")
+	fs.StringVar(&o.CredentialProviderConfig, "credential-provider-config", o.CredentialProviderConfig,
+		"Path of a kubelet CredentialProviderConfig (kubelet.config.k8s.io/v1) naming exec credential-provider plugins for image pre-pulls, "+
+			"as the kubelet's --image-credential-provider-config. Empty: only the ImagePullJobs' pull secrets are used.")
+	fs.StringVar(&o.CredentialProviderBinDir, "credential-provider-bin-dir", o.CredentialProviderBinDir,
+		"Directory of the credential-provider plugin binaries, as the kubelet's --image-credential-provider-bin-dir.")
+	fs.DurationVar(&o.CredentialProviderTimeout, "credential-provider-timeout", o.CredentialProviderTimeout,
+		"How long one credential-provider plugin call may take before it is killed.")
+	// OpenKruise's kruise-daemon names for the same settings, so existing manifests keep working.
+	fs.IntVar(&o.MaxConcurrentPulls, "max-workers-for-pull-image", o.MaxConcurrentPulls, "")
+	fs.StringVar(&o.CredentialProviderConfig, "plugin-config-file", o.CredentialProviderConfig, "")
+	fs.StringVar(&o.CredentialProviderBinDir, "plugin-bin-dir", o.CredentialProviderBinDir, "")
+	for _, f := range [][2]string{{"max-workers-for-pull-image", "max-concurrent-pulls"},
+		{"plugin-config-file", "credential-provider-config"}, {"plugin-bin-dir", "credential-provider-bin-dir"}} {
+		_ = fs.MarkDeprecated(f[0], "use --"+f[1])
+	}
 }
 
 // Validate checks the options and says which flag to fix.
@@ -130,6 +163,17 @@ func (o *Options) Validate() error {
 	}
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.MaxConcurrentPulls < 1 {
+		// OpenKruise's -1 ("unlimited") is refused: a node pulling without
+		// bound saturates its disk and network.
+		errs = append(errs, fmt.Errorf("--max-concurrent-pulls must be at least 1, got %d", o.MaxConcurrentPulls))
+	}
+	if (o.CredentialProviderConfig == "") != (o.CredentialProviderBinDir == "") {
+		errs = append(errs, errors.New("--credential-provider-config and --credential-provider-bin-dir must be set together"))
+	}
+	if o.CredentialProviderTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--credential-provider-timeout must be positive, got %s", o.CredentialProviderTimeout))
 	}
 	return errors.Join(errs...)
 }
