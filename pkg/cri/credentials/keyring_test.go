@@ -36,6 +36,8 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 func userPass(creds []Credential) []string {
 	var out []string
 	for _, c := range creds {
+		// ServerAddress must stay empty: containerd drops credentials whose
+		// server address does not parse as a URL of the host it resolves.
 		out = append(out, c.Source+" "+c.Username+":"+c.Password+"@"+c.ServerAddress)
 	}
 	return out
@@ -53,32 +55,32 @@ func TestSecretsLookup(t *testing.T) {
 			name:    "dockerconfigjson username and password",
 			image:   "registry.io/app:v1",
 			secrets: []*corev1.Secret{dockerConfigJSONSecret("a", `{"registry.io":{"username":"u","password":"p"}}`)},
-			want:    []string{"secret ns/a u:p@registry.io"},
+			want:    []string{"secret ns/a u:p@"},
 		},
 		{
 			name:    "dockercfg auth decoded, password keeps colons",
 			image:   "registry.io/app",
 			secrets: []*corev1.Secret{dockercfgSecret("b", fmt.Sprintf(`{"https://registry.io":{"auth":%q}}`, b64("bob:s3:cr:et")))},
-			want:    []string{"secret ns/b bob:s3:cr:et@registry.io"},
+			want:    []string{"secret ns/b bob:s3:cr:et@"},
 		},
 		{
 			name:  "auth ignored when username and password are set",
 			image: "registry.io/app",
 			secrets: []*corev1.Secret{dockerConfigJSONSecret("a",
 				fmt.Sprintf(`{"registry.io":{"username":"u","password":"p","auth":%q}}`, b64("x:y")))},
-			want: []string{"secret ns/a u:p@registry.io"},
+			want: []string{"secret ns/a u:p@"},
 		},
 		{
 			name:    "docker hub key matches a short name",
 			image:   "nginx",
 			secrets: []*corev1.Secret{dockerConfigJSONSecret("hub", `{"https://index.docker.io/v1/":{"username":"h","password":"p"}}`)},
-			want:    []string{"secret ns/hub h:p@docker.io"},
+			want:    []string{"secret ns/hub h:p@"},
 		},
 		{
 			name:    "docker.io key matches index.docker.io image",
 			image:   "index.docker.io/user/app:v1",
 			secrets: []*corev1.Secret{dockerConfigJSONSecret("hub", `{"docker.io":{"username":"h","password":"p"}}`)},
-			want:    []string{"secret ns/hub h:p@docker.io"},
+			want:    []string{"secret ns/hub h:p@"},
 		},
 		{
 			name:    "docker hub key does not match another registry",
@@ -92,7 +94,7 @@ func TestSecretsLookup(t *testing.T) {
 				"registry.io":{"username":"noport","password":"p"},
 				"registry.io:5000/other":{"username":"otherpath","password":"p"},
 				"http://registry.io:5000/team":{"username":"team","password":"p"}}`)},
-			want: []string{"secret ns/a team:p@registry.io:5000"},
+			want: []string{"secret ns/a team:p@"},
 		},
 		{
 			name:  "most specific first, then secret order",
@@ -103,10 +105,10 @@ func TestSecretsLookup(t *testing.T) {
 				dockercfgSecret("c", `{"registry.io":{"username":"c","password":"4"}}`),
 			},
 			want: []string{
-				"secret ns/b b:2@registry.io",
-				"secret ns/a a:1@registry.io",
-				"secret ns/c c:4@registry.io",
-				"secret ns/b glob:3@registry.io",
+				"secret ns/b b:2@",
+				"secret ns/a a:1@",
+				"secret ns/c c:4@",
+				"secret ns/b glob:3@",
 			},
 		},
 		{
@@ -114,7 +116,7 @@ func TestSecretsLookup(t *testing.T) {
 			image: "registry.io/app",
 			secrets: []*corev1.Secret{dockerConfigJSONSecret("tok",
 				`{"registry.io":{"identitytoken":"tkn"}}`)},
-			want: []string{"secret ns/tok :@registry.io"},
+			want: []string{"secret ns/tok :@"},
 		},
 		{
 			name:    "entry without credential is skipped",
@@ -159,7 +161,7 @@ func TestSecretsLookup(t *testing.T) {
 				dockerConfigJSONSecret("mixed", `{"registry.io":{"auth":"!!hunter2!!"},"registry.io/app":{"username":"u","password":"p"}}`),
 				nil,
 			},
-			want:         []string{"secret ns/mixed u:p@registry.io"},
+			want:         []string{"secret ns/mixed u:p@"},
 			wantProblems: []string{`secret ns/mixed: registry "registry.io": "auth" is not valid base64`},
 		},
 		{
@@ -194,7 +196,7 @@ func TestSecretCredentialFields(t *testing.T) {
 	require.Empty(t, problems)
 	require.Len(t, creds, 1)
 	assert.Equal(t, Credential{
-		Auth:   cri.Auth{Username: "u", Password: "p", IdentityToken: "it", RegistryToken: "rt", ServerAddress: "registry.io"},
+		Auth:   cri.Auth{Username: "u", Password: "p", IdentityToken: "it", RegistryToken: "rt"},
 		Source: "secret ns/full",
 	}, creds[0])
 }

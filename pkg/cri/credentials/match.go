@@ -195,13 +195,17 @@ func sortBySpecificity(ps []authPattern) {
 }
 
 // matching returns the credentials of the patterns (already sorted) that
-// match img, in order, with ServerAddress set to the image's registry.
+// match img, in order. ServerAddress stays empty: containerd parses it as a
+// URL and drops credentials whose host differs from the one it resolves
+// (a bare "host:port" does not even parse, and docker.io resolves to
+// registry-1.docker.io), while the credentials were matched to this image
+// already.
 func matching(ps []authPattern, img imageRef) []Credential {
 	var out []Credential
 	for _, p := range ps {
 		if p.loc.matches(img.loc) {
 			c := p.cred
-			c.ServerAddress = img.registry
+			c.ServerAddress = ""
 			out = append(out, c)
 		}
 	}

@@ -118,7 +118,7 @@ func TestPluginSuccess(t *testing.T) {
 	// env from the config; its answer keyed by that repository matches.
 	creds, problems := lookup(t, ps, "123.dkr.ecr.us-east-1.amazonaws.com/app:v1@sha256:0123")
 	require.Empty(t, problems)
-	assert.Equal(t, []string{"plugin ecr user:123.dkr.ecr.us-east-1.amazonaws.com/app:pw-ecr@123.dkr.ecr.us-east-1.amazonaws.com"}, userPass(creds))
+	assert.Equal(t, []string{"plugin ecr user:123.dkr.ecr.us-east-1.amazonaws.com/app:pw-ecr@"}, userPass(creds))
 	assert.Equal(t, 1, invocations(t, count))
 
 	// An image outside matchImages does not run the plugin.
@@ -231,7 +231,7 @@ func TestPluginCache(t *testing.T) {
 				require.Empty(t, problems, "step %d", i)
 				require.Len(t, creds, 1, "step %d", i)
 				assert.Equal(t, s.user, creds[0].Username, "step %d", i)
-				assert.Equal(t, strings.Split(s.image, "/")[0], creds[0].ServerAddress, "step %d", i)
+				assert.Empty(t, creds[0].ServerAddress, "step %d", i)
 				assert.Equal(t, s.invocations, invocations(t, count), "step %d: invocations", i)
 			}
 		})
@@ -282,7 +282,7 @@ func TestPluginSingleflight(t *testing.T) {
 	for range n {
 		r := <-results
 		assert.Empty(t, r.problems)
-		assert.Equal(t, []string{"plugin p user:reg.example.com/app:pw-p@reg.example.com"}, userPass(r.creds))
+		assert.Equal(t, []string{"plugin p user:reg.example.com/app:pw-p@"}, userPass(r.creds))
 	}
 	assert.Equal(t, 1, invocations(t, count))
 }
@@ -322,7 +322,7 @@ func TestPluginTokenAttributesSkipped(t *testing.T) {
 	ps := loadTestPlugins(t, []kubeletconfigv1.CredentialProvider{p, testProvider("plain", []string{"*.example.com"})})
 
 	creds, problems := lookup(t, ps, "reg.example.com/app")
-	assert.Equal(t, []string{"plugin plain user:reg.example.com/app:pw-plain@reg.example.com"}, userPass(creds))
+	assert.Equal(t, []string{"plugin plain user:reg.example.com/app:pw-plain@"}, userPass(creds))
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].Error(), "plugin needs-token: skipped")
 	assert.Contains(t, problems[0].Error(), "tokenAttributes")
@@ -344,9 +344,9 @@ func TestResolverOrder(t *testing.T) {
 	creds, problems := NewResolver(ps).Lookup(context.Background(), "reg.example.com/app:v1", secrets)
 	require.Empty(t, problems)
 	assert.Equal(t, []string{
-		"secret ns/s su:sp@reg.example.com",
-		"plugin second user:reg.example.com/app:pw-second@reg.example.com",
-		"plugin first user:reg.example.com/app:pw-first@reg.example.com",
+		"secret ns/s su:sp@",
+		"plugin second user:reg.example.com/app:pw-second@",
+		"plugin first user:reg.example.com/app:pw-first@",
 	}, userPass(creds))
 
 	// Nothing matches: no credentials, no problems (pull anonymously).
@@ -361,8 +361,8 @@ func TestResolverOrder(t *testing.T) {
 	})
 	creds, problems = NewResolver(bad).Lookup(context.Background(), "reg.example.com/app", secrets)
 	assert.Equal(t, []string{
-		"secret ns/s su:sp@reg.example.com",
-		"plugin good user:reg.example.com/app:pw-good@reg.example.com",
+		"secret ns/s su:sp@",
+		"plugin good user:reg.example.com/app:pw-good@",
 	}, userPass(creds))
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].Error(), "plugin broken")

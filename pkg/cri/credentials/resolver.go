@@ -34,7 +34,7 @@ func NewResolver(plugins *Plugins) *Resolver {
 // the matching entries of the pull secrets (most specific registry key
 // first; equally specific ones in the order of secrets), then the
 // credentials of every plugin whose matchImages match the image, in config
-// order. ServerAddress is set to the image's registry host. No credentials
+// order. ServerAddress is left empty (see matching). No credentials
 // means: pull anonymously.
 //
 // problems lists what could not be used: secrets of the wrong type or with
