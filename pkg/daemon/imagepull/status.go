@@ -35,6 +35,11 @@ func (p *Puller) writeLoop(ctx context.Context) {
 			return
 		case <-p.statusCh:
 		}
+		if !p.statusStale() {
+			// Most wake-ups are the echo of our own write or a spec change
+			// that changes no status: they cost no token.
+			continue
+		}
 		now := p.clock.Now()
 		if d := p.limiter.ReserveN(now, 1).DelayFrom(now); d > 0 {
 			if !p.sleep(ctx, d) {
@@ -61,6 +66,17 @@ func (p *Puller) writeLoop(ctx context.Context) {
 		}
 		failures = 0
 	}
+}
+
+// statusStale reports whether the status computed from memory differs from
+// the one last written or observed.
+func (p *Puller) statusStale() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.obj == nil {
+		return false
+	}
+	return p.written == nil || !equality.Semantic.DeepEqual(p.desiredStatusLocked(), p.written)
 }
 
 // writeStatus patches the status subresource with the image entries that
