@@ -30,11 +30,14 @@ test-integration: deps ## Tests against a real etcd and kube-apiserver started b
 e2e: deploy ## End-to-end tests against the local cluster (brought up and deployed if needed).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
-bench: deploy ## Every benchmark on the local cluster: CRR restart and Job sidecar latency (BENCHMARKS.md).
-	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run 'TestCRRRestartLatency|TestSidecarJobLatency' -v ./bench/...
+bench: deploy ## Every benchmark on the local cluster: CRR restart, Job sidecar and image pre-pull latency (BENCHMARKS.md).
+	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run 'TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency' -v ./bench/...
 
 bench-sidecar: deploy ## Job main exit → Complete: kruise sidecar terminator vs native sidecar vs none (BENCHMARKS.md).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run TestSidecarJobLatency -v ./bench/...
+
+bench-imagepull: deploy ## Image pre-pull: ImagePullJob create → succeeded vs a direct CRI PullImage (BENCHMARKS.md).
+	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run TestImagePullLatency -v ./bench/...
 
 deps: ## Install Debian packages and build the cached Kubernetes, etcd and crictl binaries.
 	@hack/install-deps.sh
