@@ -5,7 +5,11 @@
 //   - public/...  anonymous pull and push;
 //   - basic/...   pull and push need the configured Basic user and password;
 //   - token/...   pull and push need a Bearer token from the /token endpoint,
-//     which is issued to the configured token user and password.
+//     which is issued to the configured token user and password;
+//   - slow/...    anonymous pull and push like public/, but a GET of a blob
+//     is held back (nothing is sent) until Options.SlowHold has passed or
+//     the client goes away, so a pull of an image under slow/ stays under
+//     way until the client cancels it (tests of cancellation).
 //
 // Any other repository name is answered with 404 NAME_UNKNOWN.
 //
@@ -77,12 +81,14 @@ const (
 	PublicPrefix = "public/"
 	BasicPrefix  = "basic/"
 	TokenPrefix  = "token/"
+	SlowPrefix   = "slow/"
 )
 
 // Defaults used when the corresponding Options field is empty.
 const (
 	DefaultName     = "kruise-test-registry"
 	DefaultTokenTTL = time.Hour
+	DefaultSlowHold = 10 * time.Minute
 )
 
 // Options configures a registry handler.
@@ -104,6 +110,10 @@ type Options struct {
 	BlobDir string
 	// Logger receives one record per request. Default slog.Default().
 	Logger *slog.Logger
+	// SlowHold is how long a GET of a blob under slow/ is held back before
+	// it is served (unless the client goes away first). Default
+	// DefaultSlowHold.
+	SlowHold time.Duration
 }
 
 // access is what a request needs: an action on a repository.
@@ -146,6 +156,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.SlowHold <= 0 {
+		opts.SlowHold = DefaultSlowHold
 	}
 	inner := []ggcrregistry.Option{
 		// The inner registry logs every request on its own; keep that at debug level.
@@ -250,6 +263,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 	switch {
 	case strings.HasPrefix(repo, PublicPrefix):
 		subject = "anonymous"
+	case strings.HasPrefix(repo, SlowPrefix):
+		subject = "anonymous"
+		if r.Method == http.MethodGet && isBlobPath(p) && !h.hold(r) {
+			// The client went away while held: nothing to answer.
+			return subject + "(gone while held)"
+		}
 	case strings.HasPrefix(repo, BasicPrefix):
 		s, ok := h.authorizeBasic(r, need)
 		if !ok {
@@ -268,7 +287,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		subject = s
 	default:
 		writeError(w, http.StatusNotFound, "NAME_UNKNOWN",
-			fmt.Sprintf("repository %q must start with %s, %s or %s", repo, PublicPrefix, BasicPrefix, TokenPrefix))
+			fmt.Sprintf("repository %q must start with %s, %s, %s or %s", repo, PublicPrefix, BasicPrefix, TokenPrefix, SlowPrefix))
 		return "-"
 	}
 	h.inner.ServeHTTP(w, r)
@@ -528,7 +547,7 @@ func allowed(repo string, subjects []string) bool {
 		return false
 	}
 	switch {
-	case strings.HasPrefix(repo, PublicPrefix):
+	case strings.HasPrefix(repo, PublicPrefix), strings.HasPrefix(repo, SlowPrefix):
 		return true
 	case strings.HasPrefix(repo, BasicPrefix):
 		return has("basic")
@@ -539,7 +558,28 @@ func allowed(repo string, subjects []string) bool {
 }
 
 func knownPrefix(repo string) bool {
-	return strings.HasPrefix(repo, PublicPrefix) || strings.HasPrefix(repo, BasicPrefix) || strings.HasPrefix(repo, TokenPrefix)
+	return strings.HasPrefix(repo, PublicPrefix) || strings.HasPrefix(repo, BasicPrefix) ||
+		strings.HasPrefix(repo, TokenPrefix) || strings.HasPrefix(repo, SlowPrefix)
+}
+
+// isBlobPath reports whether p is /v2/<name>/blobs/<digest> (not an upload).
+func isBlobPath(p string) bool {
+	elems := strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/v2/"), "/"), "/")
+	n := len(elems)
+	return n >= 3 && elems[n-2] == "blobs" && elems[n-1] != "uploads"
+}
+
+// hold waits SlowHold, or until the request's client goes away. It reports
+// whether the request should still be served.
+func (h *Handler) hold(r *http.Request) bool {
+	t := time.NewTimer(h.opts.SlowHold)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // parseRepositoryScope parses "repository:<name>:<action>[,<action>...]".

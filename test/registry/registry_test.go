@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -468,5 +469,101 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	if _, err := New(Options{TokenUser: "a", TokenPassword: "b"}); err == nil {
 		t.Fatal("missing basic credentials accepted")
+	}
+}
+
+// newSlowRegistry is newTestRegistry with the given hold for blobs under slow/.
+func newSlowRegistry(t *testing.T, hold time.Duration) *testRegistry {
+	t.Helper()
+	logs := &logBuffer{}
+	h, err := New(Options{
+		BasicUser: basicUser, BasicPassword: basicPW, TokenUser: tokenUser, TokenPassword: tokenPW,
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+		SlowHold: hold,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testRegistry{h: h, srv: srv, host: u.Host, logs: logs}
+}
+
+// Under slow/ anyone may push and pull, manifests come at once, and a blob
+// only after the hold.
+func TestSlowPrefixHoldsBlobs(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	tr := newSlowRegistry(t, hold)
+	img := randomImage(t)
+	ref := tr.ref(t, "slow/app:v1")
+	if err := remote.Write(ref, img, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatalf("anonymous push to slow/: %v", err)
+	}
+	start := time.Now()
+	if _, err := remote.Get(ref, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if d := time.Since(start); d >= hold {
+		t.Errorf("manifest took %s, want it without the hold of %s", d, hold)
+	}
+	start = time.Now()
+	checkRoundTrip(t, ref, authn.Anonymous, img)
+	if d := time.Since(start); d < hold {
+		t.Errorf("pull with blobs took %s, want at least the hold of %s", d, hold)
+	}
+	// HEAD of a blob (what a push asks) is not held.
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	resp, _ := do(t, http.MethodHead, tr.srv.URL+"/v2/slow/app/blobs/"+dg.String(), nil, nil)
+	if resp.StatusCode != http.StatusOK || time.Since(start) >= hold {
+		t.Errorf("HEAD blob: status %d after %s, want 200 without the hold", resp.StatusCode, time.Since(start))
+	}
+}
+
+// A held blob request ends as soon as its client goes away.
+func TestSlowPrefixReleasesOnDisconnect(t *testing.T) {
+	tr := newSlowRegistry(t, time.Hour)
+	img := randomImage(t)
+	ref := tr.ref(t, "slow/app:v1")
+	if err := remote.Write(ref, img, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.srv.URL+"/v2/slow/app/blobs/"+dg.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("blob GET under slow/ answered %d before the client gave up", resp.StatusCode)
+	}
+	// The handler notices the disconnect and logs the request.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(tr.logs.String(), "gone while held") {
+		if time.Now().After(deadline) {
+			t.Fatalf("held request not released after the client went away; log:\n%s", tr.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
