@@ -560,7 +560,7 @@ func TestImagePullDeleteStopsPull(t *testing.T) {
 	since := time.Now()
 
 	job := framework.NewImagePullJob(e.ns, "slow", image)
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](300), BackoffLimit: ptr.To[int32](0)}
+	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](240), BackoffLimit: ptr.To[int32](0)}
 	framework.CreateImagePullJob(ctx, t, e.c, job)
 	w.WaitObservation(ctx, t, node, time.Minute, "tag Pulling", func(o framework.TagObservation) bool {
 		return o.Spec != nil && o.Status != nil && o.Status.Phase == appsv1beta1.ImagePhasePulling && o.Status.Version == o.Spec.Version
