@@ -32,3 +32,17 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component, ho
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component, Host: host}), broadcaster.Shutdown, nil
 }
+
+// Ensure sets *rec, when nil, to a kruise-controller recorder and returns the
+// function that stops it (a no-op when *rec was already set, e.g. by a test).
+func Ensure(ctx context.Context, client kubernetes.Interface, rec *record.EventRecorder) (func(), error) {
+	if *rec != nil {
+		return func() {}, nil
+	}
+	r, stop, err := NewRecorder(ctx, client, "kruise-controller", "")
+	if err != nil {
+		return nil, err
+	}
+	*rec = r
+	return stop, nil
+}

@@ -199,14 +199,11 @@ func (c *Controller) Name() string { return Name }
 func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.jobQueue.ShutDown()
 	defer c.nodeQueue.ShutDown()
-	if c.recorder == nil {
-		rec, stop, err := events.NewRecorder(ctx, c.client, "kruise-controller", "")
-		if err != nil {
-			return err
-		}
-		defer stop()
-		c.recorder = rec
+	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
+	if err != nil {
+		return err
 	}
+	defer stopRecorder()
 	klog.FromContext(ctx).Info("Started workers", "workers", n)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.jobLoop().Run(ctx, n) })

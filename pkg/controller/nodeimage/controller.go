@@ -119,14 +119,11 @@ func (c *Controller) Name() string { return Name }
 // Run processes nodes with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.queue.ShutDown()
-	if c.recorder == nil {
-		rec, stop, err := events.NewRecorder(ctx, c.client, "kruise-controller", "")
-		if err != nil {
-			return err
-		}
-		defer stop()
-		c.recorder = rec
+	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
+	if err != nil {
+		return err
 	}
+	defer stopRecorder()
 	klog.FromContext(ctx).Info("Started workers", "workers", n)
 	c.loop().Run(ctx, n)
 	return nil

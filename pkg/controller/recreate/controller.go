@@ -140,14 +140,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.queue.ShutDown()
 
-	if c.recorder == nil {
-		rec, stop, err := events.NewRecorder(ctx, c.client, "kruise-controller", "")
-		if err != nil {
-			return err
-		}
-		defer stop()
-		c.recorder = rec
+	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
+	if err != nil {
+		return err
 	}
+	defer stopRecorder()
 	c.startedAt = c.clock.Now()
 
 	logger.Info("Started workers", "workers", workers)
