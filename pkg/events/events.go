@@ -46,3 +46,16 @@ func Ensure(ctx context.Context, client kubernetes.Interface, rec *record.EventR
 	*rec = r
 	return stop, nil
 }
+
+// Drain returns the Events a FakeRecorder holds, emptying it (for tests).
+func Drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const testNS = "default"
@@ -262,7 +263,7 @@ func (f *fixture) ni(t *testing.T, name string) *v1beta1.NodeImage {
 // tagOn is the spec tag repo:tag on node, or nil.
 func (f *fixture) tagOn(t *testing.T, node, repo, tag string) *v1beta1.ImageTagSpec {
 	t.Helper()
-	return findTag(f.ni(t, node), repo, tag)
+	return f.ni(t, node).TagSpec(repo, tag)
 }
 
 // report plays the daemon: records phase for the current version of
@@ -270,7 +271,7 @@ func (f *fixture) tagOn(t *testing.T, node, repo, tag string) *v1beta1.ImageTagS
 func (f *fixture) report(t *testing.T, node, repo, tag string, phase v1beta1.ImagePullPhase) {
 	t.Helper()
 	ni := f.ni(t, node)
-	spec := findTag(ni, repo, tag)
+	spec := ni.TagSpec(repo, tag)
 	require.NotNil(t, spec, "no tag %s:%s on %s", repo, tag, node)
 	if ni.Status.ImageStatuses == nil {
 		ni.Status.ImageStatuses = map[string]v1beta1.ImageStatus{}
@@ -307,15 +308,7 @@ func (f *fixture) writes() []k8stesting.Action {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 // activeNodes lists the nodes where the job's tag is requested and has no
@@ -327,7 +320,7 @@ func (f *fixture) activeNodes(t *testing.T, job *v1beta1.ImagePullJob, repo, tag
 	require.NoError(t, err)
 	for i := range nl.Items {
 		ni := &nl.Items[i]
-		e := findTag(ni, repo, tag)
+		e := ni.TagSpec(repo, tag)
 		if e == nil || !hasOwner(e, job.UID) {
 			continue
 		}

@@ -318,7 +318,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 	}
 	for _, ni := range targets {
 		n := ni.Name
-		entry := findTag(ni, repo, tag)
+		entry := ni.TagSpec(repo, tag)
 		ours := entry != nil && hasOwner(entry, uid)
 		var st *v1beta1.ImageTagStatus
 		if entry != nil {
@@ -614,19 +614,6 @@ func sortRefs(refs []v1beta1.ReferenceObject) {
 		}
 		return refs[i].Name < refs[j].Name
 	})
-}
-
-func findTag(ni *v1beta1.NodeImage, repo, tag string) *v1beta1.ImageTagSpec {
-	img, ok := ni.Spec.Images[repo]
-	if !ok {
-		return nil
-	}
-	for i := range img.Tags {
-		if img.Tags[i].Tag == tag {
-			return &img.Tags[i]
-		}
-	}
-	return nil
 }
 
 func findStatus(ni *v1beta1.NodeImage, repo, tag string, version int64) *v1beta1.ImageTagStatus {

@@ -23,6 +23,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const (
@@ -186,15 +187,7 @@ func (f *fixture) liveNodeImage(t *testing.T) *appsv1beta1.NodeImage {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 // decodePatch returns the merge patch a write sent, decoded.

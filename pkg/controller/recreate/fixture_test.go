@@ -22,6 +22,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const (
@@ -128,15 +129,7 @@ func (f *fixture) writes() []k8stesting.Action {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 func (f *fixture) getCRR(t *testing.T) *appsv1alpha1.ContainerRecreateRequest {

@@ -22,6 +22,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const (
@@ -291,15 +292,7 @@ func (f *fixture) patches() []k8stesting.PatchAction {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 func (f *fixture) listCRRs(t *testing.T) []appsv1alpha1.ContainerRecreateRequest {

@@ -25,6 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const (
@@ -330,15 +331,7 @@ func (f *fixture) inFlight() float64 {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 // phases is the in-memory phase per "repo:tag".

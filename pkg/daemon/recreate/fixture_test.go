@@ -23,6 +23,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 const (
@@ -194,15 +195,7 @@ func (f *fixture) recreateObservations() uint64 {
 }
 
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return events.Drain(f.recorder)
 }
 
 // states maps container name to "Phase" or "Phase/killed".

@@ -301,16 +301,7 @@ func DescribeNodeImageTag(ni *appsv1beta1.NodeImage, repo, tag string) string {
 
 // TagSpecOf returns the NodeImage's spec entry for repo:tag, or nil.
 func TagSpecOf(ni *appsv1beta1.NodeImage, repo, tag string) *appsv1beta1.ImageTagSpec {
-	img, ok := ni.Spec.Images[repo]
-	if !ok {
-		return nil
-	}
-	for i := range img.Tags {
-		if img.Tags[i].Tag == tag {
-			return &img.Tags[i]
-		}
-	}
-	return nil
+	return ni.TagSpec(repo, tag)
 }
 
 // TagStatusesOf returns the NodeImage's status entries for repo:tag.
