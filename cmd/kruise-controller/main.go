@@ -26,18 +26,40 @@ restarted as a standby.
 The Lease namespace comes from --leader-elect-resource-namespace, else $POD_NAMESPACE
 (set it from metadata.namespace with the downward API), else kruise-system.
 
-Endpoints on --addr:
+Endpoints on --addr (host:port, or unix:///abs/path for a unix socket, e.g. in an
+emptyDir, so that hostNetwork replicas on one node need no TCP port of their own):
   /healthz         the process is alive and, when leading, renewing its lease
   /readyz          the API server has answered (?verbose lists each check)
-  /metrics         Prometheus metrics, including leader_election_master_status
+  /metrics         Prometheus metrics, including leader_election_master_status and
+                   kruise_feature_enabled{name}
 
-Controllers:
-  containerrecreaterequest  admits ContainerRecreateRequests (labels, statusContext,
-                            preStop, ports) or completes bad ones with a message; ends
-                            them at activeDeadlineSeconds, when the pod is gone or when the
-                            node's daemon stops renewing Lease kruise-daemon-<node>; sets
-                            and restores the KruisePodReady readiness gate; deletes them
-                            ttlSecondsAfterFinished after completion
+"kruise-controller probe [--addr=ADDR] [--timeout=3s] [PATH]" GETs PATH (default
+/healthz, or /readyz) once and exits 0 on a 2xx answer: the exec probe for a unix
+socket, e.g. kruise-controller probe --addr=unix:///run/kruise/controller.sock /readyz
+
+Feature gates (--feature-gates, OpenKruise's names; OpenKruise's other gates are
+accepted and ignored with a warning):
+  KruiseDaemon=true       kruise-daemon runs on the nodes; false turns off every
+                          controller that needs it (all below but the sidecar
+                          terminator) and forbids --sidecar-termination=crr
+  SidecarTerminator=true  the Job sidecar terminator (OpenKruise defaults it to false)
+  ImagePullJobGate=true   ImagePullJob, ImageListPullJob and pull secrets, with
+                          KruiseDaemon (OpenKruise defaults it to false)
+
+Controllers (gates):
+  containerrecreaterequest  (KruiseDaemon) admits ContainerRecreateRequests (labels,
+                            statusContext, preStop, ports) or completes bad ones with a
+                            message; ends them at activeDeadlineSeconds, when the pod is
+                            gone or when the node's daemon stops renewing Lease
+                            kruise-daemon-<node>; sets and restores the KruisePodReady
+                            readiness gate; deletes them ttlSecondsAfterFinished after
+                            completion
+  sidecarterminator         (SidecarTerminator) stops the sidecars of Job pods whose
+                            main containers have finished (--sidecar-termination)
+  nodeimage                 (KruiseDaemon) keeps one NodeImage per node
+  pullsecrets, imagepulljob, imagelistpulljob
+                            (ImagePullJobGate, KruiseDaemon) fan image pre-pulls out to
+                            the NodeImages, with copies of their pull secrets
 
 SIGTERM or SIGINT stops the controllers, releases the lease and exits 0.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },

@@ -22,17 +22,29 @@ container runtime (containerd, CRI-O or cri-dockerd) over the CRI v1 gRPC API an
 watches only objects that concern its own node.
 
 The node name comes from $NODE_NAME (set it from spec.nodeName with the downward
-API) or --node-name. Without --runtime-endpoint the runtime socket is found by
-probing, in order, containerd/containerd.sock, containerd.sock, crio/crio.sock,
-crio.sock and cri-dockerd.sock under --host-run-dir; the first socket that answers
-CRI Version is used.
+API) or --node-name. The runtime socket is --runtime-endpoint, or
+unix://<host-run-dir>/<socket-file> with --socket-file (OpenKruise's flag, e.g.
+k3s/containerd/containerd.sock); with neither it is found by probing, in order,
+containerd/containerd.sock, containerd.sock, crio/crio.sock, crio.sock and
+cri-dockerd.sock under --host-run-dir; the first socket that answers CRI Version
+is used.
 
-Endpoints on --addr:
+Endpoints on --addr (default :10223, not OpenKruise's 10221, so that it can start
+beside OpenKruise's daemon on the host network; unix:///abs/path serves them on a
+unix socket):
   /healthz         the process is alive
   /readyz          the runtime answered CRI Version recently, the node informer has
                    synced and the node exists, the CRR informers have synced (?verbose lists each check and the runtime)
-  /metrics         Prometheus metrics, including kruise_daemon_cri_up and
-                   kruise_daemon_runtime_info{runtime,version}
+  /metrics         Prometheus metrics, including kruise_daemon_cri_up,
+                   kruise_daemon_runtime_info{runtime,version} and
+                   kruise_feature_enabled{name}
+
+"kruise-daemon probe [--addr=ADDR] [--timeout=3s] [PATH]" GETs PATH (default
+/healthz, or /readyz) once and exits 0 on a 2xx answer: an exec probe.
+
+--feature-gates takes OpenKruise's gate names (KruiseDaemon, SidecarTerminator,
+ImagePullJobGate; OpenKruise's other gates are accepted and ignored with a
+warning), so that one string can be passed to both binaries.
 
 It executes the ContainerRecreateRequests admitted for its node (--crr-workers
 pods in parallel): preStop hook, StopContainer, then it waits for the kubelet's

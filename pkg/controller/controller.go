@@ -5,7 +5,8 @@
 // A controller lives in its own sub-package (pkg/controller/<name>) and does
 // not import this package: it only has to satisfy Controller. This package
 // lists the constructors (see builders) and so imports them, never the
-// other way round.
+// other way round. Each entry names the feature gates it needs; a
+// controller a gate turns off is never built, so its informers never start.
 package controller
 
 import (
@@ -17,10 +18,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
+	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/features"
 )
 
 // Controller is one reconciliation loop.
@@ -62,9 +71,55 @@ type Deps struct {
 // on every replica, leader or not.
 type Builder func(Deps) (Controller, error)
 
+// Entry is one controller kruise-controller can run.
+type Entry struct {
+	// Name is the controller's Name(), for logging it when it is off.
+	Name string
+	// Gates are the feature gates the controller needs; all must be enabled.
+	Gates []featuregate.Feature
+	Build Builder
+}
+
 // builders lists the controllers kruise-controller runs; features add theirs
-// here (the adapters from Deps live in run.go).
-var builders = []Builder{buildRecreate, buildSidecarTerminator, buildNodeImage, buildPullSecrets, buildImagePullJob, buildImageListPullJob}
+// here (the adapters from Deps live in run.go). Whatever a daemon carries out
+// needs KruiseDaemon.
+var builders = []Entry{
+	{Name: recreate.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
+	// The default "phase" mechanism needs no daemon; Options.Validate refuses
+	// --sidecar-termination=crr without one.
+	{Name: sidecarterminator.Name, Gates: []featuregate.Feature{features.SidecarTerminator}, Build: buildSidecarTerminator},
+	{Name: nodeimage.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildNodeImage},
+	{Name: pullsecrets.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildPullSecrets},
+	{Name: imagepulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImagePullJob},
+	{Name: imagelistpulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImageListPullJob},
+}
+
+// Disabled is a controller a feature gate turned off.
+type Disabled struct {
+	Name string
+	// Gate is the first of the controller's gates that is off.
+	Gate featuregate.Feature
+}
+
+// SelectEnabled splits entries into those whose gates are all enabled in
+// gate, in their order, and those some gate turns off.
+func SelectEnabled(gate featuregate.FeatureGate, entries []Entry) (enabled []Entry, disabled []Disabled) {
+	for _, e := range entries {
+		off := featuregate.Feature("")
+		for _, g := range e.Gates {
+			if !gate.Enabled(g) {
+				off = g
+				break
+			}
+		}
+		if off != "" {
+			disabled = append(disabled, Disabled{Name: e.Name, Gate: off})
+			continue
+		}
+		enabled = append(enabled, e)
+	}
+	return enabled, disabled
+}
 
 // Registry holds the controllers to run while leading.
 type Registry struct {

@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/options"
 )
 
@@ -50,6 +52,10 @@ type Options struct {
 	// SidecarTermination is how the Job sidecar terminator stops sidecars
 	// on real nodes: "phase" or "crr" (see pkg/controller/sidecarterminator).
 	SidecarTermination string
+
+	// Features decides which controllers run (see builders); --feature-gates
+	// sets it. Nil means features.DefaultFeatureGate.
+	Features featuregate.FeatureGate
 }
 
 // NewOptions returns the defaults; the Lease namespace comes from
@@ -72,13 +78,23 @@ func NewOptions() *Options {
 		ShutdownGrace:  5 * time.Second,
 
 		SidecarTermination: string(sidecarterminator.MechanismPhase),
+		Features:           features.DefaultFeatureGate,
 	}
+}
+
+// featureGate returns Features, or the process-wide gate when it is nil.
+func (o *Options) featureGate() featuregate.FeatureGate {
+	if o.Features == nil {
+		return features.DefaultFeatureGate
+	}
+	return o.Features
 }
 
 // AddFlags registers the controller's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Kube.AddFlags(fs)
-	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.Addr, "addr", o.Addr,
+		"Listen address of /healthz, /readyz and /metrics: host:port, or unix:///abs/path for a unix socket (mode 0660, a stale one is replaced, removed on exit).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Number of workers each controller runs.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect a leader through a coordination.k8s.io Lease so that only one replica runs controllers. Turn off only when running a single replica.")
@@ -112,8 +128,12 @@ func (o *Options) Validate() error {
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
 	}
-	if _, err := sidecarterminator.ParseMechanism(o.SidecarTermination); err != nil {
+	if m, err := sidecarterminator.ParseMechanism(o.SidecarTermination); err != nil {
 		errs = append(errs, fmt.Errorf("--sidecar-termination: %w", err))
+	} else if gate := o.featureGate(); m == sidecarterminator.MechanismCRR &&
+		gate.Enabled(features.SidecarTerminator) && !gate.Enabled(features.KruiseDaemon) {
+		errs = append(errs, fmt.Errorf("--sidecar-termination=crr stops sidecars through ContainerRecreateRequests, which only kruise-daemon carries out, "+
+			"but --feature-gates says %s=false (no daemon is deployed): use --sidecar-termination=phase, which needs no daemon", features.KruiseDaemon))
 	}
 	if o.ShutdownGrace < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %s", o.ShutdownGrace))

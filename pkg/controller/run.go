@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
@@ -72,7 +73,7 @@ type deps struct {
 	kruiseClient versioned.Interface
 	leases       coordinationv1.LeasesGetter
 	identity     string
-	builders     []Builder
+	builders     []Entry
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
 }
@@ -93,8 +94,12 @@ func run(ctx context.Context, o *Options, d deps) error {
 	factories := []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory}
 	metrics := server.NewRegistry()
 	reg := NewRegistry()
-	for _, b := range d.builders {
-		c, err := b(Deps{
+	enabled, disabled := SelectEnabled(o.featureGate(), d.builders)
+	for _, x := range disabled {
+		logger.Info("Controller disabled by a feature gate", "controller", x.Name, "gate", x.Gate)
+	}
+	for _, e := range enabled {
+		c, err := e.Build(Deps{
 			Client: d.client, InformerFactory: factory,
 			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
@@ -102,7 +107,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 			Options: o, Metrics: metrics,
 		})
 		if err != nil {
-			return fmt.Errorf("building controller: %w", err)
+			return fmt.Errorf("building controller %s: %w", e.Name, err)
 		}
 		if err := reg.Register(c); err != nil {
 			return err
@@ -112,7 +117,9 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 	apiReady := server.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
 	healthz := []server.Checker{server.Ping}
-	readyz := []server.Checker{apiReady}
+	// Two managers acting on one ImagePullJob or CRR would fight: do not start beside OpenKruise's.
+	openKruise := newOpenKruiseGuard(d.leases, openKruiseLeaseNamespaces(o, namespace), clock.RealClock{})
+	readyz := []server.Checker{apiReady, openKruise}
 	var watchdog *leaderelection.HealthzAdaptor
 	if o.LeaderElect {
 		// Fails only when this replica leads but has not renewed for longer
@@ -161,6 +168,9 @@ func run(ctx context.Context, o *Options, d deps) error {
 		return nil
 	})
 	g.Go(func() error {
+		if err := openKruise.wait(gctx); err != nil {
+			return nil // cancelled while OpenKruise's kruise-manager runs
+		}
 		if !o.LeaderElect {
 			logger.Info("Leader election disabled; starting controllers")
 			return lead(gctx)

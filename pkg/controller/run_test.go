@@ -44,9 +44,9 @@ func start(t *testing.T, o *Options, client *fake.Clientset, ctrls ...*fakeContr
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	var builders []Builder
+	var builders []Entry
 	for _, c := range ctrls {
-		builders = append(builders, func(Deps) (Controller, error) { return c, nil })
+		builders = append(builders, Entry{Name: c.name, Build: func(Deps) (Controller, error) { return c, nil }})
 	}
 	addrCh := make(chan net.Addr, 1)
 	r := &running{stop: cancel, done: make(chan error, 1)}

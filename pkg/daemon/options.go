@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,8 +27,11 @@ const PodNamespaceEnv = "POD_NAMESPACE"
 // DefaultNamespace is where kruise is installed.
 const DefaultNamespace = "kruise-system"
 
-// DefaultAddr is the health and metrics address (OpenKruise's daemon port).
-const DefaultAddr = ":10221"
+// DefaultAddr is the health and metrics address. It is not OpenKruise's
+// daemon port, 10221: both daemons run on the host network, and ours must be
+// able to start on a node where OpenKruise's daemon still runs, long enough
+// to notice it and refuse to act, instead of crash-looping on a taken port.
+const DefaultAddr = ":10223"
 
 // Options configures the daemon.
 type Options struct {
@@ -35,10 +40,19 @@ type Options struct {
 	// Kube configures the API client.
 	Kube options.KubeOptions
 	// RuntimeEndpoint, when set, is the CRI socket to use (path or unix:// URL).
+	// Validate fills it from SocketFile.
 	RuntimeEndpoint string
 	// HostRunDir is where candidate CRI sockets are probed when
 	// RuntimeEndpoint is empty.
 	HostRunDir string
+	// SocketFile, when set, names the CRI socket by its path under
+	// HostRunDir (OpenKruise's --socket-file, e.g. "k3s/containerd/containerd.sock"):
+	// the daemon uses exactly that socket and probes nothing. It excludes
+	// RuntimeEndpoint.
+	SocketFile string
+	// socketEndpoint is the RuntimeEndpoint Validate derived from SocketFile,
+	// so that validating twice does not see two endpoints.
+	socketEndpoint string
 	// RuntimeWait is how long start-up keeps retrying to reach the runtime.
 	RuntimeWait time.Duration
 	// CRIProbeInterval is how often the runtime is asked for its version to
@@ -99,13 +113,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"CRI socket of the container runtime, as a path or unix:// URL. Empty: probe the well-known sockets under --host-run-dir.")
 	fs.StringVar(&o.HostRunDir, "host-run-dir", o.HostRunDir,
 		"Directory holding the host's runtime sockets (the host's /var/run; the DaemonSet mounts it at /hostvarrun). Probed in order: containerd/containerd.sock, containerd.sock, crio/crio.sock, crio.sock, cri-dockerd.sock.")
+	fs.StringVar(&o.SocketFile, "socket-file", o.SocketFile,
+		"Path of the container runtime's CRI socket relative to --host-run-dir, e.g. containerd/containerd.sock, k3s/containerd/containerd.sock or criproxy.sock "+
+			"(OpenKruise's flag). When set the daemon uses exactly unix://<host-run-dir>/<socket-file> and probes nothing. Empty: probe. "+
+			"Not together with --runtime-endpoint.")
 	fs.DurationVar(&o.RuntimeWait, "runtime-wait", o.RuntimeWait,
 		"How long start-up keeps retrying to reach the container runtime before giving up.")
 	fs.DurationVar(&o.CRIProbeInterval, "cri-probe-interval", o.CRIProbeInterval,
 		"How often the container runtime is asked for its version to back /readyz and kruise_daemon_cri_up.")
 	fs.DurationVar(&o.CRIProbeTimeout, "cri-probe-timeout", o.CRIProbeTimeout,
 		"Timeout of one CRI Version call, when discovering the runtime and when probing it.")
-	fs.StringVar(&o.Addr, "addr", o.Addr, "Listen address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.Addr, "addr", o.Addr,
+		"Listen address of /healthz, /readyz and /metrics: host:port, or unix:///abs/path for a unix socket (mode 0660, a stale one is replaced, removed on exit).")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"Namespace of the node heartbeat Lease (kruise-daemon-<node>). Defaults to $"+PodNamespaceEnv+", else "+DefaultNamespace+".")
 	fs.IntVar(&o.CRRWorkers, "crr-workers", o.CRRWorkers,
@@ -129,7 +148,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// Validate checks the options and says which flag to fix.
+// Validate checks the options and says which flag to fix. A valid
+// --socket-file becomes RuntimeEndpoint, which the runtime discovery uses.
 func (o *Options) Validate() error {
 	var errs []error
 	if o.NodeName == "" {
@@ -145,6 +165,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RuntimeEndpoint == "" && o.HostRunDir == "" {
 		errs = append(errs, errors.New("--host-run-dir must not be empty when --runtime-endpoint is not set"))
+	}
+	if err := o.resolveSocketFile(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.RuntimeWait < 0 {
 		errs = append(errs, fmt.Errorf("--runtime-wait must not be negative, got %s", o.RuntimeWait))
@@ -176,4 +199,32 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--credential-provider-timeout must be positive, got %s", o.CredentialProviderTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// resolveSocketFile checks SocketFile and, when it is set and valid, sets
+// RuntimeEndpoint to unix://<HostRunDir>/<SocketFile>.
+func (o *Options) resolveSocketFile() error {
+	if o.SocketFile == "" {
+		return nil
+	}
+	if o.RuntimeEndpoint != "" && o.RuntimeEndpoint != o.socketEndpoint {
+		return errors.New("--socket-file and --runtime-endpoint both name the CRI socket: set only one")
+	}
+	if filepath.IsAbs(o.SocketFile) {
+		return fmt.Errorf("--socket-file %q must be relative to --host-run-dir (%s); use --runtime-endpoint for an absolute path", o.SocketFile, o.HostRunDir)
+	}
+	for _, elem := range strings.Split(filepath.ToSlash(o.SocketFile), "/") {
+		if elem == ".." {
+			return fmt.Errorf("--socket-file %q must stay under --host-run-dir: \"..\" is not allowed", o.SocketFile)
+		}
+	}
+	if o.HostRunDir == "" {
+		return errors.New("--host-run-dir must not be empty when --socket-file is set")
+	}
+	endpoint := "unix://" + filepath.Join(o.HostRunDir, o.SocketFile)
+	if _, err := cri.ParseEndpoint(endpoint); err != nil {
+		return fmt.Errorf("--host-run-dir and --socket-file: %w", err)
+	}
+	o.RuntimeEndpoint, o.socketEndpoint = endpoint, endpoint
+	return nil
 }

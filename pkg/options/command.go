@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -19,6 +20,7 @@ import (
 	// Makes --logging-format=json available.
 	_ "k8s.io/component-base/logs/json/register"
 
+	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/version"
 )
 
@@ -33,15 +35,24 @@ type Component struct {
 	// Run runs the component until ctx is cancelled (SIGTERM/SIGINT) or it
 	// fails. It is called with logging configured and a logger in ctx.
 	Run func(ctx context.Context) error
+	// FeatureGate is what --feature-gates sets; nil means
+	// features.DefaultMutableFeatureGate, the gate the components read.
+	FeatureGate featuregate.MutableFeatureGate
 }
 
 // NewCommand returns the cobra command of a component: its flags plus the
-// shared logging flags (--logging-format, -v, --vmodule, ...) and --version.
-// SIGTERM and SIGINT cancel the context given to Run; a second signal
-// terminates the process at once.
+// shared logging flags (--logging-format, -v, --vmodule, ...), --feature-gates
+// and --version, and the probe subcommand (see newProbeCommand). SIGTERM and
+// SIGINT cancel the context given to Run; a second signal terminates the
+// process at once.
 func NewCommand(c Component) *cobra.Command {
 	logOpts := logs.NewOptions()
 	var showVersion bool
+	gate := c.FeatureGate
+	if gate == nil {
+		gate = features.DefaultMutableFeatureGate
+	}
+	gates := features.NewFlag(gate)
 
 	cmd := &cobra.Command{
 		Use:           c.Name,
@@ -72,6 +83,10 @@ func NewCommand(c Component) *cobra.Command {
 			cmd.Flags().VisitAll(func(f *pflag.Flag) {
 				logger.V(1).Info("Flag", "name", f.Name, "value", f.Value.String())
 			})
+			gates.Log(logger)
+			if err := features.RegisterMetrics(gate); err != nil {
+				return &runError{err: err}
+			}
 			if err := c.Run(ctx); err != nil {
 				return &runError{err: err}
 			}
@@ -85,7 +100,16 @@ func NewCommand(c Component) *cobra.Command {
 	if c.AddFlags != nil {
 		c.AddFlags(fs)
 	}
+	fs.Var(gates, features.FlagName, gates.Usage())
 	logsapi.AddFlags(logOpts, fs)
+
+	// The probe dials the component's default --addr unless told otherwise.
+	defaultAddr := ""
+	if f := fs.Lookup("addr"); f != nil {
+		defaultAddr = f.DefValue
+	}
+	cmd.AddCommand(newProbeCommand(c.Name, defaultAddr))
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }
 
@@ -108,7 +132,7 @@ func Main(cmd *cobra.Command) int {
 
 func run(cmd *cobra.Command, stderr io.Writer) int {
 	defer logs.FlushLogs()
-	err := cmd.Execute()
+	executed, err := cmd.ExecuteC()
 	if err == nil {
 		return 0
 	}
@@ -117,8 +141,12 @@ func run(cmd *cobra.Command, stderr io.Writer) int {
 		klog.Background().WithName(cmd.Name()).Error(re.err, "Exiting with error")
 		return 1
 	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code // the subcommand has said why
+	}
 	// Flag and logging-configuration errors happen before logging is set up.
-	fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.Name())
+	fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", err, executed.CommandPath())
 	return 1
 }
 
@@ -127,3 +155,9 @@ type runError struct{ err error }
 
 func (e *runError) Error() string { return e.err.Error() }
 func (e *runError) Unwrap() error { return e.err }
+
+// exitError ends the process with code after a subcommand has written its
+// own output.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/nodekruise/kruise/pkg/features"
 )
 
 func init() {
@@ -31,6 +35,7 @@ func newTestCommand(runFn func(ctx context.Context) error) (*bytes.Buffer, func(
 		Run:      runFn,
 	}
 	return &stderr, func(args ...string) int {
+		c.FeatureGate = features.New()
 		cmd := NewCommand(c)
 		var stdout bytes.Buffer
 		cmd.SetOut(&stdout)
@@ -60,6 +65,52 @@ func TestCommandUsageErrors(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 1, exec("positional"))
 	assert.Contains(t, out.String(), "takes no arguments")
+}
+
+func TestCommandFeatureGates(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want map[string]bool // enabled gates seen by Run
+		out  string
+	}{
+		{args: nil, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true}},
+		{args: []string{"--feature-gates="}, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true}},
+		{args: []string{"--feature-gates=KruiseDaemon=false,PodWebhook=false"},
+			want: map[string]bool{"KruiseDaemon": false, "SidecarTerminator": true, "ImagePullJobGate": true}},
+		{args: []string{"--feature_gates", "ImagePullJobGate=false"},
+			want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": false}},
+		{args: []string{"--feature-gates=KruiseDeamon=false"}, code: 1, out: "unknown feature gate KruiseDeamon"},
+		{args: []string{"--feature-gates=KruiseDaemon=no"}, code: 1, out: `has value "no": want true or false`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			var seen map[string]bool
+			gate := features.New()
+			cmd := NewCommand(Component{
+				Name:        "kruise-test",
+				FeatureGate: gate,
+				Run: func(context.Context) error {
+					seen = features.Effective(gate)
+					return nil
+				},
+			})
+			cmd.SetArgs(tc.args)
+			cmd.SetErr(&stderr)
+			assert.Equal(t, tc.code, run(cmd, &stderr))
+			assert.Contains(t, stderr.String(), tc.out)
+			assert.Equal(t, tc.want, seen)
+		})
+	}
+	// Run registered kruise_feature_enabled in the process-wide registry.
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	assert.Contains(t, names, "kruise_feature_enabled")
 }
 
 func TestCommandRunErrorAndSuccess(t *testing.T) {

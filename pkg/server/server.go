@@ -21,7 +21,10 @@ const DefaultShutdownTimeout = 5 * time.Second
 
 // Options configures a Server.
 type Options struct {
-	// Addr is the listen address, e.g. ":10221". Port 0 picks a free port.
+	// Addr is the listen address: a TCP host:port (":10222"; port 0 picks a
+	// free port) or a unix socket, "unix:///abs/path" or "unix:/abs/path".
+	// A unix socket left by an earlier run is replaced, one in use is an
+	// error; the socket gets mode SocketMode and is removed on shutdown.
 	Addr string
 	// Gatherer backs /metrics. Nil serves no /metrics endpoint.
 	Gatherer prometheus.Gatherer
@@ -66,7 +69,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Listen binds the address, so that a port conflict is reported at start-up
 // rather than from a background goroutine. It returns the bound address.
 func (s *Server) Listen() (net.Addr, error) {
-	ln, err := net.Listen("tcp", s.opts.Addr)
+	ln, err := listen(s.opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for health and metrics on %q: %w", s.opts.Addr, err)
 	}

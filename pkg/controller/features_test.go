@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/pkg/features"
+)
+
+func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
+	t.Helper()
+	g := features.New()
+	require.NoError(t, features.NewFlag(g).Set(flag))
+	return g
+}
+
+func TestSelectEnabled(t *testing.T) {
+	all := []string{"containerrecreaterequest", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob"}
+	tests := []struct {
+		gates    string
+		enabled  []string
+		disabled map[string]featuregate.Feature
+	}{
+		{gates: "", enabled: all},
+		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
+		{gates: "KruiseDaemon=false", enabled: []string{"sidecarterminator"},
+			disabled: map[string]featuregate.Feature{
+				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
+				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
+			}},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "sidecarterminator", "nodeimage"},
+			disabled: map[string]featuregate.Feature{
+				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
+			}},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob"},
+			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"sidecarterminator"},
+			disabled: map[string]featuregate.Feature{
+				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
+				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.gates, func(t *testing.T) {
+			enabled, disabled := SelectEnabled(gateFrom(t, tc.gates), builders)
+			var names []string
+			for _, e := range enabled {
+				names = append(names, e.Name)
+			}
+			assert.Equal(t, tc.enabled, names)
+			got := map[string]featuregate.Feature{}
+			for _, d := range disabled {
+				got[d.Name] = d.Gate
+			}
+			if tc.disabled == nil {
+				tc.disabled = map[string]featuregate.Feature{}
+			}
+			assert.Equal(t, tc.disabled, got)
+		})
+	}
+}
+
+func TestValidateSidecarTerminationNeedsDaemonForCRR(t *testing.T) {
+	tests := []struct {
+		gates, mechanism string
+		err              string
+	}{
+		{gates: "", mechanism: "crr"},
+		{gates: "KruiseDaemon=false", mechanism: "phase"},
+		{gates: "KruiseDaemon=false", mechanism: "crr", err: "--sidecar-termination=crr stops sidecars through ContainerRecreateRequests"},
+		// The terminator does not run, so its mechanism does not matter.
+		{gates: "KruiseDaemon=false,SidecarTerminator=false", mechanism: "crr"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.gates+"/"+tc.mechanism, func(t *testing.T) {
+			o := NewOptions()
+			o.Features = gateFrom(t, tc.gates)
+			o.SidecarTermination = tc.mechanism
+			err := o.Validate()
+			if tc.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.err)
+			assert.ErrorContains(t, err, "KruiseDaemon=false")
+		})
+	}
+}
+
+// TestDisabledControllersAreNotBuilt runs the real controller table with the
+// daemon gate off: only the sidecar terminator is built, and nothing lists
+// or watches what the others would (kruise kinds, secrets, leases).
+func TestDisabledControllersAreNotBuilt(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	defer cancel()
+	client := fake.NewClientset()
+	kruiseClient := kruisefake.NewSimpleClientset()
+	o := testOptions()
+	o.LeaderElect = false
+	o.Features = gateFrom(t, "KruiseDaemon=false")
+
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, deps{client: client, kruiseClient: kruiseClient, leases: client.CoordinationV1(),
+			identity: "test", builders: builders, listening: func(net.Addr) {}})
+	}()
+	logged := func(msg string) [][]any {
+		var out [][]any
+		for _, e := range logger.GetSink().(ktesting.Underlier).GetBuffer().Data() {
+			if e.Message == msg {
+				out = append(out, e.ParameterKVList)
+			}
+		}
+		return out
+	}
+	// Logged once every informer has synced, so every informer that was
+	// started has listed by now.
+	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, [][]any{{"controllers", []string{"sidecarterminator"}}}, logged("Started controllers"))
+	assert.ElementsMatch(t, [][]any{
+		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
+		{"controller", "nodeimage", "gate", features.KruiseDaemon},
+		{"controller", "pullsecrets", "gate", features.KruiseDaemon},
+		{"controller", "imagepulljob", "gate", features.KruiseDaemon},
+		{"controller", "imagelistpulljob", "gate", features.KruiseDaemon},
+	}, logged("Controller disabled by a feature gate"))
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("controller did not stop")
+	}
+	assert.Empty(t, kruiseClient.Actions(), "no apps.kruise.io informer may start")
+	listed := map[string]bool{}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			listed[a.GetResource().Resource] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{"pods": true, "nodes": true}, listed)
+}
+
+func TestGatedBuilderIsNotCalled(t *testing.T) {
+	var built atomic.Int32
+	on := newFake("on")
+	entries := []Entry{
+		{Name: "off", Gates: []featuregate.Feature{features.ImagePullJobGate}, Build: func(Deps) (Controller, error) {
+			built.Add(1)
+			return newFake("off"), nil
+		}},
+		{Name: "on", Gates: []featuregate.Feature{features.KruiseDaemon}, Build: func(Deps) (Controller, error) { return on, nil }},
+	}
+	o := testOptions()
+	o.LeaderElect = false
+	o.Features = gateFrom(t, "ImagePullJobGate=false")
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	client := fake.NewClientset()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, deps{client: client, leases: client.CoordinationV1(), identity: "test", builders: entries})
+	}()
+	require.Eventually(t, func() bool { return on.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	assert.Zero(t, built.Load())
+}

@@ -1,0 +1,66 @@
+// Package features holds kruise's feature gates, with OpenKruise's names so
+// that an operator's --feature-gates string (Helm value featureGates) keeps
+// its meaning, and the --feature-gates flag both binaries share.
+//
+// Gates OpenKruise defines but kruise does not implement are accepted and
+// ignored with a warning (see unimplemented.go); any other unknown name is
+// an error.
+package features
+
+import (
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// KruiseDaemon says kruise-daemon is deployed on the nodes. When false,
+	// kruise-controller does not run the controllers whose work a daemon
+	// carries out (ContainerRecreateRequest lifecycle, NodeImage,
+	// ImagePullJob, ImageListPullJob and their pull secrets).
+	// Beta, default true (as in OpenKruise).
+	KruiseDaemon featuregate.Feature = "KruiseDaemon"
+
+	// SidecarTerminator turns on the Job sidecar terminator controller.
+	// Beta, default true. OpenKruise defaults it to false (Alpha): an
+	// OpenKruise install that never set it gets the terminator here.
+	SidecarTerminator featuregate.Feature = "SidecarTerminator"
+
+	// ImagePullJobGate turns on image pre-pulling: the ImagePullJob,
+	// ImageListPullJob and pull-secret controllers (they need KruiseDaemon
+	// too). Beta, default true. OpenKruise defaults it to false (Alpha).
+	ImagePullJobGate featuregate.Feature = "ImagePullJobGate"
+)
+
+// specs are the gates kruise implements.
+var specs = map[featuregate.Feature]featuregate.FeatureSpec{
+	KruiseDaemon:      {Default: true, PreRelease: featuregate.Beta},
+	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
+	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
+}
+
+// Implemented lists the gates kruise implements, in no particular order.
+func Implemented() []featuregate.Feature {
+	out := make([]featuregate.Feature, 0, len(specs))
+	for name := range specs {
+		out = append(out, name)
+	}
+	return out
+}
+
+// New returns a fresh gate that knows kruise's gates, all at their
+// defaults; tests use it instead of the process-wide DefaultMutableFeatureGate.
+func New() featuregate.MutableFeatureGate {
+	g := featuregate.NewFeatureGate()
+	if err := g.Add(specs); err != nil {
+		// Only a duplicate name with a different spec can fail, which is a
+		// programming error in this file.
+		panic(err)
+	}
+	return g
+}
+
+// DefaultMutableFeatureGate is the process-wide gate the --feature-gates
+// flag of both binaries sets.
+var DefaultMutableFeatureGate = New()
+
+// DefaultFeatureGate is the read-only view of DefaultMutableFeatureGate.
+var DefaultFeatureGate featuregate.FeatureGate = DefaultMutableFeatureGate

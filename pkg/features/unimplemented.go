@@ -1,0 +1,53 @@
+package features
+
+// notImplemented is the reason given for an OpenKruise gate kruise has no
+// counterpart for.
+const notImplemented = "kruise does not implement this OpenKruise gate; it is accepted so that existing --feature-gates strings keep working"
+
+// unimplemented maps the feature gates OpenKruise defines and kruise does not
+// implement to why setting them has no effect here. They are accepted, with a
+// warning, so that an operator's --feature-gates string written for
+// OpenKruise keeps working.
+var unimplemented = map[string]string{
+	"PodWebhook":        "kruise has no pod admission webhook; " + notImplemented,
+	"DaemonWatchingPod": "kruise-daemon always watches the pods of its own node (spec.nodeName field selector); the gate has nothing to switch",
+	"CloneSetShortHash": notImplemented,
+	"KruisePodReadinessGate": "kruise injects no KruisePodReady readiness gate when pods are created (no pod webhook); " +
+		notImplemented,
+	"PreDownloadImageForInPlaceUpdate":          notImplemented,
+	"CloneSetPartitionRollback":                 notImplemented,
+	"ResourcesDeletionProtection":               notImplemented,
+	"WorkloadSpread":                            notImplemented,
+	"PodUnavailableBudgetDeleteGate":            notImplemented,
+	"PodUnavailableBudgetUpdateGate":            notImplemented,
+	"TemplateNoDefaults":                        notImplemented,
+	"InPlaceUpdateEnvFromMetadata":              notImplemented,
+	"StatefulSetAutoDeletePVC":                  notImplemented,
+	"SidecarSetPatchPodMetadataDefaultsAllowed": notImplemented,
+	"PodProbeMarkerGate":                        notImplemented,
+	"PreDownloadImageForDaemonSetUpdate":        notImplemented,
+	"CloneSetEventHandlerOptimization":          notImplemented,
+	"PreparingUpdateAsUpdate":                   notImplemented,
+	"ResourceDistributionGate":                  notImplemented,
+	"DeletionProtectionForCRDCascadingGate":     notImplemented,
+	"EnhancedLivenessProbe":                     notImplemented,
+	"RecreatePodWhenChangeVCTInCloneSetGate":    notImplemented,
+	"StatefulSetStartOrdinal":                   notImplemented,
+	"PodIndexLabel":                             notImplemented,
+	"EnableExternalCerts":                       "kruise serves no webhook certificates; " + notImplemented,
+	"StatefulSetAutoResizePVCGate":              notImplemented,
+	"ForceDeleteTimeoutExpectationFeatureGate":  notImplemented,
+	"InPlaceWorkloadVerticalScaling":            notImplemented,
+	"EnablePodProbeMarkerOnServerless":          notImplemented,
+	"EnableSortSidecarContainerByName":          notImplemented,
+	"InPlacePodVerticalScaling":                 notImplemented,
+	"DefaultHostNetworkHostPortsInPodTemplates": notImplemented,
+	"DaemonSetPruneIneligibleNodes":             notImplemented,
+}
+
+// Unimplemented reports whether name is an OpenKruise gate kruise accepts and
+// ignores, and why.
+func Unimplemented(name string) (reason string, ok bool) {
+	reason, ok = unimplemented[name]
+	return reason, ok
+}
