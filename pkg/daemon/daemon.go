@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -14,9 +16,11 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/coexist"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
+	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -27,7 +31,9 @@ const runtimeRetryInterval = 2 * time.Second
 
 // Run runs the daemon until ctx is cancelled or it fails: it connects to the
 // node's container runtime, watches its own Node and serves /healthz, /readyz
-// and /metrics. It returns nil after a clean shutdown.
+// and /metrics. It returns nil after a clean shutdown. It acts on the node
+// (CRRs, image pulls, heartbeat) only while no other node daemon runs there,
+// and returns a *coexist.ConflictError when one appears.
 func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
@@ -40,7 +46,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("creating kruise client: %w", err)
 	}
-	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}})
+	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{},
+		pod: ownPod(o)})
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
@@ -54,6 +61,9 @@ type deps struct {
 	heartbeatClock clock.Clock
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
+	// pod is this daemon's own pod ($POD_NAMESPACE/$POD_NAME); an empty
+	// name when unknown.
+	pod types.NamespacedName
 }
 
 func run(ctx context.Context, o *Options, d deps) error {
@@ -74,7 +84,14 @@ func run(ctx context.Context, o *Options, d deps) error {
 		}
 	}
 
-	readyz := []server.Checker{prober, nodes}
+	recorder, stopRecorder, err := events.NewRecorder(ctx, d.client, componentName, o.NodeName)
+	if err != nil {
+		return err
+	}
+	defer stopRecorder()
+	guard := coexist.New(coexist.Config{Node: o.NodeName, Namespace: d.pod.Namespace, Name: d.pod.Name, Recorder: recorder})
+
+	readyz := []server.Checker{prober, nodes, guard}
 	crrMetrics := recreate.NewMetrics()
 	crrReady := server.NewFlag("crr", "CRR informers have not synced")
 	pullMetrics := imagepull.NewMetrics()
@@ -104,15 +121,6 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx) })
-	if d.heartbeatClock != nil {
-		// The heartbeat tells kruise-controller this node has a live
-		// daemon; its failures are logged and never stop the daemon.
-		hb := heartbeat.New(d.client, o.NodeName, o.Namespace, d.heartbeatClock)
-		g.Go(func() error {
-			hb.Run(gctx)
-			return nil
-		})
-	}
 	g.Go(func() error {
 		// Shutdown waits for the informers, which stop when their context
 		// ends: cancel first (defers run last-in, first-out).
@@ -153,11 +161,28 @@ func run(ctx context.Context, o *Options, d deps) error {
 			logger.Info("Node informer synced", "node", o.NodeName)
 		}
 
+		// The CRR executor's pod informer (this node's pods) also tells
+		// whether another node daemon runs here; without the executor the
+		// guard gets an informer of its own.
+		var crrs *crrWatch
 		if d.kruiseClient != nil {
-			crrs, err := newCRRWatch(gctx, d.client, d.kruiseClient, o.NodeName, rt, crrMetrics)
-			if err != nil {
+			if crrs, err = newCRRWatch(gctx, d.client, d.kruiseClient, o.NodeName, rt, crrMetrics); err != nil {
 				return err
 			}
+			if err := guard.Watch(gctx, crrs.pods); err != nil {
+				return err
+			}
+		} else {
+			podFactory := coexist.NodePodFactory(d.client, o.NodeName)
+			if err := guard.Watch(gctx, podFactory.Core().V1().Pods().Informer()); err != nil {
+				return err
+			}
+			podCtx, cancelPods := context.WithCancel(gctx)
+			defer podFactory.Shutdown()
+			defer cancelPods()
+			podFactory.Start(podCtx.Done())
+		}
+		if crrs != nil {
 			crrCtx, cancelCRR := context.WithCancel(gctx)
 			defer crrs.shutdown()
 			defer cancelCRR()
@@ -169,6 +194,26 @@ func run(ctx context.Context, o *Options, d deps) error {
 				return nil // cancelled before the API server answered
 			}
 			crrReady.Set(true)
+		}
+
+		// Nothing below acts on the node until no other node daemon runs
+		// on it; if one appears later, the daemon stops (see package
+		// coexist).
+		if err := guard.WaitAlone(gctx); err != nil {
+			return nil // cancelled
+		}
+		g.Go(func() error { return guard.StopOnConflict(gctx) })
+		if d.heartbeatClock != nil {
+			// The heartbeat tells kruise-controller this node has a live
+			// daemon; its failures are logged and never stop the daemon.
+			hb := heartbeat.New(d.client, o.NodeName, o.Namespace, d.heartbeatClock)
+			g.Go(func() error {
+				hb.Run(gctx)
+				return nil
+			})
+		}
+
+		if crrs != nil {
 			logger.Info("CRR informers synced; starting the CRR executor", "workers", o.CRRWorkers)
 			g.Go(func() error { return crrs.executor.Run(gctx, o.CRRWorkers) })
 
@@ -198,6 +243,16 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 	logger.Info("Daemon stopped")
 	return nil
+}
+
+// ownPod names the daemon's own pod from the downward API: $POD_NAME in
+// $POD_NAMESPACE (else --namespace).
+func ownPod(o *Options) types.NamespacedName {
+	ns := os.Getenv(PodNamespaceEnv)
+	if ns == "" {
+		ns = o.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: os.Getenv(coexist.PodNameEnv)}
 }
 
 // connectRuntime discovers the runtime, retrying until RuntimeWait has
