@@ -5,10 +5,13 @@ KRUISE_WORK ?= /var/tmp/kruise-local
 E2E_KUBECONFIG := $(KRUISE_WORK)/admin.kubeconfig
 E2E_TIMEOUT ?= 30m
 PHASE := hack/phase.sh
+# helm, built from the Go module proxy by `make deps` (hack/build-k8s.sh).
+HELM := $(shell bash -c 'source hack/lib.sh && echo "$${HELM_BIN}/helm"')
+E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-unit test-integration e2e deps build images deploy cluster-up down \
-	status generate verify bench
+.PHONY: help run test test-unit test-integration e2e e2e-helm deps build images deploy deploy-helm \
+	cluster-up down status generate verify bench
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -16,19 +19,25 @@ help: ## Show the targets.
 run: cluster-up deploy ## Bring the local cluster up, build and deploy kruise, and show what to try.
 	@hack/next-steps.sh
 
-test: ## Unit tests, integration tests (real API server), then e2e on the local cluster.
+test: ## Unit tests, integration tests (real API server, Helm chart), then e2e on the local cluster: kustomize, then Helm.
 	@$(PHASE) unit $(MAKE) --no-print-directory test-unit
 	@$(PHASE) integration $(MAKE) --no-print-directory test-integration
 	@$(PHASE) e2e $(MAKE) --no-print-directory e2e
+	@$(PHASE) e2e-helm $(MAKE) --no-print-directory e2e-helm
 
 test-unit: ## Unit tests (fakes only, no cluster).
-	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e)
+	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart)
 
-test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test.
-	go test -count=1 -timeout 15m ./test/integration/...
+test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test; helm lint/template of the chart.
+	KRUISE_HELM=$(HELM) go test -count=1 -timeout 15m ./test/integration/... ./test/chart/...
 
-e2e: deploy ## End-to-end tests against the local cluster (brought up and deployed if needed).
-	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+e2e: deploy ## End-to-end tests against the local cluster installed with kustomize; the disruptive ones run last, alone.
+	$(E2E_GO_TEST) ./test/e2e/
+	$(E2E_GO_TEST) -p 1 ./test/e2e/disruptive/
+
+e2e-helm: deploy-helm ## The e2e suite against a Helm install, then `helm uninstall` must leave nothing behind or stuck.
+	$(E2E_GO_TEST) ./test/e2e/
+	$(E2E_GO_TEST) ./test/e2e/uninstall/
 
 bench: deploy ## Every benchmark on the local cluster: CRR restart, Job sidecar and image pre-pull latency (BENCHMARKS.md).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run 'TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency' -v ./bench/...
@@ -39,7 +48,7 @@ bench-sidecar: deploy ## Job main exit → Complete: kruise sidecar terminator v
 bench-imagepull: deploy ## Image pre-pull: ImagePullJob create → succeeded vs a direct CRI PullImage (BENCHMARKS.md).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run TestImagePullLatency -v ./bench/...
 
-deps: ## Install Debian packages and build the cached Kubernetes, etcd and crictl binaries.
+deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl and helm binaries.
 	@hack/install-deps.sh
 	@hack/build-k8s.sh
 
@@ -49,8 +58,11 @@ build: ## Build kruise-daemon and kruise-controller into _output/bin.
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up
 
-deploy: cluster-up ## Build kruise images, push them to the loopback registry and deploy.
+deploy: cluster-up ## Build kruise images, push them to the loopback registry and deploy with kustomize.
 	@hack/deploy.sh
+
+deploy-helm: cluster-up ## The same, installed with the Helm chart (replaces a kustomize install).
+	@KRUISE_INSTALL=helm hack/deploy.sh
 
 down: ## Stop the local cluster and remove every trace of it.
 	@hack/cluster.sh down
@@ -58,8 +70,9 @@ down: ## Stop the local cluster and remove every trace of it.
 status: ## Show the local cluster's components.
 	@hack/cluster.sh status
 
-generate: ## Regenerate deepcopy, clients, listers, informers and CRDs.
+generate: ## Regenerate deepcopy, clients, listers, informers, CRDs, and deploy/base from the chart.
 	@hack/update-codegen.sh
+	@hack/update-deploy.sh
 
 verify: ## Fail on stale generated files, gofmt or go vet findings.
 	@hack/verify.sh

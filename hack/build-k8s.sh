@@ -119,6 +119,17 @@ build_crictl() {
     -ldflags "-s -w" -o "${bin}/crictl.tmp" ./cmd/crictl) && mv "${bin}/crictl.tmp" "${bin}/crictl"
 }
 
+# Helm renders and lints deploy/charts/kruise in the tests and installs it in the e2e phase.
+build_helm() {
+  if [[ -x "${HELM_BIN}/helm" ]]; then log "helm ${HELM_VERSION}: cached"; return; fi
+  mkdir -p "${HELM_BIN}"
+  log "helm ${HELM_VERSION}: building"
+  (cd "${HELM_BIN}" && CGO_ENABLED=0 GOBIN="${HELM_BIN}" GOFLAGS=-mod=mod go install -trimpath \
+    -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}")
+  [[ -x "${HELM_BIN}/helm" ]] || die "helm ${HELM_VERSION} did not build"
+}
+
 build_k8s
 build_etcd
 build_crictl
+build_helm

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Builds kruise's images, pushes them to the local registry and deploys deploy/overlays/local,
-# pinned to the pushed digests, then waits until both components are Ready.
+# Builds kruise's images, pushes them to the local registry and deploys them, pinned to the pushed
+# digests, then waits until both components are Ready. KRUISE_INSTALL picks how:
+#   kustomize (default)  kubectl apply -k of deploy/overlays/local
+#   helm                 helm upgrade --install of deploy/charts/kruise with deploy/overlays/local/values.yaml
+# Switching removes the other method's install first (CRDs and kruise objects included).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export KUBECONFIG="${KRUISE_WORK}/admin.kubeconfig" KUBECACHEDIR="${KRUISE_WORK}/kube-cache"
 kubectl() { "${K8S_BIN}/kubectl" "$@"; }
+# Helm's cache, config and data stay in the cluster's work directory.
+helm() {
+  HELM_CACHE_HOME="${KRUISE_WORK}/helm/cache" HELM_CONFIG_HOME="${KRUISE_WORK}/helm/config" \
+    HELM_DATA_HOME="${KRUISE_WORK}/helm/data" "${HELM_BIN}/helm" "$@"
+}
+install="${KRUISE_INSTALL:-kustomize}"
+case "${install}" in kustomize | helm) ;; *) die "KRUISE_INSTALL must be kustomize or helm, got ${install}" ;; esac
+[[ "${install}" == kustomize || -x "${HELM_BIN}/helm" ]] || die "helm is not built: run make deps"
 
 bash "${KRUISE_ROOT}/hack/images.sh" kruise
 
@@ -51,9 +62,42 @@ images:
     digest: $(cat "${KRUISE_WORK}/images/kruise-controller.digest")
 YAML
 
-log "deploying kruise (deploy/overlays/local)"
-# Server-side apply: CRDs with full descriptions exceed the client-side annotation limit.
-kubectl apply --server-side --force-conflicts --field-manager=kruise-deploy -k "${gen}" >/dev/null
+helm_installed() { [[ -x "${HELM_BIN}/helm" ]] && helm status kruise --namespace default >/dev/null 2>&1; }
+# A kustomize install: kruise's namespace exists but Helm does not manage it.
+kustomize_installed() {
+  kubectl get namespace kruise-system >/dev/null 2>&1 &&
+    [[ -z "$(kubectl get namespace kruise-system -o jsonpath='{.metadata.annotations.meta\.helm\.sh/release-name}')" ]]
+}
+wait_namespaces_gone() {
+  wait_for "kruise's namespaces to be deleted" 180 \
+    bash -c "! '${K8S_BIN}/kubectl' get namespace kruise-system kruise-daemon-config --ignore-not-found -o name | grep -q ."
+}
+
+if [[ "${install}" == kustomize ]]; then
+  if helm_installed; then
+    log "removing the Helm release kruise (switching to kustomize)"
+    helm uninstall kruise --namespace default --wait --timeout 3m >/dev/null
+    wait_namespaces_gone
+  fi
+  log "deploying kruise (deploy/overlays/local)"
+  # Server-side apply: CRDs with full descriptions exceed the client-side annotation limit.
+  kubectl apply --server-side --force-conflicts --field-manager=kruise-deploy -k "${gen}" >/dev/null
+else
+  if kustomize_installed; then
+    log "removing the kustomize install (switching to Helm)"
+    kubectl delete -k "${gen}" --ignore-not-found --wait --timeout=180s >/dev/null
+    wait_namespaces_gone
+  fi
+  log "deploying kruise (helm: deploy/charts/kruise, deploy/overlays/local/values.yaml)"
+  # Helm installs crds/ only on first install; keep them current the documented way.
+  kubectl apply --server-side --force-conflicts --field-manager=kruise-deploy \
+    -f "${KRUISE_ROOT}/deploy/charts/kruise/crds/" >/dev/null
+  helm upgrade --install kruise "${KRUISE_ROOT}/deploy/charts/kruise" --namespace default \
+    -f "${KRUISE_ROOT}/deploy/overlays/local/values.yaml" \
+    --set-file daemon.credentialProvider.config="${cred}/config.yaml" \
+    --set manager.image.digest="$(cat "${KRUISE_WORK}/images/kruise-controller.digest")" \
+    --set daemon.image.digest="$(cat "${KRUISE_WORK}/images/kruise-daemon.digest")" >/dev/null
+fi
 kubectl wait --for=condition=Established --timeout=60s $(kubectl get crd -o name | grep "\.apps\.kruise\.io$") >/dev/null
 kubectl -n kruise-system rollout status daemonset/kruise-daemon --timeout=180s
 kubectl -n kruise-system rollout status deployment/kruise-controller --timeout=180s

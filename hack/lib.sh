@@ -32,6 +32,8 @@ REGISTRY_TOKEN_PASSWORD="${REGISTRY_TOKEN_PASSWORD:-kruise-token-pw}"
 PAUSE_IMAGE="${REGISTRY_ADDR}/public/pause:3.10"
 BUSYBOX_TAG="1.35"
 CRICTL_BIN="${KRUISE_CACHE}/cri-tools/${CRICTL_VERSION}/bin"
+HELM_VERSION="${HELM_VERSION:-v3.19.0}"
+HELM_BIN="${KRUISE_CACHE}/helm/${HELM_VERSION}/bin"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }

@@ -12,7 +12,7 @@ kruise is running on the local cluster.
   kubectl -n kruise-system logs ds/kruise-daemon     # the runtime the daemon found
   kubectl get crd | grep kruise.io                   # the apps.kruise.io API
   kubectl explain containerrecreaterequest.spec      # field documentation
-  curl -s 127.0.0.1:10221/metrics | grep kruise_     # daemon metrics (host network)
+  curl -s 127.0.0.1:10223/metrics | grep kruise_     # daemon metrics (host network)
 
   make test     # unit, integration and e2e tests
   make status   # what runs

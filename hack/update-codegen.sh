@@ -2,7 +2,8 @@
 # Regenerates everything derived from pkg/apis:
 #   - deepcopy functions (zz_generated.deepcopy.go) with k8s.io/code-generator
 #   - typed clientset, listers and informers under pkg/client with k8s.io/code-generator
-#   - CRD manifests under deploy/base/crds (one per CRD + kustomization.yaml) with controller-gen
+#   - CRD manifests under deploy/base/crds (one per CRD + kustomization.yaml) with controller-gen,
+#     copied into the Helm chart's crds/
 # Idempotent: running it twice leaves the tree unchanged.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -63,5 +64,14 @@ rm -f "${CRD_DIR}"/*.yaml
   done
 } >"${CRD_DIR}/kustomization.yaml.tmp"
 mv "${CRD_DIR}/kustomization.yaml.tmp" "${CRD_DIR}/kustomization.yaml"
+
+# The Helm chart carries the same CRDs in crds/ (Helm installs them before the templates).
+CHART_CRD_DIR="${KRUISE_ROOT}/deploy/charts/kruise/crds"
+log "copying the CRDs into deploy/charts/kruise/crds"
+mkdir -p "${CHART_CRD_DIR}"
+rm -f "${CHART_CRD_DIR}"/*.yaml
+for f in "${CRD_DIR}"/*.yaml; do
+  [[ "$(basename "${f}")" == kustomization.yaml ]] || cp "${f}" "${CHART_CRD_DIR}/"
+done
 
 log "code generation done"

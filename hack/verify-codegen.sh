@@ -4,7 +4,7 @@
 # differs. Does not modify the working tree.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-GENERATED=(pkg/apis pkg/client deploy/base/crds)
+GENERATED=(pkg/apis pkg/client deploy/base/crds deploy/charts/kruise/crds)
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/kruise-verify-codegen.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT

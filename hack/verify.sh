@@ -25,10 +25,21 @@ scripts_parse() {
   for f in hack/*.sh .ci/run; do bash -n "${f}" || { echo "syntax error in ${f}"; ok=1; }; done
   return "${ok}"
 }
+# deploy/base is rendered from the Helm chart (hack/update-deploy.sh): the two must not drift.
+rendered_base() {
+  local tmp
+  tmp=$(mktemp -d) || return 1
+  bash hack/update-deploy.sh "${tmp}" 2>/dev/null || { rm -rf "${tmp}"; return 1; }
+  local out
+  out=$(diff -r --exclude=crds "${tmp}" deploy/base)
+  rm -rf "${tmp}"
+  [[ -z "${out}" ]] || { echo "deploy/base differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
+}
 check gofmt gofmt_clean
 check "go vet" go vet ./...
 check "go vet (e2e)" go vet -tags e2e ./test/e2e/...
 check "go mod tidy" go_mod_tidy
 check "generated code" bash hack/verify-codegen.sh
 check "script syntax" scripts_parse
+check "deploy/base rendered from the chart" rendered_base
 exit "${rc}"

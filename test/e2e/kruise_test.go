@@ -98,7 +98,7 @@ func TestDaemonReportsRuntime(t *testing.T) {
 	}
 
 	// The daemon runs on the host network of this node and binds to loopback (local overlay).
-	metrics := httpGet(ctx, t, "http://127.0.0.1:10221/metrics")
+	metrics := httpGet(ctx, t, "http://127.0.0.1:10223/metrics")
 	for _, want := range []string{
 		`kruise_daemon_runtime_info{runtime="containerd"`,
 		`kruise_daemon_cri_up 1`,

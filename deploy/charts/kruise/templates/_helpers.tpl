@@ -1,0 +1,43 @@
+{{/* Namespace of both components. */}}
+{{- define "kruise.namespace" -}}
+{{- .Values.installation.namespace | default "kruise-system" -}}
+{{- end -}}
+
+{{/* An image reference from {repository, tag, digest}; the tag defaults to the appVersion. */}}
+{{- define "kruise.image" -}}
+{{- $img := index . 0 -}}{{- $root := index . 1 -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository ($img.tag | default $root.Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" unless featureGates turns the named (Beta) gate off: explicitly, or with AllBeta=false
+and no explicit value, as the binaries read it. The chart only needs KruiseDaemon. */}}
+{{- define "kruise.gateEnabled" -}}
+{{- $name := index . 0 -}}{{- $gates := index . 1 | default "" -}}
+{{- $explicit := "" -}}{{- $allBeta := "" -}}
+{{- range $pair := splitList "," $gates -}}
+{{- $kv := splitList "=" (trim $pair) -}}
+{{- if eq (len $kv) 2 -}}
+{{- if eq (trim (index $kv 0)) $name -}}{{- $explicit = lower (trim (index $kv 1)) -}}{{- end -}}
+{{- if eq (trim (index $kv 0)) "AllBeta" -}}{{- $allBeta = lower (trim (index $kv 1)) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $explicit -}}{{- $explicit -}}{{- else if eq $allBeta "false" -}}false{{- else -}}true{{- end -}}
+{{- end -}}
+
+{{/* Labels shared by every object of the release. */}}
+{{- define "kruise.labels" -}}
+app.kubernetes.io/part-of: kruise
+{{- end -}}
+
+{{/* loggingFormat, checked here so that a typo fails the install rather than the pods. */}}
+{{- define "kruise.loggingFormat" -}}
+{{- $f := . | default "text" -}}
+{{- if not (has $f (list "text" "json")) -}}
+{{- fail (printf "loggingFormat must be text or json, got %q" $f) -}}
+{{- end -}}
+{{- $f -}}
+{{- end -}}

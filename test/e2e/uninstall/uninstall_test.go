@@ -1,0 +1,168 @@
+//go:build e2e
+
+// Package uninstall removes a Helm install of kruise from the local cluster and checks that
+// nothing is left behind or stuck. It runs last, against the install that `make e2e-helm` made,
+// and leaves the cluster without kruise (the next `make deploy` installs it again).
+package uninstall
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+const partOf = "app.kubernetes.io/part-of=kruise"
+
+func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
+	helmBin := os.Getenv("KRUISE_HELM")
+	if helmBin == "" {
+		t.Fatal("KRUISE_HELM is not set: run this test with `make e2e-helm`")
+	}
+	f := framework.New(t)
+	ctx := framework.Context(t, 6*time.Minute)
+	kc := f.KruiseClient(t)
+	crds, err := apiextensionsclient.NewForConfig(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, helmBin, args...)
+		tmp := t.TempDir()
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := helm("list", "--namespace", "default", "--short"); !strings.Contains(out, "kruise") {
+		t.Fatalf("no Helm release kruise to uninstall (helm list: %q): run `make e2e-helm`", out)
+	}
+
+	// Objects of every kind kruise serves, in a user namespace, left for after the uninstall.
+	ns := f.NewNamespace(ctx, t, "uninstall")
+	crr := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left-over"},
+		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
+			PodName:    "no-such-pod",
+			Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
+		},
+	}
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := framework.NewImagePullJob(ns, "left-over", f.Image("public/busybox:1.35"))
+	framework.CreateImagePullJob(ctx, t, kc, job)
+	// The controller has admitted both (it completes the CRR: its pod does not exist).
+	framework.WaitCRR(ctx, t, kc, ns, crr.Name, time.Minute, "completed by the controller",
+		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+			return c.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
+		})
+
+	start := time.Now()
+	helm("uninstall", "kruise", "--namespace", "default", "--wait", "--timeout", "3m")
+	t.Logf("helm uninstall took %s", time.Since(start).Round(time.Millisecond))
+
+	framework.WaitFor(ctx, t, 3*time.Minute, "kruise's namespaces deleted", func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, name := range []string{framework.KruiseNamespace, "kruise-daemon-config"} {
+			n, err := f.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return false, "", err
+			}
+			left = append(left, name+" ("+string(n.Status.Phase)+")")
+		}
+		return len(left) == 0, strings.Join(left, ", "), nil
+	})
+	t.Logf("namespaces gone %s after the uninstall started", time.Since(start).Round(time.Millisecond))
+
+	// Nothing cluster-scoped of the release stays.
+	lo := metav1.ListOptions{LabelSelector: partOf}
+	left := map[string]int{}
+	if l, err := f.Client.RbacV1().ClusterRoles().List(ctx, lo); err == nil {
+		left["ClusterRole"] = len(l.Items)
+	} else {
+		t.Fatal(err)
+	}
+	if l, err := f.Client.RbacV1().ClusterRoleBindings().List(ctx, lo); err == nil {
+		left["ClusterRoleBinding"] = len(l.Items)
+	} else {
+		t.Fatal(err)
+	}
+	if l, err := f.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, lo); err == nil {
+		left["ValidatingAdmissionPolicy"] = len(l.Items)
+	} else {
+		t.Fatal(err)
+	}
+	if l, err := f.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, lo); err == nil {
+		left["ValidatingAdmissionPolicyBinding"] = len(l.Items)
+	} else {
+		t.Fatal(err)
+	}
+	for kind, n := range left {
+		if n != 0 {
+			t.Errorf("%d %s objects labelled %s survived helm uninstall", n, kind, partOf)
+		}
+	}
+
+	// Helm keeps the CRDs of crds/ and the objects in them: users' data is not deleted by an
+	// uninstall.
+	if _, err := kc.AppsV1beta1().ImagePullJobs(ns).Get(ctx, job.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the ImagePullJob should survive helm uninstall: %v", err)
+	}
+
+	// Without any kruise process left, every object can still be deleted: no finalizer waits for
+	// a controller that is gone. Delete the objects, then the CRDs.
+	if err := f.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, 2*time.Minute, "the namespace with kruise objects deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := f.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still there", err
+	})
+	list, err := crds.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range list.Items {
+		if c.Spec.Group == "apps.kruise.io" {
+			names = append(names, c.Name)
+			if err := crds.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("helm uninstall should keep the 4 CRDs, found %v", names)
+	}
+	framework.WaitFor(ctx, t, 2*time.Minute, "the CRDs deleted (NodeImages included)", func(ctx context.Context) (bool, string, error) {
+		var still []string
+		for _, name := range names {
+			_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				still = append(still, name)
+			} else if !apierrors.IsNotFound(err) {
+				return false, "", err
+			}
+		}
+		return len(still) == 0, strings.Join(still, ", "), nil
+	})
+	t.Logf("everything gone %s after the uninstall started", time.Since(start).Round(time.Millisecond))
+}
