@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -92,29 +90,9 @@ func startFullDaemon(t *testing.T, client *fake.Clientset) (*running, *critest.F
 	sock := filepath.Join(critest.ShortTempDir(t), "containerd.sock")
 	critest.Serve(t, sock, rt)
 
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	addrCh := make(chan net.Addr, 1)
-	r := &running{stop: cancel, done: make(chan error, 1)}
 	d := deps{client: client, kruiseClient: kruisefake.NewSimpleClientset(admittedCRR()), clock: clock.RealClock{},
-		heartbeatClock: clock.RealClock{}, pod: ownPodName, listening: func(a net.Addr) { addrCh <- a }}
-	go func() { r.done <- run(ctx, testOptions("unix://"+sock), d) }()
-	select {
-	case a := <-addrCh:
-		r.base = "http://" + a.String()
-	case err := <-r.done:
-		t.Fatalf("daemon exited before listening: %v", err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("daemon did not start listening")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			t.Error("daemon did not stop")
-		}
-	})
+		heartbeatClock: clock.RealClock{}, pod: ownPodName}
+	r := runInBackground(t, testOptions("unix://"+sock), d)
 	return r, rt
 }
 

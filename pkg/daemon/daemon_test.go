@@ -50,13 +50,19 @@ type running struct {
 // startDaemon runs the daemon in the background and returns its address.
 func startDaemon(t *testing.T, o *Options, client *fake.Clientset) *running {
 	t.Helper()
+	return runInBackground(t, o, deps{client: client, clock: clock.RealClock{}})
+}
+
+// runInBackground runs the daemon with d until the test ends; it returns once
+// the daemon listens.
+func runInBackground(t *testing.T, o *Options, d deps) *running {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	addrCh := make(chan net.Addr, 1)
+	d.listening = func(a net.Addr) { addrCh <- a }
 	r := &running{stop: cancel, done: make(chan error, 1)}
-	go func() {
-		r.done <- run(ctx, o, deps{client: client, clock: clock.RealClock{}, listening: func(a net.Addr) { addrCh <- a }})
-	}()
+	go func() { r.done <- run(ctx, o, d) }()
 	select {
 	case a := <-addrCh:
 		r.base = "http://" + a.String()

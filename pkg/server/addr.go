@@ -64,7 +64,7 @@ func listen(addr string) (net.Listener, error) {
 	if network != "unix" {
 		return net.Listen(network, address)
 	}
-	if err := removeStaleSocket(address); err != nil {
+	if err := RemoveStaleSocket(address); err != nil {
 		return nil, err
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: address, Net: "unix"})
@@ -79,10 +79,10 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// removeStaleSocket removes the socket file a previous run left behind. A
+// RemoveStaleSocket removes the socket file a previous run left behind. A
 // socket something still accepts on, or a file that is not a socket, is an
 // error rather than removed.
-func removeStaleSocket(path string) error {
+func RemoveStaleSocket(path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

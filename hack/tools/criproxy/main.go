@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -49,6 +48,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/server"
 )
 
 // pullImageMethod is the only call whose body is decoded.
@@ -162,7 +162,7 @@ type proxy struct {
 // newProxy listens on cfg.listen (removing a stale socket first) and
 // prepares the upstream connection, which is made lazily.
 func newProxy(cfg config) (*proxy, error) {
-	if err := removeStaleSocket(cfg.listen); err != nil {
+	if err := server.RemoveStaleSocket(cfg.listen); err != nil {
 		return nil, err
 	}
 	var rec *recorder
@@ -205,29 +205,6 @@ func newProxy(cfg config) (*proxy, error) {
 		grpc.MaxSendMsgSize(cri.MaxMsgSize),
 	)
 	return p, nil
-}
-
-// removeStaleSocket removes a socket nobody listens on. A live socket or a
-// path that is not a socket is an error: it is not ours to remove.
-func removeStaleSocket(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s exists and is not a socket", path)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		_ = c.Close()
-		return fmt.Errorf("%s is in use by another server", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing stale socket: %w", err)
-	}
-	return nil
 }
 
 func (p *proxy) serve() error {
