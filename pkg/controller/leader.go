@@ -21,10 +21,17 @@ import (
 // starting fresh is simpler and safer than stopping every controller in place.
 var ErrLeadershipLost = errors.New("lost leadership: could not renew the leader-election lease")
 
-// Identity is this replica's name in the Lease: the hostname (the pod name)
-// plus a random suffix, so a restarted pod never mistakes the old holder's
-// lease for its own.
+// PodNameEnv is filled from metadata.name by the downward API.
+const PodNameEnv = "POD_NAME"
+
+// Identity is this replica's name in the Lease: its pod name ($POD_NAME; the
+// hostname is the node's on the host network, the same for every replica
+// there), else the hostname, plus a random suffix, so a restarted pod never
+// mistakes the old holder's lease for its own.
 func Identity() (string, error) {
+	if pod := os.Getenv(PodNameEnv); pod != "" {
+		return pod + "_" + string(uuid.NewUUID()), nil
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		return "", fmt.Errorf("reading hostname for the leader-election identity: %w", err)

@@ -244,6 +244,11 @@ func TestIdentityIsUnique(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, a, b)
 	assert.Contains(t, a, "_")
+
+	t.Setenv(PodNameEnv, "kruise-controller-7d9f-x2b4q")
+	c, err := Identity()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(c, "kruise-controller-7d9f-x2b4q_"), "the pod name, not the node's hostname: %s", c)
 }
 
 func TestRunWithoutClusterConfig(t *testing.T) {

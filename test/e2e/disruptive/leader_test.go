@@ -1,0 +1,604 @@
+//go:build e2e
+
+package disruptive
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// kruise-controller's leader election as deploy/ sets it up.
+const (
+	leaderLease      = "kruise-controller"
+	leaderDeployment = "kruise-controller"
+	leaderSelector   = "app.kubernetes.io/name=kruise-controller"
+	leaderContainer  = "controller"
+	// leaderFakeNodeLabel marks this test's fake nodes (value: a random suffix per run).
+	leaderFakeNodeLabel = "kruise.e2e/leader-failover"
+
+	// leaderTakeoverTimeout bounds kill → another replica holds the Lease: after a crash the
+	// standby must wait out the lease duration (15 s) from the last renewal it saw, then its next
+	// attempt comes within the retry period with jitter (2 s × 2.2); the rest is margin.
+	leaderTakeoverTimeout = 40 * time.Second
+	// leaderRestartTimeout bounds kill → the killed container running and Ready again. The
+	// kubelet restarts a container that dies for the first time at once, but one that dies again
+	// within 10 minutes only after its crash-loop backoff (10 s, 20 s, 40 s, ...): runs of this
+	// test in a row kill the two replicas in turn. Then the readiness probe (every 5 s) must pass.
+	leaderRestartTimeout = 4 * time.Minute
+	// leaderStepTimeout bounds one step of the job: the leader reacting to a NodeImage change.
+	leaderStepTimeout = time.Minute
+	// leaderQuietWindow is how long the test watches the new leader with node 2's pull still in
+	// flight, to see that it hands out no other node and does not ask node 2 again.
+	leaderQuietWindow = 5 * time.Second
+)
+
+// Kill the leading kruise-controller replica like a crash (SIGKILL: it cannot release its Lease)
+// in the middle of an ImagePullJob that hands an image to three nodes one at a time, and watch
+// another replica (normally the standby) take over once the lease has run out and finish the job:
+// the node whose pull was in flight is not asked again, the last node is handed out by the new
+// leader, each node pulls exactly once and never two at once. The kubelet restarts the killed
+// container; the Lease stays with the new leader and every other replica follows it. The test
+// plays the daemons of three fake nodes, so it sets the pace of the job.
+func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
+	ctx := framework.Context(t, 12*time.Minute)
+	f := framework.New(t)
+	c := f.KruiseClient(t)
+
+	// 1. Two available replicas; which one leads.
+	pods := leaderWaitReplicasAvailable(ctx, t, f, 2*time.Minute)
+	// Right after a rollout the Lease may still name a replica of the old ReplicaSet.
+	var before *coordinationv1.Lease
+	var leaderPod corev1.Pod
+	framework.WaitFor(ctx, t, time.Minute, "the Lease held by one of the controller pods", func(ctx context.Context) (bool, string, error) {
+		l, err := f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		before = l
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		if h == "" {
+			return false, leaderDescribeLease(l), nil
+		}
+		p, desc, err := leaderFindPod(ctx, f, pods, h)
+		if p == nil || err != nil {
+			return false, leaderDescribeLease(l) + ": " + desc, err
+		}
+		leaderPod = *p
+		return true, "", nil
+	})
+	oldHolder := ptr.Deref(before.Spec.HolderIdentity, "")
+	// Every state of the Lease from here on: it must never be released, and after the takeover
+	// never leave the new leader.
+	leases := leaderWatchLease(ctx, t, f)
+	var standbys []string
+	for _, p := range pods {
+		if p.Name != leaderPod.Name {
+			standbys = append(standbys, p.Name)
+		}
+	}
+	t.Logf("leader: pod %s (identity %s, leaseTransitions %d); standby: %v", leaderPod.Name, oldHolder,
+		ptr.Deref(before.Spec.LeaseTransitions, 0), standbys)
+
+	// 2. In-flight work: an ImagePullJob over three fake nodes with parallelism 1.
+	ns := f.NewNamespace(ctx, t, "leader")
+	suffix := rand.String(5)
+	var nodes []string
+	for _, s := range []string{"a", "b", "c"} {
+		n := "e2e-leader-" + suffix + "-" + s
+		nodes = append(nodes, n)
+		f.FakeNode(ctx, t, c, n, map[string]string{"kubernetes.io/hostname": n, leaderFakeNodeLabel: suffix})
+	}
+	image := f.UniqueImage("public/") // never really pulled: only fake nodes are asked
+	repo, tag := framework.SplitImage(image)
+	w := framework.WatchNodeImageTag(ctx, t, c, image)
+	var uid atomic.Value
+	uid.Store(types.UID(""))
+	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
+		if u := leaderUnfinished(latest, nodes, repo, tag, uid.Load().(types.UID)); len(u) > 1 {
+			return fmt.Sprintf("%d nodes asked to pull at once with parallelism 1: %v", len(u), u)
+		}
+		return ""
+	})
+
+	job := framework.NewImagePullJob(ns, "failover", image)
+	job.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{
+		MatchLabels: map[string]string{leaderFakeNodeLabel: suffix},
+	}}
+	job.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
+	// No per-pull timeout or deadline may cut in while the test holds node 2's pull open.
+	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](0)}
+	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
+	created := framework.CreateImagePullJob(ctx, t, c, job)
+	uid.Store(created.UID)
+	handed := map[string]bool{}
+
+	// Node 1: handed out and pulled under the first leader.
+	n1 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
+	leaderPull(ctx, t, c, w, n1, repo, tag, true)
+	// Node 2: handed out by the first leader, which dies while the node pulls.
+	n2 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
+	n2Version := leaderPull(ctx, t, c, w, n2, repo, tag, false)
+	n3 := nodes[slices.IndexFunc(nodes, func(n string) bool { return !handed[n] })]
+	if leaderHandedOut(w, n3, created.UID) {
+		t.Fatalf("node %s was asked while %s still pulls: %s", n3, n2, leaderDescribeNodes(w, nodes))
+	}
+	t.Logf("node %s pulled; node %s pulling (version %d); node %s waiting", n1, n2, n2Version, n3)
+
+	// 3. Crash the leader.
+	leaderPod = *leaderGetPod(ctx, t, f, leaderPod.Name)
+	if h := ptr.Deref(leaderGetLease(ctx, t, f).Spec.HolderIdentity, ""); h != oldHolder {
+		t.Fatalf("the Lease changed hands before the kill: holder %s, want %s", h, oldHolder)
+	}
+	leaderStatus := framework.ContainerStatusOf(&leaderPod, leaderContainer)
+	if leaderStatus == nil {
+		t.Fatalf("pod %s has no status of container %s", leaderPod.Name, leaderContainer)
+	}
+	restartsBefore := leaderStatus.RestartCount
+	// The process dies within milliseconds of the call (StopContainer returns once it is gone).
+	killedAt := time.Now()
+	killedID := framework.KillContainer(ctx, t, &leaderPod, leaderContainer)
+	// The dead leader renews no more: this is its last renewal.
+	final := leaderGetLease(ctx, t, f)
+	lastRenew := final.Spec.RenewTime.Time
+	leaseDuration := time.Duration(ptr.Deref(final.Spec.LeaseDurationSeconds, 0)) * time.Second
+	t.Logf("killed container %s of leader pod %s (restartCount was %d); its last renewal %s before the kill, lease %s",
+		killedID, leaderPod.Name, restartsBefore, killedAt.Sub(lastRenew).Round(time.Millisecond), leaseDuration)
+
+	// 4. Another replica takes over once the lease has run out.
+	var after *coordinationv1.Lease
+	framework.WaitFor(ctx, t, leaderTakeoverTimeout, "another replica to take over the Lease", func(ctx context.Context) (bool, string, error) {
+		l, err := f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		after = l
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		return h != "" && h != oldHolder, leaderDescribeLease(l), nil
+	})
+	observed := time.Since(killedAt)
+	newHolder := ptr.Deref(after.Spec.HolderIdentity, "")
+	acquired := after.Spec.AcquireTime.Time
+	t.Logf("TAKEOVER: new holder %s acquired the Lease %s after the kill (observed after %s); the dead leader's lease ran out %s after the kill",
+		newHolder, acquired.Sub(killedAt).Round(time.Millisecond), observed.Round(time.Millisecond),
+		lastRenew.Add(leaseDuration).Sub(killedAt).Round(time.Millisecond))
+	if got, want := ptr.Deref(after.Spec.LeaseTransitions, 0), ptr.Deref(before.Spec.LeaseTransitions, 0)+1; got != want {
+		t.Errorf("leaseTransitions = %d after the takeover, want %d", got, want)
+	}
+	// A crash releases nothing: the new holder had to wait until the lease ran out (the 1 s
+	// slack only keeps this check from depending on how the times are rounded).
+	if waited := acquired.Sub(lastRenew); waited < leaseDuration-time.Second {
+		t.Errorf("the Lease was taken %s after the dead leader's last renewal, before its duration %s ran out", waited, leaseDuration)
+	}
+	if r := leases.released(); r != "" {
+		t.Errorf("the killed leader released the Lease (a crash cannot): %s", r)
+	}
+	// Which replica won. After a crash every candidate waits out the lease from when it first saw
+	// it, and client-go gives a standby that has waited long no priority: the standby saw the last
+	// renewal first, but the kubelet restarts a container that crashes for the first time within
+	// about a second, and the new process competes from its start. The standby usually wins, by a
+	// second or two (a candidate retries every 2 s plus up to 2.4 s of jitter); the restarted
+	// process sometimes does. Both are correct failovers: the dead process's identity is gone for
+	// good, and the checks below hold for either.
+	newPod := leaderPodOf(ctx, t, f, leaderListPods(ctx, t, f), newHolder)
+	if newPod.Name == leaderPod.Name {
+		t.Logf("TAKEOVER by the killed pod %s's restarted container (identity %s): it won the race against the standby %v",
+			leaderPod.Name, newHolder, standbys)
+	} else {
+		t.Logf("TAKEOVER by the standby pod %s", newPod.Name)
+	}
+
+	// The new leader resumes the job where the old one left it: node 2 still pulls, so no other
+	// node is asked, and node 2 is not asked again.
+	framework.Consistently(ctx, t, leaderQuietWindow, "the new leader to wait for node "+n2+"'s pull in flight", func(context.Context) (bool, string, error) {
+		ok := len(w.Violations()) == 0 && !leaderHandedOut(w, n3, created.UID) && leaderVersion(w, n2, repo, tag) == n2Version
+		return ok, strings.Join(w.Violations(), "; ") + " | " + leaderDescribeNodes(w, nodes), nil
+	})
+	// Node 2's pull finishes under the new leader, which then hands out node 3.
+	framework.SetTagStatus(ctx, t, c, n2, repo, tag, n2Version, appsv1beta1.ImagePhaseSucceeded)
+	if got := leaderNextNode(ctx, t, w, nodes, handed, created.UID); got != n3 {
+		t.Fatalf("next node %s, want %s", got, n3)
+	}
+	leaderPull(ctx, t, c, w, n3, repo, tag, true)
+
+	done := framework.WaitImagePullJobFinished(ctx, t, c, ns, created.Name, leaderStepTimeout)
+	if s := done.Status; s.Desired != 3 || s.Succeeded != 3 || s.Failed != 0 || s.Active != 0 || !strings.HasPrefix(s.Message, "Completed") {
+		t.Errorf("want a Completed job with desired=3 succeeded=3 failed=0; got %s", framework.DescribeImagePullJob(ctx, c, done))
+	}
+	if v := w.Violations(); len(v) > 0 {
+		t.Errorf("parallelism 1 not respected: %v; %s", v, leaderDescribeNodes(w, nodes))
+	}
+	for _, n := range nodes {
+		if runs, versions := leaderHandOuts(w, n, created.UID); runs != 1 || len(versions) != 1 {
+			t.Errorf("node %s was asked %d times with versions %v, want once: %s", n, runs, versions, w.Summary(n))
+		}
+	}
+
+	// The killed container comes back (restartCount + 1, killed by SIGKILL) and is Ready.
+	restarted := f.WaitContainerRestarted(ctx, t, framework.KruiseNamespace, leaderPod.Name, leaderContainer, killedID, leaderRestartTimeout)
+	st := framework.ContainerStatusOf(restarted, leaderContainer)
+	if st.RestartCount != restartsBefore+1 {
+		t.Errorf("restartCount of the killed container = %d, want %d", st.RestartCount, restartsBefore+1)
+	}
+	if term := st.LastTerminationState.Terminated; term == nil || term.ExitCode != framework.ExitCodeSIGKILL {
+		t.Errorf("last termination of the killed container = %+v, want exit code %d (SIGKILL)", term, framework.ExitCodeSIGKILL)
+	}
+	if st.State.Running != nil {
+		t.Logf("killed container running again %s after the kill (startedAt has 1 s resolution)",
+			st.State.Running.StartedAt.Sub(killedAt.Truncate(time.Second)))
+	}
+
+	// 5. The Deployment is whole again; every other replica stands by, following the new leader,
+	// which has kept the Lease all along.
+	pods = leaderWaitReplicasAvailable(ctx, t, f, leaderRestartTimeout)
+	for _, p := range pods {
+		if p.Name == newPod.Name {
+			continue
+		}
+		framework.WaitFor(ctx, t, leaderStepTimeout, "replica "+p.Name+" to follow leader "+newHolder, func(ctx context.Context) (bool, string, error) {
+			logs, err := f.PodLogs(ctx, framework.KruiseNamespace, p.Name, leaderContainer)
+			if err != nil {
+				return false, "", err
+			}
+			// A standby logs each new leader it sees ("Another replica leads; standing by").
+			return strings.Contains(logs, newHolder), "its log does not name " + newHolder + " yet", nil
+		})
+	}
+	end := leaderGetLease(ctx, t, f)
+	if h := ptr.Deref(end.Spec.HolderIdentity, ""); h != newHolder {
+		t.Errorf("Lease holder at the end is %s, want the new leader %s", h, newHolder)
+	}
+	if hs := leases.holdersFrom(newHolder); !slices.Equal(hs, []string{newHolder}) {
+		t.Errorf("Lease holders seen since the takeover: %v, want only %s", hs, newHolder)
+	}
+}
+
+// leaderWaitReplicasAvailable waits until the kruise-controller Deployment has rolled out with at
+// least 2 replicas, all available, and returns its pods.
+func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework.Framework, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	d, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).Get(ctx, leaderDeployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Deployment %s/%s: %v", framework.KruiseNamespace, leaderDeployment, err)
+	}
+	if r := ptr.Deref(d.Spec.Replicas, 1); r < 2 {
+		t.Fatalf("Deployment %s/%s has %d replica(s): leader failover needs at least 2 (deploy/ sets 2)", d.Namespace, d.Name, r)
+	}
+	var pods []corev1.Pod
+	framework.WaitFor(ctx, t, timeout, "Deployment "+leaderDeployment+" rolled out with every replica available", func(ctx context.Context) (bool, string, error) {
+		d, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).Get(ctx, leaderDeployment, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		s := d.Status
+		desc := fmt.Sprintf("generation %d observed %d; replicas %d updated %d ready %d available %d, want %d; pods: %s",
+			d.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, want,
+			f.DescribePods(ctx, framework.KruiseNamespace, leaderSelector))
+		if s.ObservedGeneration < d.Generation || s.Replicas != want || s.UpdatedReplicas != want || s.AvailableReplicas != want {
+			return false, desc, nil
+		}
+		pods = leaderListPods(ctx, t, f)
+		if int32(len(pods)) != want {
+			return false, desc, nil
+		}
+		for i := range pods {
+			if c := framework.PodConditionOf(&pods[i], corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue {
+				return false, desc, nil
+			}
+		}
+		return true, desc, nil
+	})
+	return pods
+}
+
+// leaderListPods lists the controller's pods that are not being deleted.
+func leaderListPods(ctx context.Context, t *testing.T, f *framework.Framework) []corev1.Pod {
+	t.Helper()
+	list, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: leaderSelector})
+	if err != nil {
+		t.Fatalf("listing kruise-controller pods: %v", err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func leaderGetPod(ctx context.Context, t *testing.T, f *framework.Framework, name string) *corev1.Pod {
+	t.Helper()
+	p, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading pod %s/%s: %v", framework.KruiseNamespace, name, err)
+	}
+	return p
+}
+
+func leaderGetLease(ctx context.Context, t *testing.T, f *framework.Framework) *coordinationv1.Lease {
+	t.Helper()
+	l, err := f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Lease %s/%s: %v", framework.KruiseNamespace, leaderLease, err)
+	}
+	return l
+}
+
+func leaderDescribeLease(l *coordinationv1.Lease) string {
+	var acquire, renew string
+	if l.Spec.AcquireTime != nil {
+		acquire = l.Spec.AcquireTime.Format(time.RFC3339Nano)
+	}
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("holder %q transitions %d duration %ds acquired %s renewed %s", ptr.Deref(l.Spec.HolderIdentity, ""),
+		ptr.Deref(l.Spec.LeaseTransitions, 0), ptr.Deref(l.Spec.LeaseDurationSeconds, 0), acquire, renew)
+}
+
+// leaderPodOf returns the controller pod whose running container is the replica with this
+// leader-election identity, and fails the test when there is none.
+func leaderPodOf(ctx context.Context, t *testing.T, f *framework.Framework, pods []corev1.Pod, identity string) corev1.Pod {
+	t.Helper()
+	p, desc, err := leaderFindPod(ctx, f, pods, identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil {
+		t.Fatal(desc)
+	}
+	return *p
+}
+
+// leaderFindPod finds the pod of pods whose running container is the replica with this
+// leader-election identity (nil and why not if none). The identity is the replica's hostname,
+// "_" and a random suffix (pkg/controller.Identity), so the pod whose name is the hostname part;
+// but a pod on the host network has the node's hostname, so otherwise the pod is the one whose
+// log gives the identity as its own (the replica logs it when it starts waiting for the Lease;
+// standbys log the leader's identity too, under another key).
+func leaderFindPod(ctx context.Context, f *framework.Framework, pods []corev1.Pod, identity string) (*corev1.Pod, string, error) {
+	if i := strings.LastIndex(identity, "_"); i > 0 {
+		for k := range pods {
+			if pods[k].Name == identity[:i] {
+				return &pods[k], "", nil
+			}
+		}
+	}
+	var found []*corev1.Pod
+	var names []string
+	for k := range pods {
+		p := &pods[k]
+		names = append(names, p.Name)
+		logs, err := f.PodLogs(ctx, p.Namespace, p.Name, leaderContainer)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the log of %s to find leader-election identity %s: %w", p.Name, identity, err)
+		}
+		if leaderLogsOwnIdentity(logs, identity) {
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		return nil, fmt.Sprintf("%d of the controller pods %v run the replica with identity %s", len(found), names, identity), nil
+	}
+	return found[0], "", nil
+}
+
+// leaderLogsOwnIdentity reports whether a replica's log gives identity as its own: the key
+// "identity" (text or JSON logging) right before it, as pkg/controller logs "Waiting to acquire
+// the leader-election lease". Standbys name the leader under the key "leader".
+func leaderLogsOwnIdentity(logs, identity string) bool {
+	return strings.Contains(logs, `identity="`+identity+`"`) || strings.Contains(logs, `"identity":"`+identity+`"`)
+}
+
+// leaderLeaseWatch records every state of the Lease a watch shows, from when it starts until the
+// test ends.
+type leaderLeaseWatch struct {
+	mu      sync.Mutex
+	records []leaderLeaseRecord
+}
+
+type leaderLeaseRecord struct {
+	at     time.Time
+	holder string
+	desc   string
+}
+
+// leaderWatchLease starts recording the kruise-controller Lease.
+func leaderWatchLease(ctx context.Context, t *testing.T, f *framework.Framework) *leaderLeaseWatch {
+	t.Helper()
+	w := &leaderLeaseWatch{}
+	leases := f.Client.CoordinationV1().Leases(framework.KruiseNamespace)
+	sel := fields.OneTermEqualSelector("metadata.name", leaderLease).String()
+	list, err := leases.List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatalf("listing Lease %s: %v", leaderLease, err)
+	}
+	for i := range list.Items {
+		w.observe(&list.Items[i])
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	rw, err := watchtools.NewRetryWatcherWithContext(wctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = sel
+			return leases.Watch(ctx, opts)
+		},
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("watching Lease %s: %v", leaderLease, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range rw.ResultChan() {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok {
+				w.observe(l)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		rw.Stop()
+		<-done
+	})
+	return w
+}
+
+func (w *leaderLeaseWatch) observe(l *coordinationv1.Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.records = append(w.records, leaderLeaseRecord{at: time.Now(), holder: ptr.Deref(l.Spec.HolderIdentity, ""), desc: leaderDescribeLease(l)})
+}
+
+// released describes the first state with no holder (how client-go releases a Lease), or "".
+func (w *leaderLeaseWatch) released() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.records {
+		if r.holder == "" {
+			return r.at.Format(time.RFC3339Nano) + ": " + r.desc
+		}
+	}
+	return ""
+}
+
+// holdersFrom lists, in order and without repeats, the holders seen from the first state held by
+// holder on (nil if holder was never seen).
+func (w *leaderLeaseWatch) holdersFrom(holder string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, r := range w.records {
+		if len(out) == 0 && r.holder != holder {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1] != r.holder {
+			out = append(out, r.holder)
+		}
+	}
+	return out
+}
+
+// leaderOwned reports whether an observation shows the job's request on the node.
+func leaderOwned(o framework.TagObservation, uid types.UID) bool {
+	return o.Spec != nil && slices.ContainsFunc(o.Spec.OwnerReferences, func(r corev1.ObjectReference) bool { return r.UID == uid })
+}
+
+// leaderHandedOut reports whether the job's request has ever been seen on node.
+func leaderHandedOut(w *framework.NodeImageWatch, node string, uid types.UID) bool {
+	_, ok := w.Find(node, func(o framework.TagObservation) bool { return leaderOwned(o, uid) })
+	return ok
+}
+
+// leaderHandOuts counts how many times the job's request appeared on node (absent → present) and
+// lists the distinct versions it carried: one pull is one appearance with one version.
+func leaderHandOuts(w *framework.NodeImageWatch, node string, uid types.UID) (runs int, versions []int64) {
+	prev := false
+	for _, o := range w.History(node) {
+		owned := leaderOwned(o, uid)
+		if owned && !prev {
+			runs++
+		}
+		if owned && !slices.Contains(versions, o.Spec.Version) {
+			versions = append(versions, o.Spec.Version)
+		}
+		prev = owned
+	}
+	return runs, versions
+}
+
+// leaderVersion is the version of the tag's request on node now (-1: none).
+func leaderVersion(w *framework.NodeImageWatch, node, repo, tag string) int64 {
+	if ni := w.Latest(node); ni != nil {
+		if spec := framework.TagSpecOf(ni, repo, tag); spec != nil {
+			return spec.Version
+		}
+	}
+	return -1
+}
+
+// leaderUnfinished lists the nodes carrying the job's request without a result for its version.
+func leaderUnfinished(latest map[string]*appsv1beta1.NodeImage, nodes []string, repo, tag string, uid types.UID) []string {
+	var out []string
+	for _, n := range nodes {
+		ni := latest[n]
+		if ni == nil {
+			continue
+		}
+		spec := framework.TagSpecOf(ni, repo, tag)
+		if spec == nil || !slices.ContainsFunc(spec.OwnerReferences, func(r corev1.ObjectReference) bool { return r.UID == uid }) {
+			continue
+		}
+		finished := slices.ContainsFunc(framework.TagStatusesOf(ni, repo, tag), func(s appsv1beta1.ImageTagStatus) bool {
+			return s.Version == spec.Version && (s.Phase == appsv1beta1.ImagePhaseSucceeded || s.Phase == appsv1beta1.ImagePhaseFailed)
+		})
+		if !finished {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// leaderNextNode waits until the controller asks one of the nodes not yet handled to pull, marks it
+// handled and returns it.
+func leaderNextNode(ctx context.Context, t *testing.T, w *framework.NodeImageWatch, nodes []string, handled map[string]bool, uid types.UID) string {
+	t.Helper()
+	var next string
+	framework.WaitFor(ctx, t, leaderStepTimeout, "the controller to ask the next node to pull", func(context.Context) (bool, string, error) {
+		for _, n := range nodes {
+			if !handled[n] && leaderHandedOut(w, n, uid) {
+				next = n
+				return true, n, nil
+			}
+		}
+		return false, fmt.Sprintf("handled %v; %s", framework.SortedKeys(handled), leaderDescribeNodes(w, nodes)), nil
+	})
+	handled[next] = true
+	return next
+}
+
+// leaderPull plays node's daemon: it reports the requested version Pulling and, if finish, then
+// Succeeded. It returns the version.
+func leaderPull(ctx context.Context, t *testing.T, c versioned.Interface, w *framework.NodeImageWatch, node, repo, tag string, finish bool) int64 {
+	t.Helper()
+	v := leaderVersion(w, node, repo, tag)
+	if v < 0 {
+		t.Fatalf("node %s has no request for %s:%s: %s", node, repo, tag, w.Summary(node))
+	}
+	framework.SetTagStatus(ctx, t, c, node, repo, tag, v, appsv1beta1.ImagePhasePulling)
+	if finish {
+		framework.SetTagStatus(ctx, t, c, node, repo, tag, v, appsv1beta1.ImagePhaseSucceeded)
+	}
+	return v
+}
+
+func leaderDescribeNodes(w *framework.NodeImageWatch, nodes []string) string {
+	var parts []string
+	for _, n := range nodes {
+		parts = append(parts, w.Summary(n))
+	}
+	return strings.Join(parts, " | ")
+}
