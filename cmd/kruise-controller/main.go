@@ -54,6 +54,8 @@ Controllers (gates):
                             kruise-daemon-<node>; sets and restores the KruisePodReady
                             readiness gate; deletes them ttlSecondsAfterFinished after
                             completion
+  podreadiness              sets KruisePodReady True on pods that declare that readiness
+                            gate and have no such condition yet
   sidecarterminator         (SidecarTerminator) stops the sidecars of Job pods whose
                             main containers have finished (--sidecar-termination)
   nodeimage                 (KruiseDaemon) keeps one NodeImage per node

@@ -26,6 +26,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
@@ -85,6 +86,9 @@ type Entry struct {
 // needs KruiseDaemon.
 var builders = []Entry{
 	{Name: recreate.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
+	// Pods that declare the KruisePodReady gate never become Ready without its
+	// condition, daemon or not: always on.
+	{Name: podreadiness.Name, Build: buildPodReadiness},
 	// The default "phase" mechanism needs no daemon; Options.Validate refuses
 	// --sidecar-termination=crr without one.
 	{Name: sidecarterminator.Name, Gates: []featuregate.Feature{features.SidecarTerminator}, Build: buildSidecarTerminator},

@@ -26,6 +26,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
@@ -298,4 +299,9 @@ func buildImageListPullJob(d Deps) (Controller, error) {
 		ListJobs:     d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
 		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
 	})
+}
+
+// buildPodReadiness adapts Deps to the KruisePodReady condition controller.
+func buildPodReadiness(d Deps) (Controller, error) {
+	return podreadiness.New(podreadiness.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
 }

@@ -11,19 +11,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
 func kruisePodReadyStatus(pod *corev1.Pod) corev1.ConditionStatus {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == appsv1alpha1.KruisePodReadyConditionType {
-			return c.Status
-		}
+	if c := readinessgate.Condition(pod); c != nil {
+		return c.Status
 	}
 	return ""
 }
@@ -54,13 +52,12 @@ func TestCRRUnreadyGraceWithReadinessGate(t *testing.T) {
 	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
 	created := f.CreateRunningPod(ctx, t, pod)
 
-	// Such a pod is not Ready until the gate's condition is True: the test plays the user's tooling.
-	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","lastTransitionTime":%q}]}}`,
-		appsv1alpha1.KruisePodReadyConditionType, time.Now().UTC().Format(time.RFC3339))
-	if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
-		t.Fatalf("setting %s=True: %v", appsv1alpha1.KruisePodReadyConditionType, err)
-	}
+	// Such a pod is not Ready until the gate's condition is True: kruise-controller sets it on
+	// pods that declare the gate (pkg/controller/podreadiness), as OpenKruise does.
 	before := waitPodReady(ctx, t, f, ns, "web", "pod web Ready with the gate True")
+	if c := readinessgate.Condition(before); c == nil || c.Reason != "GateDeclared" {
+		t.Errorf("%s should have been set by kruise-controller (reason GateDeclared): %+v", appsv1alpha1.KruisePodReadyConditionType, c)
+	}
 	oldID := containerStatus(created, "main").ContainerID
 
 	w, err := f.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{
