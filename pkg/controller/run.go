@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -82,16 +81,17 @@ type deps struct {
 func run(ctx context.Context, o *Options, d deps) error {
 	logger := klog.FromContext(ctx)
 
-	// Nothing here reads managedFields: drop them from every cached object.
-	factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(stripManagedFields))
+	// Caches keep only what the controllers read (transform.go): Pods and
+	// Nodes an allow-list of fields, every other type all but managedFields.
+	factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject))
 	namespace := kruiseNamespace()
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
-		informers.WithNamespace(namespace), informers.WithTransform(stripManagedFields))
-	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(stripManagedFields))
-	secretFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(stripManagedFields),
+		informers.WithNamespace(namespace), informers.WithTransform(transformObject))
+	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(transformObject))
+	secretFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
 	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
-		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(stripManagedFields))
+		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject))
 	factories := []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory}
 	metrics := server.NewRegistry()
 	reg := NewRegistry()
@@ -199,15 +199,6 @@ func kruiseNamespace() string {
 		return ns
 	}
 	return DefaultNamespace
-}
-
-// stripManagedFields is an informer transform: controllers never read
-// managedFields, often the largest part of an object.
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle

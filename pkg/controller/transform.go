@@ -1,0 +1,273 @@
+package controller
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+)
+
+// Informer transforms: what the controllers' caches keep of each object.
+//
+// On a large cluster the caches of Pods and Nodes are most of the process's
+// memory, and most of each object is never read here: a Node's
+// status.images alone lists hundreds of images, and a pod carries volumes,
+// probes, resources, affinity and the like. Pods and Nodes are therefore
+// rebuilt from an allow-list of the fields some controller reads (below,
+// with who reads what); every other type only loses its managedFields.
+//
+// Rules that keep this correct:
+//   - A controller that starts reading a field of a cached Pod or Node must
+//     add it here, and to the kept-field tests in transform_test.go.
+//   - A lean object must never be written back: no controller may Update a
+//     Pod or Node it read from a lister (they Patch, with the fields they
+//     mean to change). The kruise kinds (CRRs, NodeImages, ImagePullJobs,
+//     ImageListPullJobs) and Secrets are Updated from cached copies, so they
+//     keep every field but managedFields. (An Update without managedFields
+//     leaves the stored ones as they are.)
+//   - Pods and Nodes are rebuilt, never modified: the lean object shares
+//     the kept fields with the one decoded from the API server, which is
+//     then dropped. managedFields are cleared in place on the other types:
+//     client-go hands the transform a freshly decoded object that no one
+//     else holds. Either way, transforming twice gives the same result.
+//   - client-go does not pass tombstones (DeletedFinalStateUnknown) to
+//     transforms: their object comes from the store, already transformed.
+//     Should one come, its object may be the one in the store, which
+//     informers' readers share: it is never modified (copied before
+//     managedFields are cleared).
+
+// transformObject is the informer transform of every factory of
+// kruise-controller.
+func transformObject(obj any) (any, error) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return cache.DeletedFinalStateUnknown{Key: tomb.Key, Obj: lean(tomb.Obj, false)}, nil
+	}
+	return lean(obj, true), nil
+}
+
+// lean returns what the cache keeps of obj. owned says whether obj may be
+// modified (no one else holds it).
+func lean(obj any, owned bool) any {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return leanPod(o)
+	case *corev1.Node:
+		return leanNode(o)
+	}
+	return stripManagedFields(obj, owned)
+}
+
+// stripManagedFields clears managedFields, which no controller reads and
+// which are often the largest part of an object: in place when owned, else
+// on a copy (and only when there are some).
+func stripManagedFields(obj any, owned bool) any {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetManagedFields() == nil {
+		return obj
+	}
+	if !owned {
+		ro, ok := obj.(runtime.Object)
+		if !ok {
+			return obj
+		}
+		obj = ro.DeepCopyObject()
+		if m, err = meta.Accessor(obj); err != nil {
+			return obj
+		}
+	}
+	m.SetManagedFields(nil)
+	return obj
+}
+
+// leanMeta keeps an object's identity (name, namespace, uid,
+// resourceVersion, which the pod readiness controller sends as its patch
+// precondition, generation, creation and deletion), its labels (the
+// ImagePullJob podSelector matches any pod label; the NodeImage controller
+// copies every node label, and the sidecar terminator and the NodeImage
+// controller read the virtual-kubelet label "type"), owner references and
+// finalizers (small, kept for whoever needs ownership), and kruise's own
+// annotations (the sidecar terminator compares
+// apps.kruise.io/sidecar-terminated-at, which it writes). Other annotations
+// (last-applied-configuration, CNI and CSI node annotations, ...),
+// generateName and managedFields are dropped.
+func leanMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:                       in.Name,
+		Namespace:                  in.Namespace,
+		UID:                        in.UID,
+		ResourceVersion:            in.ResourceVersion,
+		Generation:                 in.Generation,
+		CreationTimestamp:          in.CreationTimestamp,
+		DeletionTimestamp:          in.DeletionTimestamp,
+		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
+		Labels:                     in.Labels,
+		Annotations:                kruiseAnnotations(in.Annotations),
+		OwnerReferences:            in.OwnerReferences,
+		Finalizers:                 in.Finalizers,
+	}
+}
+
+// kruiseAnnotations returns the annotations in a kruise.io domain
+// (apps.kruise.io/..., kruise.io/...), nil when there are none.
+func kruiseAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if !isKruiseKey(k) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// isKruiseKey reports whether an annotation key's prefix is kruise.io or a
+// subdomain of it.
+func isKruiseKey(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	return ok && (prefix == "kruise.io" || strings.HasSuffix(prefix, ".kruise.io"))
+}
+
+// leanPod keeps what the controllers read of a cached pod:
+//
+//   - sidecar terminator: spec.restartPolicy, spec.nodeName,
+//     spec.terminationGracePeriodSeconds, the regular containers' names,
+//     images and marking env vars (KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT
+//     and ..._WITH_IMAGE: value, and whether valueFrom is set),
+//     status.phase, status.conditions (SidecarTerminated and its
+//     lastTransitionTime), the containers' statuses (name, containerID,
+//     state.terminated exitCode and finishedAt), deletionTimestamp, uid and
+//     the sidecar-terminated-at annotation;
+//   - CRR lifecycle: uid, spec.nodeName, deletionTimestamp, status.phase and
+//     the KruisePodReady condition (status, reason); it reads the pod's
+//     readiness gates, container ports and preStop hooks from the API
+//     server at admission, not from the cache;
+//   - ImagePullJob: labels, spec.nodeName and status.phase of the pods a
+//     podSelector picks;
+//   - pod readiness: spec.readinessGates (is KruisePodReady declared?),
+//     status.conditions (has it?), status.phase, deletionTimestamp, and
+//     resourceVersion (the precondition of its status patch).
+//
+// Dropped: init and ephemeral containers, every other container field
+// (resources, probes, ports, lifecycle, volume mounts, other env vars,
+// envFrom, ...), volumes, affinity, tolerations and the rest of the spec;
+// init and ephemeral container statuses, the containers' image, imageID,
+// lastState, resources and termination or waiting messages, pod IPs, host
+// IPs, start time, QoS class, and the pod's status reason and message.
+// The containers' ready, started and restartCount are kept although only
+// the live pod's are read today: they are a few bytes.
+func leanPod(in *corev1.Pod) *corev1.Pod {
+	if in == nil {
+		return nil
+	}
+	return &corev1.Pod{
+		TypeMeta:   in.TypeMeta,
+		ObjectMeta: leanMeta(&in.ObjectMeta),
+		Spec: corev1.PodSpec{
+			NodeName:                      in.Spec.NodeName,
+			RestartPolicy:                 in.Spec.RestartPolicy,
+			TerminationGracePeriodSeconds: in.Spec.TerminationGracePeriodSeconds,
+			ReadinessGates:                in.Spec.ReadinessGates,
+			Containers:                    leanContainers(in.Spec.Containers),
+		},
+		Status: corev1.PodStatus{
+			Phase:             in.Status.Phase,
+			Conditions:        in.Status.Conditions,
+			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
+		},
+	}
+}
+
+// leanContainers keeps each container's name, image and marking env vars.
+func leanContainers(in []corev1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i := range in {
+		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, Env: markingEnv(in[i].Env)}
+	}
+	return out
+}
+
+// markingEnv keeps the env vars that mark a sidecar, in order, nil when
+// there are none.
+func markingEnv(in []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range in {
+		if e.Name == sidecarterminator.EnvTerminateSidecar || e.Name == sidecarterminator.EnvTerminateSidecarWithImage {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// leanContainerStatuses keeps each status's name, containerID, ready,
+// started, restartCount and state without its messages (a terminated
+// container's message can be kilobytes of its log).
+func leanContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i := range in {
+		st := &in[i]
+		out[i] = corev1.ContainerStatus{
+			Name:         st.Name,
+			ContainerID:  st.ContainerID,
+			Ready:        st.Ready,
+			Started:      st.Started,
+			RestartCount: st.RestartCount,
+			State:        leanState(st.State),
+		}
+	}
+	return out
+}
+
+func leanState(in corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if w := in.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+	}
+	if r := in.Running; r != nil {
+		out.Running = &corev1.ContainerStateRunning{StartedAt: r.StartedAt}
+	}
+	if t := in.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode:    t.ExitCode,
+			Signal:      t.Signal,
+			Reason:      t.Reason,
+			StartedAt:   t.StartedAt,
+			FinishedAt:  t.FinishedAt,
+			ContainerID: t.ContainerID,
+		}
+	}
+	return out
+}
+
+// leanNode keeps what the controllers read of a cached node: its name and
+// uid (the NodeImage's name and owner reference), its labels (copied to the
+// NodeImage; "type=virtual-kubelet" tells the sidecar terminator and the
+// NodeImage controller that no kruise-daemon runs there) and
+// status.conditions (the NodeImage controller waits for Ready). The whole
+// spec (podCIDRs, taints, providerID, ...) and the rest of the status
+// (images, capacity, allocatable, addresses, nodeInfo, daemonEndpoints,
+// volumesInUse, volumesAttached, config, runtimeHandlers, features) are
+// dropped: no controller reads them.
+func leanNode(in *corev1.Node) *corev1.Node {
+	if in == nil {
+		return nil
+	}
+	return &corev1.Node{
+		TypeMeta:   in.TypeMeta,
+		ObjectMeta: leanMeta(&in.ObjectMeta),
+		Status:     corev1.NodeStatus{Conditions: in.Status.Conditions},
+	}
+}
