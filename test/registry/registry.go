@@ -11,6 +11,33 @@
 //     the client goes away, so a pull of an image under slow/ stays under
 //     way until the client cancels it (tests of cancellation).
 //
+// Four more anonymous prefixes inject registry faults into the GETs of blobs
+// (not into manifests, HEADs or uploads, so pushing works as under public/).
+// Under flaky/ and drop/ the GETs of each blob are counted apart, by
+// repository and digest, from the start of the process:
+//
+//   - flaky/<n>/... the first n GETs of each blob answer 503 Service
+//     Unavailable (code UNAVAILABLE); later ones are served normally. n is
+//     the decimal count in the second component of the name, so
+//     flaky/2/app:v1 fails twice per blob and then serves it. A name under
+//     flaky/ without a count, or with nothing after it, is answered with 404
+//     NAME_UNKNOWN.
+//   - drop/...     the first GET of each blob answers 200 with the full
+//     Content-Length but sends only the first half of the body, then resets
+//     the connection (TCP RST); later GETs are served normally. The body is
+//     buffered in memory for this, so keep images under drop/ small.
+//   - broken/...   every GET of a blob answers 500 Internal Server Error (code
+//     INTERNAL_SERVER_ERROR), so a pull can never succeed.
+//   - stall/...    GETs of the blobs of a repository are held back as under
+//     slow/ (until Options.SlowHold has passed or the client goes away) until
+//     the first such hold has ended; from then on the repository's blobs are
+//     served at once. A pull under stall/ stays under way until its client
+//     goes away, and the next pull of the image goes through, whichever blobs
+//     the first one had asked for (tests of a client killed mid-pull).
+//
+// The start of every hold (slow/ and stall/) is logged at once as "registry
+// request held", so a test can tell that a pull has reached the registry.
+//
 // Any other repository name is answered with 404 NAME_UNKNOWN.
 //
 // # Authentication flows
@@ -57,6 +84,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -69,6 +97,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +111,17 @@ const (
 	BasicPrefix  = "basic/"
 	TokenPrefix  = "token/"
 	SlowPrefix   = "slow/"
+	FlakyPrefix  = "flaky/"
+	DropPrefix   = "drop/"
+	BrokenPrefix = "broken/"
+	StallPrefix  = "stall/"
 )
+
+// anonymousPrefixes are the prefixes anyone may pull from and push to.
+var anonymousPrefixes = []string{PublicPrefix, SlowPrefix, FlakyPrefix, DropPrefix, BrokenPrefix, StallPrefix}
+
+// allPrefixes are every prefix served, for error messages.
+var allPrefixes = []string{PublicPrefix, BasicPrefix, TokenPrefix, SlowPrefix, FlakyPrefix, DropPrefix, BrokenPrefix, StallPrefix}
 
 // Defaults used when the corresponding Options field is empty.
 const (
@@ -110,9 +149,9 @@ type Options struct {
 	BlobDir string
 	// Logger receives one record per request. Default slog.Default().
 	Logger *slog.Logger
-	// SlowHold is how long a GET of a blob under slow/ is held back before
-	// it is served (unless the client goes away first). Default
-	// DefaultSlowHold.
+	// SlowHold is how long a GET of a blob under slow/ (or stall/, until
+	// the repository is released) is held back before it is served (unless the
+	// client goes away first). Default DefaultSlowHold.
 	SlowHold time.Duration
 }
 
@@ -138,6 +177,10 @@ type Handler struct {
 
 	mu     sync.Mutex
 	tokens map[string]*grant
+	// blobGETs counts the GETs of each blob path under flaky/ and drop/.
+	blobGETs map[string]int
+	// released are the repositories under stall/ whose first hold has ended.
+	released map[string]bool
 }
 
 // New returns a registry handler to be served at the site root.
@@ -172,11 +215,13 @@ func New(opts Options) (*Handler, error) {
 		inner = append(inner, ggcrregistry.WithBlobHandler(ggcrregistry.NewDiskBlobHandler(opts.BlobDir)))
 	}
 	return &Handler{
-		opts:   opts,
-		inner:  ggcrregistry.New(inner...),
-		log:    opts.Logger,
-		now:    time.Now,
-		tokens: map[string]*grant{},
+		opts:     opts,
+		inner:    ggcrregistry.New(inner...),
+		log:      opts.Logger,
+		now:      time.Now,
+		tokens:   map[string]*grant{},
+		blobGETs: map[string]int{},
+		released: map[string]bool{},
 	}, nil
 }
 
@@ -269,6 +314,42 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 			// The client went away while held: nothing to answer.
 			return subject + "(gone while held)"
 		}
+	case strings.HasPrefix(repo, FlakyPrefix):
+		subject = "anonymous"
+		n, ok := flakyCount(repo)
+		if !ok {
+			writeError(w, http.StatusNotFound, "NAME_UNKNOWN",
+				fmt.Sprintf("repository %q under %s must be named %s<n>/<name> with a decimal count n", repo, FlakyPrefix, FlakyPrefix))
+			return "-"
+		}
+		if r.Method == http.MethodGet && isBlobPath(p) {
+			if k := h.countBlobGET(p); k <= n {
+				writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+					fmt.Sprintf("injected fault: GET %d of %d of this blob under %s fails", k, n, FlakyPrefix))
+				return subject + "(injected 503)"
+			}
+		}
+	case strings.HasPrefix(repo, DropPrefix):
+		subject = "anonymous"
+		if r.Method == http.MethodGet && isBlobPath(p) && h.countBlobGET(p) == 1 {
+			return subject + h.serveDropped(w, r)
+		}
+	case strings.HasPrefix(repo, BrokenPrefix):
+		subject = "anonymous"
+		if r.Method == http.MethodGet && isBlobPath(p) {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_SERVER_ERROR",
+				"injected fault: every GET of a blob under "+BrokenPrefix+" fails")
+			return subject + "(injected 500)"
+		}
+	case strings.HasPrefix(repo, StallPrefix):
+		subject = "anonymous"
+		if r.Method == http.MethodGet && isBlobPath(p) && h.stalled(repo) {
+			served := h.hold(r)
+			h.releaseStall(repo)
+			if !served {
+				return subject + "(gone while held)"
+			}
+		}
 	case strings.HasPrefix(repo, BasicPrefix):
 		s, ok := h.authorizeBasic(r, need)
 		if !ok {
@@ -287,7 +368,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) string {
 		subject = s
 	default:
 		writeError(w, http.StatusNotFound, "NAME_UNKNOWN",
-			fmt.Sprintf("repository %q must start with %s, %s, %s or %s", repo, PublicPrefix, BasicPrefix, TokenPrefix, SlowPrefix))
+			fmt.Sprintf("repository %q must start with one of %s", repo, strings.Join(allPrefixes, ", ")))
 		return "-"
 	}
 	h.inner.ServeHTTP(w, r)
@@ -547,7 +628,7 @@ func allowed(repo string, subjects []string) bool {
 		return false
 	}
 	switch {
-	case strings.HasPrefix(repo, PublicPrefix), strings.HasPrefix(repo, SlowPrefix):
+	case hasAnyPrefix(repo, anonymousPrefixes):
 		return true
 	case strings.HasPrefix(repo, BasicPrefix):
 		return has("basic")
@@ -558,8 +639,107 @@ func allowed(repo string, subjects []string) bool {
 }
 
 func knownPrefix(repo string) bool {
-	return strings.HasPrefix(repo, PublicPrefix) || strings.HasPrefix(repo, BasicPrefix) ||
-		strings.HasPrefix(repo, TokenPrefix) || strings.HasPrefix(repo, SlowPrefix)
+	return hasAnyPrefix(repo, allPrefixes)
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// flakyCount parses the n of a repository named flaky/<n>/<name>.
+func flakyCount(repo string) (int, bool) {
+	rest := strings.TrimPrefix(repo, FlakyPrefix)
+	count, name, ok := strings.Cut(rest, "/")
+	if !ok || name == "" || count == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 0 || strconv.Itoa(n) != count {
+		return 0, false
+	}
+	return n, true
+}
+
+// countBlobGET counts one more GET of the blob at path p and returns the
+// count including this one.
+func (h *Handler) countBlobGET(p string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.blobGETs[p]++
+	return h.blobGETs[p]
+}
+
+// stalled reports whether blob GETs of repo (under stall/) are still held.
+func (h *Handler) stalled(repo string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.released[repo]
+}
+
+// releaseStall serves the blobs of repo at once from now on.
+func (h *Handler) releaseStall(repo string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released[repo] = true
+}
+
+// serveDropped answers a blob GET under drop/: the inner registry's answer
+// with its headers and the first half of its body, then the connection is
+// reset. Answers other than a 200 with a body are passed on whole. It
+// returns a note for the log.
+func (h *Handler) serveDropped(w http.ResponseWriter, r *http.Request) string {
+	inner := &bufferWriter{header: http.Header{}}
+	h.inner.ServeHTTP(inner, r)
+	body := inner.body.Bytes()
+	for k, v := range inner.header {
+		w.Header()[k] = v
+	}
+	if inner.status != http.StatusOK || len(body) == 0 {
+		w.WriteHeader(inner.status)
+		_, _ = w.Write(body)
+		return "(not dropped: status " + strconv.Itoa(inner.status) + ")"
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body[:len(body)/2])
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		// Without a connection of our own (HTTP/2, say), let the server
+		// abort the response instead.
+		panic(http.ErrAbortHandler)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0) // close with RST, not an orderly FIN
+	}
+	_ = conn.Close()
+	return fmt.Sprintf("(injected drop after %d of %d bytes)", len(body)/2, len(body))
+}
+
+// bufferWriter is an http.ResponseWriter that keeps the answer in memory.
+type bufferWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferWriter) Header() http.Header { return b.header }
+
+func (b *bufferWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferWriter) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
 }
 
 // isBlobPath reports whether p is /v2/<name>/blobs/<digest> (not an upload).
@@ -570,8 +750,16 @@ func isBlobPath(p string) bool {
 }
 
 // hold waits SlowHold, or until the request's client goes away. It reports
-// whether the request should still be served.
+// whether the request should still be served. It logs the start of the hold
+// ("registry request held"); the end is logged with the request.
 func (h *Handler) hold(r *http.Request) bool {
+	// Logged at once, so that a test can see the request is being held.
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "registry request held",
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Duration("hold", h.opts.SlowHold),
+		slog.String("remote", r.RemoteAddr),
+	)
 	t := time.NewTimer(h.opts.SlowHold)
 	defer t.Stop()
 	select {

@@ -567,3 +567,249 @@ func TestSlowPrefixReleasesOnDisconnect(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// pushFaultImage pushes a random image anonymously (through the token flow, as a client that
+// follows the ping's Bearer challenge does) and returns the blob URLs of its config and layers.
+func pushFaultImage(t *testing.T, tr *testRegistry, repo string) []string {
+	t.Helper()
+	img := randomImage(t)
+	if err := remote.Write(tr.ref(t, repo+":v1"), img, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatalf("anonymous push to %s: %v", repo, err)
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests := []v1.Hash{cfg}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d)
+	}
+	var urls []string
+	for _, d := range digests {
+		urls = append(urls, tr.srv.URL+"/v2/"+repo+"/blobs/"+d.String())
+	}
+	return urls
+}
+
+// getBlob GETs a blob and checks that a 200 answer carries the blob named in the URL.
+func getBlob(t *testing.T, u string) int {
+	t.Helper()
+	resp, body := do(t, http.MethodGet, u, nil, nil)
+	if resp.StatusCode == http.StatusOK {
+		want := u[strings.LastIndex(u, "/")+1:]
+		h, _, err := v1.SHA256(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.String() != want {
+			t.Fatalf("GET %s: body has digest %s", u, h)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Under flaky/<n>/ the first n GETs of each blob answer 503, counted per blob; manifests and
+// HEADs are not affected and not counted.
+func TestFlakyPrefixFailsFirstGETsOfEachBlob(t *testing.T) {
+	tr := newTestRegistry(t)
+	blobs := pushFaultImage(t, tr, "flaky/2/app")
+	if resp, _ := do(t, http.MethodGet, tr.srv.URL+"/v2/flaky/2/app/manifests/v1", nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("manifest under flaky/: status %d, want 200", resp.StatusCode)
+	}
+	for _, u := range blobs {
+		if resp, _ := do(t, http.MethodHead, u, nil, nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("HEAD %s: status %d, want 200", u, resp.StatusCode)
+		}
+	}
+	// Interleave the blobs: each has its own count.
+	for round := 1; round <= 4; round++ {
+		want := http.StatusServiceUnavailable
+		if round > 2 {
+			want = http.StatusOK
+		}
+		for _, u := range blobs {
+			if got := getBlob(t, u); got != want {
+				t.Fatalf("GET %d of %s: status %d, want %d", round, u, got, want)
+			}
+		}
+	}
+	resp, body := do(t, http.MethodGet, strings.Replace(blobs[0], "flaky/2/app", "flaky/0/app", 1), nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("flaky/0/: first GET status %d (%s), want 200", resp.StatusCode, body)
+	}
+	// The 503 answer is a registry error a client can show.
+	resp, body = do(t, http.MethodGet, strings.Replace(blobs[0], "flaky/2/app", "flaky/1/other", 1), nil, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"UNAVAILABLE"`) {
+		t.Errorf("flaky/1/other: status %d body %s, want 503 UNAVAILABLE", resp.StatusCode, body)
+	}
+	if !strings.Contains(tr.logs.String(), "injected 503") {
+		t.Errorf("injected faults not logged:\n%s", tr.logs.String())
+	}
+	for _, bad := range []string{"flaky/app", "flaky/x/app", "flaky/-1/app", "flaky/02/app", "flaky/2/"} {
+		resp, body := do(t, http.MethodGet, tr.srv.URL+"/v2/"+bad+"/manifests/v1", nil, nil)
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "NAME_UNKNOWN") {
+			t.Errorf("%s: status %d body %s, want 404 NAME_UNKNOWN", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// Under broken/ every GET of a blob answers 500; the manifest is served.
+func TestBrokenPrefixFailsEveryBlobGET(t *testing.T) {
+	tr := newTestRegistry(t)
+	blobs := pushFaultImage(t, tr, "broken/app")
+	if resp, _ := do(t, http.MethodGet, tr.srv.URL+"/v2/broken/app/manifests/v1", nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("manifest under broken/: status %d, want 200", resp.StatusCode)
+	}
+	for round := 1; round <= 3; round++ {
+		for _, u := range blobs {
+			resp, body := do(t, http.MethodGet, u, nil, nil)
+			if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "INTERNAL_SERVER_ERROR") {
+				t.Fatalf("GET %d of %s: status %d body %s, want 500 INTERNAL_SERVER_ERROR", round, u, resp.StatusCode, body)
+			}
+		}
+	}
+	for _, u := range blobs {
+		if resp, _ := do(t, http.MethodHead, u, nil, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("HEAD %s: status %d, want 200", u, resp.StatusCode)
+		}
+	}
+}
+
+// Under drop/ the first GET of each blob announces the whole blob, sends half of it and resets
+// the connection; later GETs, and a pull after them, get the whole blob.
+func TestDropPrefixCutsFirstGETOfEachBlob(t *testing.T) {
+	tr := newTestRegistry(t)
+	img := randomImage(t)
+	ref := tr.ref(t, "drop/app:v1")
+	if err := remote.Write(ref, img, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatalf("anonymous push to drop/: %v", err)
+	}
+	blobs := pushFaultImage(t, tr, "drop/other")
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, tr.srv.URL+"/v2/drop/app/blobs/"+d.String())
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs = append(blobs, tr.srv.URL+"/v2/drop/app/blobs/"+cfg.String())
+
+	for _, u := range blobs {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("first GET %s: %v", u, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.ContentLength <= 0 {
+			t.Fatalf("first GET %s: status %d length %d, want 200 with a length", u, resp.StatusCode, resp.ContentLength)
+		}
+		// The reset may reach the client before it has read the half that was sent (Linux
+		// then drops what is queued): at most half arrives, and the read fails.
+		if err == nil || int64(len(got)) > resp.ContentLength/2 {
+			t.Fatalf("first GET %s: read %d of %d bytes, err %v; want at most half, then the connection cut", u, len(got), resp.ContentLength, err)
+		}
+		if code := getBlob(t, u); code != http.StatusOK {
+			t.Fatalf("second GET %s: status %d, want 200", u, code)
+		}
+		_, whole := do(t, http.MethodGet, u, nil, nil)
+		if !strings.HasPrefix(whole, string(got)) {
+			t.Errorf("first GET %s: the %d bytes sent are not the start of the blob", u, len(got))
+		}
+	}
+	checkRoundTrip(t, ref, authn.Anonymous, img)
+	if !strings.Contains(tr.logs.String(), "injected drop") {
+		t.Errorf("injected drops not logged:\n%s", tr.logs.String())
+	}
+}
+
+func TestFlakyCount(t *testing.T) {
+	for repo, want := range map[string]int{"flaky/0/a": 0, "flaky/3/a/b": 3, "flaky/12/x": 12} {
+		if n, ok := flakyCount(repo); !ok || n != want {
+			t.Errorf("flakyCount(%q) = %d, %t; want %d", repo, n, ok, want)
+		}
+	}
+	for _, repo := range []string{"flaky/a", "flaky//a", "flaky/1/", "flaky/+1/a", "flaky/1e3/a"} {
+		if n, ok := flakyCount(repo); ok {
+			t.Errorf("flakyCount(%q) = %d; want it refused", repo, n)
+		}
+	}
+}
+
+// Under stall/ the blob GETs of a repository are held until the first held client goes away;
+// then every blob of the repository is served at once, while other repositories still hold.
+func TestStallPrefixHoldsUntilFirstClientLeaves(t *testing.T) {
+	tr := newSlowRegistry(t, time.Hour)
+	blobs := pushFaultImage(t, tr, "stall/app")
+	other := pushFaultImage(t, tr, "stall/other")
+
+	// holdAndLeave GETs u, waits until the registry says it holds the request, then gives up.
+	holdAndLeave := func(u string, released int) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				err = fmt.Errorf("answered %d", resp.StatusCode)
+			}
+			errc <- err
+		}()
+		held := "registry request held\" method=GET path=" + strings.TrimPrefix(u, tr.srv.URL)
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(tr.logs.String(), held) {
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s not held; log:\n%s", u, tr.logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("GET %s: %v, want it held until cancelled", u, err)
+		}
+		// The release happens when the handler sees the client gone, which it logs.
+		deadline = time.Now().Add(5 * time.Second)
+		for strings.Count(tr.logs.String(), "gone while held") < released {
+			if time.Now().After(deadline) {
+				t.Fatalf("held request not released after the client went away; log:\n%s", tr.logs.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	// Only the config of stall/app is asked for and abandoned: afterwards every blob of the
+	// repository comes at once, the layer too.
+	holdAndLeave(blobs[0], 1)
+	for _, u := range blobs {
+		if code := getBlob(t, u); code != http.StatusOK {
+			t.Fatalf("GET %s after the release: status %d, want 200 at once", u, code)
+		}
+	}
+	// stall/other is still held.
+	holdAndLeave(other[1], 2)
+	if code := getBlob(t, other[0]); code != http.StatusOK {
+		t.Fatalf("GET %s after the release: status %d, want 200 at once", other[0], code)
+	}
+}
