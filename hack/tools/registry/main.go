@@ -1,6 +1,8 @@
 // Command registry serves the test OCI registry of test/registry on a
 // loopback address: public/... is anonymous, basic/... needs HTTP Basic
-// credentials and token/... needs a Bearer token from /token.
+// credentials and token/... needs a Bearer token from /token; slow/, stall/,
+// flaky/<n>/, drop/ and broken/ inject delays and faults into blob GETs (the
+// package comment of test/registry says how).
 //
 //	go run ./hack/tools/registry --addr 127.0.0.1:5000 --data-dir /var/tmp/kruise-registry
 //
