@@ -10,7 +10,7 @@ HELM := $(shell bash -c 'source hack/lib.sh && echo "$${HELM_BIN}/helm"')
 E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-unit test-integration e2e e2e-helm deps build images deploy deploy-helm \
+.PHONY: help run test test-unit test-integration e2e e2e-helm fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench
 
 help: ## Show the targets.
@@ -47,6 +47,9 @@ bench-sidecar: deploy ## Job main exit → Complete: kruise sidecar terminator v
 
 bench-imagepull: deploy ## Image pre-pull: ImagePullJob create → succeeded vs a direct CRI PullImage (BENCHMARKS.md).
 	KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -timeout 60m -run TestImagePullLatency -v ./bench/...
+
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
+	@hack/fuzz.sh
 
 deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl and helm binaries.
 	@hack/install-deps.sh

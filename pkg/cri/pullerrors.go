@@ -158,8 +158,12 @@ func redactURL(raw string) string {
 	tail := raw[len(trimmed):]
 	u, err := url.Parse(trimmed)
 	if err != nil {
-		// Not parseable: keep only what cannot hold a secret.
-		if i := strings.IndexAny(trimmed, "?@"); i >= 0 {
+		// Not parseable: keep only what cannot hold a secret. User
+		// information ends at an "@" and starts right after the scheme.
+		if scheme, _, ok := strings.Cut(trimmed, "://"); ok && strings.Contains(trimmed, "@") {
+			return scheme + "://[redacted]" + tail
+		}
+		if i := strings.IndexByte(trimmed, '?'); i >= 0 {
 			return trimmed[:i] + "[redacted]" + tail
 		}
 		return raw

@@ -5,6 +5,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,7 +222,9 @@ func (o *Options) resolveSocketFile() error {
 	if o.HostRunDir == "" {
 		return errors.New("--host-run-dir must not be empty when --socket-file is set")
 	}
-	endpoint := "unix://" + filepath.Join(o.HostRunDir, o.SocketFile)
+	// Escaped, so that ParseEndpoint gives back this very path: "%2e%2e",
+	// "?" or "#" in the file name must not move the socket elsewhere.
+	endpoint := (&url.URL{Scheme: "unix", Path: filepath.Join(o.HostRunDir, o.SocketFile)}).String()
 	if _, err := cri.ParseEndpoint(endpoint); err != nil {
 		return fmt.Errorf("--host-run-dir and --socket-file: %w", err)
 	}

@@ -67,6 +67,26 @@ func (f *Flag) Set(value string) error {
 		return fmt.Errorf("unknown feature gate %s; kruise's gates are %s (OpenKruise's other gate names are accepted and ignored)",
 			strings.Join(unknown, ", "), strings.Join(knownNames(known), ", "))
 	}
+	// The gate's AllAlpha and AllBeta only fill the gates it has no value
+	// for, and an earlier AllBeta filled them all: set the gates of their
+	// stage named neither now nor before, so that a later AllBeta wins.
+	for name, spec := range known {
+		_, now := apply[string(name)]
+		_, before := f.given[string(name)]
+		if now || before || name == "AllAlpha" || name == "AllBeta" {
+			continue
+		}
+		var stage string
+		switch spec.PreRelease {
+		case featuregate.Alpha:
+			stage = "AllAlpha"
+		case featuregate.Beta:
+			stage = "AllBeta"
+		}
+		if v, ok := apply[stage]; ok {
+			apply[string(name)] = v
+		}
+	}
 	if err := f.gate.SetFromMap(apply); err != nil {
 		return fmt.Errorf("setting feature gates: %w", err)
 	}

@@ -5,10 +5,15 @@ package imageref
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 )
+
+// pathComponent is one element of a repository path in the reference
+// grammar of the container runtimes (distribution/reference).
+var pathComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
 
 // DefaultTag is used when a reference names neither a tag nor a digest.
 const DefaultTag = "latest"
@@ -17,8 +22,16 @@ const DefaultTag = "latest"
 // ("name@sha256:...") is returned as the tag "sha256:..."; a reference with
 // both a tag and a digest keeps the digest (what the runtime pulls).
 func Split(image string) (repo, tag string, err error) {
-	if _, err := name.ParseReference(image, name.WeakValidation); err != nil {
+	ref, err := name.ParseReference(image, name.WeakValidation)
+	if err != nil {
 		return "", "", fmt.Errorf("invalid image reference %q: %w", image, err)
+	}
+	// go-containerregistry checks only the characters of the repository:
+	// "app/", "a//b" or "-app" pass, but no runtime pulls them.
+	for _, c := range strings.Split(ref.Context().RepositoryStr(), "/") {
+		if !pathComponent.MatchString(c) {
+			return "", "", fmt.Errorf("invalid image reference %q: bad repository path component %q", image, c)
+		}
 	}
 	if at := strings.LastIndex(image, "@"); at >= 0 {
 		repo, tag = image[:at], image[at+1:]

@@ -56,7 +56,7 @@ func secretPatterns(secrets []*corev1.Secret) ([]authPattern, []error) {
 		for _, key := range slices.Sorted(maps.Keys(entries)) {
 			p, err := entryPattern(src, key, entries[key])
 			if err != nil {
-				problems = append(problems, fmt.Errorf("%s: registry %q: %w", src, key, err))
+				problems = append(problems, fmt.Errorf("%s: registry %q: %w", src, shownKey(key), err))
 				continue
 			}
 			if p != nil {
@@ -120,6 +120,10 @@ func safeJSONError(err error) error {
 func entryPattern(src, key string, e dockerConfigEntry) (*authPattern, error) {
 	loc, err := parseKey(key)
 	if err != nil {
+		if strings.Contains(key, "@") {
+			// The parse error may quote part of the user information.
+			return nil, errors.New("not a registry location")
+		}
 		return nil, fmt.Errorf("not a registry location: %w", err)
 	}
 	auth := cri.Auth{
@@ -172,6 +176,16 @@ func parseKey(key string) (location, error) {
 		loc.labels = []string{"docker", "io"}
 	}
 	return loc, nil
+}
+
+// shownKey is key as problems and logs quote it: a key holding an "@" may
+// carry user information ("https://user:password@host"), so everything
+// before its last "@" is replaced.
+func shownKey(key string) string {
+	if at := strings.LastIndex(key, "@"); at >= 0 {
+		return "[redacted]" + key[at:]
+	}
+	return key
 }
 
 // locationKey renders loc as host[:port]/path, the order key of keyrings.

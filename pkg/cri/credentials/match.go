@@ -51,7 +51,7 @@ func parseLocation(s string) (location, error) {
 		return location{}, errors.New("must not hold user information")
 	case u.RawQuery != "" || u.ForceQuery:
 		return location{}, errors.New("must not hold a query ('?')")
-	case u.Fragment != "":
+	case strings.Contains(rest, "#"): // an empty fragment too
 		return location{}, errors.New("must not hold a fragment ('#')")
 	}
 	host := strings.ToLower(u.Hostname())
@@ -156,6 +156,11 @@ func parseImage(image string) (imageRef, error) {
 		first := name[:i]
 		if strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first {
 			host, path = strings.ToLower(first), name[i+1:]
+			if !strings.ContainsAny(host, ".:") && host != "localhost" {
+				// Lower-cased, "Foo" would read as a Docker Hub path
+				// component: keep it so that repo normalises to itself.
+				host = first
+			}
 		}
 	}
 	if host == "index.docker.io" {
@@ -164,7 +169,8 @@ func parseImage(image string) (imageRef, error) {
 	if host == dockerHubHost && path != "" && !strings.Contains(path, "/") {
 		path = "library/" + path
 	}
-	if host == "" || path == "" || strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") {
+	if host == "" || path == "" || strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") ||
+		strings.LastIndexByte(path, ':') > strings.LastIndexByte(path, '/') { // "a:b:c", "::": a colon left in the name
 		return imageRef{}, fmt.Errorf("invalid image reference %q", image)
 	}
 	repo := host + "/" + path

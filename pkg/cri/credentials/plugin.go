@@ -175,9 +175,14 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 		}
 		loc, err := parsePattern(k)
 		if err != nil {
-			// The key is a registry pattern, not a secret.
+			// The key is a registry pattern, not a secret, unless it holds
+			// user information: shownKey hides that, and the parse error
+			// may quote part of it.
+			if strings.Contains(k, "@") {
+				err = errors.New("not a registry location")
+			}
 			klog.FromContext(ctx).Info("Credential provider plugin returned an invalid auth key, ignored",
-				"plugin", p.name, "key", k, "err", err)
+				"plugin", p.name, "key", shownKey(k), "err", err)
 			continue
 		}
 		ps = append(ps, authPattern{key: locationKey(loc), loc: loc, cred: Credential{

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -421,7 +422,9 @@ func newRequest(k tagKey, t appsv1beta1.ImageTagSpec) request {
 			r.retries = int(*pp.BackoffLimit)
 		}
 		if pp.ActiveDeadlineSeconds != nil && *pp.ActiveDeadlineSeconds > 0 {
-			r.deadline = time.Duration(*pp.ActiveDeadlineSeconds) * time.Second
+			// Clamped: more seconds than a Duration holds would wrap
+			// around to a short or negative deadline.
+			r.deadline = time.Duration(min(*pp.ActiveDeadlineSeconds, math.MaxInt64/int64(time.Second))) * time.Second
 		}
 	}
 	if t.CreatedAt != nil {

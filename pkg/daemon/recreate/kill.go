@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,12 +38,19 @@ var errCancelled = errors.New("cancelled")
 func grace(strategy appsv1alpha1.ContainerRecreateRequestStrategy, pod *corev1.Pod) time.Duration {
 	switch {
 	case strategy.TerminationGracePeriodSeconds != nil:
-		return time.Duration(*strategy.TerminationGracePeriodSeconds) * time.Second
+		return seconds(*strategy.TerminationGracePeriodSeconds)
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+		return seconds(*pod.Spec.TerminationGracePeriodSeconds)
 	default:
 		return defaultGrace
 	}
+}
+
+// seconds is n seconds, clamped to what a time.Duration holds: a larger
+// count would overflow into a negative or short period.
+func seconds(n int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Second)
+	return time.Duration(max(min(n, most), -most)) * time.Second
 }
 
 // kill runs the container's preStop hook, then stops instance id with what

@@ -235,7 +235,7 @@ func outputSummary(res cri.ExecResult) string {
 }
 
 func (r *Runner) runSleep(ctx context.Context, p PreStop) error {
-	want := time.Duration(p.Handler.Sleep.Seconds) * time.Second
+	want := seconds(p.Handler.Sleep.Seconds) // clamped: no wrap-around
 	if want <= 0 {
 		return nil
 	}

@@ -47,7 +47,7 @@ func (e *Executor) unreadyWait(crr *appsv1alpha1.ContainerRecreateRequest, pod *
 			return 0, true
 		}
 	}
-	until := since.Add(time.Duration(g) * time.Second)
+	until := since.Add(seconds(g))
 	if now := e.clock.Now(); now.Before(until) {
 		logger.V(2).Info("Waiting for the unready grace period", "unreadySince", since, "remaining", until.Sub(now))
 		return until.Sub(now), true

@@ -127,8 +127,11 @@ func NodeImageToV1beta1(in *NodeImage) *v1beta1.NodeImage {
 	c := in.DeepCopy()
 	var modes map[string][]string
 	if raw, ok := c.Annotations[PullSecretModesAnnotation]; ok {
-		// A value that does not parse was not written by us; it is dropped.
-		_ = json.Unmarshal([]byte(raw), &modes)
+		// A value that does not parse was not written by us; it is dropped
+		// (whatever json.Unmarshal filled in before it gave up).
+		if json.Unmarshal([]byte(raw), &modes) != nil {
+			modes = nil
+		}
 		delete(c.Annotations, PullSecretModesAnnotation)
 		if len(c.Annotations) == 0 {
 			c.Annotations = nil

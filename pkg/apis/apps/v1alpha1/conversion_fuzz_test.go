@@ -1,0 +1,92 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FuzzPullSecretModesAnnotation converts v1alpha1 NodeImages carrying an
+// arbitrary apps.kruise.io/v1beta1-pull-secret-modes annotation (which a
+// user may edit) to v1beta1. Invariants: no panic; the input is not
+// changed; the annotation is always dropped and the others kept; a value
+// that does not parse as JSON of image name to modes is dropped as a whole
+// (no mode at all); one that does gives each pull secret the mode at its
+// index, extra or missing entries ignored; and converting the result back
+// to v1alpha1 and again to v1beta1 gives it again.
+func FuzzPullSecretModesAnnotation(f *testing.F) {
+	for _, s := range []string{
+		`{"img1":["","Copy"]}`,
+		`{"img1":["a","b","c","d"],"img2":["x"]}`,
+		`{"img1":null,"img2":[]}`,
+		`{"other":["a"]}`,
+		`{"img1":["a"],"img2":"x"}`,
+		`{"img2":5,"img1":["a"]}`,
+		`{"img1":["a",null,"c"]}`,
+		`{"img1":["a"]}garbage`,
+		`[]`,
+		`null`,
+		``,
+		`{`,
+		`{"img1":["` + "\xff" + `"]}`,
+	} {
+		f.Add(s, uint8(2), true)
+		f.Add(s, uint8(0), false)
+	}
+	f.Fuzz(func(t *testing.T, raw string, nSecrets uint8, keepOther bool) {
+		in := &NodeImage{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{PullSecretModesAnnotation: raw}}}
+		if keepOther {
+			in.Annotations["keep"] = "me"
+		}
+		secrets := make([]ReferenceObject, int(nSecrets%5))
+		for i := range secrets {
+			secrets[i] = ReferenceObject{Namespace: "kruise-daemon-config", Name: string(rune('a' + i))}
+		}
+		in.Spec.Images = map[string]ImageSpec{
+			"img1": {PullSecrets: secrets, Tags: []ImageTagSpec{{Tag: "v1"}}},
+			"img2": {PullSecrets: []ReferenceObject{{Name: "z"}}, Tags: []ImageTagSpec{{Tag: "v2"}}},
+			"img3": {Tags: []ImageTagSpec{{Tag: "v3"}}},
+		}
+		saved := in.DeepCopy()
+
+		out := NodeImageToV1beta1(in)
+		if !reflect.DeepEqual(in, saved) {
+			t.Fatalf("NodeImageToV1beta1 changed its input")
+		}
+		if _, ok := out.Annotations[PullSecretModesAnnotation]; ok {
+			t.Fatalf("the modes annotation was kept")
+		}
+		if keepOther != (out.Annotations["keep"] == "me") || (!keepOther && out.Annotations != nil) {
+			t.Fatalf("annotations %v", out.Annotations)
+		}
+
+		var modes map[string][]string
+		if json.Unmarshal([]byte(raw), &modes) != nil {
+			modes = nil
+		}
+		for name, img := range in.Spec.Images {
+			got := out.Spec.Images[name].PullSecrets
+			if len(got) != len(img.PullSecrets) {
+				t.Fatalf("image %q: %d pull secrets, want %d", name, len(got), len(img.PullSecrets))
+			}
+			for i, s := range got {
+				want := ""
+				if m := modes[name]; i < len(m) {
+					want = m[i]
+				}
+				if s.Mode != want || s.Name != img.PullSecrets[i].Name || s.Namespace != img.PullSecrets[i].Namespace {
+					t.Fatalf("image %q secret %d: %+v, want mode %q (annotation %q)", name, i, s, want, raw)
+				}
+			}
+		}
+
+		again := NodeImageToV1beta1(NodeImageFromV1beta1(out))
+		if !reflect.DeepEqual(again, out) {
+			a, _ := json.Marshal(out)
+			b, _ := json.Marshal(again)
+			t.Fatalf("v1beta1 -> v1alpha1 -> v1beta1 changed\n%s\nto\n%s", a, b)
+		}
+	})
+}
