@@ -301,24 +301,7 @@ func TestImagePullParallelism(t *testing.T) {
 	uid.Store(types.UID(""))
 	// unfinished lists the nodes carrying the job's tag without a result for its version.
 	unfinished := func(latest map[string]*appsv1beta1.NodeImage) []string {
-		var out []string
-		for _, n := range nodes {
-			ni := latest[n]
-			if ni == nil {
-				continue
-			}
-			spec := framework.TagSpecOf(ni, repo, tag)
-			if spec == nil || !slices.ContainsFunc(spec.OwnerReferences, func(r corev1.ObjectReference) bool { return r.UID == uid.Load().(types.UID) }) {
-				continue
-			}
-			done := slices.ContainsFunc(framework.TagStatusesOf(ni, repo, tag), func(s appsv1beta1.ImageTagStatus) bool {
-				return s.Version == spec.Version && (s.Phase == appsv1beta1.ImagePhaseSucceeded || s.Phase == appsv1beta1.ImagePhaseFailed)
-			})
-			if !done {
-				out = append(out, n)
-			}
-		}
-		return out
+		return framework.UnfinishedFor(latest, nodes, repo, tag, uid.Load().(types.UID))
 	}
 	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
 		if u := unfinished(latest); len(u) > 1 {

@@ -53,21 +53,13 @@ func coexistImposter(f *framework.Framework, namespace, node string) *corev1.Pod
 	}
 }
 
-// coexistDaemonPod returns the kruise-daemon pod of node that is not being deleted.
+// coexistDaemonPod returns the kruise-daemon pod of node that is not being deleted, and how it looks.
 func coexistDaemonPod(ctx context.Context, f *framework.Framework, node string) (*corev1.Pod, string, error) {
-	pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{
-		LabelSelector: framework.DaemonSelector,
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
-	})
-	if err != nil {
-		return nil, "", err
+	p, err := f.DaemonPodOn(ctx, node)
+	if err != nil || p == nil {
+		return nil, "no kruise-daemon pod on node " + node, err
 	}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp == nil {
-			return p, coexistDescribeDaemon(p), nil
-		}
-	}
-	return nil, "no kruise-daemon pod on node " + node, nil
+	return p, coexistDescribeDaemon(p), nil
 }
 
 func coexistDescribeDaemon(p *corev1.Pod) string {

@@ -542,24 +542,7 @@ func leaderVersion(w *framework.NodeImageWatch, node, repo, tag string) int64 {
 
 // leaderUnfinished lists the nodes carrying the job's request without a result for its version.
 func leaderUnfinished(latest map[string]*appsv1beta1.NodeImage, nodes []string, repo, tag string, uid types.UID) []string {
-	var out []string
-	for _, n := range nodes {
-		ni := latest[n]
-		if ni == nil {
-			continue
-		}
-		spec := framework.TagSpecOf(ni, repo, tag)
-		if spec == nil || !slices.ContainsFunc(spec.OwnerReferences, func(r corev1.ObjectReference) bool { return r.UID == uid }) {
-			continue
-		}
-		finished := slices.ContainsFunc(framework.TagStatusesOf(ni, repo, tag), func(s appsv1beta1.ImageTagStatus) bool {
-			return s.Version == spec.Version && (s.Phase == appsv1beta1.ImagePhaseSucceeded || s.Phase == appsv1beta1.ImagePhaseFailed)
-		})
-		if !finished {
-			out = append(out, n)
-		}
-	}
-	return out
+	return framework.UnfinishedFor(latest, nodes, repo, tag, uid)
 }
 
 // leaderNextNode waits until the controller asks one of the nodes not yet handled to pull, marks it

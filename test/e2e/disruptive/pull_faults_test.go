@@ -12,8 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -303,21 +301,13 @@ func TestPullFaultDroppedConnectionRetried(t *testing.T) {
 	e.faultRequirePresent(ctx, t, image, st.ImageID)
 }
 
-// faultDaemonPod returns the node's kruise-daemon pod that is not being deleted.
+// faultDaemonPod returns the kruise-daemon pod of node that is not being deleted, and how it looks.
 func faultDaemonPod(ctx context.Context, f *framework.Framework, node string) (*corev1.Pod, string, error) {
-	pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{
-		LabelSelector: framework.DaemonSelector,
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
-	})
-	if err != nil {
-		return nil, "", err
+	p, err := f.DaemonPodOn(ctx, node)
+	if err != nil || p == nil {
+		return nil, "no kruise-daemon pod on node " + node, err
 	}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp == nil {
-			return p, faultDescribeDaemon(p), nil
-		}
-	}
-	return nil, "no kruise-daemon pod on node " + node, nil
+	return p, faultDescribeDaemon(p), nil
 }
 
 func faultDescribeDaemon(p *corev1.Pod) string {

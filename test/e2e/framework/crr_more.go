@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -63,4 +65,22 @@ func (f *Framework) WaitDaemonPodReady(ctx context.Context, t testing.TB, notUID
 		return false, f.DescribePods(ctx, KruiseNamespace, DaemonSelector), nil
 	})
 	return got
+}
+
+// DaemonPodOn returns the kruise-daemon pod of node that is not being deleted, or nil when there
+// is none (between a kill and the DaemonSet's replacement, for instance).
+func (f *Framework) DaemonPodOn(ctx context.Context, node string) (*corev1.Pod, error) {
+	pods, err := f.Client.CoreV1().Pods(KruiseNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: DaemonSelector,
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil {
+			return p, nil
+		}
+	}
+	return nil, nil
 }

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -633,5 +636,28 @@ func SortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// UnfinishedFor lists the nodes whose NodeImage (in latest) carries repo:tag for the job uid
+// without a final result (Succeeded or Failed) for the request's current version.
+func UnfinishedFor(latest map[string]*appsv1beta1.NodeImage, nodes []string, repo, tag string, uid types.UID) []string {
+	var out []string
+	for _, n := range nodes {
+		ni := latest[n]
+		if ni == nil {
+			continue
+		}
+		spec := TagSpecOf(ni, repo, tag)
+		if spec == nil || !slices.ContainsFunc(spec.OwnerReferences, func(r corev1.ObjectReference) bool { return r.UID == uid }) {
+			continue
+		}
+		finished := slices.ContainsFunc(TagStatusesOf(ni, repo, tag), func(s appsv1beta1.ImageTagStatus) bool {
+			return s.Version == spec.Version && (s.Phase == appsv1beta1.ImagePhaseSucceeded || s.Phase == appsv1beta1.ImagePhaseFailed)
+		})
+		if !finished {
+			out = append(out, n)
+		}
+	}
 	return out
 }
