@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
 )
 
@@ -108,7 +109,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	if neverPolicy(job) {
 		after = e.recheckAfter
 	} else if ads := job.Spec.CompletionPolicy.ActiveDeadlineSeconds; ads != nil {
-		end := status.StartTime.Add(time.Duration(*ads) * time.Second)
+		end := status.StartTime.Add(durations.Seconds(*ads))
 		if !now.Before(end) {
 			complete, deadline = true, e.active+e.pending > 0
 		} else {

@@ -14,6 +14,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 // daemonLiveFor is how long after its last heartbeat a node's daemon counts
@@ -64,7 +65,7 @@ func (c *Controller) syncActive(ctx context.Context, crr *appsv1alpha1.Container
 	}
 
 	if ads := crr.Spec.ActiveDeadlineSeconds; ads != nil {
-		deadline := crr.CreationTimestamp.Add(time.Duration(*ads) * time.Second)
+		deadline := crr.CreationTimestamp.Add(durations.Seconds(*ads))
 		if !now.Before(deadline) {
 			return 0, c.finish(ctx, crr, ReasonDeadlineExceeded, fmt.Sprintf("exceeded activeDeadlineSeconds (%ds)", *ads))
 		}

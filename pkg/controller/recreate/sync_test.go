@@ -56,6 +56,12 @@ func TestSyncActive(t *testing.T) {
 			wantAfter: 2 * time.Second,
 		},
 		{
+			// 18446744074 s would wrap round to 290 ms as a Duration: it must not end the CRR.
+			name: "a deadline too large for a Duration is far away, not past",
+			crr:  admittedCRR(time.Minute, deadline(18446744074)), pods: []*corev1.Pod{runningPod()}, leases: live,
+			wantAfter: 35 * time.Second,
+		},
+		{
 			name: "deadline passed: completed, remaining containers Failed",
 			crr:  admittedCRR(10*time.Second, deadline(10), inProgress), pods: []*corev1.Pod{runningPod()}, leases: live,
 			wantMessage: "exceeded activeDeadlineSeconds (10s)", wantReason: ReasonDeadlineExceeded,

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 const (
@@ -284,7 +285,7 @@ func (c *Controller) followUp(pod *corev1.Pod, p plan) (time.Duration, error) {
 		since := conditionTime(pod)
 		grace := time.Duration(30) * time.Second
 		if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = time.Duration(*g) * time.Second
+			grace = durations.Seconds(*g)
 		}
 		deadline := since.Add(grace + followUpSlack)
 		if now.Before(deadline) {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
 )
 
@@ -422,9 +422,7 @@ func newRequest(k tagKey, t appsv1beta1.ImageTagSpec) request {
 			r.retries = int(*pp.BackoffLimit)
 		}
 		if pp.ActiveDeadlineSeconds != nil && *pp.ActiveDeadlineSeconds > 0 {
-			// Clamped: more seconds than a Duration holds would wrap
-			// around to a short or negative deadline.
-			r.deadline = time.Duration(min(*pp.ActiveDeadlineSeconds, math.MaxInt64/int64(time.Second))) * time.Second
+			r.deadline = durations.Seconds(*pp.ActiveDeadlineSeconds)
 		}
 	}
 	if t.CreatedAt != nil {

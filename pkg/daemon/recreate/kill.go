@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 // Event reasons the executor records on CRRs and their pods.
@@ -38,19 +38,12 @@ var errCancelled = errors.New("cancelled")
 func grace(strategy appsv1alpha1.ContainerRecreateRequestStrategy, pod *corev1.Pod) time.Duration {
 	switch {
 	case strategy.TerminationGracePeriodSeconds != nil:
-		return seconds(*strategy.TerminationGracePeriodSeconds)
+		return durations.Seconds(*strategy.TerminationGracePeriodSeconds)
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		return seconds(*pod.Spec.TerminationGracePeriodSeconds)
+		return durations.Seconds(*pod.Spec.TerminationGracePeriodSeconds)
 	default:
 		return defaultGrace
 	}
-}
-
-// seconds is n seconds, clamped to what a time.Duration holds: a larger
-// count would overflow into a negative or short period.
-func seconds(n int64) time.Duration {
-	const most = math.MaxInt64 / int64(time.Second)
-	return time.Duration(max(min(n, most), -most)) * time.Second
 }
 
 // kill runs the container's preStop hook, then stops instance id with what

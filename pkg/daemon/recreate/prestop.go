@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 // ExecSyncer is the one runtime call a preStop hook needs.
@@ -235,7 +236,7 @@ func outputSummary(res cri.ExecResult) string {
 }
 
 func (r *Runner) runSleep(ctx context.Context, p PreStop) error {
-	want := seconds(p.Handler.Sleep.Seconds) // clamped: no wrap-around
+	want := durations.Seconds(p.Handler.Sleep.Seconds) // clamped: no wrap-around
 	if want <= 0 {
 		return nil
 	}

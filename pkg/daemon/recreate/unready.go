@@ -1,13 +1,14 @@
 package recreate
 
 import (
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // unreadyWait says whether the first kill of a CRR must still wait for
@@ -47,7 +48,7 @@ func (e *Executor) unreadyWait(crr *appsv1alpha1.ContainerRecreateRequest, pod *
 			return 0, true
 		}
 	}
-	until := since.Add(seconds(g))
+	until := since.Add(durations.Seconds(g))
 	if now := e.clock.Now(); now.Before(until) {
 		logger.V(2).Info("Waiting for the unready grace period", "unreadySince", since, "remaining", until.Sub(now))
 		return until.Sub(now), true
