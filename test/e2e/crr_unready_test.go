@@ -35,7 +35,7 @@ func waitPodReady(ctx context.Context, t *testing.T, f *framework.Framework, ns,
 			return false, "", err
 		}
 		got = p
-		return podReady(p), fmt.Sprintf("ready=%t %s=%q", podReady(p), appsv1alpha1.KruisePodReadyConditionType, kruisePodReadyStatus(p)), nil
+		return framework.PodReady(p), fmt.Sprintf("ready=%t %s=%q", framework.PodReady(p), appsv1alpha1.KruisePodReadyConditionType, kruisePodReadyStatus(p)), nil
 	})
 	return got
 }
@@ -92,7 +92,7 @@ watchLoop:
 			}
 			p := ev.Object.(*corev1.Pod)
 			id := containerStatus(p, "main").ContainerID
-			if id == oldID && !podReady(p) {
+			if id == oldID && !framework.PodReady(p) {
 				unreadyWithOldID = true
 			}
 			if id != oldID && id != "" {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +53,7 @@ func TestKruiseComponentsReady(t *testing.T) {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if !podReady(&p) {
+		if !framework.PodReady(&p) {
 			t.Errorf("pod %s is not Ready: %s", p.Name, f.DescribePods(ctx, framework.KruiseNamespace, "app.kubernetes.io/name="+p.Labels["app.kubernetes.io/name"]))
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -78,7 +77,7 @@ func TestDaemonReportsRuntime(t *testing.T) {
 			return false, "", err
 		}
 		for _, p := range pods.Items {
-			if !podReady(&p) {
+			if !framework.PodReady(&p) {
 				continue
 			}
 			logs, err = f.PodLogs(ctx, framework.KruiseNamespace, p.Name, "daemon")
@@ -170,13 +169,4 @@ func TestCRDsEstablished(t *testing.T) {
 			}
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

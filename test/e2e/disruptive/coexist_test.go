@@ -63,16 +63,11 @@ func coexistDaemonPod(ctx context.Context, f *framework.Framework, node string) 
 }
 
 func coexistDescribeDaemon(p *corev1.Pod) string {
-	s := fmt.Sprintf("%s ready=%t", p.Name, coexistReady(p))
+	s := fmt.Sprintf("%s ready=%t", p.Name, framework.PodReady(p))
 	if st := framework.ContainerStatusOf(p, "daemon"); st != nil {
 		s += fmt.Sprintf(" restarts=%d", st.RestartCount)
 	}
 	return s
-}
-
-func coexistReady(p *corev1.Pod) bool {
-	c := framework.PodConditionOf(p, corev1.PodReady)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 func coexistRestarts(p *corev1.Pod, container string) int32 {
@@ -112,7 +107,7 @@ func TestDaemonRefusesToRunBesideOpenKruiseDaemon(t *testing.T) {
 	framework.WaitFor(ctx, t, coexistDaemonTimeout, "the kruise-daemon of node "+node+" Ready before the test", func(ctx context.Context) (bool, string, error) {
 		p, observed, err := coexistDaemonPod(ctx, f, node)
 		before = p
-		return p != nil && coexistReady(p), observed, err
+		return p != nil && framework.PodReady(p), observed, err
 	})
 	ns := f.NewNamespace(ctx, t, "coexist")
 	web := f.RunningBusyboxPod(ctx, t, ns, "web", "main")
@@ -128,7 +123,7 @@ func TestDaemonRefusesToRunBesideOpenKruiseDaemon(t *testing.T) {
 		coexistDeleteImposter(cctx, t, f, ns)
 		framework.WaitFor(cctx, t, coexistDaemonTimeout, "the kruise-daemon of node "+node+" Ready after the test", func(ctx context.Context) (bool, string, error) {
 			p, observed, err := coexistDaemonPod(ctx, f, node)
-			return p != nil && coexistReady(p), observed, err
+			return p != nil && framework.PodReady(p), observed, err
 		})
 	})
 
@@ -140,7 +135,7 @@ func TestDaemonRefusesToRunBesideOpenKruiseDaemon(t *testing.T) {
 
 	framework.WaitFor(ctx, t, coexistDaemonTimeout, "the kruise-daemon not Ready", func(ctx context.Context) (bool, string, error) {
 		p, observed, err := coexistDaemonPod(ctx, f, node)
-		return p != nil && !coexistReady(p), observed, err
+		return p != nil && !framework.PodReady(p), observed, err
 	})
 	t.Logf("daemon not Ready %s after the imposter was created", time.Since(start).Round(time.Second))
 	// It stopped (exit 1); once the kubelet has restarted it (after its crash-loop backoff), it
@@ -152,7 +147,7 @@ func TestDaemonRefusesToRunBesideOpenKruiseDaemon(t *testing.T) {
 		}
 		st := framework.ContainerStatusOf(p, "daemon")
 		restarted := coexistRestarts(p, "daemon") > coexistRestarts(before, "daemon")
-		return restarted && st != nil && st.State.Running != nil && !coexistReady(p), observed, nil
+		return restarted && st != nil && st.State.Running != nil && !framework.PodReady(p), observed, nil
 	})
 	t.Logf("daemon restarted and waiting %s after the imposter was created", time.Since(start).Round(time.Second))
 

@@ -304,7 +304,7 @@ func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework
 			return false, desc, nil
 		}
 		for i := range pods {
-			if c := framework.PodConditionOf(&pods[i], corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue {
+			if !framework.PodReady(&pods[i]) {
 				return false, desc, nil
 			}
 		}

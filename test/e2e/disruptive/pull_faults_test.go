@@ -311,16 +311,11 @@ func faultDaemonPod(ctx context.Context, f *framework.Framework, node string) (*
 }
 
 func faultDescribeDaemon(p *corev1.Pod) string {
-	s := fmt.Sprintf("%s ready=%t", p.Name, faultReady(p))
+	s := fmt.Sprintf("%s ready=%t", p.Name, framework.PodReady(p))
 	if st := framework.ContainerStatusOf(p, faultDaemonContainer); st != nil {
 		s += fmt.Sprintf(" restarts=%d containerID=%s", st.RestartCount, st.ContainerID)
 	}
 	return s
-}
-
-func faultReady(p *corev1.Pod) bool {
-	c := framework.PodConditionOf(p, corev1.PodReady)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // faultWaitDaemonReady waits until the node's daemon pod is Ready and returns it.
@@ -330,7 +325,7 @@ func faultWaitDaemonReady(ctx context.Context, t *testing.T, f *framework.Framew
 	framework.WaitFor(ctx, t, timeout, "the kruise-daemon of node "+node+" Ready "+desc, func(ctx context.Context) (bool, string, error) {
 		p, observed, err := faultDaemonPod(ctx, f, node)
 		got = p
-		return p != nil && faultReady(p), observed, err
+		return p != nil && framework.PodReady(p), observed, err
 	})
 	return got
 }

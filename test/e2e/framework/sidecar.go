@@ -278,6 +278,12 @@ func PodConditionOf(pod *corev1.Pod, ct corev1.PodConditionType) *corev1.PodCond
 	return nil
 }
 
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	c := PodConditionOf(pod, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
 // ContainerStatusOf returns the status of the named regular container, or nil.
 func ContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
