@@ -17,7 +17,10 @@ type fakeController struct {
 	name    string
 	started atomic.Int32
 	workers atomic.Int32
+	stopped atomic.Int32
 	fail    chan error
+	// stuck, when set, makes Run ignore ctx until it is closed.
+	stuck chan struct{}
 }
 
 func newFake(name string) *fakeController {
@@ -28,7 +31,12 @@ func (f *fakeController) Name() string { return f.name }
 
 func (f *fakeController) Run(ctx context.Context, workers int) error {
 	f.started.Add(1)
+	defer f.stopped.Add(1)
 	f.workers.Store(int32(workers))
+	if f.stuck != nil {
+		<-f.stuck
+		return nil
+	}
 	select {
 	case <-ctx.Done():
 		return nil

@@ -16,10 +16,14 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ErrLeadershipLost is returned when this replica could not renew its lease.
-// The process exits non-zero and the Deployment restarts it as a standby:
-// starting fresh is simpler and safer than stopping every controller in place.
+// ErrLeadershipLost is returned when this replica could not renew its lease
+// and its controllers have stopped; it may campaign again.
 var ErrLeadershipLost = errors.New("lost leadership: could not renew the leader-election lease")
+
+// ErrControllersStuck is returned when leadership was lost and the
+// controllers did not stop in time: the process must exit rather than run a
+// second set beside them.
+var ErrControllersStuck = errors.New("lost leadership")
 
 // PodNameEnv is filled from metadata.name by the downward API.
 const PodNameEnv = "POD_NAME"
@@ -51,7 +55,9 @@ type leaderRun struct {
 
 // run blocks until ctx is cancelled (returns nil, after releasing the
 // lease), the controllers fail (returns their error) or the lease is lost
-// (returns ErrLeadershipLost).
+// (returns ErrLeadershipLost once the controllers have stopped; if they do
+// not stop within the shutdown grace, an error that must end the process,
+// since a new term would run beside them).
 func (l *leaderRun) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	runCtx, cancelRun := context.WithCancelCause(ctx)
@@ -105,6 +111,9 @@ func (l *leaderRun) run(ctx context.Context) error {
 		case <-leadDone:
 		case <-time.After(l.opts.ShutdownGrace):
 			logger.Info("Controllers did not stop within the grace period", "grace", l.opts.ShutdownGrace)
+			if ctx.Err() == nil && context.Cause(runCtx) == nil {
+				return fmt.Errorf("%w, and the controllers did not stop within %s", ErrControllersStuck, l.opts.ShutdownGrace)
+			}
 		}
 	}
 	switch {

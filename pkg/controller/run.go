@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"reflect"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,7 +40,7 @@ const componentName = "kruise-controller"
 var apiServerPollInterval = 2 * time.Second
 
 // Run runs the controller process until ctx is cancelled (returns nil) or it
-// fails, including by losing leadership (returns ErrLeadershipLost).
+// fails. Losing leadership stops the controllers and campaigns again.
 func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
@@ -81,45 +83,24 @@ type deps struct {
 func run(ctx context.Context, o *Options, d deps) error {
 	logger := klog.FromContext(ctx)
 
-	// Caches keep only what the controllers read (transform.go): Pods and
-	// Nodes an allow-list of fields, every other type all but managedFields.
-	factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject))
-	namespace := kruiseNamespace()
-	nsFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
-		informers.WithNamespace(namespace), informers.WithTransform(transformObject))
-	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(transformObject))
-	secretFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
-	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
-		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject))
-	factories := []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory}
 	metrics := server.NewRegistry()
-	reg := NewRegistry()
 	enabled, disabled := SelectEnabled(o.featureGate(), d.builders)
 	for _, x := range disabled {
 		logger.Info("Controller disabled by a feature gate", "controller", x.Name, "gate", x.Gate)
 	}
-	for _, e := range enabled {
-		c, err := e.Build(Deps{
-			Client: d.client, InformerFactory: factory,
-			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
-			Namespace: namespace, NamespaceInformerFactory: nsFactory,
-			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
-			Options: o, Metrics: metrics,
-		})
-		if err != nil {
-			return fmt.Errorf("building controller %s: %w", e.Name, err)
-		}
-		if err := reg.Register(c); err != nil {
-			return err
-		}
+	// The first term's controllers are built now, so a bad configuration
+	// fails at start-up, leader or not.
+	first, err := buildTerm(o, d, enabled, metrics)
+	if err != nil {
+		return err
 	}
+	reg := first.reg
 	logger.Info("Starting controller manager", "controllers", reg.Names(), "leaderElect", o.LeaderElect, "workers", o.Workers)
 
 	apiReady := server.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
 	healthz := []server.Checker{server.Ping}
 	// Two managers acting on one ImagePullJob or CRR would fight: do not start beside OpenKruise's.
-	openKruise := newOpenKruiseGuard(d.leases, openKruiseLeaseNamespaces(o, namespace), clock.RealClock{})
+	openKruise := newOpenKruiseGuard(d.leases, openKruiseLeaseNamespaces(o, kruiseNamespace()), clock.RealClock{})
 	readyz := []server.Checker{apiReady, openKruise}
 	var watchdog *leaderelection.HealthzAdaptor
 	if o.LeaderElect {
@@ -138,28 +119,20 @@ func run(ctx context.Context, o *Options, d deps) error {
 		d.listening(addr)
 	}
 
+	// Each leadership term runs controllers and caches of its own: those of
+	// a lost term are stopped and gone (informer factories cannot start
+	// again), so a later term builds fresh ones. Terms never overlap.
+	next := first
 	lead := func(ctx context.Context) error {
-		// Shutdown waits for the informers, which stop when ctx ends:
-		// cancel first (defers run last-in, first-out).
-		ctx, cancel := context.WithCancel(ctx)
-		for _, f := range factories {
-			defer f.Shutdown()
-		}
-		defer cancel()
-		for _, f := range factories {
-			f.Start(ctx.Done())
-		}
-		for _, f := range factories {
-			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return fmt.Errorf("cache for %v did not sync", typ)
-				}
+		t := next
+		next = nil
+		if t == nil {
+			var err error
+			if t, err = buildTerm(o, d, enabled, metrics); err != nil {
+				return err
 			}
 		}
-		return reg.Run(ctx, o.Workers)
+		return t.run(ctx, o.Workers)
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -177,13 +150,113 @@ func run(ctx context.Context, o *Options, d deps) error {
 			return lead(gctx)
 		}
 		l := &leaderRun{opts: o, leases: d.leases, identity: d.identity, watchdog: watchdog, lead: lead}
-		return l.run(gctx)
+		for {
+			err := l.run(gctx)
+			if !errors.Is(err, ErrLeadershipLost) {
+				return err
+			}
+			// The API server may only have been out of reach for a while:
+			// the controllers have stopped, so campaign again in-process
+			// rather than exit and be restarted by the kubelet.
+			logger.Info("Lost the leader-election lease; controllers stopped, campaigning again", "identity", d.identity)
+		}
 	})
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	logger.Info("Controller manager stopped")
 	return nil
+}
+
+// term is one leadership term's controllers and the informer factories that
+// feed them.
+type term struct {
+	reg       *Registry
+	factories []informerFactory
+}
+
+// buildTerm creates the informer factories and builds the enabled
+// controllers on them. It does not call the API server.
+func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registerer) (*term, error) {
+	// Caches keep only what the controllers read (transform.go): Pods and
+	// Nodes an allow-list of fields, every other type all but managedFields.
+	factory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject))
+	namespace := kruiseNamespace()
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
+		informers.WithNamespace(namespace), informers.WithTransform(transformObject))
+	kruiseFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(d.kruiseClient, 0, kruiseinformers.WithTransform(transformObject))
+	secretFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0, informers.WithTransform(transformObject),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
+	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
+		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject))
+	t := &term{
+		reg:       NewRegistry(),
+		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
+	}
+	for _, e := range enabled {
+		c, err := e.Build(Deps{
+			Client: d.client, InformerFactory: factory,
+			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
+			Namespace: namespace, NamespaceInformerFactory: nsFactory,
+			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
+			Options: o, Metrics: reregisterer{metrics},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)
+		}
+		if err := t.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// run starts the informers, waits for their caches and runs the controllers
+// until ctx ends; it returns once the informers have stopped.
+func (t *term) run(ctx context.Context, workers int) error {
+	// Shutdown waits for the informers, which stop when ctx ends: cancel
+	// first (defers run last-in, first-out).
+	ctx, cancel := context.WithCancel(ctx)
+	for _, f := range t.factories {
+		defer f.Shutdown()
+	}
+	defer cancel()
+	for _, f := range t.factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range t.factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cache for %v did not sync", typ)
+			}
+		}
+	}
+	return t.reg.Run(ctx, workers)
+}
+
+// reregisterer lets a controller built again for a later leadership term
+// register its metrics again: its collector replaces the previous term's.
+type reregisterer struct{ prometheus.Registerer }
+
+func (r reregisterer) Register(c prometheus.Collector) error {
+	err := r.Registerer.Register(c)
+	var dup prometheus.AlreadyRegisteredError
+	if errors.As(err, &dup) {
+		r.Registerer.Unregister(dup.ExistingCollector)
+		return r.Registerer.Register(c)
+	}
+	return err
+}
+
+func (r reregisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // informerFactory is what lead needs of the core and kruise factories.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -145,8 +146,9 @@ func TestStandbyWaitsForTheLease(t *testing.T) {
 	assert.Equal(t, other, *lease(t, client).Spec.HolderIdentity, "standby must not touch the leader's lease")
 }
 
-func TestLosingLeadershipExitsWithError(t *testing.T) {
-	client := fake.NewClientset()
+// refuseLeaseUpdates makes the fake API server fail lease renewals while refuse is set, as
+// when it is out of reach.
+func refuseLeaseUpdates(client *fake.Clientset) *atomic.Bool {
 	var refuse atomic.Bool
 	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if refuse.Load() {
@@ -154,14 +156,71 @@ func TestLosingLeadershipExitsWithError(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	return &refuse
+}
+
+func TestLosingLeadershipStopsControllersAndCampaignsAgain(t *testing.T) {
+	client := fake.NewClientset()
+	refuse := refuseLeaseUpdates(client)
 	c := newFake("x")
 	r := start(t, testOptions(), client, c)
 	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
 
-	// The API server starts refusing lease renewals.
+	// The API server refuses lease renewals: the controllers stop...
+	refuse.Store(true)
+	require.Eventually(t, func() bool { return c.stopped.Load() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"controllers stop when the lease cannot be renewed")
+	assert.EqualValues(t, 1, c.started.Load(), "no new term while the lease cannot be renewed")
+	// ...and once it answers again, the same process leads again, with
+	// controllers built afresh, without exiting.
+	refuse.Store(false)
+	require.Eventually(t, func() bool { return c.started.Load() == 2 }, 10*time.Second, 10*time.Millisecond,
+		"leadership is won again in-process")
+	select {
+	case err := <-r.done:
+		t.Fatalf("the process exited on losing leadership: %v", err)
+	default:
+	}
+	assert.Equal(t, "test-replica_1234", *lease(t, client).Spec.HolderIdentity)
+	_, metrics := r.get(t, "/metrics")
+	assert.Contains(t, metrics, `leader_election_master_status{name="kruise-controller"} 1`)
+	r.stop()
+	require.NoError(t, r.wait(t))
+}
+
+func TestControllersThatDoNotStopEndTheProcess(t *testing.T) {
+	client := fake.NewClientset()
+	refuse := refuseLeaseUpdates(client)
+	c := newFake("x")
+	c.stuck = make(chan struct{})
+	t.Cleanup(func() { close(c.stuck) })
+	r := start(t, testOptions(), client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+
 	refuse.Store(true)
 	err := r.wait(t)
-	require.ErrorIs(t, err, ErrLeadershipLost)
+	require.ErrorIs(t, err, ErrControllersStuck, "a second term must never run beside controllers still running")
+	assert.EqualValues(t, 1, c.started.Load())
+}
+
+// A controller that registers metrics is built again for each term; the new term's collector
+// replaces the old one instead of failing the build.
+func TestMetricsReregisteredOnANewTerm(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rr := reregisterer{reg}
+	first := prometheus.NewCounter(prometheus.CounterOpts{Name: "kruise_test_total", Help: "test"})
+	require.NoError(t, rr.Register(first))
+	first.Add(3)
+	second := prometheus.NewCounter(prometheus.CounterOpts{Name: "kruise_test_total", Help: "test"})
+	require.NoError(t, rr.Register(second))
+	second.Inc()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, 1)
+	assert.Equal(t, 1.0, families[0].GetMetric()[0].GetCounter().GetValue(), "the new term's counter is served")
+	assert.NotPanics(t, func() {
+		rr.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "kruise_test_total", Help: "test"}))
+	})
 }
 
 func TestControllerFailureExits(t *testing.T) {
