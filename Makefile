@@ -56,7 +56,7 @@ deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl a
 	@hack/build-k8s.sh
 
 build: ## Build kruise-daemon and kruise-controller into _output/bin.
-	CGO_ENABLED=0 go build -trimpath -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
+	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags '-s -w' -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
 
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up

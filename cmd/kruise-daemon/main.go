@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekruise/kruise/pkg/daemon"
-	"github.com/nodekruise/kruise/pkg/options"
+	"github.com/nodekruise/kruise/pkg/options/cli"
 )
 
 func main() {
 	o := daemon.NewOptions()
-	cmd := options.NewCommand(options.Component{
+	cmd := cli.NewCommand(cli.Component{
 		Name:  "kruise-daemon",
 		Short: "Node agent of kruise: acts on this node's containers through the CRI",
 		Long: `kruise-daemon runs on every node as a DaemonSet. It connects to the node's
@@ -56,5 +56,5 @@ SIGTERM or SIGINT stops the daemon gracefully.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return daemon.Run(ctx, o) },
 	})
-	os.Exit(options.Main(cmd))
+	os.Exit(cli.Main(cmd))
 }

@@ -14,6 +14,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	// leader_election_master_status and friends, in component-base's process-wide registry.
+	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection"
 )
 
 // ErrLeadershipLost is returned when this replica could not renew its lease

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +92,7 @@ func startFullDaemon(t *testing.T, client *fake.Clientset) (*running, *critest.F
 	sock := filepath.Join(critest.ShortTempDir(t), "containerd.sock")
 	critest.Serve(t, sock, rt)
 
-	d := deps{client: client, kruiseClient: kruisefake.NewSimpleClientset(admittedCRR()), clock: clock.RealClock{},
+	d := deps{client: clientset.New(client), kruiseClient: kruisefake.NewSimpleClientset(admittedCRR()), clock: clock.RealClock{},
 		heartbeatClock: clock.RealClock{}, pod: ownPodName}
 	r := runInBackground(t, testOptions("unix://"+sock), d)
 	return r, rt

@@ -8,19 +8,24 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	appsv1alpha1client "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1alpha1"
+	appsv1beta1client "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/events/broadcast"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -38,24 +43,68 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
 	}
-	cfg, client, err := o.Kube.Client(componentName)
+	cfg, err := o.Kube.RESTConfig(componentName)
 	if err != nil {
 		return err
 	}
-	kruiseClient, err := versioned.NewForConfig(cfg)
+	// One connection pool for all the daemon's clients, as a clientset
+	// would share it.
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return fmt.Errorf("creating kruise client: %w", err)
+		return fmt.Errorf("creating the HTTP client: %w", err)
 	}
-	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, clock: clock.RealClock{}, heartbeatClock: clock.RealClock{},
-		pod: ownPod(o)})
+	client, err := kube.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return err
+	}
+	crrClient, err := appsv1alpha1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("creating the apps.kruise.io/v1alpha1 client: %w", err)
+	}
+	nodeImageClient, err := appsv1beta1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("creating the apps.kruise.io/v1beta1 client: %w", err)
+	}
+	return run(ctx, o, deps{client: client, kruiseClient: kruiseClients{crrClient, nodeImageClient},
+		clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}, pod: ownPod(o)})
+}
+
+// kruiseAPI is the part of kruise's clientset the daemon uses: the typed
+// clients only, so that neither the clientset nor its discovery client
+// (which link every built-in API group) is linked into the daemon. The
+// generated clientset, and its fake in tests, has these methods.
+type kruiseAPI interface {
+	AppsV1alpha1() appsv1alpha1client.AppsV1alpha1Interface
+	AppsV1beta1() appsv1beta1client.AppsV1beta1Interface
+}
+
+type kruiseClients struct {
+	v1alpha1 appsv1alpha1client.AppsV1alpha1Interface
+	v1beta1  appsv1beta1client.AppsV1beta1Interface
+}
+
+func (c kruiseClients) AppsV1alpha1() appsv1alpha1client.AppsV1alpha1Interface { return c.v1alpha1 }
+func (c kruiseClients) AppsV1beta1() appsv1beta1client.AppsV1beta1Interface    { return c.v1beta1 }
+
+// eventScheme knows the kinds the daemon records Events on: Nodes and Pods,
+// CRRs and NodeImages.
+func eventScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the event scheme: %w", err)
+	}
+	if err := kruisescheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the event scheme: %w", err)
+	}
+	return scheme, nil
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
 type deps struct {
-	client kubernetes.Interface
+	client kube.Interface
 	// kruiseClient reaches the apps.kruise.io kinds; nil turns the CRR
-	// executor off.
-	kruiseClient versioned.Interface
+	// executor and the image puller off.
+	kruiseClient kruiseAPI
 	clock        clock.PassiveClock
 	// heartbeatClock times the node heartbeat; nil turns the heartbeat off.
 	heartbeatClock clock.Clock
@@ -84,10 +133,13 @@ func run(ctx context.Context, o *Options, d deps) error {
 		}
 	}
 
-	recorder, stopRecorder, err := events.NewRecorder(ctx, d.client, componentName, o.NodeName)
+	scheme, err := eventScheme()
 	if err != nil {
 		return err
 	}
+	// One recorder (one broadcaster, one correlation cache) serves every
+	// part of the daemon; it is flushed once everything has stopped.
+	recorder, stopRecorder := broadcast.NewRecorder(ctx, d.client.EventSink(), scheme, componentName, o.NodeName)
 	defer stopRecorder()
 	guard := coexist.New(coexist.Config{Node: o.NodeName, Namespace: d.pod.Namespace, Name: d.pod.Name, Recorder: recorder})
 
@@ -125,9 +177,9 @@ func run(ctx context.Context, o *Options, d deps) error {
 		// Shutdown waits for the informers, which stop when their context
 		// ends: cancel first (defers run last-in, first-out).
 		infCtx, cancelInformers := context.WithCancel(gctx)
-		defer nodes.factory.Shutdown()
+		defer nodes.set.shutdown()
 		defer cancelInformers()
-		nodes.factory.Start(infCtx.Done())
+		nodes.set.start(infCtx.Done())
 
 		rt, info, err := connectRuntime(gctx, o, criMetrics)
 		if err != nil {
@@ -166,21 +218,22 @@ func run(ctx context.Context, o *Options, d deps) error {
 		// guard gets an informer of its own.
 		var crrs *crrWatch
 		if d.kruiseClient != nil {
-			if crrs, err = newCRRWatch(gctx, d.client, d.kruiseClient, o.NodeName, rt, crrMetrics); err != nil {
+			if crrs, err = newCRRWatch(d.client, d.kruiseClient.AppsV1alpha1(), o.NodeName, rt, crrMetrics, recorder); err != nil {
 				return err
 			}
 			if err := guard.Watch(gctx, crrs.pods); err != nil {
 				return err
 			}
 		} else {
-			podFactory := coexist.NodePodFactory(d.client, o.NodeName)
-			if err := guard.Watch(gctx, podFactory.Core().V1().Pods().Informer()); err != nil {
+			pods := nodePodInformer(d.client, o.NodeName)
+			if err := guard.Watch(gctx, pods); err != nil {
 				return err
 			}
+			podSet := newInformerSet(pods)
 			podCtx, cancelPods := context.WithCancel(gctx)
-			defer podFactory.Shutdown()
+			defer podSet.shutdown()
 			defer cancelPods()
-			podFactory.Start(podCtx.Done())
+			podSet.start(podCtx.Done())
 		}
 		if crrs != nil {
 			crrCtx, cancelCRR := context.WithCancel(gctx)
@@ -217,7 +270,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 			logger.Info("CRR informers synced; starting the CRR executor", "workers", o.CRRWorkers)
 			g.Go(func() error { return crrs.executor.Run(gctx, o.CRRWorkers) })
 
-			pulls, err := newPullWatch(gctx, o, d.client, d.kruiseClient, rt, pullMetrics)
+			pulls, err := newPullWatch(o, d.client, d.kruiseClient.AppsV1beta1(), rt, pullMetrics, recorder)
 			if err != nil {
 				return err
 			}

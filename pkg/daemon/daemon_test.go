@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -50,7 +52,7 @@ type running struct {
 // startDaemon runs the daemon in the background and returns its address.
 func startDaemon(t *testing.T, o *Options, client *fake.Clientset) *running {
 	t.Helper()
-	return runInBackground(t, o, deps{client: client, clock: clock.RealClock{}})
+	return runInBackground(t, o, deps{client: clientset.New(client), clock: clock.RealClock{}})
 }
 
 // runInBackground runs the daemon with d until the test ends; it returns once
@@ -203,7 +205,7 @@ func TestDaemonFailsWhenNoRuntime(t *testing.T) {
 	o := testOptions("")
 	o.HostRunDir = dir
 	_, ctx := ktesting.NewTestContext(t)
-	err := run(ctx, o, deps{client: fake.NewClientset(node("node-a")), clock: clock.RealClock{}})
+	err := run(ctx, o, deps{client: clientset.New(fake.NewClientset(node("node-a"))), clock: clock.RealClock{}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "connecting to the container runtime")
 	assert.Contains(t, err.Error(), "no CRI runtime found under "+dir)

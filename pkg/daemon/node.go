@@ -8,11 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )
 
 // nodeWatch is an informer on this daemon's own Node and nothing else: the
@@ -20,17 +20,15 @@ import (
 // daemon never lists cluster-wide.
 type nodeWatch struct {
 	name     string
-	factory  informers.SharedInformerFactory
+	set      *informerSet
 	informer cache.SharedIndexInformer
 	lister   corelisters.NodeLister
 }
 
-func newNodeWatch(client kubernetes.Interface, nodeName string, logger klog.Logger) (*nodeWatch, error) {
+func newNodeWatch(client kube.Interface, nodeName string, logger klog.Logger) (*nodeWatch, error) {
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
-	nodes := factory.Core().V1().Nodes()
-	w := &nodeWatch{name: nodeName, factory: factory, informer: nodes.Informer(), lister: nodes.Lister()}
+	inf := kube.NewInformer(client.Nodes(), &corev1.Node{}, func(o *metav1.ListOptions) { o.FieldSelector = selector }, nodeMetaOnly)
+	w := &nodeWatch{name: nodeName, set: newInformerSet(inf), informer: inf, lister: corelisters.NewNodeLister(inf.GetIndexer())}
 
 	_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -51,6 +49,19 @@ func newNodeWatch(client kubernetes.Interface, nodeName string, logger klog.Logg
 		return nil, fmt.Errorf("adding node event handler: %w", err)
 	}
 	return w, nil
+}
+
+// nodeMetaOnly caches a Node's metadata (without managedFields) only: the
+// daemon reads whether its Node exists, nothing more, while a Node's status
+// (its image list, conditions, addresses) is most of its size.
+func nodeMetaOnly(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	meta := n.ObjectMeta
+	meta.ManagedFields = nil
+	return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: meta}, nil
 }
 
 // Name implements server.Checker.

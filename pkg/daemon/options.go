@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
-	"github.com/nodekruise/kruise/pkg/options"
+	"github.com/nodekruise/kruise/pkg/options/cli"
 )
 
 // NodeNameEnv is the environment variable the DaemonSet fills from the
@@ -39,7 +39,7 @@ type Options struct {
 	// NodeName is the node this daemon serves; defaults to $NODE_NAME.
 	NodeName string
 	// Kube configures the API client.
-	Kube options.KubeOptions
+	Kube cli.KubeOptions
 	// RuntimeEndpoint, when set, is the CRI socket to use (path or unix:// URL).
 	// Validate fills it from SocketFile.
 	RuntimeEndpoint string
@@ -92,7 +92,7 @@ func NewOptions() *Options {
 	return &Options{
 		Namespace:        ns,
 		NodeName:         os.Getenv(NodeNameEnv),
-		Kube:             options.NewKubeOptions(),
+		Kube:             cli.NewKubeOptions(),
 		HostRunDir:       cri.DefaultHostRunDir,
 		RuntimeWait:      30 * time.Second,
 		CRIProbeInterval: 10 * time.Second,

@@ -7,33 +7,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/cri/credentials"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )
 
 // pullWatch holds what the image puller watches: this node's NodeImage
 // (field selector metadata.name) and the pull-secret copies in
 // kruise-daemon-config. Nothing else, and nothing cluster-wide.
 type pullWatch struct {
-	nodeImageFactory kruiseinformers.SharedInformerFactory
-	secretFactory    informers.SharedInformerFactory
-	nodeImages       cache.SharedIndexInformer
-	secrets          cache.SharedIndexInformer
-	puller           *imagepull.Puller
-	stopRecorder     func()
+	*informerSet
+	puller *imagepull.Puller
 }
 
-func newPullWatch(ctx context.Context, o *Options, client kubernetes.Interface, kruiseClient versioned.Interface,
-	rt cri.ImageService, metrics *imagepull.Metrics) (*pullWatch, error) {
+func newPullWatch(o *Options, client kube.Interface, kruiseClient appsclient.AppsV1beta1Interface,
+	rt cri.ImageService, metrics *imagepull.Metrics, recorder record.EventRecorder) (*pullWatch, error) {
 	var plugins *credentials.Plugins
 	if o.CredentialProviderConfig != "" {
 		var err error
@@ -43,24 +37,16 @@ func newPullWatch(ctx context.Context, o *Options, client kubernetes.Interface, 
 			return nil, fmt.Errorf("loading credential providers from %s: %w", o.CredentialProviderConfig, err)
 		}
 	}
-	nodeSelector := fields.OneTermEqualSelector("metadata.name", o.NodeName).String()
-	nodeImageFactory := kruiseinformers.NewSharedInformerFactoryWithOptions(kruiseClient, 0,
-		kruiseinformers.WithTransform(stripManagedFields),
-		kruiseinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = nodeSelector }))
-	secretFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripManagedFields),
-		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace))
+	nodeSelector := fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()
+	nodeImages := kube.NewInformer(kruiseClient.NodeImages(), &appsv1beta1.NodeImage{},
+		func(lo *metav1.ListOptions) { lo.FieldSelector = nodeSelector }, kube.StripManagedFields)
+	secrets := kube.NewInformer(client.Secrets(appsv1beta1.DaemonConfigNamespace), &corev1.Secret{}, nil, kube.StripManagedFields)
 
-	recorder, stopRecorder, err := events.NewRecorder(ctx, client, componentName, o.NodeName)
-	if err != nil {
-		return nil, err
-	}
-	nodeImages := nodeImageFactory.Apps().V1beta1().NodeImages()
-	secrets := secretFactory.Core().V1().Secrets()
 	p, err := imagepull.New(imagepull.Config{
 		KruiseClient:       kruiseClient,
 		NodeName:           o.NodeName,
 		NodeImages:         nodeImages,
-		Secrets:            secrets.Lister().Secrets(appsv1beta1.DaemonConfigNamespace),
+		Secrets:            corelisters.NewSecretLister(secrets.GetIndexer()).Secrets(appsv1beta1.DaemonConfigNamespace),
 		Images:             rt,
 		Keyring:            keyring{credentials.NewResolver(plugins)},
 		MaxConcurrentPulls: o.MaxConcurrentPulls,
@@ -68,29 +54,9 @@ func newPullWatch(ctx context.Context, o *Options, client kubernetes.Interface, 
 		Recorder:           recorder,
 	})
 	if err != nil {
-		stopRecorder()
 		return nil, err
 	}
-	return &pullWatch{
-		nodeImageFactory: nodeImageFactory, secretFactory: secretFactory,
-		nodeImages: nodeImages.Informer(), secrets: secrets.Informer(),
-		puller: p, stopRecorder: stopRecorder,
-	}, nil
-}
-
-func (w *pullWatch) start(stop <-chan struct{}) {
-	w.nodeImageFactory.Start(stop)
-	w.secretFactory.Start(stop)
-}
-
-func (w *pullWatch) synced() bool { return w.nodeImages.HasSynced() && w.secrets.HasSynced() }
-
-// shutdown waits for the informers (their stop channel must be closed) and
-// flushes the Event broadcaster.
-func (w *pullWatch) shutdown() {
-	w.nodeImageFactory.Shutdown()
-	w.secretFactory.Shutdown()
-	w.stopRecorder()
+	return &pullWatch{informerSet: newInformerSet(nodeImages, secrets), puller: p}, nil
 }
 
 // keyring adapts the credentials resolver to the puller's boundary.

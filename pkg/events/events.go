@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	"github.com/nodekruise/kruise/pkg/events/broadcast"
 )
 
 // NewRecorder returns a recorder that writes Events as component (on host,
@@ -27,10 +27,8 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component, ho
 	if err := kruisescheme.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("building event scheme: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(4)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component, Host: host}), broadcaster.Shutdown, nil
+	rec, stop := broadcast.NewRecorder(ctx, &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, scheme, component, host)
+	return rec, stop, nil
 }
 
 // Ensure sets *rec, when nil, to a kruise-controller recorder and returns the

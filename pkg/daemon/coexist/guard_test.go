@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -44,7 +45,10 @@ func newFixture(t *testing.T, podName string, pods ...*corev1.Pod) *fixture {
 	f := &fixture{t: t, ctx: ctx, client: client, recorder: record.NewFakeRecorder(100), alone: make(chan error, 1)}
 	f.guard = New(Config{Node: node, Namespace: ourNS, Name: podName, Recorder: f.recorder})
 
-	factory := NodePodFactory(client, node)
+	// The daemon scopes its informer by the field selector
+	// spec.nodeName=<node>; the fake clientset ignores field selectors, so
+	// pods on other nodes reach the guard here, which must skip them.
+	factory := informers.NewSharedInformerFactory(client, 0)
 	require.NoError(t, f.guard.Watch(ctx, factory.Core().V1().Pods().Informer()))
 	factory.Start(ctx.Done())
 	t.Cleanup(func() {

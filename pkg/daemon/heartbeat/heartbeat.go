@@ -13,10 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )
 
 const (
@@ -37,15 +38,20 @@ func LeaseName(node string) string { return LeasePrefix + node }
 
 // Heartbeat renews the Lease of one node.
 type Heartbeat struct {
-	client    kubernetes.Interface
+	client    kube.Interface
 	node      string
 	namespace string
 	clock     clock.Clock
 	interval  time.Duration
+	// last is the Lease as our last write left it. A renewal updates it
+	// without reading it first, one request instead of two every interval;
+	// a conflict (someone else wrote it) or any failure drops it, so the
+	// next attempt reads the Lease again.
+	last *coordinationv1.Lease
 }
 
 // New returns a Heartbeat for node whose Lease lives in namespace.
-func New(client kubernetes.Interface, node, namespace string, clk clock.Clock) *Heartbeat {
+func New(client kube.Interface, node, namespace string, clk clock.Clock) *Heartbeat {
 	return &Heartbeat{client: client, node: node, namespace: namespace, clock: clk, interval: RenewInterval}
 }
 
@@ -97,10 +103,14 @@ func (h *Heartbeat) Renew(ctx context.Context) error {
 }
 
 func (h *Heartbeat) renewOnce(ctx context.Context) error {
-	leases := h.client.CoordinationV1().Leases(h.namespace)
+	leases := h.client.Leases(h.namespace)
 	name := LeaseName(h.node)
 	now := metav1.NewMicroTime(h.clock.Now())
-	cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+	cur, err := h.last, error(nil)
+	h.last = nil
+	if cur == nil {
+		cur, err = leases.Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		lease := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.namespace},
@@ -118,9 +128,11 @@ func (h *Heartbeat) renewOnce(ctx context.Context) error {
 		} else {
 			lease.OwnerReferences = []metav1.OwnerReference{ref}
 		}
-		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err != nil {
 			return fmt.Errorf("creating Lease %s/%s: %w", h.namespace, name, err)
 		}
+		h.last = created
 		klog.FromContext(ctx).V(2).Info("Created node heartbeat Lease")
 		return nil
 	}
@@ -140,16 +152,18 @@ func (h *Heartbeat) renewOnce(ctx context.Context) error {
 			lease.OwnerReferences = append(lease.OwnerReferences, ref)
 		}
 	}
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("renewing Lease %s/%s: %w", h.namespace, name, err)
 	}
+	h.last = updated
 	return nil
 }
 
 // nodeOwnerRef makes the Node own the Lease, so that deleting the Node
 // garbage-collects its heartbeat.
 func (h *Heartbeat) nodeOwnerRef(ctx context.Context) (metav1.OwnerReference, error) {
-	node, err := h.client.CoreV1().Nodes().Get(ctx, h.node, metav1.GetOptions{})
+	node, err := h.client.Nodes().Get(ctx, h.node, metav1.GetOptions{})
 	if err != nil {
 		return metav1.OwnerReference{}, fmt.Errorf("reading Node %s: %w", h.node, err)
 	}

@@ -16,10 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 )
 
 const (
@@ -89,7 +92,7 @@ func TestRenew(t *testing.T) {
 			if tc.react != nil {
 				tc.react(c)
 			}
-			h := New(c, node, ns, clocktesting.NewFakeClock(t0))
+			h := New(clientset.New(c), node, ns, clocktesting.NewFakeClock(t0))
 			err := h.Renew(ctx)
 			if tc.wantErr {
 				require.Error(t, err)
@@ -113,6 +116,43 @@ func TestRenew(t *testing.T) {
 	}
 }
 
+// A renewal after a successful write updates the Lease without reading it
+// first; after a conflict it reads it again.
+func TestRenewReadsOnlyAfterConflict(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c := fake.NewClientset(testNode())
+	clk := clocktesting.NewFakeClock(t0)
+	h := New(clientset.New(c), node, ns, clk)
+	gets := func() int {
+		n := 0
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
+				n++
+			}
+		}
+		return n
+	}
+	require.NoError(t, h.Renew(ctx)) // creates it
+	assert.Equal(t, 1, gets())
+	clk.Step(RenewInterval)
+	require.NoError(t, h.Renew(ctx))
+	assert.Equal(t, 1, gets(), "a renewal after our own write must not read the Lease")
+	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(RenewInterval)))
+
+	n := 0
+	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if n++; n == 1 {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaseName(node), errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	clk.Step(RenewInterval)
+	before := gets() // getLease above reads it too
+	require.NoError(t, h.Renew(ctx))
+	assert.Equal(t, before+1, gets(), "a conflict must make the retry read the Lease")
+	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(2*RenewInterval)))
+}
+
 // Run renews at once, then on every tick of the clock, and keeps going after
 // a failed renewal.
 func TestRunRenewsEveryInterval(t *testing.T) {
@@ -129,7 +169,7 @@ func TestRunRenewsEveryInterval(t *testing.T) {
 		}
 	})
 	clk := clocktesting.NewFakeClock(t0)
-	h := New(c, node, ns, clk)
+	h := New(clientset.New(c), node, ns, clk)
 	done := make(chan struct{})
 	go func() {
 		h.Run(ctx)

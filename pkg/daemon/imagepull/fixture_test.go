@@ -196,9 +196,9 @@ func newFixture(t *testing.T, ni *appsv1beta1.NodeImage, mut ...func(*Config)) *
 	f.niInf = kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	f.secInf = informers.NewSharedInformerFactoryWithOptions(kubefake.NewClientset(), 0, informers.WithNamespace(daemonNS))
 	cfg := Config{
-		KruiseClient: f.kruise,
+		KruiseClient: f.kruise.AppsV1beta1(),
 		NodeName:     node,
-		NodeImages:   f.niInf.Apps().V1beta1().NodeImages(),
+		NodeImages:   f.niInf.Apps().V1beta1().NodeImages().Informer(),
 		Secrets:      f.secInf.Core().V1().Secrets().Lister().Secrets(daemonNS),
 		Images:       f.images,
 		Keyring:      f.keyring,

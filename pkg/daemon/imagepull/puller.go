@@ -26,8 +26,8 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
+	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
@@ -75,13 +75,15 @@ type Keyring interface {
 
 // Config is what a Puller is built from.
 type Config struct {
-	KruiseClient versioned.Interface
+	KruiseClient appsclient.NodeImagesGetter
 	// NodeName is the node this daemon runs on, the name of its NodeImage.
 	NodeName string
-	// NodeImages is an informer of NodeImages limited by the caller to
+	// NodeImages is an informer of *NodeImage limited by the caller to
 	// metadata.name=NodeName. New adds an event handler to it; the caller
-	// starts it.
-	NodeImages appsinformers.NodeImageInformer
+	// starts it. A plain SharedIndexInformer, not the generated informer
+	// type, whose package would link the all-groups clientsets into
+	// kruise-daemon (see pkg/daemon/kube).
+	NodeImages cache.SharedIndexInformer
 	// Secrets lists the pull secrets of DaemonConfigNamespace.
 	Secrets corelisters.SecretNamespaceLister
 	Images  Images
@@ -106,7 +108,7 @@ type Config struct {
 
 // Puller pulls the tags of its node's NodeImage.
 type Puller struct {
-	client   versioned.Interface
+	client   appsclient.NodeImagesGetter
 	nodeName string
 	lister   nodeImageGetter
 	secrets  corelisters.SecretNamespaceLister
@@ -199,7 +201,7 @@ func New(cfg Config) (*Puller, error) {
 	p := &Puller{
 		client:   cfg.KruiseClient,
 		nodeName: cfg.NodeName,
-		lister:   cfg.NodeImages.Lister(),
+		lister:   appslisters.NewNodeImageLister(cfg.NodeImages.GetIndexer()),
 		secrets:  cfg.Secrets,
 		images:   cfg.Images,
 		keyring:  cfg.Keyring,
@@ -213,7 +215,7 @@ func New(cfg Config) (*Puller, error) {
 		statusCh: make(chan struct{}, 1),
 		tags:     map[tagKey]*tagState{},
 	}
-	if _, err := cfg.NodeImages.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := cfg.NodeImages.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.nodeImageChanged,
 		UpdateFunc: func(_, cur any) { p.nodeImageChanged(cur) },
 		DeleteFunc: p.nodeImageChanged,

@@ -101,7 +101,7 @@ func (p *Puller) writeStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the status patch of NodeImage %s: %w", name, err)
 	}
-	got, err := p.client.AppsV1beta1().NodeImages().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	got, err := p.client.NodeImages().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("NodeImage is gone; status not written")
 		return nil

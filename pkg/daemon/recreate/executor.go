@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -20,8 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
+	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
 )
 
@@ -38,12 +36,17 @@ type Runtime interface {
 
 // Config is what an Executor is built from. The informers must be scoped to
 // the daemon's node (see docs/design/crr.md) and not started yet: New adds an
-// index to the CRR informer.
+// index to the CRR informer. They are plain SharedIndexInformers, not the
+// generated informer types, whose packages would link the all-groups
+// clientsets into kruise-daemon (see pkg/daemon/kube).
 type Config struct {
-	KruiseClient versioned.Interface
-	CRRs         appsinformers.ContainerRecreateRequestInformer
-	Pods         coreinformers.PodInformer
-	Runtime      Runtime
+	KruiseClient appsclient.ContainerRecreateRequestsGetter
+	// CRRs holds *ContainerRecreateRequest objects.
+	CRRs cache.SharedIndexInformer
+	// Pods holds *corev1.Pod objects with the namespace index
+	// (cache.NamespaceIndex).
+	Pods    cache.SharedIndexInformer
+	Runtime Runtime
 	// Recorder records Events on CRRs and pods.
 	Recorder record.EventRecorder
 	Metrics  *Metrics
@@ -57,7 +60,7 @@ type Config struct {
 // Executor carries out the admitted CRRs of one node: it stops the named
 // containers (preStop first) and lets the kubelet start them again.
 type Executor struct {
-	kruiseClient versioned.Interface
+	kruiseClient appsclient.ContainerRecreateRequestsGetter
 	crrIndexer   cache.Indexer
 	podLister    corelisters.PodLister
 	runtime      Runtime
@@ -92,8 +95,8 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e := &Executor{
 		kruiseClient: cfg.KruiseClient,
-		crrIndexer:   cfg.CRRs.Informer().GetIndexer(),
-		podLister:    cfg.Pods.Lister(),
+		crrIndexer:   cfg.CRRs.GetIndexer(),
+		podLister:    corelisters.NewPodLister(cfg.Pods.GetIndexer()),
 		runtime:      cfg.Runtime,
 		prestop:      runner,
 		recorder:     cfg.Recorder,
@@ -104,17 +107,17 @@ func New(cfg Config) (*Executor, error) {
 		inflight:     map[string]*work{},
 		warned:       map[string]bool{},
 	}
-	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod}); err != nil {
+	if err := cfg.CRRs.AddIndexers(cache.Indexers{podIndex: indexByPod}); err != nil {
 		return nil, fmt.Errorf("adding CRR index: %w", err)
 	}
-	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := cfg.CRRs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.crrAdded,
 		UpdateFunc: e.crrUpdated,
 		DeleteFunc: e.crrDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding CRR event handler: %w", err)
 	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := cfg.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.podChanged,
 		UpdateFunc: func(_, cur any) { e.podChanged(cur) },
 		DeleteFunc: e.podChanged,

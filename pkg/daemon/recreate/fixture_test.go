@@ -128,9 +128,9 @@ func newFixture(t *testing.T, pod *corev1.Pod, crrs ...*appsv1alpha1.ContainerRe
 	f.pods = informers.NewSharedInformerFactory(kube, 0)
 	crrFactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	ex, err := New(Config{
-		KruiseClient: f.kruise,
-		CRRs:         crrFactory.Apps().V1alpha1().ContainerRecreateRequests(),
-		Pods:         f.pods.Core().V1().Pods(),
+		KruiseClient: f.kruise.AppsV1alpha1(),
+		CRRs:         crrFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer(),
+		Pods:         f.pods.Core().V1().Pods().Informer(),
 		Runtime:      f.rt,
 		Recorder:     f.recorder,
 		Metrics:      f.metrics,

@@ -118,7 +118,7 @@ func (s *statusWriter) flush(ctx context.Context) error {
 	if s.upd == nil {
 		return nil
 	}
-	got, err := s.e.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(s.upd.Namespace).UpdateStatus(ctx, s.upd, metav1.UpdateOptions{})
+	got, err := s.e.kruiseClient.ContainerRecreateRequests(s.upd.Namespace).UpdateStatus(ctx, s.upd, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("writing the status of CRR %s/%s: %w", s.upd.Namespace, s.upd.Name, err)
 	}

@@ -1,7 +1,10 @@
-// Package options holds what both kruise binaries share on the command line:
-// the Kubernetes client settings and the command skeleton (logging, version,
-// signals).
-package options
+// Package cli holds what both kruise binaries share on the command line: the
+// Kubernetes client settings and the command skeleton (logging, version,
+// signals, the probe subcommand). It builds a rest.Config, never a
+// clientset: kruise-daemon imports it and must not link client-go's
+// all-groups clientset (see pkg/daemon/kube). Package options adds the
+// clientset for kruise-controller.
+package cli
 
 import (
 	"errors"
@@ -9,7 +12,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -79,17 +81,4 @@ func (o *KubeOptions) RESTConfig(component string) (*rest.Config, error) {
 	cfg.Burst = o.Burst
 	cfg.UserAgent = fmt.Sprintf("%s/%s", component, version.Get().GitVersion)
 	return cfg, nil
-}
-
-// Client builds a clientset from the options.
-func (o *KubeOptions) Client(component string) (*rest.Config, kubernetes.Interface, error) {
-	cfg, err := o.RESTConfig(component)
-	if err != nil {
-		return nil, nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating Kubernetes client: %w", err)
-	}
-	return cfg, client, nil
 }
