@@ -85,7 +85,13 @@ func (p *Puller) pullTag(ctx context.Context, st *tagState, req request) {
 		s.start = p.now()
 		s.message = ""
 	})
-	for attempt := 1; ; attempt++ {
+	// attempt counts the attempts that reached the runtime; runtimeDown the
+	// consecutive ones it did not answer (containerd restarting, say). Those
+	// say nothing about the image, so they do not use up its retries: the
+	// tag waits for the runtime, with backoff, until the pull's deadline or
+	// cancellation ends it.
+	attempt, runtimeDown := 1, 0
+	for {
 		id, reason, msg, permanent := p.attempt(ctx, req, attempt)
 		p.release()
 		if reason == "" {
@@ -95,16 +101,28 @@ func (p *Puller) pullTag(ctx context.Context, st *tagState, req request) {
 		if p.ended(ctx, st, req, started, msg) {
 			return
 		}
-		if permanent || attempt > req.retries {
-			p.fail(ctx, st, req, started, reason,
-				fmt.Sprintf("failed to pull %s after %d attempt%s: %s: %s", req.image, attempt, plural(attempt), reason, msg))
-			return
+		var wait time.Duration
+		if reason == cri.PullReasonUnavailable && !permanent {
+			runtimeDown++
+			wait = p.backoff(runtimeDown)
+			logger.Info("Container runtime unavailable; pull waits for it", "attempt", attempt, "message", msg, "backoff", wait)
+			p.update(st, func(s *tagState) {
+				s.message = fmt.Sprintf("waiting for the container runtime: %s; retrying in %s", msg, wait)
+			})
+		} else {
+			runtimeDown = 0
+			if permanent || attempt > req.retries {
+				p.fail(ctx, st, req, started, reason,
+					fmt.Sprintf("failed to pull %s after %d attempt%s: %s: %s", req.image, attempt, plural(attempt), reason, msg))
+				return
+			}
+			wait = p.backoff(attempt)
+			logger.Info("Pull attempt failed; retrying", "attempt", attempt, "reason", reason, "message", msg, "backoff", wait)
+			p.update(st, func(s *tagState) {
+				s.message = fmt.Sprintf("attempt %d failed: %s: %s; retrying in %s", attempt, reason, msg, wait)
+			})
+			attempt++
 		}
-		wait := p.backoff(attempt)
-		logger.Info("Pull attempt failed; retrying", "attempt", attempt, "reason", reason, "message", msg, "backoff", wait)
-		p.update(st, func(s *tagState) {
-			s.message = fmt.Sprintf("attempt %d failed: %s: %s; retrying in %s", attempt, reason, msg, wait)
-		})
 		if !p.sleep(ctx, wait) || !p.acquire(ctx) {
 			p.ended(ctx, st, req, started, msg)
 			return

@@ -185,6 +185,28 @@ func TestSuccessAfterFailedAttempt(t *testing.T) {
 	assert.Equal(t, "sha256:id-of-"+img("v1"), got.ImageID)
 }
 
+// A runtime that does not answer (containerd restarting) does not use up
+// the tag's retries: with backoffLimit 1, four Unavailable answers and then
+// a NotFound still leave one retry, and the status says what it waits for.
+func TestRuntimeUnavailableDoesNotUseUpRetries(t *testing.T) {
+	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 1, 0)))}),
+		func(c *Config) { c.Backoff = func(int) time.Duration { return time.Second } })
+	down := status.Error(codes.Unavailable, "connection error: dial unix /run/containerd/containerd.sock: connect: connection refused")
+	f.images.set(img("v1"), &behaviour{errs: []error{down, down, down, down, notFound("v1")}})
+	f.start()
+
+	f.waitFor(func() bool { return f.images.calls() == 1 }, "first attempt")
+	f.waitFor(func() bool { return strings.Contains(f.tag(repo, "v1").Message, "waiting for the container runtime") }, "wait shown")
+	for n := 2; n <= 5; n++ {
+		f.stepUntil(time.Second, func() bool { return f.images.calls() == n }, "next attempt after backoff")
+		assert.Equal(t, appsv1beta1.ImagePhasePulling, f.tag(repo, "v1").Phase, "after attempt %d", n)
+	}
+	f.stepUntil(time.Second, func() bool { return f.images.calls() == 6 }, "the retry the NotFound left")
+	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
+	assert.Equal(t, 6, f.images.calls(), "4 unanswered + 1 failed + 1 succeeded")
+	assert.Empty(t, got.Message)
+}
+
 func TestActiveDeadline(t *testing.T) {
 	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30)))}))
 	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})

@@ -3,12 +3,15 @@ package recreate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -143,4 +146,41 @@ func TestRuntimeDownRecreatingStaysRecreating(t *testing.T) {
 	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, crr.Status.Phase)
 	assert.Equal(t, "recreated 1 container", crr.Status.Message)
 	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls(), "stopped once")
+}
+
+// The runtime goes away while it stops the container (a restart of
+// containerd): the container is not failed; it stays Recreating until the
+// runtime is back, and the same instance is then stopped again.
+func TestRuntimeGoneDuringStopRetries(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	gone := fmt.Errorf("stop: %w", status.Error(codes.Unavailable, "closing transport due to: connection error"))
+	f.rt.stopErr = map[string]error{mainID: gone}
+
+	err := f.syncErr(t)
+	assert.ErrorContains(t, err, "stopping container main")
+	crr := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestRecreating, crr.Status.Phase)
+	assert.Equal(t, map[string]string{"main": "Recreating"}, states(crr), "neither failed nor counted as killed")
+	assert.Contains(t, crr.Status.Message, "waiting for the container runtime: ")
+	assert.Contains(t, f.events(), "Warning RuntimeUnavailable waiting for the container runtime: stopping the container: "+gone.Error())
+
+	// Back: the same instance is stopped again, and the request proceeds.
+	f.rt.mu.Lock()
+	f.rt.stopErr = nil
+	f.rt.mu.Unlock()
+	f.sync(t)
+	crr = f.get(t, "r")
+	assert.Equal(t, map[string]string{"main": "Recreating/killed"}, states(crr))
+	assert.Empty(t, crr.Status.Message)
+	assert.Equal(t, []string{"stop " + mainID, "stop " + mainID}, f.rt.calls())
+}
+
+// Any other stop failure still fails the container.
+func TestStopFailureFailsContainer(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	f.rt.stopErr = map[string]error{mainID: status.Error(codes.Unknown, "runc did not terminate successfully")}
+	f.sync(t)
+	crr := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, crr.Status.Phase)
+	assert.Equal(t, map[string]string{"main": "Failed"}, states(crr))
 }

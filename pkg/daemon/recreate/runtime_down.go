@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -33,6 +35,13 @@ func (e *Executor) runtimeUnavailable(ctx context.Context, s *statusWriter, list
 	klog.FromContext(ctx).Info("Container runtime unavailable; waiting", "err", criErr)
 	e.recorder.Event(s.cur(), corev1.EventTypeWarning, ReasonRuntimeUnavailable, msg)
 	return listErr
+}
+
+// runtimeGone reports whether a CRI call failed because the runtime could
+// not be reached (gRPC Unavailable: socket gone, connection refused or
+// closed), rather than because of the container.
+func runtimeGone(err error) bool {
+	return status.Code(err) == codes.Unavailable
 }
 
 // clearRuntimeWait drops the message a previous sync wrote while the runtime

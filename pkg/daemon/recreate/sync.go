@@ -143,6 +143,14 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 				logger.Info("CRR work cancelled", "container", ctr.Name, "reason", err.Error())
 				return 0, nil
 			}
+			if err != nil && runtimeGone(err) {
+				// The runtime went away during the stop: not the
+				// container's fault. The container stays Recreating; once
+				// the runtime answers, the next sync stops the same
+				// instance again (its preStop hook runs again too) or finds
+				// it already recreated.
+				return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("stopping container %s: %w", ctr.Name, err), err)
+			}
 			if err != nil {
 				d = decision{action: actFail, reason: err.Error()}
 				break
