@@ -17,7 +17,9 @@
 // the jobs owning the tags whose status changed; a NodeImage label change
 // only the jobs with a label selector whose match changed; a pod event only
 // the podSelector jobs of its namespace that match it. Nothing is resynced
-// periodically; time-based steps (deadline, ttl, re-pull) are requeue-afters.
+// periodically; time-based steps (deadline, ttl, re-pull) are timers that a
+// job's next sync replaces or cancels (recheck.go), so a finished job is not
+// looked at again.
 package imagepulljob
 
 import (
@@ -109,6 +111,8 @@ type Controller struct {
 
 	jobQueue  workqueue.TypedRateLimitingInterface[string]
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	// rechecks are the jobs' pending timed looks.
+	rechecks *rechecks
 
 	// plans holds the latest plan of each job (by "namespace/name") and,
 	// per node, the jobs whose plan includes it.
@@ -144,6 +148,7 @@ func New(cfg Config) (*Controller, error) {
 		plans:        map[string]*plan{},
 		byNode:       map[string]map[string]bool{},
 	}
+	c.rechecks = newRechecks(clk, c.jobQueue.Add)
 	if c.repull <= 0 {
 		c.repull = DefaultRepullPeriod
 	}
@@ -199,6 +204,7 @@ func (c *Controller) Name() string { return Name }
 func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.jobQueue.ShutDown()
 	defer c.nodeQueue.ShutDown()
+	defer c.rechecks.stopAll()
 	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
 	if err != nil {
 		return err
@@ -213,7 +219,7 @@ func (c *Controller) Run(ctx context.Context, n int) error {
 }
 
 func (c *Controller) jobLoop() workers.Loop {
-	return workers.Loop{Queue: c.jobQueue, Sync: c.syncJob, KeyName: "imagePullJob"}
+	return workers.Loop{Queue: c.jobQueue, Sync: c.syncJobTimed, KeyName: "imagePullJob"}
 }
 
 func (c *Controller) nodeLoop() workers.Loop {
