@@ -6,6 +6,15 @@
 #   hack/cluster.sh down     stop everything started here and remove every trace of it
 #   hack/cluster.sh status   show each component and the node
 #   hack/cluster.sh env      print the exports a shell needs to use the cluster
+#   hack/cluster.sh stop C   stop one component of a running cluster (SIGTERM, SIGKILL after a timeout)
+#   hack/cluster.sh start C  start it again with the command line of `up` and wait until it is healthy
+#
+# C is etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, criproxy, kubelet
+# or runtime. runtime is criproxy and containerd together: kruise-daemon dials the proxy, so
+# restarting containerd alone leaves the daemon's own gRPC connection up (its calls fail through
+# the proxy while containerd is away); stopping runtime cuts that connection as a real runtime
+# restart does. Stopping containerd leaves its shims, so the pods' containers keep running. The
+# registry is not offered: it keeps manifests in memory only, so a restart loses every pushed image.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 W="${KRUISE_WORK}"
@@ -265,14 +274,16 @@ record_host_state() {
   touch "${W}/host-state/recorded"
 }
 
-start_control_plane() {
+start_etcd() {
   start etcd "${ETCD_BIN}/etcd" --name local --data-dir "${W}/etcd" \
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster local=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
     --log-level warn
   wait_for "etcd health" 60 curl -sf --max-time 2 http://127.0.0.1:2379/health || die "etcd did not start: see ${LOGS}/etcd.log"
+}
 
+start_apiserver() {
   start kube-apiserver "${K8S_BIN}/kube-apiserver" \
     --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=127.0.0.1 \
     --endpoint-reconciler-type=none \
@@ -297,7 +308,11 @@ start_control_plane() {
     --audit-log-path="${LOGS}/audit.log" --audit-policy-file="${W}/audit-policy.yaml" \
     --audit-log-maxsize=100 --audit-log-maxbackup=1
   wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready: see ${LOGS}/kube-apiserver.log"
+}
 
+# The controller manager and the scheduler have no health wait in `up`, which waits for the node
+# (it needs neither); start_component waits for their /healthz.
+start_controller_manager() {
   start kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
     --kubeconfig="${W}/controller-manager.kubeconfig" \
     --authentication-kubeconfig="${W}/controller-manager.kubeconfig" \
@@ -307,6 +322,9 @@ start_control_plane() {
     --use-service-account-credentials=true \
     --flex-volume-plugin-dir="${W}/flexvolume" \
     --requestheader-client-ca-file="${PKI}/front-proxy-ca.crt"
+}
+
+start_scheduler() {
   start kube-scheduler "${K8S_BIN}/kube-scheduler" \
     --kubeconfig="${W}/scheduler.kubeconfig" \
     --authentication-kubeconfig="${W}/scheduler.kubeconfig" \
@@ -315,21 +333,48 @@ start_control_plane() {
     --requestheader-client-ca-file="${PKI}/front-proxy-ca.crt"
 }
 
-start_node() {
-  local ip="$1"
+start_control_plane() {
+  start_etcd
+  start_apiserver
+  start_controller_manager
+  start_scheduler
+}
+
+start_containerd() {
   start containerd /usr/bin/containerd --config "${W}/containerd/config.toml"
   wait_for "containerd CRI" 60 crictl version || die "containerd not ready: see ${LOGS}/containerd.log"
+}
+
+# criproxy_ready: the proxy answers CRI Version, which it forwards to containerd. (Only a socket
+# file would not do after `stop criproxy`: a stopped proxy may leave its socket behind.)
+criproxy_ready() {
+  test -S "${CRIPROXY_SOCK}" &&
+    "${CRICTL_BIN}/crictl" --runtime-endpoint "unix://${CRIPROXY_SOCK}" --image-endpoint "unix://${CRIPROXY_SOCK}" version
+}
+
+start_criproxy() {
   # kruise-daemon reaches containerd through this proxy, which records every CRI PullImage
   # (image, sandbox labels and annotations; never credentials) for the e2e tests.
   mkdir -p "${W}/criproxy"
   start criproxy "${OUT_BIN}/criproxy" --listen "${CRIPROXY_SOCK}" --upstream "${CTR_SOCK}" \
     --record "${W}/criproxy/pulls.jsonl"
-  wait_for "CRI proxy" 30 test -S "${CRIPROXY_SOCK}" || die "criproxy did not start: see ${LOGS}/criproxy.log"
-  bash "${KRUISE_ROOT}/hack/images.sh" local-node
+  wait_for "CRI proxy" 30 criproxy_ready || die "criproxy did not start: see ${LOGS}/criproxy.log"
+}
+
+start_kubelet() {
+  local ip="$1"
   start kubelet "${K8S_BIN}/kubelet" --config="${W}/kubelet/config.yaml" \
     --kubeconfig="${W}/kubelet.kubeconfig" --root-dir="${W}/kubelet/root" \
     --hostname-override="${NODE_NAME}" --node-ip="${ip}" --v=1
   wait_for "node ${NODE_NAME} Ready" 120 node_ready || die "node not Ready: see ${LOGS}/kubelet.log"
+}
+
+start_node() {
+  local ip="$1"
+  start_containerd
+  start_criproxy
+  bash "${KRUISE_ROOT}/hack/images.sh" local-node
+  start_kubelet "${ip}"
 }
 
 write_audit_policy() {
@@ -530,10 +575,73 @@ status() {
   return "${rc}"
 }
 
+# ---- one component ---------------------------------------------------------------------------
+
+COMPONENTS="etcd|kube-apiserver|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|runtime"
+
+# component_preflight: stop and start act on a cluster that `up` configured, as root.
+component_preflight() {
+  [[ $(id -u) == 0 ]] || die "stopping and starting components needs root"
+  [[ -f "${W}/containerd/config.toml" && -f "${W}/kubelet/config.yaml" ]] ||
+    die "the local cluster was never brought up here (no configuration in ${W}): run up first"
+}
+
+# stop_component NAME: the stop timeouts are those of down.
+stop_component() {
+  component_preflight
+  case "$1" in
+    etcd) stop etcd 15 ;;
+    kube-apiserver) stop kube-apiserver 30 ;;
+    kube-controller-manager | kube-scheduler | criproxy) stop "$1" ;;
+    containerd) stop containerd 15 ;;
+    kubelet) stop kubelet 30 ;;
+    # The proxy first, as down does: its clients lose their connection, not only their calls.
+    runtime) stop criproxy; stop containerd 15 ;;
+    *) die "unknown component '$1': want one of ${COMPONENTS}" ;;
+  esac
+}
+
+# start_component NAME: a no-op apart from the health wait when NAME already runs.
+start_component() {
+  component_preflight
+  case "$1" in
+    etcd) start_etcd ;;
+    kube-apiserver) start_apiserver ;;
+    kube-controller-manager)
+      start_controller_manager
+      wait_for "kube-controller-manager /healthz" 60 curl -skf --max-time 2 https://127.0.0.1:10257/healthz ||
+        die "kube-controller-manager not healthy: see ${LOGS}/kube-controller-manager.log"
+      ;;
+    kube-scheduler)
+      start_scheduler
+      wait_for "kube-scheduler /healthz" 60 curl -skf --max-time 2 https://127.0.0.1:10259/healthz ||
+        die "kube-scheduler not healthy: see ${LOGS}/kube-scheduler.log"
+      ;;
+    containerd) start_containerd ;;
+    criproxy) start_criproxy ;;
+    runtime) start_containerd; start_criproxy ;;
+    kubelet)
+      local ip
+      ip=$(node_ip)
+      [[ -n "${ip}" ]] || die "no global IPv4 address found for the node IP"
+      start_kubelet "${ip}"
+      ;;
+    *) die "unknown component '$1': want one of ${COMPONENTS}" ;;
+  esac
+}
+
+usage() {
+  echo "usage: $0 up|down|status|env|stop COMPONENT|start COMPONENT" >&2
+  echo "       COMPONENT: ${COMPONENTS}" >&2
+  exit 2
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
   env) echo "export KUBECONFIG=${KUBECONFIG} KUBECACHEDIR=${KUBECACHEDIR} PATH=${K8S_BIN}:\$PATH" ;;
-  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+  stop) [[ $# == 2 ]] || usage; stop_component "$2" ;;
+  start) [[ $# == 2 ]] || usage; start_component "$2" ;;
+  *) usage ;;
 esac

@@ -63,53 +63,6 @@ func TestCRRPreStopHTTP(t *testing.T) {
 	})
 }
 
-// The daemon is killed while it runs a CRR's preStop hook (a slow exec): the DaemonSet's new
-// daemon finishes the CRR, and the container is stopped once (restartCount +1, not +2).
-// Disruptive: not parallel.
-func TestCRRDaemonKilledMidRecreate(t *testing.T) {
-	f := framework.New(t)
-	kc := f.KruiseClient(t)
-	ctx := framework.Context(t, 5*time.Minute)
-	ns := f.NewNamespace(ctx, t, "crr-daemon-killed")
-	pod := f.BusyboxPod(ns, "web", "main")
-	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Exec: &corev1.ExecAction{Command: []string{"sleep", "8"}},
-	}}
-	before := f.CreateRunningPod(ctx, t, pod)
-	daemon := f.WaitDaemonPodReady(ctx, t, "", 2*time.Minute)
-
-	crr := crrFor(ns, "r", "web", "main")
-	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](30)}
-	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating CRR: %v", err)
-	}
-	// Recreating and not killed: the daemon is in the 8 s preStop hook.
-	framework.WaitCRR(ctx, t, kc, ns, "r", time.Minute, "CRR r recreating main", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		st := crrContainerState(c, "main")
-		return st.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !st.IsKilled
-	})
-	// The CRR is Recreating, so the daemon that picked it up is running: find it again in
-	// case the DaemonSet replaced the pod in between.
-	daemon = f.WaitDaemonPodReady(ctx, t, "", time.Minute)
-	if err := f.Client.CoreV1().Pods(framework.KruiseNamespace).Delete(ctx, daemon.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-		t.Fatalf("deleting daemon pod %s: %v", daemon.Name, err)
-	}
-	t.Logf("deleted daemon pod %s mid-preStop", daemon.Name)
-
-	got := framework.WaitCRR(ctx, t, kc, ns, "r", 90*time.Second, "CRR r completed after the daemon restart", completed)
-	requireSucceeded(t, got, "main")
-	after := getPod(ctx, t, f, ns, "web")
-	b, a := containerStatus(before, "main"), containerStatus(after, "main")
-	if a.ContainerID == b.ContainerID {
-		t.Errorf("container ID unchanged: %s", a.ContainerID)
-	}
-	if a.RestartCount != b.RestartCount+1 {
-		t.Errorf("restartCount %d, want %d (stopped exactly once)", a.RestartCount, b.RestartCount+1)
-	}
-	newDaemon := f.WaitDaemonPodReady(ctx, t, string(daemon.UID), 2*time.Minute)
-	t.Logf("new daemon pod %s Ready", newDaemon.Name)
-}
-
 // forceRecreate stops an instance that is still in its postStart hook. On this kubelet a
 // container in postStart is running in the runtime, while the pod status still shows the
 // previous instance terminated (the kubelet's sync is blocked in the hook, so no status with the

@@ -339,23 +339,10 @@ type faultSucceededCheck struct {
 	err     error
 }
 
-// Kill the daemon's container (SIGKILL) while its pull is in flight: the registry holds the
-// first GET of each blob under stall/ until the client goes away, so the pull stays under way.
-// After the kubelet restarts the daemon, the new one pulls the tag again (the next GETs are
-// served) and reports Succeeded, with the image really in the runtime, never before the image
-// existed, and the tag is not left in Pulling.
-func TestPullFaultDaemonKilledMidPull(t *testing.T) {
-	ctx := framework.Context(t, 14*time.Minute)
-	e := faultNewEnv(ctx, t, "fault-kill")
-	before := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), faultRestartTimeout+time.Minute)
-		defer cancel()
-		faultWaitDaemonReady(cctx, t, e.f, e.node, faultRestartTimeout, "after the test")
-	})
-	image := e.faultFreshImage(ctx, t, "stall/")
+// faultCheckFirstSucceeded makes w note when it first sees image Succeeded on the node, and asks
+// the runtime at once whether it has the image.
+func (e *faultEnv) faultCheckFirstSucceeded(w *framework.NodeImageWatch, image string) *faultSucceededCheck {
 	repo, tag := framework.SplitImage(image)
-	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
 	var succeeded faultSucceededCheck
 	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
 		ni := latest[e.node]
@@ -377,6 +364,43 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 		_, succeeded.present, succeeded.err = e.rt.ImageStatus(cctx, image)
 		return ""
 	})
+	return &succeeded
+}
+
+// require checks that Succeeded was seen, after the successful PullImage call ok arrived at the
+// runtime, and that the runtime had the image at that moment.
+func (s *faultSucceededCheck) require(t *testing.T, w *framework.NodeImageWatch, node string, ok framework.PullRecord) {
+	t.Helper()
+	s.mu.Lock()
+	at, present, perr := s.at, s.present, s.err
+	s.mu.Unlock()
+	switch {
+	case at.IsZero():
+		t.Errorf("the watch never saw Succeeded: %s", w.Summary(node))
+	case !at.After(ok.Time):
+		t.Errorf("Succeeded first seen at %s, before the successful PullImage call arrived at %s", at.Format(time.RFC3339Nano), ok.Time.Format(time.RFC3339Nano))
+	case perr != nil || !present:
+		t.Errorf("when Succeeded was first seen (%s) the runtime did not have the image (present=%t, err=%v)", at.Format(time.RFC3339Nano), present, perr)
+	}
+}
+
+// Kill the daemon's container (SIGKILL) while its pull is in flight: the registry holds the
+// first GET of each blob under stall/ until the client goes away, so the pull stays under way.
+// After the kubelet restarts the daemon, the new one pulls the tag again (the next GETs are
+// served) and reports Succeeded, with the image really in the runtime, never before the image
+// existed, and the tag is not left in Pulling.
+func TestPullFaultDaemonKilledMidPull(t *testing.T) {
+	ctx := framework.Context(t, 14*time.Minute)
+	e := faultNewEnv(ctx, t, "fault-kill")
+	before := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), faultRestartTimeout+time.Minute)
+		defer cancel()
+		faultWaitDaemonReady(cctx, t, e.f, e.node, faultRestartTimeout, "after the test")
+	})
+	image := e.faultFreshImage(ctx, t, "stall/")
+	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
+	succeeded := e.faultCheckFirstSucceeded(w, image)
 	since := time.Now()
 
 	job := framework.NewImagePullJob(e.ns, "killed", image)
@@ -436,17 +460,7 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 	if st.ImageID != ok.ImageRef {
 		t.Errorf("NodeImage reports image ID %s, the successful PullImage call returned %s", st.ImageID, ok.ImageRef)
 	}
-	succeeded.mu.Lock()
-	at, present, perr := succeeded.at, succeeded.present, succeeded.err
-	succeeded.mu.Unlock()
-	switch {
-	case at.IsZero():
-		t.Errorf("the watch never saw Succeeded: %s", w.Summary(e.node))
-	case !at.After(ok.Time):
-		t.Errorf("Succeeded first seen at %s, before the successful PullImage call arrived at %s", at.Format(time.RFC3339Nano), ok.Time.Format(time.RFC3339Nano))
-	case perr != nil || !present:
-		t.Errorf("when Succeeded was first seen (%s) the runtime did not have the image (present=%t, err=%v)", at.Format(time.RFC3339Nano), present, perr)
-	}
+	succeeded.require(t, w, e.node, ok)
 	if lines := framework.RegistryLogLines(t, e.faultRepoPath(image), "gone while held"); lines != nil && len(lines) == 0 {
 		t.Errorf("the registry never saw the killed pull's client go away")
 	}

@@ -1,0 +1,229 @@
+//go:build e2e
+
+package disruptive
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// What the resilience tests (daemon killed, runtime restarted, API server stopped) share: CRRs
+// and the check that each container was stopped exactly once, and the identity of kruise's own
+// containers, which none of these faults may restart.
+const (
+	// resCRRTimeout bounds a CRR in flight when the fault ends → Completed: the daemon's
+	// requeue backoff after a run of failed writes or CRI calls, then the kubelet restarting
+	// the container and reporting it ready.
+	resCRRTimeout = 4 * time.Minute
+	// resQuietWindow is how long a recreated container is watched after its CRR completed, to
+	// catch a second stop that comes late.
+	resQuietWindow = 5 * time.Second
+)
+
+// resCRR returns a CRR of containers of pod with the grace period the daemon gives each stop.
+func resCRR(namespace, name, pod string, grace int64, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
+	crr := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
+			PodName:  pod,
+			Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To(grace)},
+		},
+	}
+	for _, c := range containers {
+		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{Name: c})
+	}
+	return crr
+}
+
+func resCreateCRR(ctx context.Context, t *testing.T, c versioned.Interface, crr *appsv1alpha1.ContainerRecreateRequest) {
+	t.Helper()
+	if _, err := c.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR %s/%s: %v", crr.Namespace, crr.Name, err)
+	}
+}
+
+func resCRRState(crr *appsv1alpha1.ContainerRecreateRequest, container string) appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
+	for _, st := range crr.Status.ContainerRecreateStates {
+		if st.Name == container {
+			return st
+		}
+	}
+	return appsv1alpha1.ContainerRecreateRequestContainerRecreateState{}
+}
+
+func resDescribeCRR(crr *appsv1alpha1.ContainerRecreateRequest) string {
+	var parts []string
+	for _, st := range crr.Status.ContainerRecreateStates {
+		parts = append(parts, fmt.Sprintf("%s=%s(killed=%t %q)", st.Name, st.Phase, st.IsKilled, st.Message))
+	}
+	return fmt.Sprintf("phase=%q message=%q containers: %s", crr.Status.Phase, crr.Status.Message, strings.Join(parts, " "))
+}
+
+// resWaitCRRCompleted waits until the CRR is Completed and checks every container Succeeded.
+func resWaitCRRCompleted(ctx context.Context, t *testing.T, c versioned.Interface, namespace, name string, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
+	t.Helper()
+	crr := framework.WaitCRR(ctx, t, c, namespace, name, resCRRTimeout, "CRR "+name+" Completed", func(crr *appsv1alpha1.ContainerRecreateRequest) bool {
+		return crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
+	})
+	for _, ctr := range containers {
+		if st := resCRRState(crr, ctr); st.Phase != appsv1alpha1.ContainerRecreateRequestSucceeded {
+			t.Errorf("CRR %s completed with container %s %q, want Succeeded: %s", name, ctr, st.Phase, resDescribeCRR(crr))
+		}
+	}
+	return crr
+}
+
+// resRequireRecreatedOnce checks that each container of the pod was stopped exactly once since
+// before: a new instance runs and is ready, the kubelet counted one restart (a second stop would
+// count two) and the instance it last saw end is the one that ran before. Then it watches the
+// pod for resQuietWindow, so that a stop that comes after the CRR completed shows too.
+func resRequireRecreatedOnce(ctx context.Context, t *testing.T, f *framework.Framework, before *corev1.Pod, containers ...string) {
+	t.Helper()
+	check := func(ctx context.Context) (bool, string, error) {
+		p, err := f.Client.CoreV1().Pods(before.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
+		if err != nil {
+			// Keep the last observation for the failure message; a lasting error times out.
+			return false, err.Error(), nil
+		}
+		if p.UID != before.UID {
+			return false, fmt.Sprintf("pod %s was replaced (uid %s, was %s)", p.Name, p.UID, before.UID), nil
+		}
+		var problems []string
+		for _, name := range containers {
+			b, a := framework.ContainerStatusOf(before, name), framework.ContainerStatusOf(p, name)
+			if b == nil || a == nil {
+				problems = append(problems, "no status of container "+name)
+				continue
+			}
+			switch {
+			case a.RestartCount != b.RestartCount+1:
+				problems = append(problems, fmt.Sprintf("container %s restartCount %d, want %d (stopped exactly once)", name, a.RestartCount, b.RestartCount+1))
+			case a.ContainerID == b.ContainerID:
+				problems = append(problems, fmt.Sprintf("container %s still runs instance %s", name, a.ContainerID))
+			case a.LastTerminationState.Terminated == nil || a.LastTerminationState.Terminated.ContainerID != b.ContainerID:
+				problems = append(problems, fmt.Sprintf("container %s: the last instance to end is %+v, want %s", name, a.LastTerminationState.Terminated, b.ContainerID))
+			case a.State.Running == nil || !a.Ready:
+				problems = append(problems, fmt.Sprintf("container %s is not running and ready", name))
+			}
+		}
+		return len(problems) == 0, strings.Join(problems, "; "), nil
+	}
+	// The CRR completes once the new instances are ready in the pod's status, so this holds at
+	// once; it is awaited only for a status that lags behind the CRR's.
+	framework.WaitFor(ctx, t, 30*time.Second, fmt.Sprintf("each of %v of pod %s stopped exactly once", containers, before.Name), check)
+	framework.Consistently(ctx, t, resQuietWindow, fmt.Sprintf("no container of %v of pod %s stopped again", containers, before.Name), check)
+}
+
+// resInstance is one running instance of a container of kruise's own pods.
+type resInstance struct {
+	pod       string
+	uid       string
+	container string
+	id        string // bare CRI ID
+	restarts  int32
+}
+
+func (i resInstance) String() string {
+	return fmt.Sprintf("%s[%s] %s restarts=%d", i.pod, i.container, i.id, i.restarts)
+}
+
+// resInstanceOf records the running instance of container in pod.
+func resInstanceOf(t *testing.T, pod *corev1.Pod, container string) resInstance {
+	t.Helper()
+	st := framework.ContainerStatusOf(pod, container)
+	if st == nil || st.State.Running == nil || st.ContainerID == "" {
+		t.Fatalf("container %s of pod %s/%s is not running", container, pod.Namespace, pod.Name)
+	}
+	return resInstance{pod: pod.Name, uid: string(pod.UID), container: container, id: cri.RawContainerID(st.ContainerID), restarts: st.RestartCount}
+}
+
+// resSameInCRI reports whether each instance still runs in the runtime as the newest instance of
+// its container: what a restart would change, readable while the API server is down.
+func resSameInCRI(ctx context.Context, rt cri.Runtime, want []resInstance) (bool, string, error) {
+	var problems []string
+	for _, w := range want {
+		cs, err := rt.PodContainers(ctx, w.uid)
+		if err != nil {
+			return false, "", fmt.Errorf("listing the containers of pod %s through CRI: %w", w.pod, err)
+		}
+		cur, found := cri.Newest(cs, w.container)
+		switch {
+		case !found:
+			problems = append(problems, fmt.Sprintf("%s: no container in the runtime", w))
+		case cur.ID != w.id:
+			problems = append(problems, fmt.Sprintf("%s: the runtime now runs instance %s (attempt %d)", w, cur.ID, cur.Attempt))
+		case cur.State != cri.ContainerRunning:
+			problems = append(problems, fmt.Sprintf("%s: the instance is %v in the runtime", w, cur.State))
+		}
+	}
+	return len(problems) == 0, strings.Join(problems, "; "), nil
+}
+
+// resRequireSame checks through the API that each pod is the same one and its container the same
+// running instance with the same restart count.
+func resRequireSame(ctx context.Context, t *testing.T, f *framework.Framework, want []resInstance) {
+	t.Helper()
+	for _, w := range want {
+		p, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).Get(ctx, w.pod, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s: reading the pod: %v", w, err)
+			continue
+		}
+		st := framework.ContainerStatusOf(p, w.container)
+		switch {
+		case string(p.UID) != w.uid:
+			t.Errorf("%s: the pod was replaced (uid %s, was %s)", w, p.UID, w.uid)
+		case st == nil:
+			t.Errorf("%s: no status of the container", w)
+		case cri.RawContainerID(st.ContainerID) != w.id || st.RestartCount != w.restarts:
+			t.Errorf("%s was restarted: now instance %s with restartCount %d (last termination %+v)", w,
+				cri.RawContainerID(st.ContainerID), st.RestartCount, st.LastTerminationState.Terminated)
+		}
+	}
+}
+
+// resDaemonInstance waits for the node's daemon to be Ready and records its instance, after
+// checking that its /readyz answers on the host with every check passing.
+func resDaemonInstance(ctx context.Context, t *testing.T, e *faultEnv) resInstance {
+	t.Helper()
+	pod := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
+	framework.WaitDaemonCheck(ctx, t, "cri", true, time.Minute)
+	return resInstanceOf(t, pod, faultDaemonContainer)
+}
+
+// resSlowStopPod is a pod of busybox containers that each handle SIGTERM by logging "got TERM"
+// and exiting only after stopSeconds, with a grace period long enough for that. A second SIGTERM
+// (a stop asked again) is ignored rather than starting the wait over.
+func resSlowStopPod(f *framework.Framework, namespace, name string, stopSeconds int, containers ...string) *corev1.Pod {
+	pod := f.BusyboxPod(namespace, name, containers...)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(stopSeconds) + 30)
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Command = []string{"sh", "-c",
+			fmt.Sprintf(`trap 'echo got TERM; trap "" TERM; sleep %d; exit 0' TERM; while true; do sleep 1; done`, stopSeconds)}
+	}
+	return pod
+}
+
+// resPreStopPod is a pod of busybox containers whose preStop hook (an exec, which the daemon runs
+// through CRI) takes seconds.
+func resPreStopPod(f *framework.Framework, namespace, name string, seconds int, containers ...string) *corev1.Pod {
+	pod := f.BusyboxPod(namespace, name, containers...)
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"sleep", fmt.Sprint(seconds)}},
+		}}
+	}
+	return pod
+}
