@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/daemon"
 	"github.com/nodekruise/kruise/pkg/options/cli"
@@ -52,9 +53,19 @@ new instance to be running and ready. Every 10s it renews the Lease
 kruise-daemon-<node> in its namespace (--namespace, else $POD_NAMESPACE), by which
 the controller knows the node has a live daemon.
 
+Unless the environment sets GOGC, the daemon runs with GOGC=25: its live heap is
+small and most of Go's default headroom would be resident memory on every node.
+
 SIGTERM or SIGINT stops the daemon gracefully.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
-		Run:      func(ctx context.Context) error { return daemon.Run(ctx, o) },
+		Run: func(ctx context.Context) error {
+			// Here and not in daemon.Run: it sets the whole process's
+			// collector, which tests running the daemon in-process must keep.
+			if daemon.ApplyGCDefaults() {
+				klog.FromContext(ctx).Info("GOGC is not set; using the daemon's default", "gogc", daemon.DefaultGCPercent)
+			}
+			return daemon.Run(ctx, o)
+		},
 	})
 	os.Exit(cli.Main(cmd))
 }

@@ -48,9 +48,10 @@ func newCRRWatch(client kube.Interface, kruiseClient appsclient.AppsV1alpha1Inte
 }
 
 // nodePodInformer is an informer on the pods of node only (field selector
-// spec.nodeName=<node>).
+// spec.nodeName=<node>) that caches each pod slimmed to the fields the
+// daemon reads (kube.SlimPod).
 func nodePodInformer(client kube.Interface, node string) cache.SharedIndexInformer {
 	selector := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	return kube.NewInformer(client.Pods(metav1.NamespaceAll), &corev1.Pod{},
-		func(o *metav1.ListOptions) { o.FieldSelector = selector }, kube.StripManagedFields)
+		func(o *metav1.ListOptions) { o.FieldSelector = selector }, kube.SlimPod)
 }

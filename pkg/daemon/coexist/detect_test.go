@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )
 
 const (
@@ -30,7 +32,17 @@ func makePod(ns, name string, opts ...podOpt) *corev1.Pod {
 	for _, o := range opts {
 		o(p)
 	}
-	return p
+	return slim(p)
+}
+
+// slim returns p as the daemon's pod cache holds it (kube.SlimPod), so that
+// the rule is tested on the fields the cache keeps.
+func slim(p *corev1.Pod) *corev1.Pod {
+	out, err := kube.SlimPod(p)
+	if err != nil {
+		panic(err)
+	}
+	return out.(*corev1.Pod)
 }
 
 func labels(kv ...string) podOpt {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/events"
 )
 
@@ -48,8 +49,11 @@ func newFixture(t *testing.T, podName string, pods ...*corev1.Pod) *fixture {
 	// The daemon scopes its informer by the field selector
 	// spec.nodeName=<node>; the fake clientset ignores field selectors, so
 	// pods on other nodes reach the guard here, which must skip them.
+	// It caches slimmed pods, as the daemon's informer does.
 	factory := informers.NewSharedInformerFactory(client, 0)
-	require.NoError(t, f.guard.Watch(ctx, factory.Core().V1().Pods().Informer()))
+	podInformer := factory.Core().V1().Pods().Informer()
+	require.NoError(t, podInformer.SetTransform(kube.SlimPod))
+	require.NoError(t, f.guard.Watch(ctx, podInformer))
 	factory.Start(ctx.Done())
 	t.Cleanup(func() {
 		cancel()

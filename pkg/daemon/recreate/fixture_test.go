@@ -23,6 +23,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/events"
 )
 
@@ -124,8 +125,8 @@ func newFixture(t *testing.T, pod *corev1.Pod, crrs ...*appsv1alpha1.ContainerRe
 		recorder: record.NewFakeRecorder(100),
 		metrics:  NewMetrics(),
 	}
-	kube := fake.NewClientset(pod)
-	f.pods = informers.NewSharedInformerFactory(kube, 0)
+	podClient := fake.NewClientset(pod)
+	f.pods = informers.NewSharedInformerFactory(podClient, 0)
 	crrFactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	ex, err := New(Config{
 		KruiseClient: f.kruise.AppsV1alpha1(),
@@ -147,9 +148,14 @@ func newFixture(t *testing.T, pod *corev1.Pod, crrs ...*appsv1alpha1.ContainerRe
 	return f
 }
 
+// setPod puts pod in the cache as the daemon's informer would: slimmed to
+// the fields the daemon reads (kube.SlimPod), so that every test of the
+// executor fails if it comes to need a field the cache drops.
 func (f *fixture) setPod(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	require.NoError(t, f.pods.Core().V1().Pods().Informer().GetIndexer().Update(pod))
+	slim, err := kube.SlimPod(pod.DeepCopy())
+	require.NoError(t, err)
+	require.NoError(t, f.pods.Core().V1().Pods().Informer().GetIndexer().Update(slim))
 }
 
 // refresh copies the API server's CRRs into the cache, as the informer would.

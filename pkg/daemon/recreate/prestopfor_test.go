@@ -4,20 +4,25 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )
 
 func TestPreStopFor(t *testing.T) {
 	sleep := &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}
 	podExec := &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"pod-hook"}}}
 	podPorts := []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	// As the daemon's pod cache holds it (kube.SlimPod).
 	pod := func(h *corev1.LifecycleHandler) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		slim, err := kube.SlimPod(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "other", Lifecycle: &corev1.Lifecycle{PreStop: podExec}},
 			{Name: "main", Ports: podPorts, Lifecycle: &corev1.Lifecycle{PreStop: h}},
-		}}}
+		}}})
+		require.NoError(t, err)
+		return slim.(*corev1.Pod)
 	}
 	crrCopy := appsv1alpha1.ContainerRecreateRequestContainer{
 		Name:    "main",
