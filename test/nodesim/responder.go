@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -277,7 +276,7 @@ func (r *Responder) respond(ctx context.Context, name string) (time.Duration, er
 	if written != nil && equality.Semantic.DeepEqual(desired, written) {
 		return after, nil
 	}
-	patch, err := statusPatch(written, desired)
+	patch, err := appsv1beta1.StatusMergePatch(written, desired)
 	if err != nil {
 		return 0, err
 	}
@@ -441,39 +440,4 @@ func seconds(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Se
 func imageID(k pullKey) string {
 	sum := sha256.Sum256([]byte(k.repo + ":" + k.tag))
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// statusPatch is the JSON merge patch from written (nil: unknown) to desired: the counters, the
-// image entries that changed (null for the removed ones) and firstSyncStatus when it changed,
-// as the daemon sends it.
-func statusPatch(written, desired *appsv1beta1.NodeImageStatus) ([]byte, error) {
-	st := map[string]any{
-		"desired":   desired.Desired,
-		"succeeded": desired.Succeeded,
-		"failed":    desired.Failed,
-		"pulling":   desired.Pulling,
-		"waiting":   desired.Waiting,
-	}
-	var old map[string]appsv1beta1.ImageStatus
-	if written != nil {
-		old = written.ImageStatuses
-	}
-	images := map[string]any{}
-	for repo, is := range desired.ImageStatuses {
-		if prev, ok := old[repo]; !ok || !equality.Semantic.DeepEqual(prev, is) {
-			images[repo] = is
-		}
-	}
-	for repo := range old {
-		if _, ok := desired.ImageStatuses[repo]; !ok {
-			images[repo] = nil
-		}
-	}
-	if len(images) > 0 {
-		st["imageStatuses"] = images
-	}
-	if written == nil || !equality.Semantic.DeepEqual(written.FirstSyncStatus, desired.FirstSyncStatus) {
-		st["firstSyncStatus"] = desired.FirstSyncStatus
-	}
-	return json.Marshal(map[string]any{"status": st})
 }

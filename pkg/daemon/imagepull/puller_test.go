@@ -540,7 +540,7 @@ func TestStatusPatch(t *testing.T) {
 	delete(desired.ImageStatuses, "b")
 	desired.ImageStatuses["c"] = appsv1beta1.ImageStatus{Tags: []appsv1beta1.ImageTagStatus{{Tag: "1", Phase: appsv1beta1.ImagePhaseWaiting}}}
 	desired.Succeeded, desired.Waiting = 1, 1
-	patch, err := statusPatch(written, desired)
+	patch, err := appsv1beta1.StatusMergePatch(written, desired)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"status":{"desired":2,"succeeded":1,"failed":0,"pulling":0,"waiting":1,
 		"imageStatuses":{"b":null,"c":{"tags":[{"tag":"1","phase":"Waiting"}]}}}}`, string(patch))

@@ -2,7 +2,6 @@ package imagepull
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -97,7 +96,7 @@ func (p *Puller) writeStatus(ctx context.Context) error {
 	if written != nil && equality.Semantic.DeepEqual(desired, written) {
 		return nil
 	}
-	patch, err := statusPatch(written, desired)
+	patch, err := appsv1beta1.StatusMergePatch(written, desired)
 	if err != nil {
 		return fmt.Errorf("building the status patch of NodeImage %s: %w", name, err)
 	}
@@ -194,38 +193,4 @@ func (p *Puller) observeLocked(obj *appsv1beta1.NodeImage) {
 	if !equality.Semantic.DeepEqual(&obj.Status, p.written) {
 		p.written = obj.Status.DeepCopy()
 	}
-}
-
-// statusPatch is the JSON merge patch from written (nil: unknown) to
-// desired.
-func statusPatch(written, desired *appsv1beta1.NodeImageStatus) ([]byte, error) {
-	st := map[string]any{
-		"desired":   desired.Desired,
-		"succeeded": desired.Succeeded,
-		"failed":    desired.Failed,
-		"pulling":   desired.Pulling,
-		"waiting":   desired.Waiting,
-	}
-	var old map[string]appsv1beta1.ImageStatus
-	if written != nil {
-		old = written.ImageStatuses
-	}
-	images := map[string]any{}
-	for repo, is := range desired.ImageStatuses {
-		if prev, ok := old[repo]; !ok || !equality.Semantic.DeepEqual(prev, is) {
-			images[repo] = is
-		}
-	}
-	for repo := range old {
-		if _, ok := desired.ImageStatuses[repo]; !ok {
-			images[repo] = nil
-		}
-	}
-	if len(images) > 0 {
-		st["imageStatuses"] = images
-	}
-	if written == nil || !equality.Semantic.DeepEqual(written.FirstSyncStatus, desired.FirstSyncStatus) {
-		st["firstSyncStatus"] = desired.FirstSyncStatus
-	}
-	return json.Marshal(map[string]any{"status": st})
 }
