@@ -80,6 +80,7 @@ type ContainerRecreateRequestSpec struct {
 	// TTLSecondsAfterFinished, when set, deletes the request this many seconds
 	// after it reached the Completed phase.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
@@ -107,6 +108,7 @@ type ContainerRecreateRequestContainer struct {
 	// a named port in an httpGet preStop hook can be resolved. Filled in by the
 	// system; read-only once set.
 	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.containerPort >= -2147483648 && p.containerPort <= 2147483647 && (!has(p.hostPort) || (p.hostPort >= -2147483648 && p.hostPort <= 2147483647)))",message="containerPort and hostPort must be 32-bit integers"
 	// +optional
 	Ports []corev1.ContainerPort `json:"ports,omitempty"`
 
@@ -119,6 +121,13 @@ type ContainerRecreateRequestContainer struct {
 
 // ProbeHandler is the action run as a preStop hook before a container is
 // stopped. At most one of its members is set.
+//
+// The port rules keep numbers within 32 bits: the API server would store a
+// larger one, which no client can then decode, and a single such object
+// would stop every kruise component from listing CRRs.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.httpGet) || !has(self.httpGet.port) || type(self.httpGet.port) == string || (self.httpGet.port >= -2147483648 && self.httpGet.port <= 2147483647)",message="httpGet.port must be a 32-bit integer or a port name"
+// +kubebuilder:validation:XValidation:rule="!has(self.tcpSocket) || !has(self.tcpSocket.port) || type(self.tcpSocket.port) == string || (self.tcpSocket.port >= -2147483648 && self.tcpSocket.port <= 2147483647)",message="tcpSocket.port must be a 32-bit integer or a port name"
 type ProbeHandler struct {
 	// Exec runs a command inside the container.
 	// +optional
@@ -141,6 +150,8 @@ type ContainerRecreateRequestContainerContext struct {
 	ContainerID string `json:"containerID"`
 	// RestartCount is the container's restart count as reported in the pod
 	// status at that time.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	RestartCount int32 `json:"restartCount"`
 }
 
@@ -183,6 +194,7 @@ type ContainerRecreateRequestStrategy struct {
 	// ready, without crashing, before it counts as Succeeded. Defaults to 0:
 	// Succeeded as soon as it is started and ready.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	MinStartedSeconds int32 `json:"minStartedSeconds,omitempty"`
 }

@@ -87,6 +87,7 @@ type ImageTagPullPolicy struct {
 	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600.
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 
@@ -94,12 +95,14 @@ type ImageTagPullPolicy struct {
 	// counts as failed. Defaults to 3.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
 	// TTLSecondsAfterFinished, when set, removes the tag this many seconds
 	// after its pull finished (succeeded or failed); zero removes it at once.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
@@ -113,21 +116,31 @@ type ImageTagPullPolicy struct {
 // NodeImageStatus is what the node daemon reports about the pulls.
 type NodeImageStatus struct {
 	// Desired is the number of tags to pull, over all images in spec.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Desired int32 `json:"desired"`
 
 	// Succeeded is the number of tags pulled successfully.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Succeeded int32 `json:"succeeded"`
 
 	// Failed is the number of tags whose pull failed.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Failed int32 `json:"failed"`
 
 	// Pulling is the number of tags being pulled.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Pulling int32 `json:"pulling"`
 
 	// Waiting is the number of tags not started yet.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Waiting int32 `json:"waiting"`
 

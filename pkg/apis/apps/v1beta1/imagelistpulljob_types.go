@@ -10,8 +10,10 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.activeDeadlineSeconds) || !has(self.pullPolicy) || !has(self.pullPolicy.timeoutSeconds) || self.completionPolicy.activeDeadlineSeconds > self.pullPolicy.timeoutSeconds",message="completionPolicy.activeDeadlineSeconds must be greater than pullPolicy.timeoutSeconds"
 type ImageListPullJobSpec struct {
 	// Images lists the images to pull; one ImagePullJob is created per image,
-	// all sharing the settings below.
+	// all sharing the settings below. An empty name is refused (as for
+	// ImagePullJob's image): no ImagePullJob could be created for it.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:MinLength=1
 	Images []string `json:"images"`
 
 	ImagePullJobTemplate `json:",inline"`
@@ -28,18 +30,26 @@ type ImageListPullJobStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
 	// Desired is the number of ImagePullJobs wanted, normally the number of images.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Desired int32 `json:"desired"`
 
 	// Active is the number of ImagePullJobs still running.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Active int32 `json:"active"`
 
 	// Completed is the number of ImagePullJobs that have finished.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Completed int32 `json:"completed"`
 
 	// Succeeded is the number of ImagePullJobs that finished with every node
 	// succeeded.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Succeeded int32 `json:"succeeded"`
 

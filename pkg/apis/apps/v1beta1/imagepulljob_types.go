@@ -56,6 +56,7 @@ type PullPolicy struct {
 	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600.
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 
@@ -63,6 +64,7 @@ type PullPolicy struct {
 	// that node counts as failed. Defaults to 3.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 }
@@ -100,6 +102,7 @@ type CompletionPolicy struct {
 	// TTLSecondsAfterFinished, when set, deletes the job this many seconds
 	// after it finished; zero deletes it at once. Only with type Always.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty" protobuf:"varint,4,opt,name=ttlSecondsAfterFinished"`
 }
@@ -127,7 +130,7 @@ type ImagePullJobTemplate struct {
 	// Parallelism is how many nodes may pull at the same time: a non-negative
 	// integer (a percentage is not accepted). Zero pauses the job. Defaults to 1.
 	// +kubebuilder:default=1
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]{1,9}$')",message="parallelism must be a non-negative integer"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^[0-9]{1,9}$')",message="parallelism must be a non-negative integer of at most 2147483647"
 	// +optional
 	Parallelism *intstr.IntOrString `json:"parallelism,omitempty"`
 
@@ -196,17 +199,25 @@ type ImagePullJobStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
 	// Desired is the number of selected nodes, one pull task each.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Desired int32 `json:"desired"`
 
 	// Active is the number of pull tasks under way.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Active int32 `json:"active"`
 
 	// Succeeded is the number of nodes where the pull succeeded.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Succeeded int32 `json:"succeeded"`
 
 	// Failed is the number of nodes where the pull failed.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Failed int32 `json:"failed"`
 

@@ -1,0 +1,80 @@
+package apps_test
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// celBounded lists the 32-bit numbers that a CEL rule bounds instead of minimum/maximum (fields
+// of core types, on which no marker can go), with a fragment of the rule at path's parent.
+var celBounded = map[string]string{
+	"spec.containers[].ports[].containerPort":  "p.containerPort <= 2147483647",
+	"spec.containers[].ports[].hostPort":       "p.hostPort <= 2147483647",
+	"spec.containers[].preStop.httpGet.port":   "self.httpGet.port <= 2147483647",
+	"spec.containers[].preStop.tcpSocket.port": "self.tcpSocket.port <= 2147483647",
+	"spec.parallelism":                         "self <= 2147483647",
+}
+
+// The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,
+// which no Go client can then decode: every list and watch of the kind fails, for every object.
+// So every int32 field, and every int-or-string field (decoded into an int32), must be bounded.
+func TestEveryInt32FieldIsBounded(t *testing.T) {
+	for name, crd := range readOurCRDs(t) {
+		for _, v := range crd.Spec.Versions {
+			var problems []string
+			checkInt32Bounds(v.Schema.OpenAPIV3Schema, "", nil, &problems)
+			sort.Strings(problems)
+			assert.Empty(t, problems, "%s %s", name, v.Name)
+		}
+	}
+}
+
+// checkInt32Bounds walks s; rules holds the CEL rules of the schemas on the way down (the
+// innermost last).
+func checkInt32Bounds(s *apiextensionsv1.JSONSchemaProps, path string, rules []string, problems *[]string) {
+	for _, r := range s.XValidations {
+		rules = append(rules, r.Rule)
+	}
+	switch {
+	case s.XIntOrString || (s.Type == "integer" && s.Format == "int32"):
+		if frag, ok := celBounded[path]; ok {
+			if !strings.Contains(strings.Join(rules, "\n"), frag) {
+				*problems = append(*problems, path+": no CEL rule bounding it ("+frag+")")
+			}
+			break
+		}
+		if s.XIntOrString {
+			*problems = append(*problems, path+": int-or-string without a CEL rule bounding it")
+			break
+		}
+		if s.Maximum == nil || *s.Maximum > math.MaxInt32 {
+			*problems = append(*problems, path+": no maximum within int32")
+		}
+		if s.Minimum == nil || *s.Minimum < math.MinInt32 {
+			*problems = append(*problems, path+": no minimum within int32")
+		}
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	for k, p := range s.Properties {
+		if path == "" && k == "metadata" {
+			continue
+		}
+		checkInt32Bounds(&p, join(k), rules, problems)
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		checkInt32Bounds(s.Items.Schema, path+"[]", rules, problems)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		checkInt32Bounds(s.AdditionalProperties.Schema, path+"{}", rules, problems)
+	}
+}
