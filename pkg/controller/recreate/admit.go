@@ -3,7 +3,6 @@ package recreate
 import (
 	"context"
 	"fmt"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // Event reasons recorded on CRRs.
@@ -54,7 +54,7 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	for i := range pod.Status.ContainerStatuses {
 		statuses[pod.Status.ContainerStatuses[i].Name] = &pod.Status.ContainerStatuses[i]
 	}
-	var unknown, notStarted []string
+	var unknown, notStarted, foreign []string
 	bad := map[string]string{}
 	for _, want := range crr.Spec.Containers {
 		switch st := statuses[want.Name]; {
@@ -64,6 +64,10 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		case st == nil || st.ContainerID == "":
 			notStarted = append(notStarted, want.Name)
 			bad[want.Name] = fmt.Sprintf("container %q has no containerID in the status of pod %q", want.Name, pod.Name)
+		case !pastOrCurrent(want.StatusContext, st):
+			foreign = append(foreign, want.Name)
+			bad[want.Name] = fmt.Sprintf("statusContext of container %q (containerID %q, restartCount %d) names no instance it has had: it runs %q with restartCount %d",
+				want.Name, want.StatusContext.ContainerID, want.StatusContext.RestartCount, st.ContainerID, st.RestartCount)
 		}
 	}
 	if len(bad) > 0 {
@@ -73,6 +77,10 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		}
 		if len(notStarted) > 0 {
 			parts = append(parts, fmt.Sprintf("containers without a containerID in pod %q: %s", pod.Name, strings.Join(notStarted, ", ")))
+		}
+		if len(foreign) > 0 {
+			parts = append(parts, fmt.Sprintf("containers whose statusContext names no instance of theirs in pod %q (leave statusContext out: kruise fills it in): %s",
+				pod.Name, strings.Join(foreign, ", ")))
 		}
 		return c.reject(ctx, crr, strings.Join(parts, "; "), bad)
 	}
@@ -100,11 +108,47 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		fillContainer(&upd.Spec.Containers[i], pod, statuses[upd.Spec.Containers[i].Name])
 	}
 	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsInvalid(err) {
+			// Retrying the same update cannot help. It happens when the
+			// creator wrote a field as an empty list (preStop.exec.command: [],
+			// ports: []): decoded into Go it reads as absent, the update drops
+			// it, and the rule that such fields never change refuses that.
+			return c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request (leave out fields given as empty lists): %v", err), nil)
+		}
 		return fmt.Errorf("admitting CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Admitted CRR", "node", pod.Spec.NodeName, "podUID", pod.UID)
 	c.recorder.Eventf(crr, corev1.EventTypeNormal, ReasonAdmitted, "Admitted for pod %s (uid %s) on node %s", pod.Name, pod.UID, pod.Spec.NodeName)
 	return nil
+}
+
+// admitted reports whether admit has written the CRR. Admission sets both
+// routing labels and every container's statusContext in one update; a
+// creator may have set the labels itself (a CRR copied from another, or
+// garbage), and without the rest they are not ours: admission overwrites
+// them. Going by the pod-uid label alone would skip admission and end the
+// request as "pod was replaced", or leave it unrouted to any daemon.
+func admitted(crr *appsv1alpha1.ContainerRecreateRequest) bool {
+	if crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] == "" || crr.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey] == "" {
+		return false
+	}
+	for _, ctr := range crr.Spec.Containers {
+		if ctr.StatusContext == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// pastOrCurrent reports whether a statusContext given by the request's
+// creator can name the current instance of the container or an earlier one.
+// It is kept as given (it may be set only once), and the daemon counts a
+// container whose instance differs from it as already recreated: one with a
+// containerID that is not the current one but a restart count no lower than
+// the current one names no instance the pod has had (a copy from another pod,
+// or garbage), and would "succeed" without anything being recreated.
+func pastOrCurrent(sc *appsv1alpha1.ContainerRecreateRequestContainerContext, st *corev1.ContainerStatus) bool {
+	return sc == nil || sc.ContainerID == st.ContainerID || sc.RestartCount < st.RestartCount
 }
 
 // fillContainer copies, into the fields still empty (each may be set only

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -26,6 +27,8 @@ func TestAdmitRejects(t *testing.T) {
 		message    string
 		// perContainer is the message of each container's Failed state.
 		perContainer map[string]string
+		// mutate edits the CRR as its creator wrote it.
+		mutate func(*appsv1alpha1.ContainerRecreateRequest)
 	}{
 		{
 			name: "pod missing", containers: []string{"main"},
@@ -69,6 +72,18 @@ func TestAdmitRejects(t *testing.T) {
 			pod:     withPod(func(p *corev1.Pod) { p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1] }),
 			message: `containers not found in pod "web": nope; containers without a containerID in pod "web": sidecar`,
 		},
+		{
+			// main runs with restartCount 2: an instance with count 2 or more and another ID
+			// is none it has had, and would count as already recreated.
+			name: "statusContext naming no instance of the container", containers: []string{"main", "sidecar"}, pod: runningPod(),
+			mutate: func(c *appsv1alpha1.ContainerRecreateRequest) {
+				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://garbage", RestartCount: 2}
+			},
+			message: `containers whose statusContext names no instance of theirs in pod "web" (leave statusContext out: kruise fills it in): main`,
+			perContainer: map[string]string{
+				"main": `statusContext of container "main" (containerID "containerd://garbage", restartCount 2) names no instance it has had: it runs "containerd://aaa" with restartCount 2`,
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +92,11 @@ func TestAdmitRejects(t *testing.T) {
 				// Admission reads the API server, so a pod the cache lacks counts.
 				o.apiOnly = []*corev1.Pod{tc.pod}
 			}
-			o.crrs = []*appsv1alpha1.ContainerRecreateRequest{newCRR(time.Second, tc.containers...)}
+			crr := newCRR(time.Second, tc.containers...)
+			if tc.mutate != nil {
+				tc.mutate(crr)
+			}
+			o.crrs = []*appsv1alpha1.ContainerRecreateRequest{crr}
 			f := newFixture(t, o)
 
 			after, err := f.sync(t)
@@ -155,6 +174,20 @@ func TestAdmitKeepsSetFields(t *testing.T) {
 	assert.Nil(t, got.Spec.Containers[1].PreStop)
 }
 
+// A statusContext the creator gave that may name the current instance or an
+// earlier one is accepted as it is.
+func TestPastOrCurrent(t *testing.T) {
+	st := &corev1.ContainerStatus{ContainerID: "containerd://now", RestartCount: 2}
+	ctx := func(id string, n int32) *appsv1alpha1.ContainerRecreateRequestContainerContext {
+		return &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: id, RestartCount: n}
+	}
+	assert.True(t, pastOrCurrent(nil, st), "not given")
+	assert.True(t, pastOrCurrent(ctx("containerd://now", 2), st), "the current instance")
+	assert.True(t, pastOrCurrent(ctx("containerd://before", 1), st), "an earlier instance")
+	assert.False(t, pastOrCurrent(ctx("containerd://other", 2), st), "another ID with the current count")
+	assert.False(t, pastOrCurrent(ctx("containerd://later", 7), st), "a count the container has not reached")
+}
+
 func TestAdmitConflictIsReturned(t *testing.T) {
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(time.Second, "main")}})
 	f.kruise.PrependReactor("update", "containerrecreaterequests", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -164,4 +197,65 @@ func TestAdmitConflictIsReturned(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, apierrors.IsConflict(err), "wrapped conflict: %v", err)
 	assert.Empty(t, f.events())
+}
+
+// Routing labels set by the creator (copied, or garbage) do not make a
+// request admitted: admission runs and overwrites them.
+func TestAdmitOverwritesLabelsSetByTheCreator(t *testing.T) {
+	for name, labels := range map[string]map[string]string{
+		"garbage pod-uid":              {appsv1alpha1.ContainerRecreateRequestPodUIDKey: "garbage"},
+		"pod-uid and node-name preset": {appsv1alpha1.ContainerRecreateRequestPodUIDKey: "garbage", appsv1alpha1.ContainerRecreateRequestNodeNameKey: "elsewhere"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			crr := newCRR(time.Second, "main", "sidecar")
+			crr.Labels = labels
+			f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+			_, err := f.sync(t)
+			require.NoError(t, err)
+			got := f.getCRR(t)
+			assert.Equal(t, map[string]string{
+				appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
+				appsv1alpha1.ContainerRecreateRequestPodUIDKey:   podUID,
+				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+			}, got.Labels)
+			assert.NotNil(t, got.Spec.Containers[1].StatusContext)
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase)
+			assert.Equal(t, []string{"Normal Admitted Admitted for pod web (uid pod-uid-1) on node node-a"}, f.events())
+		})
+	}
+}
+
+func TestAdmitted(t *testing.T) {
+	assert.True(t, admitted(admittedCRR(time.Second)))
+	assert.False(t, admitted(newCRR(time.Second, "main")), "no labels")
+	noContext := admittedCRR(time.Second, func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.Containers[1].StatusContext = nil })
+	assert.False(t, admitted(noContext), "a container without statusContext")
+	noNode := admittedCRR(time.Second, func(c *appsv1alpha1.ContainerRecreateRequest) {
+		delete(c.Labels, appsv1alpha1.ContainerRecreateRequestNodeNameKey)
+	})
+	assert.False(t, admitted(noNode), "no node-name label")
+}
+
+// An admission update the API server refuses as invalid is not retried for
+// ever: the request is completed with the server's reason.
+func TestAdmitRefusedAsInvalidRejects(t *testing.T) {
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(time.Second, "main")}})
+	f.kruise.PrependReactor("update", "containerrecreaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps.kruise.io", Kind: "ContainerRecreateRequest"}, crrName,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0), "object", "preStop may be set once and cannot change afterwards")})
+	})
+	_, err := f.sync(t)
+	require.NoError(t, err)
+	got := f.getCRR(t)
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Contains(t, got.Status.Message, "the API server refused to admit the request")
+	assert.Contains(t, got.Status.Message, "preStop may be set once")
+	require.Len(t, got.Status.ContainerRecreateStates, 1)
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestFailed, got.Status.ContainerRecreateStates[0].Phase)
+	events := f.events()
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], "Warning InvalidRequest the API server refused to admit the request")
 }

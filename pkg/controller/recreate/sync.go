@@ -45,7 +45,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	switch {
 	case crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted:
 		return c.syncFinished(ctx, crr)
-	case crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] == "":
+	case !admitted(crr):
 		return 0, c.admit(ctx, crr)
 	default:
 		return c.syncActive(ctx, crr)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -283,10 +284,7 @@ func (c *Controller) followUp(pod *corev1.Pod, p plan) (time.Duration, error) {
 	now := c.clock.Now()
 	if len(p.sidecars) > 0 {
 		since := conditionTime(pod)
-		grace := time.Duration(30) * time.Second
-		if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = durations.Seconds(*g)
-		}
+		grace := podGrace(pod)
 		deadline := since.Add(grace + followUpSlack)
 		if now.Before(deadline) {
 			return requeueAfter(deadline.Sub(now))
@@ -311,6 +309,20 @@ func (c *Controller) followUp(pod *corev1.Pod, p plan) (time.Duration, error) {
 			sc.name, pod.Status.Phase))
 	}
 	return 0, nil
+}
+
+// maxGrace bounds a pod's grace period here: the API takes any int64 number
+// of seconds, and followUpSlack added to one near the largest Duration would
+// wrap round to a deadline in the past. 68 years is as good as for ever.
+const maxGrace = math.MaxInt32 * time.Second
+
+// podGrace is the pod's terminationGracePeriodSeconds (30 s when unset), at
+// most maxGrace.
+func podGrace(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return min(durations.Seconds(*g), maxGrace)
+	}
+	return 30 * time.Second
 }
 
 // statusRefused is a status write the API server refused for good

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,13 +35,21 @@ const minStopTimeout = 2 * time.Second
 // errCancelled marks a kill abandoned because the CRR's work was cancelled.
 var errCancelled = errors.New("cancelled")
 
-// grace is the CRR's terminationGracePeriodSeconds, else the pod's, else 30 s.
+// maxGrace bounds the grace period. The API takes any int64 number of
+// seconds, and the runtime calls add a margin to what is left of the grace as
+// a time.Duration: near the largest Duration that sum wraps round to a
+// deadline in the past, and the stop (or the exec hook) fails at once. 68
+// years is as good as for ever.
+const maxGrace = math.MaxInt32 * time.Second
+
+// grace is the CRR's terminationGracePeriodSeconds, else the pod's, else 30 s,
+// at most maxGrace.
 func grace(strategy appsv1alpha1.ContainerRecreateRequestStrategy, pod *corev1.Pod) time.Duration {
 	switch {
 	case strategy.TerminationGracePeriodSeconds != nil:
-		return durations.Seconds(*strategy.TerminationGracePeriodSeconds)
+		return min(durations.Seconds(*strategy.TerminationGracePeriodSeconds), maxGrace)
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		return durations.Seconds(*pod.Spec.TerminationGracePeriodSeconds)
+		return min(durations.Seconds(*pod.Spec.TerminationGracePeriodSeconds), maxGrace)
 	default:
 		return defaultGrace
 	}
