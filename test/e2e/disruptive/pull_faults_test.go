@@ -403,20 +403,8 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 	succeeded := e.faultCheckFirstSucceeded(w, image)
 	since := time.Now()
 
-	job := framework.NewImagePullJob(e.ns, "killed", image)
 	// No per-attempt timeout or deadline may cut in while the daemon is down and restarting.
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](1)}
-	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
-	framework.CreateImagePullJob(ctx, t, e.c, job)
-	w.WaitObservation(ctx, t, e.node, time.Minute, "tag Pulling", func(o framework.TagObservation) bool {
-		return o.Spec != nil && o.Status != nil && o.Status.Phase == appsv1beta1.ImagePhasePulling && o.Status.Version == o.Spec.Version
-	})
-	// Pulling is written just before the PullImage call: wait until the call has reached the
-	// registry, which holds the GET of a blob.
-	framework.WaitFor(ctx, t, time.Minute, "the registry holding a blob GET of "+image, func(context.Context) (bool, string, error) {
-		held := framework.RegistryLogLines(t, e.faultRepoPath(image), "registry request held")
-		return len(held) > 0, fmt.Sprintf("%d held GETs in %s", len(held), framework.RegistryLog), nil
-	})
+	e.faultStartHeldPull(ctx, t, w, "killed", image)
 	if recs := framework.PullRecordsFor(t, image, since); len(recs) != 0 {
 		t.Fatalf("the pull ended before the kill: %v", recs)
 	}
@@ -465,4 +453,23 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 		t.Errorf("the registry never saw the killed pull's client go away")
 	}
 	e.faultRequirePresent(ctx, t, image, st.ImageID)
+}
+
+// faultStartHeldPull creates an ImagePullJob of image (a stall/ repository) with backoffLimit 1
+// and no timeout or deadline short enough to cut in during a fault, and returns once the
+// daemon's PullImage has reached the registry, which holds its blob GET (Pulling is written
+// just before the call).
+func (e *faultEnv) faultStartHeldPull(ctx context.Context, t *testing.T, w *framework.NodeImageWatch, name, image string) {
+	t.Helper()
+	job := framework.NewImagePullJob(e.ns, name, image)
+	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](1)}
+	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
+	framework.CreateImagePullJob(ctx, t, e.c, job)
+	w.WaitObservation(ctx, t, e.node, time.Minute, "tag Pulling", func(o framework.TagObservation) bool {
+		return o.Spec != nil && o.Status != nil && o.Status.Phase == appsv1beta1.ImagePhasePulling && o.Status.Version == o.Spec.Version
+	})
+	framework.WaitFor(ctx, t, time.Minute, "the registry holding a blob GET of "+image, func(context.Context) (bool, string, error) {
+		held := framework.RegistryLogLines(t, e.faultRepoPath(image), "registry request held")
+		return len(held) > 0, fmt.Sprintf("%d held GETs in %s", len(held), framework.RegistryLog), nil
+	})
 }

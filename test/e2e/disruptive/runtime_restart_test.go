@@ -4,13 +4,11 @@ package disruptive
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -109,19 +107,9 @@ func TestRuntimeRestartMidPull(t *testing.T) {
 	succeeded := e.faultCheckFirstSucceeded(w, image)
 	since := time.Now()
 
-	job := framework.NewImagePullJob(e.ns, "pull", image)
 	// The attempts made while the runtime is away fail at once; they must not use up the
 	// retries: backoffLimit 1 leaves a single retry for failures of the pull itself.
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](1)}
-	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
-	framework.CreateImagePullJob(ctx, t, e.c, job)
-	w.WaitObservation(ctx, t, e.node, time.Minute, "tag Pulling", func(o framework.TagObservation) bool {
-		return o.Spec != nil && o.Status != nil && o.Status.Phase == appsv1beta1.ImagePhasePulling && o.Status.Version == o.Spec.Version
-	})
-	framework.WaitFor(ctx, t, time.Minute, "the registry holding a blob GET of "+image, func(context.Context) (bool, string, error) {
-		held := framework.RegistryLogLines(t, e.faultRepoPath(image), "registry request held")
-		return len(held) > 0, fmt.Sprintf("%d held GETs in %s", len(held), framework.RegistryLog), nil
-	})
+	e.faultStartHeldPull(ctx, t, w, "pull", image)
 	if recs := framework.PullRecordsFor(t, image, since); len(recs) != 0 {
 		t.Fatalf("the pull ended before the runtime was stopped: %v", recs)
 	}

@@ -1,0 +1,162 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+)
+
+// Dynamic returns a dynamic client, for objects a typed client cannot express (a string where
+// the schema wants a boolean, a number too large for an int32 field).
+func (f *Framework) Dynamic(t testing.TB) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(f.Config)
+	if err != nil {
+		t.Fatalf("creating dynamic client: %v", err)
+	}
+	return c
+}
+
+// Poll is WaitFor without failing the test, and at a gentler pace (every 500 ms: a test may run
+// dozens of these side by side on one client): it returns the last observation and, when cond
+// did not hold within timeout, an error saying so.
+func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, string, error)) (string, error) {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, observed, err := cond(ctx)
+		if observed != "" || err == nil {
+			// A failed read (one cut short by the deadline, say) says less than what was
+			// seen before it.
+			last = observed
+		}
+		return ok, err
+	})
+	return last, err
+}
+
+// ObjectEvents lists the Events in namespace about the object of kind and name ("" namespace
+// for a cluster-scoped object's Events, which live in "default").
+func (f *Framework) ObjectEvents(ctx context.Context, namespace, kind, name string) ([]corev1.Event, error) {
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}
+	list, err := f.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing events of %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return list.Items, nil
+}
+
+// HasEvent reports whether events hold one with reason whose message contains every one of
+// substrings, and describes them all for failure messages.
+func HasEvent(events []corev1.Event, reason string, substrings ...string) (bool, string) {
+	for _, e := range events {
+		if e.Reason == reason && containsAll(e.Message, substrings) {
+			return true, ""
+		}
+	}
+	return false, "events: " + describeEvents(events)
+}
+
+// RestartSnapshot records, per started kruise-system pod, the restart count of each of its
+// containers.
+type RestartSnapshot map[types.UID]podRestarts
+
+type podRestarts struct {
+	name     string
+	restarts map[string]int32
+}
+
+// KruiseRestarts takes a RestartSnapshot of the kruise-daemon and kruise-controller pods and
+// fails the test unless there is at least one of each.
+func (f *Framework) KruiseRestarts(ctx context.Context, t testing.TB) RestartSnapshot {
+	t.Helper()
+	pods, err := f.Client.CoreV1().Pods(KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=kruise"})
+	if err != nil {
+		t.Fatalf("listing kruise pods: %v", err)
+	}
+	out := RestartSnapshot{}
+	seen := map[string]bool{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		// Pods that never started (daemons for node objects without a kubelet) cannot restart.
+		pr := podRestarts{name: p.Name, restarts: map[string]int32{}}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.ContainerID != "" {
+				pr.restarts[cs.Name] = cs.RestartCount
+			}
+		}
+		if len(pr.restarts) == 0 {
+			continue
+		}
+		out[p.UID] = pr
+		seen[p.Labels["app.kubernetes.io/name"]] = true
+	}
+	for _, want := range []string{"kruise-daemon", "kruise-controller"} {
+		if !seen[want] {
+			t.Fatalf("no %s pod in %s: %s", want, KruiseNamespace, f.DescribePods(ctx, KruiseNamespace, "app.kubernetes.io/part-of=kruise"))
+		}
+	}
+	return out
+}
+
+// RequireNoRestarts fails the test when a container of a pod in before has restarted since,
+// with how it last ended and the tail of its previous log (a panic shows there). A pod that is
+// gone (replaced by a rollout or another test) is only logged: a crash restarts the container,
+// it does not replace the pod.
+func (f *Framework) RequireNoRestarts(ctx context.Context, t testing.TB, before RestartSnapshot) {
+	t.Helper()
+	uids := make([]string, 0, len(before))
+	for uid := range before {
+		uids = append(uids, string(uid))
+	}
+	sort.Strings(uids)
+	var problems []string
+	for _, uid := range uids {
+		was := before[types.UID(uid)]
+		pod, err := f.Client.CoreV1().Pods(KruiseNamespace).Get(ctx, was.name, metav1.GetOptions{})
+		if err != nil || string(pod.UID) != uid {
+			t.Logf("kruise pod %s (uid %s) is gone since the start of the test (err %v)", was.name, uid, err)
+			continue
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			n, ok := was.restarts[cs.Name]
+			if !ok || cs.RestartCount == n {
+				continue
+			}
+			msg := fmt.Sprintf("container %s of %s restarted %d time(s) during the test", cs.Name, pod.Name, cs.RestartCount-n)
+			if term := cs.LastTerminationState.Terminated; term != nil {
+				msg += fmt.Sprintf(" (last exit: code %d, reason %s)", term.ExitCode, term.Reason)
+			}
+			if logs, err := f.PreviousPodLogs(ctx, KruiseNamespace, pod.Name, cs.Name); err == nil {
+				msg += "; previous log ends:\n" + lastLines(logs, 30)
+			}
+			problems = append(problems, msg)
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("kruise components restarted:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
