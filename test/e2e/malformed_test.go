@@ -847,8 +847,7 @@ func malCases() []malCase {
 					return fmt.Errorf("want the image in failedImageStatuses (invalid image reference) and succeeded=0")
 				}
 				return nil
-			}),
-			knownBug: "imagelistpulljob counts a child ImagePullJob that failed at once (desired 0) as succeeded"},
+			})},
 		// A duplicate is pulled once: one ImagePullJob, desired 1.
 		{name: "listjob/images-duplicate", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
 			image := e.f.UniqueImage("public/")
@@ -873,7 +872,7 @@ func malCases() []malCase {
 				return fmt.Errorf("want desired=1 succeeded=1")
 			}
 			return nil
-		}), knownBug: "imagelistpulljob labels each ImagePullJob with the list's name, which cannot be over 63 characters: the create is refused and retried for ever, with no status or Event"},
+		})},
 
 		// ---- NodeImage edited by a user: kruise-daemon reports, it does not crash ----
 		func() malCase {

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -44,6 +46,9 @@ const (
 	ReasonDeleted   = "DeletedImagePullJob"
 	ReasonCompleted = "Completed"
 	ReasonFailed    = "Failed"
+	// ReasonCreateFailed: an ImagePullJob for one of the images cannot be
+	// created (refused by the API server, or its name is taken).
+	ReasonCreateFailed = "FailedCreateImagePullJob"
 )
 
 const kind = "ImageListPullJob"
@@ -209,10 +214,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			continue
 		}
 		child, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Create(ctx, newChild(list, img), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return 0, fmt.Errorf("ImagePullJob %s exists but is not this list job's for %s", ChildName(list.Name, img), img)
-		}
 		if err != nil {
+			permanent := !isTransient(err)
+			if apierrors.IsAlreadyExists(err) {
+				err = fmt.Errorf("ImagePullJob %s exists but is not this list job's for %s", ChildName(list.Name, img), img)
+			}
+			if permanent {
+				// Retrying will not help until someone acts: say so
+				// where the user looks, and retry with backoff anyway.
+				c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonCreateFailed, "Cannot create the ImagePullJob for %s: %v", img, err)
+			}
 			return 0, err
 		}
 		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCreated, "Created ImagePullJob %s for %s", child.Name, img)
@@ -249,13 +260,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		done := j.Status.CompletionTime != nil
 		if done {
 			st.Completed++
-			if j.Status.Failed == 0 && j.Status.Succeeded == j.Status.Desired {
+			if j.Status.Failed == 0 && j.Status.Succeeded == j.Status.Desired && !imagepulljob.CouldNotRun(&j.Status) {
 				st.Succeeded++
 			}
 		} else {
 			st.Active++
 		}
-		if j.Status.Failed > 0 || (done && j.Status.Succeeded != j.Status.Desired) {
+		if j.Status.Failed > 0 || (done && j.Status.Succeeded != j.Status.Desired) || imagepulljob.CouldNotRun(&j.Status) {
 			st.FailedImageStatuses = append(st.FailedImageStatuses, &v1beta1.FailedImageStatus{
 				ImagePullJob: j.Name, Name: img, Message: j.Status.Message,
 			})
@@ -311,12 +322,39 @@ func newChild(list *v1beta1.ImageListPullJob, image string) *v1beta1.ImagePullJo
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      ChildName(list.Name, image),
 			Namespace: list.Namespace,
-			Labels:    map[string]string{"apps.kruise.io/image-list-pull-job": list.Name},
+			Labels:    childLabels(list),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(list,
 				v1beta1.SchemeGroupVersion.WithKind(kind))},
 		},
 		Spec: v1beta1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: tmpl},
 	}
+}
+
+// listJobLabel names a child's list job, for users' selectors (children
+// are found by their owner reference).
+const listJobLabel = "apps.kruise.io/image-list-pull-job"
+
+// childLabels labels a child with its list job's name, unless that name (up
+// to 253 characters) cannot be a label value: the child is then created
+// without the label rather than never.
+func childLabels(list *v1beta1.ImageListPullJob) map[string]string {
+	if len(validation.IsValidLabelValue(list.Name)) > 0 {
+		return nil
+	}
+	return map[string]string{listJobLabel: list.Name}
+}
+
+// isTransient reports whether a create failed in a way a plain retry may
+// cure (the API server busy, unreachable or timing out).
+func isTransient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
+		!isAPIStatus(err)
+}
+
+func isAPIStatus(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s)
 }
 
 // ttlAfter deletes a completed list job ttlSecondsAfterFinished after it

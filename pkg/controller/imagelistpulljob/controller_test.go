@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -20,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 )
 
 var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -177,3 +182,51 @@ func TestCreatesRemovesAndAggregates(t *testing.T) {
 }
 
 func intstrFrom(v int32) intstr.IntOrString { return intstr.FromInt32(v) }
+
+// A child that could not run at all (an invalid image: nothing desired,
+// nothing failed) is a failure of the list job, not a success.
+func TestChildThatCouldNotRunIsAFailure(t *testing.T) {
+	f := newFixture(t, newList("nginx:1", "Not Valid"))
+	f.sync(t)
+	f.finishChild(t, "nginx:1", 1, 1, 0, "Completed: 1/1")
+	f.finishChild(t, "Not Valid", 0, 0, 0, imagepulljob.FailedPrefix+"invalid image reference")
+	f.sync(t)
+	st := f.list(t).Status
+	require.NotNil(t, st.CompletionTime)
+	assert.Equal(t, int32(2), st.Completed)
+	assert.Equal(t, int32(1), st.Succeeded)
+	require.Len(t, st.FailedImageStatuses, 1)
+	assert.Equal(t, "Not Valid", st.FailedImageStatuses[0].Name)
+	assert.Contains(t, st.FailedImageStatuses[0].Message, "invalid image reference")
+}
+
+// A list job whose name cannot be a label value still gets its children.
+func TestLongNameChildrenWithoutLabel(t *testing.T) {
+	l := newList("nginx:1")
+	l.Name = strings.Repeat("l", 70)
+	f := newFixture(t, l)
+	_, ctx := ktesting.NewTestContext(t)
+	_, err := f.ctrl.sync(ctx, "default/"+l.Name)
+	require.NoError(t, err)
+	kids := f.children(t)
+	require.Len(t, kids, 1)
+	assert.Empty(t, kids["nginx:1"].Labels)
+}
+
+// A child the API server refuses is reported on the list job, not retried in silence.
+func TestRefusedChildIsReported(t *testing.T) {
+	f := newFixture(t, newList("nginx:1"))
+	f.kruise.PrependReactor("create", "imagepulljobs", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(v1beta1.SchemeGroupVersion.WithKind("ImagePullJob").GroupKind(), "x",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "image"), "", "bad")})
+	})
+	_, ctx := ktesting.NewTestContext(t)
+	_, err := f.ctrl.sync(ctx, "default/list")
+	require.Error(t, err, "retried with backoff")
+	select {
+	case ev := <-f.recorder.Events:
+		assert.Contains(t, ev, "Warning "+ReasonCreateFailed+" Cannot create the ImagePullJob for nginx:1")
+	default:
+		t.Fatal("no Event for the refused child")
+	}
+}

@@ -230,10 +230,21 @@ func (c *Controller) ttlAfter(ctx context.Context, job *v1beta1.ImagePullJob, co
 	return 0, nil
 }
 
+// FailedPrefix starts the message of a job that was completed as failed
+// before it could pull anywhere (an invalid image or selector): such a job
+// has nothing desired, succeeded or failed to tell it by.
+const FailedPrefix = "Failed: "
+
+// CouldNotRun reports whether the job was completed as failed before it
+// could pull anywhere.
+func CouldNotRun(status *v1beta1.ImagePullJobStatus) bool {
+	return status.CompletionTime != nil && status.Desired == 0 && strings.HasPrefix(status.Message, FailedPrefix)
+}
+
 // fail completes the job as failed at once (it cannot run at all).
 func (c *Controller) fail(ctx context.Context, job *v1beta1.ImagePullJob, status *v1beta1.ImagePullJobStatus, reason, msg string) (time.Duration, error) {
 	status.CompletionTime = ptr.To(metav1.NewTime(c.clock.Now()))
-	status.Message = "Failed: " + msg
+	status.Message = FailedPrefix + msg
 	status.Active = 0
 	if err := c.writeStatus(ctx, job, status); err != nil {
 		return 0, err
