@@ -269,13 +269,24 @@ func criSeconds(d time.Duration) int64 {
 	return int64(math.Ceil(d.Seconds()))
 }
 
+// callTimeout is the gRPC deadline for a runtime-side timeout of secs: later
+// by CallMargin, saturating instead of wrapping round to a deadline in the
+// past for timeouts near the largest Duration (about 292 years).
+func callTimeout(secs int64) time.Duration {
+	const maxSecs = int64((math.MaxInt64 - CallMargin) / time.Second)
+	if secs > maxSecs {
+		return math.MaxInt64
+	}
+	return time.Duration(secs)*time.Second + CallMargin
+}
+
 // StopContainer asks the runtime to stop the container: SIGTERM (or the
 // image's stop signal), then SIGKILL after timeout. NotFound means the
 // container is already gone, which is what the caller wanted; it returns nil
 // and shows up only in the logs and the errors metric (code NotFound).
 func (r *remoteRuntime) StopContainer(ctx context.Context, id string, timeout time.Duration) error {
 	secs := criSeconds(timeout)
-	callCtx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+CallMargin)
+	callCtx, cancel := context.WithTimeout(ctx, callTimeout(secs))
 	defer cancel()
 	_, err := r.client.StopContainer(callCtx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: secs})
 	if status.Code(err) == codes.NotFound {
@@ -296,7 +307,7 @@ func (r *remoteRuntime) ExecSync(ctx context.Context, id string, cmd []string, t
 	secs := criSeconds(timeout)
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if secs > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, time.Duration(secs)*time.Second+CallMargin)
+		callCtx, cancel = context.WithTimeout(ctx, callTimeout(secs))
 	}
 	defer cancel()
 	resp, err := r.client.ExecSync(callCtx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: secs})
