@@ -522,16 +522,11 @@ func jobComplete(ctx context.Context, e *malEnv, name string) (bool, string, err
 	if err != nil {
 		return false, "", err
 	}
-	for _, c := range job.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, "Complete", nil
-		case batchv1.JobFailed:
-			return false, "", fmt.Errorf("job %s failed: %s: %s", name, c.Reason, c.Message)
-		}
+	switch complete, failed := framework.JobOutcome(job); {
+	case complete:
+		return true, "Complete", nil
+	case failed != nil:
+		return false, "", fmt.Errorf("job %s failed: %s: %s", name, failed.Reason, failed.Message)
 	}
 	return false, fmt.Sprintf("job active=%d succeeded=%d failed=%d", job.Status.Active, job.Status.Succeeded, job.Status.Failed), nil
 }

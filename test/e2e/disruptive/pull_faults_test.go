@@ -433,17 +433,7 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 	t.Logf("job finished %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), done.Status.Message)
 	e.faultRequireSucceeded(ctx, t, done)
 
-	recs := faultRecords(ctx, t, image, since, 0)
-	var oks []framework.PullRecord
-	for _, r := range recs {
-		if r.Code == "OK" {
-			oks = append(oks, r)
-		}
-	}
-	if len(oks) != 1 || !oks[0].Time.After(killedAt) {
-		t.Fatalf("want exactly one successful PullImage call, made after the kill at %s; got %v", killedAt.Format(time.RFC3339Nano), recs)
-	}
-	ok := oks[0]
+	ok := faultOneOKPullAfter(ctx, t, image, since, killedAt, "the kill")
 	st := e.faultFinalStatus(ctx, t, w, image, appsv1beta1.ImagePhaseSucceeded)
 	if st.ImageID != ok.ImageRef {
 		t.Errorf("NodeImage reports image ID %s, the successful PullImage call returned %s", st.ImageID, ok.ImageRef)
@@ -453,6 +443,23 @@ func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 		t.Errorf("the registry never saw the killed pull's client go away")
 	}
 	e.faultRequirePresent(ctx, t, image, st.ImageID)
+}
+
+// faultOneOKPullAfter requires exactly one successful PullImage call of image since since, made
+// after the fault at faultAt (no pull repeated, none from before the fault), and returns it.
+func faultOneOKPullAfter(ctx context.Context, t *testing.T, image string, since, faultAt time.Time, fault string) framework.PullRecord {
+	t.Helper()
+	recs := faultRecords(ctx, t, image, since, 0)
+	var oks []framework.PullRecord
+	for _, r := range recs {
+		if r.Code == "OK" {
+			oks = append(oks, r)
+		}
+	}
+	if len(oks) != 1 || !oks[0].Time.After(faultAt) {
+		t.Fatalf("want exactly one successful PullImage call, made after %s at %s; got %v", fault, faultAt.Format(time.RFC3339Nano), recs)
+	}
+	return oks[0]
 }
 
 // faultStartHeldPull creates an ImagePullJob of image (a stall/ repository) with backoffLimit 1

@@ -45,16 +45,11 @@ func (f *Framework) WaitJobComplete(ctx context.Context, t testing.TB, namespace
 		if err != nil {
 			return false, "", err
 		}
-		for _, c := range job.Status.Conditions {
-			if c.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch c.Type {
-			case batchv1.JobComplete:
-				return true, "Complete", nil
-			case batchv1.JobFailed:
-				return false, "", fmt.Errorf("job failed: %s: %s; pods: %s", c.Reason, c.Message, f.DescribePods(ctx, namespace, "job-name="+name))
-			}
+		switch complete, failed := JobOutcome(job); {
+		case complete:
+			return true, "Complete", nil
+		case failed != nil:
+			return false, "", fmt.Errorf("job failed: %s: %s; pods: %s", failed.Reason, failed.Message, f.DescribePods(ctx, namespace, "job-name="+name))
 		}
 		return false, fmt.Sprintf("active=%d succeeded=%d failed=%d; pods: %s", job.Status.Active,
 			job.Status.Succeeded, job.Status.Failed, f.DescribePods(ctx, namespace, "job-name="+name)), nil
@@ -126,4 +121,22 @@ func describePod(pod *corev1.Pod) string {
 		}
 	}
 	return b.String()
+}
+
+// JobOutcome reads a Job's conditions: complete once it is Complete, failed (the condition) once
+// it Failed.
+func JobOutcome(job *batchv1.Job) (complete bool, failed *batchv1.JobCondition) {
+	for i := range job.Status.Conditions {
+		c := &job.Status.Conditions[i]
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, nil
+		case batchv1.JobFailed:
+			return false, c
+		}
+	}
+	return false, nil
 }
