@@ -3,7 +3,6 @@
 package disruptive
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,12 +23,7 @@ const crrKillPreStopSeconds = 15
 func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	ctx := framework.Context(t, 14*time.Minute)
 	e := faultNewEnv(ctx, t, "crr-daemon-killed")
-	daemon := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), faultRestartTimeout+time.Minute)
-		defer cancel()
-		faultWaitDaemonReady(cctx, t, e.f, e.node, faultRestartTimeout, "after the test")
-	})
+	daemon := e.faultDaemonReadyAround(ctx, t)
 	before := e.f.CreateRunningPod(ctx, t, resPreStopPod(e.f, e.ns, "web", crrKillPreStopSeconds, "first", "second"))
 
 	// Not ordered: the daemon stops the first container and goes straight on to the second.

@@ -177,10 +177,7 @@ func TestPullFaultRetries5xxThenSucceeds(t *testing.T) {
 	// Each attempt GETs each blob at most once, and fails if one of them answers 503: the config
 	// blob alone makes the first two attempts fail, and the four 503s of the two blobs make at
 	// most four fail. backoffLimit 5 leaves room for a sixth attempt.
-	start := time.Now()
-	framework.CreateImagePullJob(ctx, t, e.c, e.faultJob("flaky", image, 5))
-	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, "flaky", faultJobTimeout)
-	t.Logf("job finished after %s: %s", time.Since(start).Round(time.Millisecond), job.Status.Message)
+	job := e.faultRunJob(ctx, t, "flaky", image, 5)
 	e.faultRequireSucceeded(ctx, t, job)
 
 	recs := faultRecords(ctx, t, image, since, 0)
@@ -225,10 +222,7 @@ func TestPullFaultAlways500FailsClearly(t *testing.T) {
 	since := time.Now()
 
 	const backoffLimit = 2
-	start := time.Now()
-	framework.CreateImagePullJob(ctx, t, e.c, e.faultJob("broken", image, backoffLimit))
-	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, "broken", faultJobTimeout)
-	t.Logf("job finished after %s: %s", time.Since(start).Round(time.Millisecond), job.Status.Message)
+	job := e.faultRunJob(ctx, t, "broken", image, backoffLimit)
 	if s := job.Status; s.Desired != 1 || s.Succeeded != 0 || s.Failed != 1 || !slices.Equal(s.FailedNodes, []string{e.node}) {
 		t.Fatalf("want a finished job with failed=1 failedNodes=[%s]; got %s", e.node, framework.DescribeImagePullJob(ctx, e.c, job))
 	}
@@ -271,10 +265,7 @@ func TestPullFaultDroppedConnectionRetried(t *testing.T) {
 	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
 	since := time.Now()
 
-	start := time.Now()
-	framework.CreateImagePullJob(ctx, t, e.c, e.faultJob("drop", image, 3))
-	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, "drop", faultJobTimeout)
-	t.Logf("job finished after %s: %s", time.Since(start).Round(time.Millisecond), job.Status.Message)
+	job := e.faultRunJob(ctx, t, "drop", image, 3)
 	e.faultRequireSucceeded(ctx, t, job)
 
 	recs := faultRecords(ctx, t, image, since, 0)
@@ -392,12 +383,7 @@ func (s *faultSucceededCheck) require(t *testing.T, w *framework.NodeImageWatch,
 func TestPullFaultDaemonKilledMidPull(t *testing.T) {
 	ctx := framework.Context(t, 14*time.Minute)
 	e := faultNewEnv(ctx, t, "fault-kill")
-	before := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), faultRestartTimeout+time.Minute)
-		defer cancel()
-		faultWaitDaemonReady(cctx, t, e.f, e.node, faultRestartTimeout, "after the test")
-	})
+	before := e.faultDaemonReadyAround(ctx, t)
 	image := e.faultFreshImage(ctx, t, "stall/")
 	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
 	succeeded := e.faultCheckFirstSucceeded(w, image)
@@ -479,4 +465,28 @@ func (e *faultEnv) faultStartHeldPull(ctx context.Context, t *testing.T, w *fram
 		held := framework.RegistryLogLines(t, e.faultRepoPath(image), "registry request held")
 		return len(held) > 0, fmt.Sprintf("%d held GETs in %s", len(held), framework.RegistryLog), nil
 	})
+}
+
+// faultRunJob creates the ImagePullJob e.faultJob(name, image, backoffLimit) and waits until it
+// has finished.
+func (e *faultEnv) faultRunJob(ctx context.Context, t *testing.T, name, image string, backoffLimit int32) *appsv1beta1.ImagePullJob {
+	t.Helper()
+	start := time.Now()
+	framework.CreateImagePullJob(ctx, t, e.c, e.faultJob(name, image, backoffLimit))
+	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, name, faultJobTimeout)
+	t.Logf("job finished after %s: %s", time.Since(start).Round(time.Millisecond), job.Status.Message)
+	return job
+}
+
+// faultDaemonReadyAround waits until the node's daemon is Ready and returns its pod; when the
+// test ends it waits for it to be Ready again, so a test that killed it leaves it serving.
+func (e *faultEnv) faultDaemonReadyAround(ctx context.Context, t *testing.T) *corev1.Pod {
+	t.Helper()
+	pod := faultWaitDaemonReady(ctx, t, e.f, e.node, faultRestartTimeout, "before the test")
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), faultRestartTimeout+time.Minute)
+		defer cancel()
+		faultWaitDaemonReady(cctx, t, e.f, e.node, faultRestartTimeout, "after the test")
+	})
+	return pod
 }
