@@ -92,7 +92,7 @@ func startFullDaemon(t *testing.T, client *fake.Clientset) (*running, *critest.F
 	sock := filepath.Join(critest.ShortTempDir(t), "containerd.sock")
 	critest.Serve(t, sock, rt)
 
-	d := deps{client: clientset.New(client), kruiseClient: kruisefake.NewSimpleClientset(admittedCRR()), clock: clock.RealClock{},
+	d := deps{client: clientset.New(client), kruiseClient: clientset.NewKruise(kruisefake.NewSimpleClientset(admittedCRR())), clock: clock.RealClock{},
 		heartbeatClock: clock.RealClock{}, pod: ownPodName}
 	r := runInBackground(t, testOptions("unix://"+sock), d)
 	return r, rt

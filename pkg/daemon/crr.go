@@ -6,11 +6,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 )
 
@@ -23,8 +22,8 @@ type crrWatch struct {
 	executor *recreate.Executor
 }
 
-func newCRRWatch(client kube.Interface, kruiseClient appsclient.AppsV1alpha1Interface, nodeName string,
-	rt recreate.Runtime, metrics *recreate.Metrics, recorder record.EventRecorder) (*crrWatch, error) {
+func newCRRWatch(client kube.Interface, kruiseClient kube.CRRGetter, nodeName string,
+	rt recreate.Runtime, metrics *recreate.Metrics, rec recorder.EventRecorder) (*crrWatch, error) {
 	pods := nodePodInformer(client, nodeName)
 	crrSelector := labels.SelectorFromSet(labels.Set{
 		appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
@@ -38,7 +37,7 @@ func newCRRWatch(client kube.Interface, kruiseClient appsclient.AppsV1alpha1Inte
 		CRRs:         crrs,
 		Pods:         pods,
 		Runtime:      rt,
-		Recorder:     recorder,
+		Recorder:     rec,
 		Metrics:      metrics,
 	})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,16 +15,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
-	appsv1alpha1client "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1alpha1"
-	appsv1beta1client "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
 	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
-	"github.com/nodekruise/kruise/pkg/events/broadcast"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -57,46 +53,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	crrClient, err := appsv1alpha1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return fmt.Errorf("creating the apps.kruise.io/v1alpha1 client: %w", err)
-	}
-	nodeImageClient, err := appsv1beta1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return fmt.Errorf("creating the apps.kruise.io/v1beta1 client: %w", err)
-	}
-	return run(ctx, o, deps{client: client, kruiseClient: kruiseClients{crrClient, nodeImageClient},
+	return run(ctx, o, deps{client: client, kruiseClient: client, scheme: client.Scheme(),
 		clock: clock.RealClock{}, heartbeatClock: clock.RealClock{}, pod: ownPod(o)})
-}
-
-// kruiseAPI is the part of kruise's clientset the daemon uses: the typed
-// clients only, so that neither the clientset nor its discovery client
-// (which link every built-in API group) is linked into the daemon. The
-// generated clientset, and its fake in tests, has these methods.
-type kruiseAPI interface {
-	AppsV1alpha1() appsv1alpha1client.AppsV1alpha1Interface
-	AppsV1beta1() appsv1beta1client.AppsV1beta1Interface
-}
-
-type kruiseClients struct {
-	v1alpha1 appsv1alpha1client.AppsV1alpha1Interface
-	v1beta1  appsv1beta1client.AppsV1beta1Interface
-}
-
-func (c kruiseClients) AppsV1alpha1() appsv1alpha1client.AppsV1alpha1Interface { return c.v1alpha1 }
-func (c kruiseClients) AppsV1beta1() appsv1beta1client.AppsV1beta1Interface    { return c.v1beta1 }
-
-// eventScheme knows the kinds the daemon records Events on: Nodes and Pods,
-// CRRs and NodeImages.
-func eventScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the event scheme: %w", err)
-	}
-	if err := kruisescheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the event scheme: %w", err)
-	}
-	return scheme, nil
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
@@ -104,8 +62,11 @@ type deps struct {
 	client kube.Interface
 	// kruiseClient reaches the apps.kruise.io kinds; nil turns the CRR
 	// executor and the image puller off.
-	kruiseClient kruiseAPI
-	clock        clock.PassiveClock
+	kruiseClient kube.Kruise
+	// scheme knows the kinds the daemon records Events on (Nodes, Pods,
+	// CRRs, NodeImages); nil builds one.
+	scheme *runtime.Scheme
+	clock  clock.PassiveClock
 	// heartbeatClock times the node heartbeat; nil turns the heartbeat off.
 	heartbeatClock clock.Clock
 	// listening, if set, is told the bound health/metrics address.
@@ -133,15 +94,18 @@ func run(ctx context.Context, o *Options, d deps) error {
 		}
 	}
 
-	scheme, err := eventScheme()
-	if err != nil {
-		return err
+	scheme := d.scheme
+	if scheme == nil {
+		if scheme, err = kube.NewScheme(); err != nil {
+			return err
+		}
 	}
-	// One recorder (one broadcaster, one correlation cache) serves every
-	// part of the daemon; it is flushed once everything has stopped.
-	recorder, stopRecorder := broadcast.NewRecorder(ctx, d.client.EventSink(), scheme, componentName, o.NodeName)
-	defer stopRecorder()
-	guard := coexist.New(coexist.Config{Node: o.NodeName, Namespace: d.pod.Namespace, Name: d.pod.Name, Recorder: recorder})
+	// One recorder (one queue, one correlation cache) serves every part of
+	// the daemon; it is flushed once everything has stopped.
+	rec := recorder.New(ctx, recorder.Options{Sink: d.client.EventSink(), Scheme: scheme,
+		Component: componentName, Host: o.NodeName})
+	defer rec.Stop()
+	guard := coexist.New(coexist.Config{Node: o.NodeName, Namespace: d.pod.Namespace, Name: d.pod.Name, Recorder: rec})
 
 	readyz := []server.Checker{prober, nodes, guard}
 	crrMetrics := recreate.NewMetrics()
@@ -218,7 +182,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 		// guard gets an informer of its own.
 		var crrs *crrWatch
 		if d.kruiseClient != nil {
-			if crrs, err = newCRRWatch(d.client, d.kruiseClient.AppsV1alpha1(), o.NodeName, rt, crrMetrics, recorder); err != nil {
+			if crrs, err = newCRRWatch(d.client, d.kruiseClient, o.NodeName, rt, crrMetrics, rec); err != nil {
 				return err
 			}
 			if err := guard.Watch(gctx, crrs.pods); err != nil {
@@ -270,7 +234,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 			logger.Info("CRR informers synced; starting the CRR executor", "workers", o.CRRWorkers)
 			g.Go(func() error { return crrs.executor.Run(gctx, o.CRRWorkers) })
 
-			pulls, err := newPullWatch(o, d.client, d.kruiseClient.AppsV1beta1(), rt, pullMetrics, recorder)
+			pulls, err := newPullWatch(o, d.client, d.kruiseClient, rt, pullMetrics, rec)
 			if err != nil {
 				return err
 			}

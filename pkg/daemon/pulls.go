@@ -8,14 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/cri/credentials"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )
 
 // pullWatch holds what the image puller watches: this node's NodeImage
@@ -26,8 +25,8 @@ type pullWatch struct {
 	puller *imagepull.Puller
 }
 
-func newPullWatch(o *Options, client kube.Interface, kruiseClient appsclient.AppsV1beta1Interface,
-	rt cri.ImageService, metrics *imagepull.Metrics, recorder record.EventRecorder) (*pullWatch, error) {
+func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImageGetter,
+	rt cri.ImageService, metrics *imagepull.Metrics, rec recorder.EventRecorder) (*pullWatch, error) {
 	var plugins *credentials.Plugins
 	if o.CredentialProviderConfig != "" {
 		var err error
@@ -51,7 +50,7 @@ func newPullWatch(o *Options, client kube.Interface, kruiseClient appsclient.App
 		Keyring:            keyring{credentials.NewResolver(plugins)},
 		MaxConcurrentPulls: o.MaxConcurrentPulls,
 		Metrics:            metrics,
-		Recorder:           recorder,
+		Recorder:           rec,
 	})
 	if err != nil {
 		return nil, err

@@ -1,12 +1,14 @@
-// Package events builds the Event recorders kruise's components share: one
+// Package events builds kruise-controller's Event recorder (client-go's, on a
 // scheme that knows core and apps.kruise.io objects, Events written through
-// the core/v1 API and logged at verbosity 4.
+// the core/v1 API and logged at verbosity 4) and helps tests read a
+// FakeRecorder.
 package events
 
 import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -14,11 +16,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
-	"github.com/nodekruise/kruise/pkg/events/broadcast"
 )
 
 // NewRecorder returns a recorder that writes Events as component (on host,
-// when not empty) and a function that flushes and stops it.
+// when not empty), logs them at verbosity 4, and a function that flushes and
+// stops it. kruise-daemon has its own recorder (pkg/daemon/recorder).
 func NewRecorder(ctx context.Context, client kubernetes.Interface, component, host string) (record.EventRecorder, func(), error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -27,8 +29,10 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component, ho
 	if err := kruisescheme.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("building event scheme: %w", err)
 	}
-	rec, stop := broadcast.NewRecorder(ctx, &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, scheme, component, host)
-	return rec, stop, nil
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(4)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return b.NewRecorder(scheme, corev1.EventSource{Component: component, Host: host}), b.Shutdown, nil
 }
 
 // Ensure sets *rec, when nil, to a kruise-controller recorder and returns the

@@ -42,6 +42,8 @@ func TestAPI(t *testing.T) {
 	t.Run("NodeImageValidation", func(t *testing.T) { testNodeImageValidation(t, c) })
 	t.Run("PrinterColumns", func(t *testing.T) { testPrinterColumns(t, c) })
 	t.Run("ReapplyCRDs", func(t *testing.T) { testReapplyCRDs(t, c) })
+	t.Run("DaemonClient", func(t *testing.T) { testDaemonClient(t, c) })
+	t.Run("DaemonEvents", func(t *testing.T) { testDaemonEvents(t, c) })
 }
 
 func ctx(t *testing.T) context.Context {

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )
 
 // EventReason is the reason of the Warning Event recorded on the Node for
@@ -38,7 +39,7 @@ type Config struct {
 	// detected, only OpenKruise's).
 	Namespace, Name string
 	// Recorder records the Warning Events on the Node.
-	Recorder record.EventRecorder
+	Recorder recorder.EventRecorder
 }
 
 // Guard watches the node's pods for other node daemons. It is a

@@ -25,6 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/pkg/events"
 )
 
@@ -196,7 +197,7 @@ func newFixture(t *testing.T, ni *appsv1beta1.NodeImage, mut ...func(*Config)) *
 	f.niInf = kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	f.secInf = informers.NewSharedInformerFactoryWithOptions(kubefake.NewClientset(), 0, informers.WithNamespace(daemonNS))
 	cfg := Config{
-		KruiseClient: f.kruise.AppsV1beta1(),
+		KruiseClient: clientset.NewKruise(f.kruise),
 		NodeName:     node,
 		NodeImages:   f.niInf.Apps().V1beta1().NodeImages().Informer(),
 		Secrets:      f.secInf.Core().V1().Secrets().Lister().Secrets(daemonNS),

@@ -21,14 +21,14 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
 )
@@ -75,7 +75,7 @@ type Keyring interface {
 
 // Config is what a Puller is built from.
 type Config struct {
-	KruiseClient appsclient.NodeImagesGetter
+	KruiseClient kube.NodeImageGetter
 	// NodeName is the node this daemon runs on, the name of its NodeImage.
 	NodeName string
 	// NodeImages is an informer of *NodeImage limited by the caller to
@@ -93,7 +93,7 @@ type Config struct {
 	MaxConcurrentPulls int
 	Metrics            *Metrics
 	// Recorder records Events on the NodeImage.
-	Recorder record.EventRecorder
+	Recorder recorder.EventRecorder
 	// Clock reads the time and times timeouts, deadlines, backoffs and the
 	// status rate limit; nil is the real clock.
 	Clock clock.WithTicker
@@ -108,14 +108,14 @@ type Config struct {
 
 // Puller pulls the tags of its node's NodeImage.
 type Puller struct {
-	client   appsclient.NodeImagesGetter
+	client   kube.NodeImageGetter
 	nodeName string
 	lister   nodeImageGetter
 	secrets  corelisters.SecretNamespaceLister
 	images   Images
 	keyring  Keyring
 	metrics  *Metrics
-	recorder record.EventRecorder
+	recorder recorder.EventRecorder
 	clock    clock.WithTicker
 	backoff  func(retry int) time.Duration
 	limiter  *rate.Limiter

@@ -8,28 +8,20 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// eventSink writes Events in their own namespace, as client-go's
-// EventSinkImpl does through the typed Events client. The broadcaster calls
-// it without a context; its requests are bounded by the client's timeout.
+// eventSink writes core/v1 Events in their own namespace, as the recorder
+// asks: it creates them and merge-patches the count of repeated ones.
 type eventSink struct{ core rest.Interface }
 
-func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+func (s eventSink) Create(ctx context.Context, e *corev1.Event) (*corev1.Event, error) {
 	out := &corev1.Event{}
-	err := s.core.Post().NamespaceIfScoped(e.Namespace, e.Namespace != "").Resource("events").
-		Body(e).Do(context.Background()).Into(out)
+	err := s.core.Post().UseProtobufAsDefault().Namespace(e.Namespace).Resource("events").
+		Body(e).Do(ctx).Into(out)
 	return out, err
 }
 
-func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+func (s eventSink) Patch(ctx context.Context, namespace, name string, data []byte) (*corev1.Event, error) {
 	out := &corev1.Event{}
-	err := s.core.Put().NamespaceIfScoped(e.Namespace, e.Namespace != "").Resource("events").Name(e.Name).
-		Body(e).Do(context.Background()).Into(out)
-	return out, err
-}
-
-func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	out := &corev1.Event{}
-	err := s.core.Patch(types.StrategicMergePatchType).NamespaceIfScoped(e.Namespace, e.Namespace != "").
-		Resource("events").Name(e.Name).Body(data).Do(context.Background()).Into(out)
+	err := s.core.Patch(types.MergePatchType).UseProtobufAsDefault().Namespace(namespace).
+		Resource("events").Name(name).Body(data).Do(ctx).Into(out)
 	return out, err
 }

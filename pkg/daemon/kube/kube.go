@@ -1,16 +1,19 @@
-// Package kube is kruise-daemon's client for the few core/v1 and
-// coordination.k8s.io/v1 resources it uses: its node's pods, its Node, the
-// pull secrets, Events and its heartbeat Lease.
+// Package kube is kruise-daemon's client for the few resources it uses: its
+// node's pods, its Node, the pull secrets, Events and its heartbeat Lease
+// (core/v1, coordination.k8s.io/v1), and its node's ContainerRecreateRequests
+// and NodeImage (apps.kruise.io).
 //
-// Why not client-go's clientset: k8s.io/client-go/kubernetes, its typed
-// clients and its informers package all import k8s.io/client-go/kubernetes/scheme,
-// whose init registers every built-in API group. That links and touches
-// every k8s.io/api package at start-up, several MiB of resident memory on
-// every node for kinds the daemon never sees. This client registers core/v1
-// and coordination/v1 only and speaks to the API server exactly as the typed
-// clients do (client-go's generic gentype client, protobuf preferred).
-// Nothing in the daemon's import graph may import those packages; the
-// clientset adapter for tests lives in the subpackage clientset.
+// Why not client-go's clientset and kruise's generated one: the built-in
+// clientset, its typed clients and its informers import
+// k8s.io/client-go/kubernetes/scheme, whose init registers every built-in API
+// group; every generated typed client imports client-go's gentype, whose
+// package holds the fake clients too and links client-go/testing, managed
+// fields and OpenAPI models. Either links and touches several MiB at
+// start-up on every node for code the daemon never runs. This client
+// registers the daemon's own kinds only and makes the requests the typed
+// clients make (protobuf for built-in kinds). Nothing in the daemon's import
+// graph may import those packages; the adapter of client-go's and kruise's
+// (fake) clientsets for tests lives in the subpackage clientset.
 package kube
 
 import (
@@ -24,10 +27,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )
 
 // Resource reads and writes one kind, in one namespace ("" for a
@@ -54,38 +60,91 @@ type Interface interface {
 	Secrets(namespace string) Resource[*corev1.Secret, *corev1.SecretList]
 	Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	// EventSink writes Events (in the Event's own namespace).
-	EventSink() record.EventSink
+	EventSink() recorder.Sink
 }
 
-// Client implements Interface against an API server.
+// CRRGetter reaches the ContainerRecreateRequests the CRR executor runs.
+type CRRGetter interface {
+	ContainerRecreateRequests(namespace string) CRRClient
+}
+
+// CRRClient watches ContainerRecreateRequests and writes their status.
+type CRRClient interface {
+	ListerWatcher[*appsv1alpha1.ContainerRecreateRequestList]
+	UpdateStatus(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest,
+		opts metav1.UpdateOptions) (*appsv1alpha1.ContainerRecreateRequest, error)
+}
+
+// NodeImageGetter reaches the NodeImages the image puller serves.
+type NodeImageGetter interface {
+	NodeImages() NodeImageClient
+}
+
+// NodeImageClient watches NodeImages and patches their status.
+type NodeImageClient interface {
+	ListerWatcher[*appsv1beta1.NodeImageList]
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (*appsv1beta1.NodeImage, error)
+}
+
+// Kruise is what the daemon reaches in apps.kruise.io.
+type Kruise interface {
+	CRRGetter
+	NodeImageGetter
+}
+
+// Client implements Interface and Kruise against an API server.
 type Client struct {
-	core, coordination rest.Interface
-	params             runtime.ParameterCodec
+	scheme                            *runtime.Scheme
+	core, coordination, alpha1, beta1 rest.Interface
+	params                            runtime.ParameterCodec
 }
 
 // NewForConfigAndClient builds the client on cfg, sharing httpClient (so
-// that all the daemon's clients share one connection pool).
+// that all the daemon's requests share one connection pool).
 func NewForConfigAndClient(cfg *rest.Config, httpClient *http.Client) (*Client, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	codecs := serializer.NewCodecFactory(scheme)
+	c := &Client{scheme: scheme, params: runtime.NewParameterCodec(scheme)}
+	for _, gv := range []struct {
+		client  *rest.Interface
+		apiPath string
+		gv      schema.GroupVersion
+	}{
+		{&c.core, "/api", corev1.SchemeGroupVersion},
+		{&c.coordination, "/apis", coordinationv1.SchemeGroupVersion},
+		{&c.alpha1, "/apis", appsv1alpha1.SchemeGroupVersion},
+		{&c.beta1, "/apis", appsv1beta1.SchemeGroupVersion},
+	} {
+		rc, err := newRESTClient(cfg, httpClient, gv.apiPath, gv.gv, scheme, codecs)
+		if err != nil {
+			return nil, err
+		}
+		*gv.client = rc
+	}
+	return c, nil
+}
+
+// NewScheme returns a scheme of the kinds the daemon reads and writes.
+func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	// Each registers the meta/v1 option types (ListOptions, ...) for its
 	// group version too, which the parameter codec needs.
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("registering core/v1: %w", err)
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme,
+		appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the daemon's scheme: %w", err)
+		}
 	}
-	if err := coordinationv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("registering coordination.k8s.io/v1: %w", err)
-	}
-	codecs := serializer.NewCodecFactory(scheme)
-	core, err := newRESTClient(cfg, httpClient, "/api", corev1.SchemeGroupVersion, scheme, codecs)
-	if err != nil {
-		return nil, err
-	}
-	coordination, err := newRESTClient(cfg, httpClient, "/apis", coordinationv1.SchemeGroupVersion, scheme, codecs)
-	if err != nil {
-		return nil, err
-	}
-	return &Client{core: core, coordination: coordination, params: runtime.NewParameterCodec(scheme)}, nil
+	return scheme, nil
 }
+
+// Scheme knows every kind the client reads and writes: the kinds the
+// daemon records Events on.
+func (c *Client) Scheme() *runtime.Scheme { return c.scheme }
 
 // newRESTClient configures a REST client for one group version as the
 // generated typed clients do.
@@ -107,31 +166,48 @@ func newRESTClient(cfg *rest.Config, httpClient *http.Client, apiPath string, gv
 
 // Pods implements Interface.
 func (c *Client) Pods(namespace string) Resource[*corev1.Pod, *corev1.PodList] {
-	return gentype.NewClientWithList[*corev1.Pod, *corev1.PodList]("pods", c.core, c.params, namespace,
-		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
-		gentype.PrefersProtobuf[*corev1.Pod]())
+	return newResource(c, c.core, "pods", namespace, true,
+		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} })
 }
 
 // Nodes implements Interface.
 func (c *Client) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
-	return gentype.NewClientWithList[*corev1.Node, *corev1.NodeList]("nodes", c.core, c.params, "",
-		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} },
-		gentype.PrefersProtobuf[*corev1.Node]())
+	return newResource(c, c.core, "nodes", "", true,
+		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} })
 }
 
 // Secrets implements Interface.
 func (c *Client) Secrets(namespace string) Resource[*corev1.Secret, *corev1.SecretList] {
-	return gentype.NewClientWithList[*corev1.Secret, *corev1.SecretList]("secrets", c.core, c.params, namespace,
-		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} },
-		gentype.PrefersProtobuf[*corev1.Secret]())
+	return newResource(c, c.core, "secrets", namespace, true,
+		func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
 }
 
 // Leases implements Interface.
 func (c *Client) Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList] {
-	return gentype.NewClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList]("leases", c.coordination, c.params, namespace,
-		func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
-		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+	return newResource(c, c.coordination, "leases", namespace, true,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
+
+// ContainerRecreateRequests implements CRRGetter.
+func (c *Client) ContainerRecreateRequests(namespace string) CRRClient {
+	return newResource(c, c.alpha1, "containerrecreaterequests", namespace, false,
+		func() *appsv1alpha1.ContainerRecreateRequest { return &appsv1alpha1.ContainerRecreateRequest{} },
+		func() *appsv1alpha1.ContainerRecreateRequestList { return &appsv1alpha1.ContainerRecreateRequestList{} })
+}
+
+// NodeImages implements NodeImageGetter.
+func (c *Client) NodeImages() NodeImageClient {
+	return newResource(c, c.beta1, "nodeimages", "", false,
+		func() *appsv1beta1.NodeImage { return &appsv1beta1.NodeImage{} },
+		func() *appsv1beta1.NodeImageList { return &appsv1beta1.NodeImageList{} })
+}
+
+func newResource[T object, L runtime.Object](c *Client, client rest.Interface, plural, namespace string, protobuf bool,
+	newObj func() T, newList func() L) *resource[T, L] {
+	return &resource[T, L]{client: client, params: c.params, plural: plural, namespace: namespace,
+		protobuf: protobuf, newObj: newObj, newList: newList}
 }
 
 // EventSink implements Interface.
-func (c *Client) EventSink() record.EventSink { return eventSink{c.core} }
+func (c *Client) EventSink() recorder.Sink { return eventSink{c.core} }

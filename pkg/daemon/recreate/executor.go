@@ -13,14 +13,14 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	appsclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )
 
 // ExecutorName names the executor's queue and log lines.
@@ -40,7 +40,7 @@ type Runtime interface {
 // generated informer types, whose packages would link the all-groups
 // clientsets into kruise-daemon (see pkg/daemon/kube).
 type Config struct {
-	KruiseClient appsclient.ContainerRecreateRequestsGetter
+	KruiseClient kube.CRRGetter
 	// CRRs holds *ContainerRecreateRequest objects.
 	CRRs cache.SharedIndexInformer
 	// Pods holds *corev1.Pod objects with the namespace index
@@ -48,7 +48,7 @@ type Config struct {
 	Pods    cache.SharedIndexInformer
 	Runtime Runtime
 	// Recorder records Events on CRRs and pods.
-	Recorder record.EventRecorder
+	Recorder recorder.EventRecorder
 	Metrics  *Metrics
 	// Clock reads the time, times the queue's delays and preStop hooks; nil
 	// is the real clock.
@@ -60,12 +60,12 @@ type Config struct {
 // Executor carries out the admitted CRRs of one node: it stops the named
 // containers (preStop first) and lets the kubelet start them again.
 type Executor struct {
-	kruiseClient appsclient.ContainerRecreateRequestsGetter
+	kruiseClient kube.CRRGetter
 	crrIndexer   cache.Indexer
 	podLister    corelisters.PodLister
 	runtime      Runtime
 	prestop      *Runner
-	recorder     record.EventRecorder
+	recorder     recorder.EventRecorder
 	metrics      *Metrics
 	clock        clock.WithTicker
 	queue        workqueue.TypedRateLimitingInterface[string]

@@ -24,6 +24,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/pkg/events"
 )
 
@@ -129,7 +130,7 @@ func newFixture(t *testing.T, pod *corev1.Pod, crrs ...*appsv1alpha1.ContainerRe
 	f.pods = informers.NewSharedInformerFactory(podClient, 0)
 	crrFactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	ex, err := New(Config{
-		KruiseClient: f.kruise.AppsV1alpha1(),
+		KruiseClient: clientset.NewKruise(f.kruise),
 		CRRs:         crrFactory.Apps().V1alpha1().ContainerRecreateRequests().Informer(),
 		Pods:         f.pods.Core().V1().Pods().Informer(),
 		Runtime:      f.rt,
