@@ -292,6 +292,35 @@ func TestConflictRequeues(t *testing.T) {
 	assert.Empty(t, f.rt.calls(), "nothing is stopped before Recreating is recorded")
 }
 
+// The write that records isKilled fails (the API server was unreachable)
+// and the kubelet replaces the container before the next sync: the request
+// still completes with isKilled, which only this daemon's memory knows.
+func TestKilledRecordedAfterLostWrite(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	lost := 0
+	f.kruise.PrependReactor("update", "containerrecreaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		crr := a.(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.ContainerRecreateRequest)
+		if lost == 0 && states(crr)["main"] == "Recreating/killed" {
+			lost++
+			return true, nil, apierrors.NewServiceUnavailable("the API server is down")
+		}
+		return false, nil, nil
+	})
+	_, ctx := ktesting.NewTestContext(t)
+	_, err := f.ex.syncPod(ctx, podKeyT)
+	require.Error(t, err, "the lost write is an error: the pod is synced again")
+	require.Equal(t, 1, lost)
+	f.refresh(t)
+	assert.Equal(t, map[string]string{"main": "Recreating"}, states(f.get(t, "r")), "as stored: isKilled lost")
+
+	kubeletRestarts(t, f, "main", "ccc", tNow, true)
+	f.sync(t)
+	got := f.get(t, "r")
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Equal(t, map[string]string{"main": "Succeeded/killed"}, states(got))
+	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls(), "stopped once")
+}
+
 // The daemon died after StopContainer returned but before isKilled was
 // written: a new executor sees the recorded instance exited and does not
 // stop anything again, then finishes the request.

@@ -97,6 +97,13 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	s.clearRuntimeWait()
 
 	s.start()
+	for _, ctr := range crr.Spec.Containers {
+		if st := s.state(ctr.Name); w.killed[ctr.Name] && !st.IsKilled {
+			// Stopped by this work, but that write was lost.
+			st.IsKilled = true
+			s.set(st)
+		}
+	}
 	if err := s.flush(ctx); err != nil {
 		return 0, err
 	}
@@ -155,6 +162,7 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 				d = decision{action: actFail, reason: err.Error()}
 				break
 			}
+			w.killed[ctr.Name] = true
 			st.IsKilled = true
 			s.set(st)
 			if err := s.flush(ctx); err != nil {

@@ -17,6 +17,11 @@ type work struct {
 	// recreate duration metric. It is lost with the daemon: a CRR finished
 	// after a restart is not timed.
 	killStarted map[string]time.Time
+	// killed are the containers this work stopped. isKilled is recorded
+	// from it again when the write that first recorded it failed (the API
+	// server unreachable, say): the next sync cannot tell from the runtime
+	// whether the new instance is the daemon's doing. Lost with the daemon.
+	killed map[string]bool
 }
 
 // workFor returns the work of a CRR, starting it if needed.
@@ -27,7 +32,7 @@ func (e *Executor) workFor(uid types.UID) *work {
 		return w
 	}
 	ctx, cancel := context.WithCancel(e.baseCtx)
-	w := &work{ctx: ctx, cancel: cancel, killStarted: map[string]time.Time{}}
+	w := &work{ctx: ctx, cancel: cancel, killStarted: map[string]time.Time{}, killed: map[string]bool{}}
 	e.inflight[string(uid)] = w
 	return w
 }

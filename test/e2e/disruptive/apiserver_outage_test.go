@@ -96,6 +96,11 @@ func TestAPIServerOutage(t *testing.T) {
 	done := resWaitCRRCompleted(ctx, t, e.c, e.ns, "r", "main")
 	t.Logf("CRR completed %s after the API server came back: %s", time.Since(startedAt).Round(time.Millisecond), resDescribeCRR(done))
 	resRequireRecreatedOnce(ctx, t, e.f, before, "main")
+	if st := resCRRState(done, "main"); !st.IsKilled {
+		// The stop happened during the outage; its status write failed and
+		// was made again once the API server answered.
+		t.Errorf("main's stop by the daemon is not recorded (isKilled false): %s", resDescribeCRR(done))
+	}
 
 	finished := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, "pull", faultJobTimeout)
 	t.Logf("job finished %s after the API server came back: %s", time.Since(startedAt).Round(time.Millisecond), finished.Status.Message)
