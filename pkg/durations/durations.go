@@ -4,8 +4,11 @@
 package durations
 
 import (
+	"context"
 	"math"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // maxSeconds is the largest whole number of seconds a time.Duration holds.
@@ -14,4 +17,20 @@ const maxSeconds = math.MaxInt64 / int64(time.Second)
 // Seconds is n seconds, clamped to what a time.Duration holds.
 func Seconds(n int64) time.Duration {
 	return time.Duration(max(min(n, maxSeconds), -maxSeconds)) * time.Second
+}
+
+// Sleep waits d on clk (a fake one in tests) and reports true, or returns
+// false as soon as ctx ends. A d of zero or less does not wait.
+func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,11 +1,14 @@
 package durations
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestSeconds(t *testing.T) {
@@ -27,4 +30,22 @@ func TestSeconds(t *testing.T) {
 			assert.Positive(t, got, "a positive count never becomes negative or zero")
 		}
 	}
+}
+
+func TestSleep(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	done := make(chan bool)
+	go func() { done <- Sleep(context.Background(), clk, time.Minute) }()
+	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond, "Sleep waits on the clock")
+	clk.Step(time.Minute)
+	assert.True(t, <-done, "the full wait passed")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- Sleep(ctx, clk, time.Hour) }()
+	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
+	cancel()
+	assert.False(t, <-done, "cancelled before the hour passed")
+
+	assert.True(t, Sleep(context.Background(), clk, 0), "no wait")
+	assert.False(t, Sleep(ctx, clk, -time.Second), "no wait, but ctx has ended")
 }

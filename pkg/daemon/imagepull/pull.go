@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 // Reasons of failures found before the runtime is asked.
@@ -299,17 +300,7 @@ func (p *Puller) release() { <-p.slots }
 
 // sleep waits d on the clock, or returns false when ctx ends first.
 func (p *Puller) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := p.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return durations.Sleep(ctx, p.clock, d)
 }
 
 // afterFunc calls f after d on the clock unless the returned stop is

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/nodekruise/kruise/pkg/durations"
 )
 
 // errStopped ends the retries of an Event when the flush deadline passes.
@@ -171,12 +173,5 @@ func (r *Recorder) retryDelay(attempt int) time.Duration {
 
 // wait waits d on the recorder's clock; false if ctx ended first.
 func (r *Recorder) wait(ctx context.Context, d time.Duration) bool {
-	t := r.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return durations.Sleep(ctx, r.clock, d)
 }
