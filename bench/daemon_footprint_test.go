@@ -266,19 +266,25 @@ func (e *env) createFootprintPods(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onNode, err := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + footprintNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	active := 0
-	for _, p := range onNode.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			active++
-		}
-	}
 	maxPods := node.Status.Allocatable.Pods().Value()
-	if int64(active+footprintPods) > maxPods {
-		t.Fatalf("node %s runs %d pods and allows %d: no room for %d more (BENCH_FOOTPRINT_PODS)", footprintNode, active, maxPods, footprintPods)
+	// Pods of an earlier run may still be terminating (its namespace was just deleted): they
+	// hold their slots until they are gone, so wait for room rather than fail.
+	active := 0
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		onNode, err := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + footprintNode})
+		if err != nil {
+			return false, err
+		}
+		active = 0
+		for _, p := range onNode.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				active++
+			}
+		}
+		return int64(active+footprintPods) <= maxPods, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s runs %d pods and allows %d: no room for %d more (BENCH_FOOTPRINT_PODS): %v", footprintNode, active, maxPods, footprintPods, err)
 	}
 	t.Logf("creating %d pods on %s (%d running there now, max-pods %d)", footprintPods, footprintNode, active, maxPods)
 	for i := range footprintPods {
