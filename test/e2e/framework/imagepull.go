@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -27,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -361,41 +361,52 @@ type NodeImageWatch struct {
 }
 
 // WatchNodeImageTag starts recording what NodeImages say of image; it runs until the test ends.
+// It is an informer, not a bare watch: after the API server restarts (and the watch's
+// resourceVersion is too old) it lists again and carries on; a re-list shows up as an event
+// per NodeImage.
 func WatchNodeImageTag(ctx context.Context, t testing.TB, c versioned.Interface, image string) *NodeImageWatch {
 	t.Helper()
 	repo, tag := SplitImage(image)
 	w := &NodeImageWatch{repo: repo, tag: tag, latest: map[string]*appsv1beta1.NodeImage{}}
-	list, err := c.AppsV1beta1().NodeImages().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("listing NodeImages: %v", err)
+	observe := func(typ watch.EventType) func(obj any) {
+		return func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if ni, ok := obj.(*appsv1beta1.NodeImage); ok {
+				w.observe(typ, ni)
+			}
+		}
 	}
-	for i := range list.Items {
-		w.observe(watch.Added, &list.Items[i])
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	rw, err := watchtools.NewRetryWatcherWithContext(wctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.AppsV1beta1().NodeImages().Watch(ctx, opts)
+	_, inf := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return c.AppsV1beta1().NodeImages().List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				return c.AppsV1beta1().NodeImages().Watch(ctx, opts)
+			},
+		},
+		ObjectType: &appsv1beta1.NodeImage{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    observe(watch.Added),
+			UpdateFunc: func(_, obj any) { observe(watch.Modified)(obj) },
+			DeleteFunc: observe(watch.Deleted),
 		},
 	})
-	if err != nil {
-		cancel()
-		t.Fatalf("watching NodeImages: %v", err)
-	}
+	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range rw.ResultChan() {
-			if ni, ok := ev.Object.(*appsv1beta1.NodeImage); ok {
-				w.observe(ev.Type, ni)
-			}
-		}
+		inf.RunWithContext(wctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		rw.Stop()
 		<-done
 	})
+	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+		t.Fatalf("listing NodeImages: the informer did not sync")
+	}
 	return w
 }
 
