@@ -725,15 +725,36 @@ func malCases() []malCase {
 		// reported, and the container is recreated anyway.
 		presetPreStop("prestop-port-zero", map[string]any{"httpGet": map[string]any{"port": int64(0)}}, "PreStopFailed", "invalid port number 0"),
 		presetPreStop("prestop-port-name-unknown", map[string]any{"httpGet": map[string]any{"port": "no-such-port"}}, "PreStopFailed", `port "no-such-port" is not among the container's ports`),
-		// A field written as an empty list reads as absent once decoded, so the controller's
-		// admission update would drop it, which the set-once rules refuse: the request is
-		// completed with the API server's reason instead of being retried for ever.
-		{name: "crr/prestop-exec-command-empty-list", write: create(gvrCRR, crr("exec-empty", "web", "main"),
-			setList("spec.containers", map[string]any{"name": "main", "preStop": map[string]any{"exec": map[string]any{"command": []any{}}}})),
-			expect: crrCompleted("exec-empty", "the API server refused to admit the request", false, "InvalidRequest")},
-		{name: "crr/ports-empty-list", write: create(gvrCRR, crr("ports-empty", "web", "main"),
-			setList("spec.containers", map[string]any{"name": "main", "ports": []any{}})),
-			expect: crrCompleted("ports-empty", "the API server refused to admit the request", false, "InvalidRequest")},
+		// Fields written as empty lists (valid, as in OpenKruise) are kept as written: admission
+		// patches in only what is absent, so the set-once rules have nothing to refuse.
+		// exec.command: [] is a hook (it wins over the pod's) that runs nothing: the daemon hands
+		// the runtime an empty command, which fails; reported, and the container recreated anyway.
+		presetPreStop("prestop-exec-command-empty-list", map[string]any{"exec": map[string]any{"command": []any{}}}, "PreStopFailed", "exec preStop hook []"),
+		// ports: [] says the container has none: kept, not replaced by the pod's.
+		{name: "crr/ports-empty-list", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			e.ownPod(ctx, t, "ports-empty", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+			})
+			_, err := e.createMap(ctx, t, gvrCRR, malCRR(e, "ports-empty", "ports-empty", "main"), setList("spec.containers", map[string]any{"name": "main", "ports": []any{}}))
+			return err
+		}, expect: both(crrCompleted("ports-empty", "recreated 1 container", true, ""), func(ctx context.Context, e *malEnv) (bool, string, error) {
+			u, err := e.dyn.Resource(gvrCRR).Namespace(e.ns).Get(ctx, "ports-empty", metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			ctrs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
+			if len(ctrs) != 1 {
+				return false, "", fmt.Errorf("%d containers in the CRR, want 1", len(ctrs))
+			}
+			main, _ := ctrs[0].(map[string]any)
+			if ports, found, _ := unstructured.NestedSlice(main, "ports"); !found || len(ports) != 0 {
+				return false, "", fmt.Errorf("spec.containers[0].ports is %v (present: %v), want [] as written", ports, found)
+			}
+			if _, found, _ := unstructured.NestedMap(main, "statusContext"); !found {
+				return false, "", fmt.Errorf("spec.containers[0] has no statusContext: not admitted")
+			}
+			return true, "", nil
+		})},
 		presetPreStop("prestop-tcp", map[string]any{"tcpSocket": map[string]any{"port": int64(80)}}, "PreStopNotSupported", "tcpSocket preStop hooks are not run"),
 		// The largest minStartedSeconds would keep the request open for decades: its deadline
 		// ends it.

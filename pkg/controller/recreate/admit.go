@@ -2,7 +2,9 @@ package recreate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -27,7 +30,7 @@ const (
 )
 
 // admit checks a new CRR against its pod. A request that cannot be carried
-// out is completed at once; otherwise one Update writes the routing labels
+// out is completed at once; otherwise one patch writes the routing labels
 // and, per container, the context the daemon needs.
 //
 // The pod is read from the API server, not the cache: admission happens once
@@ -85,7 +88,14 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		return c.reject(ctx, crr, strings.Join(parts, "; "), bad)
 	}
 
-	upd := crr.DeepCopy()
+	// One JSON patch writes only what admission adds. An update would send
+	// the whole object encoded from Go, which cannot tell an empty list from
+	// an absent one: a creator's "ports: []" or "exec: {command: []}" (valid,
+	// as in OpenKruise) would be dropped, and the rule that such fields never
+	// change would refuse that. The patch first sets the resourceVersion
+	// read: the API server applies the patch to the object it holds, then
+	// refuses the result with a conflict if that has changed since.
+	patch := jsonPatch{{Op: "replace", Path: "/metadata/resourceVersion", Value: crr.ResourceVersion}}
 	if needsUnready(crr) && readinessgate.Declared(pod) {
 		// Not-ready before the daemon can see the request; the annotation
 		// tells it when the unready period it waits out began.
@@ -93,27 +103,35 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		if err != nil {
 			return err
 		}
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		upd.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] = since.UTC().Format(time.RFC3339)
+		patch.setEntries("/metadata/annotations", crr.Annotations, map[string]string{
+			appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: since.UTC().Format(time.RFC3339),
+		})
 	}
-	if upd.Labels == nil {
-		upd.Labels = map[string]string{}
+	patch.setEntries("/metadata/labels", crr.Labels, map[string]string{
+		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
+		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
+		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	})
+	// The containers' names and order never change (a rule of the CRD), so
+	// an index read here still names the same container on the server.
+	for i := range crr.Spec.Containers {
+		ctr := &crr.Spec.Containers[i]
+		patch = append(patch, fillContainer(fmt.Sprintf("/spec/containers/%d", i), ctr, pod, statuses[ctr.Name])...)
 	}
-	upd.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey] = pod.Spec.NodeName
-	upd.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] = string(pod.UID)
-	upd.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] = "true"
-	for i := range upd.Spec.Containers {
-		fillContainer(&upd.Spec.Containers[i], pod, statuses[upd.Spec.Containers[i].Name])
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encoding the admission patch of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
-	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsInvalid(err) {
-			// Retrying the same update cannot help. It happens when the
-			// creator wrote a field as an empty list (preStop.exec.command: [],
-			// ports: []): decoded into Go it reads as absent, the update drops
-			// it, and the rule that such fields never change refuses that.
-			return c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request (leave out fields given as empty lists): %v", err), nil)
+			// Retrying the same patch cannot help: the server's validation
+			// refuses what admission writes (a node name too long for a
+			// label value, say). The server also answers Invalid when the
+			// patch does not apply to the object as it is now, which can
+			// only differ from what was read if it changed since; then the
+			// completion below carries the resourceVersion read, fails with
+			// a conflict, and the request is decided again.
+			return c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request: %v", err), nil)
 		}
 		return fmt.Errorf("admitting CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
@@ -123,7 +141,7 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 }
 
 // admitted reports whether admit has written the CRR. Admission sets both
-// routing labels and every container's statusContext in one update; a
+// routing labels and every container's statusContext in one patch; a
 // creator may have set the labels itself (a CRR copied from another, or
 // garbage), and without the rest they are not ours: admission overwrites
 // them. Going by the pod-uid label alone would skip admission and end the
@@ -151,24 +169,66 @@ func pastOrCurrent(sc *appsv1alpha1.ContainerRecreateRequestContainerContext, st
 	return sc == nil || sc.ContainerID == st.ContainerID || sc.RestartCount < st.RestartCount
 }
 
-// fillContainer copies, into the fields still empty (each may be set only
-// once), the container's current instance and its preStop hook and ports.
-func fillContainer(dst *appsv1alpha1.ContainerRecreateRequestContainer, pod *corev1.Pod, st *corev1.ContainerStatus) {
-	if dst.StatusContext == nil {
-		dst.StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{
+// fillContainer returns the JSON patch operations that fill in, for the
+// container at path (read as ctr), the fields still absent (each may be set
+// only once): its current instance, and its preStop hook and ports copied
+// from the pod. A field the creator gave is kept as given, even as an empty
+// list: "ports: []" says the container has none, and decodes to an empty
+// slice where an absent field is nil.
+func fillContainer(path string, ctr *appsv1alpha1.ContainerRecreateRequestContainer, pod *corev1.Pod, st *corev1.ContainerStatus) jsonPatch {
+	var patch jsonPatch
+	if ctr.StatusContext == nil {
+		patch.add(path+"/statusContext", &appsv1alpha1.ContainerRecreateRequestContainerContext{
 			ContainerID:  st.ContainerID,
 			RestartCount: st.RestartCount,
+		})
+	}
+	i := slices.IndexFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == ctr.Name })
+	spec := &pod.Spec.Containers[i]
+	if ctr.PreStop == nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		if h := preStopHandler(spec.Lifecycle.PreStop); h != nil {
+			patch.add(path+"/preStop", h)
 		}
 	}
-	i := slices.IndexFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == dst.Name })
-	spec := &pod.Spec.Containers[i]
-	if dst.PreStop == nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-		dst.PreStop = preStopHandler(spec.Lifecycle.PreStop)
+	if ctr.Ports == nil && len(spec.Ports) > 0 {
+		patch.add(path+"/ports", spec.Ports)
 	}
-	if len(dst.Ports) == 0 && len(spec.Ports) > 0 {
-		dst.Ports = slices.Clone(spec.Ports)
+	return patch
+}
+
+// jsonPatch is an RFC 6902 JSON patch.
+type jsonPatch []jsonPatchOp
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func (p *jsonPatch) add(path string, value any) {
+	*p = append(*p, jsonPatchOp{Op: "add", Path: path, Value: value})
+}
+
+// setEntries adds to p the operations that put entries into the string map
+// at path, read as cur: the whole map when cur is empty (the object may have
+// no map there), else each entry cur does not already hold.
+func (p *jsonPatch) setEntries(path string, cur, entries map[string]string) {
+	if len(cur) == 0 {
+		if len(entries) > 0 {
+			p.add(path, entries)
+		}
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(entries)) {
+		if v, ok := cur[k]; !ok || v != entries[k] {
+			p.add(path+"/"+pointerEscaper.Replace(k), entries[k])
+		}
 	}
 }
+
+// pointerEscaper escapes a map key as a JSON pointer (RFC 6901) token: a
+// label key such as "crr.apps.kruise.io/pod-uid" holds a "/".
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // preStopHandler converts a pod's preStop hook. A sleep hook has no field in
 // the (OpenKruise-compatible) ProbeHandler and is left out; nil when nothing

@@ -2,14 +2,22 @@ package recreate
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -105,8 +113,117 @@ func newFixture(t *testing.T, o objects) *fixture {
 	}
 	f.kube.ClearActions()
 	f.kruise.ClearActions()
+	f.kruise.PrependReactor("*", "containerrecreaterequests", serverWrites(f.kruise.Tracker()))
 	f.ctrl = ctrl
 	return f
+}
+
+var crrResource = appsv1alpha1.SchemeGroupVersion.WithResource("containerrecreaterequests")
+
+// serverWrites makes the fake clientset write CRRs as the API server does,
+// where its object tracker alone would not:
+//   - A patch is applied to the JSON of the stored object; one that does not
+//     apply is refused as Invalid (HTTP 422, as the server's patch handler
+//     answers).
+//   - A write whose object (for a patch: the patched object) carries a
+//     resourceVersion other than the stored one is refused with a conflict,
+//     and each write moves the resourceVersion on (the registry's
+//     optimistic concurrency in Store.Update, after the patch is applied).
+//   - Writes to the object keep its status; those to the status subresource
+//     keep all but the status.
+//   - Deletion preconditions are checked.
+//
+// It does not keep an empty list the stored object was written with: the
+// tracker holds Go objects (TestAdmitKeepsEmptyLists covers that).
+func serverWrites(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(action k8stesting.Action) (bool, runtime.Object, error) {
+		var name string
+		switch a := action.(type) {
+		case k8stesting.UpdateAction:
+			name = a.GetObject().(*appsv1alpha1.ContainerRecreateRequest).Name
+		case k8stesting.PatchAction:
+			name = a.GetName()
+		case k8stesting.DeleteAction:
+			name = a.GetName()
+		default:
+			return false, nil, nil
+		}
+		stored, err := tracker.Get(crrResource, action.GetNamespace(), name)
+		if err != nil {
+			return true, nil, err
+		}
+		cur := stored.(*appsv1alpha1.ContainerRecreateRequest)
+
+		var next *appsv1alpha1.ContainerRecreateRequest
+		switch a := action.(type) {
+		case k8stesting.DeleteAction:
+			if p := a.GetDeleteOptions().Preconditions; p != nil &&
+				(p.UID != nil && *p.UID != cur.UID || p.ResourceVersion != nil && *p.ResourceVersion != cur.ResourceVersion) {
+				return true, nil, apierrors.NewConflict(crrResource.GroupResource(), name, fmt.Errorf("precondition failed: %+v", *p))
+			}
+			return false, nil, nil // the tracker deletes
+		case k8stesting.UpdateAction:
+			next = a.GetObject().(*appsv1alpha1.ContainerRecreateRequest).DeepCopy()
+		case k8stesting.PatchAction:
+			doc, err := json.Marshal(cur)
+			if err != nil {
+				return true, nil, err
+			}
+			var patched []byte
+			switch a.GetPatchType() {
+			case types.JSONPatchType:
+				p, err := jsonpatch.DecodePatch(a.GetPatch())
+				if err != nil {
+					return true, nil, apierrors.NewBadRequest(err.Error())
+				}
+				if patched, err = p.Apply(doc); err != nil {
+					return true, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+				}
+			case types.MergePatchType:
+				if patched, err = jsonpatch.MergePatch(doc, a.GetPatch()); err != nil {
+					return true, nil, apierrors.NewBadRequest(err.Error())
+				}
+			default:
+				return true, nil, fmt.Errorf("patch type %s not emulated", a.GetPatchType())
+			}
+			next = &appsv1alpha1.ContainerRecreateRequest{}
+			if err := json.Unmarshal(patched, next); err != nil {
+				return true, nil, apierrors.NewBadRequest(err.Error())
+			}
+		}
+		if next.ResourceVersion != cur.ResourceVersion {
+			return true, nil, apierrors.NewConflict(crrResource.GroupResource(), name,
+				fmt.Errorf("the object has been modified (resourceVersion %s, written with %s)", cur.ResourceVersion, next.ResourceVersion))
+		}
+		if action.GetSubresource() == "status" {
+			cur.Status = next.Status
+			next = cur
+		} else {
+			next.Status = cur.Status
+		}
+		rv, err := strconv.ParseUint(cur.ResourceVersion, 10, 64)
+		if err != nil {
+			return true, nil, fmt.Errorf("stored resourceVersion %q: %w", cur.ResourceVersion, err)
+		}
+		next.ResourceVersion = strconv.FormatUint(rv+1, 10)
+		if err := tracker.Update(crrResource, next, next.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, next.DeepCopy(), nil
+	}
+}
+
+// setStored replaces the API server's copy of the CRR (not the cache's),
+// as a write by someone else would, moving its resourceVersion on.
+func (f *fixture) setStored(t *testing.T, mut func(*appsv1alpha1.ContainerRecreateRequest)) {
+	t.Helper()
+	crr := f.getCRR(t)
+	mut(crr)
+	rv, err := strconv.ParseUint(crr.ResourceVersion, 10, 64)
+	require.NoError(t, err)
+	crr.ResourceVersion = strconv.FormatUint(rv+1, 10)
+	require.NoError(t, f.kruise.Tracker().Update(crrResource, crr, crr.Namespace))
+	f.kruise.ClearActions()
 }
 
 func (f *fixture) sync(t *testing.T) (time.Duration, error) {

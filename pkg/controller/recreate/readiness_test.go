@@ -107,7 +107,7 @@ func TestAdmitMarksUnready(t *testing.T) {
 
 	got := f.getCRR(t)
 	assert.Equal(t, now.Format(time.RFC3339), got.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey])
-	assert.Equal(t, podUID, got.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], "admitted in the same update")
+	assert.Equal(t, podUID, got.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], "admitted in the same patch")
 	live := f.livePod(t)
 	assert.Len(t, live.Status.Conditions, 2, "the Ready condition is untouched")
 	assert.Equal(t, []string{

@@ -2,6 +2,7 @@ package recreate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -203,9 +204,17 @@ func (c *Controller) syncFinished(ctx context.Context, crr *appsv1alpha1.Contain
 		return 0, err
 	}
 	if _, ok := crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; ok {
-		upd := crr.DeepCopy()
-		delete(upd.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
-		got, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+		// A merge patch touches the label alone (an update would rewrite the
+		// whole spec, see admit); the resourceVersion read makes it fail with
+		// a conflict if the object changed since.
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"labels":          map[string]any{appsv1alpha1.ContainerRecreateRequestActiveKey: nil},
+			"resourceVersion": crr.ResourceVersion,
+		}})
+		if err != nil {
+			return 0, fmt.Errorf("encoding the patch removing the active label of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+		}
+		got, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, body, metav1.PatchOptions{})
 		if err != nil {
 			return 0, fmt.Errorf("removing the active label of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 		}

@@ -2,6 +2,7 @@ package recreate
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -203,6 +205,9 @@ func TestSyncFinished(t *testing.T) {
 			// Everything that would end an active request holds too: no
 			// pod, no daemon, deadline long past. None may touch the phase.
 			tc.crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+			if tc.crr.Labels != nil {
+				tc.crr.Labels["user"] = "label"
+			}
 			f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{tc.crr}})
 			after, err := f.sync(t)
 			require.NoError(t, err)
@@ -211,15 +216,22 @@ func TestSyncFinished(t *testing.T) {
 			var unlabelled, deleted bool
 			for _, a := range f.writes() {
 				switch {
-				case a.GetVerb() == "update" && a.GetSubresource() == "":
-					upd := a.(k8stesting.UpdateAction).GetObject().(*appsv1alpha1.ContainerRecreateRequest)
-					assert.NotContains(t, upd.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
-					assert.Equal(t, tc.crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], upd.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey])
+				case a.GetVerb() == "patch" && a.GetSubresource() == "":
+					// The label alone, with the resourceVersion read.
+					p := a.(k8stesting.PatchAction)
+					assert.Equal(t, types.MergePatchType, p.GetPatchType())
+					assert.JSONEq(t, `{"metadata": {"labels": {"crr.apps.kruise.io/active": null}, "resourceVersion": "5"}}`, string(p.GetPatch()))
 					unlabelled = true
 				case a.GetVerb() == "delete":
 					del := a.(k8stesting.DeleteAction)
 					require.NotNil(t, del.GetDeleteOptions().Preconditions)
 					assert.Equal(t, tc.crr.UID, *del.GetDeleteOptions().Preconditions.UID)
+					// The one the label removal returned, if any.
+					wantRV := "5"
+					if unlabelled {
+						wantRV = "6"
+					}
+					assert.Equal(t, wantRV, *del.GetDeleteOptions().Preconditions.ResourceVersion)
 					deleted = true
 				default:
 					t.Errorf("unexpected write %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
@@ -228,8 +240,29 @@ func TestSyncFinished(t *testing.T) {
 			assert.Equal(t, tc.wantUnlabel, unlabelled, "active label removal")
 			assert.Equal(t, tc.wantDeletion, deleted, "deletion")
 			assert.Empty(t, f.events())
+			if unlabelled && !deleted {
+				// Every other label stays, and nothing else changes.
+				got := f.getCRR(t)
+				want := maps.Clone(tc.crr.Labels)
+				delete(want, appsv1alpha1.ContainerRecreateRequestActiveKey)
+				assert.Equal(t, want, got.Labels)
+				assert.Contains(t, got.Labels, "user")
+				assert.Equal(t, tc.crr.Spec, got.Spec)
+				assert.Equal(t, tc.crr.Status.Phase, got.Status.Phase)
+			}
 		})
 	}
+}
+
+// The active label is removed with the resourceVersion read: a CRR changed
+// since is decided again.
+func TestSyncFinishedConflict(t *testing.T) {
+	f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{completedCRR(time.Second)}})
+	f.setStored(t, func(c *appsv1alpha1.ContainerRecreateRequest) { c.Labels["user"] = "label" })
+	_, err := f.sync(t)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Contains(t, f.getCRR(t).Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
 }
 
 func TestSyncMissingCRR(t *testing.T) {
