@@ -76,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	src, err := c.secrets.Secrets(ns).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("Pull secret %s not found in namespace %s: pulls that name it fail until it exists", name, ns)
+		msg := fmt.Sprintf("Pull secret %s not found in namespace %s: pulls go ahead without it; a registry that needs it refuses them, and the failure names it", name, ns)
 		for _, job := range jobs {
 			c.report(job, corev1.EventTypeWarning, ReasonPullSecretNotFound, msg)
 		}

@@ -161,7 +161,7 @@ func TestSyncSourceDeleted(t *testing.T) {
 	assert.Nil(t, f.liveCopy(t, secretName))
 	events := f.events()
 	require.Len(t, events, 1)
-	assert.Equal(t, "Warning "+ReasonPullSecretNotFound+" Pull secret regcred not found in namespace team: pulls that name it fail until it exists", events[0])
+	assert.Equal(t, "Warning "+ReasonPullSecretNotFound+" Pull secret regcred not found in namespace team: pulls go ahead without it; a registry that needs it refuses them, and the failure names it", events[0])
 }
 
 func TestSyncMissingSource(t *testing.T) {

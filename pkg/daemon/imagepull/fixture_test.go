@@ -162,6 +162,13 @@ func (k *fakeKeyring) Lookup(_ context.Context, _ string, secrets []*corev1.Secr
 	return append([]Credential(nil), k.creds...), append([]error(nil), k.problems...)
 }
 
+// lookups lists the secrets of each lookup, in order.
+func (k *fakeKeyring) lookups() [][]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([][]string(nil), k.secrets...)
+}
+
 type fixture struct {
 	t        *testing.T
 	p        *Puller

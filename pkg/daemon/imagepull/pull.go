@@ -193,7 +193,12 @@ func (p *Puller) pullOnce(ctx context.Context, logger klog.Logger, req cri.PullR
 }
 
 // readSecrets reads the pull secrets. One outside DaemonConfigNamespace is
-// refused for good; a missing one fails the attempt (it may show up later).
+// refused for good. A missing one is a credential problem, not a failure:
+// the attempt goes ahead with the credentials there are, as the kubelet
+// does with a pod's missing pull secret. An image's secrets are those of
+// every job pulling it, so one job's missing secret must not fail a pull
+// another job's credentials (or none) can make. When the pull fails, its
+// message names the missing secret; the next attempt reads it again.
 func (p *Puller) readSecrets(refs []appsv1beta1.ReferenceObject) (secrets []*corev1.Secret, problems []error, reason, message string, permanent bool) {
 	for i := range refs {
 		if refs[i].Namespace != appsv1beta1.DaemonConfigNamespace {
@@ -201,22 +206,18 @@ func (p *Puller) readSecrets(refs []appsv1beta1.ReferenceObject) (secrets []*cor
 				refs[i].String(), appsv1beta1.DaemonConfigNamespace, appsv1beta1.DaemonConfigNamespace), true
 		}
 	}
-	var missing []string
 	for i := range refs {
 		s, err := p.secrets.Get(refs[i].Name)
 		switch {
 		case apierrors.IsNotFound(err):
-			missing = append(missing, refs[i].String())
+			problems = append(problems, fmt.Errorf("%s: pull secret not found: %s", reasonSecretNotFound, refs[i].String()))
 		case err != nil:
-			missing = append(missing, fmt.Sprintf("%s (%v)", refs[i].String(), err))
+			problems = append(problems, fmt.Errorf("%s: pull secret not found: %s: %w", reasonSecretNotFound, refs[i].String(), err))
 		default:
 			secrets = append(secrets, s)
 		}
 	}
-	if len(missing) > 0 {
-		return nil, nil, reasonSecretNotFound, fmt.Sprintf("pull secret%s not found: %s", plural(len(missing)), strings.Join(missing, ", ")), false
-	}
-	return secrets, nil, "", "", false
+	return secrets, problems, "", "", false
 }
 
 // ended handles the end of ctx: past the active deadline the tag fails;

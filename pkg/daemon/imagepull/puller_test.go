@@ -400,27 +400,50 @@ func TestSecretOutsideDaemonNamespaceRefused(t *testing.T) {
 	assert.Empty(t, f.images.requests())
 }
 
+// A missing pull secret does not stop the pull: a public image (or one the
+// other credentials can pull) is pulled at once, as the kubelet does. The
+// image's secrets are those of every job pulling it.
+func TestMissingSecretDoesNotStopThePull(t *testing.T) {
+	spec := image(tagSpec("v1"))
+	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "gone"}, {Namespace: daemonNS, Name: "here"}}
+	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+	f.addSecret("here")
+	f.start()
+	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
+	assert.Len(t, f.images.requests(), 1)
+	assert.Equal(t, [][]string{{daemonNS + "/here"}}, f.keyring.lookups(), "the credentials there are")
+}
+
+// A private image whose secret is missing fails its attempts with the
+// registry's answer and the missing secret named, and is pulled once the
+// secret appears.
 func TestMissingSecretIsRetriedUntilItAppears(t *testing.T) {
 	spec := image(tagSpec("v1"))
 	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "regcred"}}
 	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}),
-		func(c *Config) { c.Backoff = func(int) time.Duration { return 10 * time.Second } }).start()
+		func(c *Config) { c.Backoff = func(int) time.Duration { return 10 * time.Second } })
+	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, "failed to authorize: 401 Unauthorized")}})
+	f.start()
 
 	f.waitFor(func() bool {
-		return strings.Contains(f.tag(repo, "v1").Message, "pull secret not found: kruise-daemon-config/regcred")
+		return strings.Contains(f.tag(repo, "v1").Message, "PullSecretNotFound: pull secret not found: kruise-daemon-config/regcred")
 	}, "missing secret named")
-	assert.Empty(t, f.images.requests())
+	assert.Contains(t, f.tag(repo, "v1").Message, "attempt 1 failed: Unauthorized")
 	f.addSecret("regcred")
 	f.stepUntil(time.Second, func() bool { return f.tag(repo, "v1").Phase == appsv1beta1.ImagePhaseSucceeded }, "pulled once the secret exists")
-	assert.Len(t, f.images.requests(), 1)
+	assert.Len(t, f.images.requests(), 2)
+	assert.Equal(t, [][]string{nil, {daemonNS + "/regcred"}}, f.keyring.lookups())
 }
 
 func TestMissingSecretFails(t *testing.T) {
 	spec := image(tagSpec("v1", withPolicy(600, 0, 0)))
 	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "gone"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec})).start()
+	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, "pull access denied, repository does not exist or may require authorization")}})
+	f.start()
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
-	assert.Contains(t, got.Message, "PullSecretNotFound: pull secret not found: kruise-daemon-config/gone")
+	assert.Contains(t, got.Message, "failed to pull "+img("v1")+" after 1 attempt: Unauthorized")
+	assert.Contains(t, got.Message, "credential problems: PullSecretNotFound: pull secret not found: kruise-daemon-config/gone")
 }
 
 func TestStatusCountersAndFirstSync(t *testing.T) {
