@@ -14,12 +14,13 @@
 // jobs stuck.
 //
 // Work is proportional to change: a NodeImage status update enqueues only
-// the jobs owning the tags whose status changed; a NodeImage label change
-// only the jobs with a label selector whose match changed; a pod event only
-// the podSelector jobs of its namespace that match it. Nothing is resynced
-// periodically; time-based steps (deadline, ttl, re-pull) are timers that a
-// job's next sync replaces or cancels (recheck.go), so a finished job is not
-// looked at again.
+// the jobs owning the tags whose status changed; a NodeImage spec change
+// only the jobs it leaves without a status update to come (specWakes); a
+// NodeImage label change only the jobs with a label selector whose match
+// changed; a pod event only the podSelector jobs of its namespace that match
+// it. Nothing is resynced periodically; time-based steps (deadline, ttl,
+// re-pull) are timers that a job's next sync replaces or cancels
+// (recheck.go), so a finished job is not looked at again.
 package imagepulljob
 
 import (
@@ -429,8 +430,8 @@ func (c *Controller) enqueuePodJobsOnNode(node string) {
 }
 
 // nodeImageUpdated queues the node for its spec (only when the spec
-// changed), the owners of tags whose status changed, and label-selector jobs
-// whose match changed.
+// changed), the owners of tags whose status changed, the jobs a spec change
+// leaves waiting (specWakes), and label-selector jobs whose match changed.
 func (c *Controller) nodeImageUpdated(oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1beta1.NodeImage)
 	cur, ok2 := newObj.(*v1beta1.NodeImage)
@@ -448,6 +449,9 @@ func (c *Controller) nodeImageUpdated(oldObj, newObj any) {
 		for key := range ownerKeys(old, changed) {
 			c.jobQueue.Add(key)
 		}
+	}
+	for key := range specWakes(old, cur) {
+		c.jobQueue.Add(key)
 	}
 	if !labels.Equals(old.Labels, cur.Labels) {
 		c.enqueueJobsTargeting(cur, old)
@@ -479,6 +483,36 @@ func changedTags(old, cur *v1beta1.NodeImage) map[string]bool {
 	for k := range o {
 		if _, ok := n[k]; !ok {
 			out[k] = true
+		}
+	}
+	return out
+}
+
+// specWakes lists the jobs that a spec change leaves waiting for a status
+// update that will not come: a job whose owner reference was added to a tag
+// version that already has a result. The job planned the node while the
+// pull was under way; the result's status update queued the owners of that
+// time only, and this write changes no status. Without this the job stayed
+// "pulling" for ever. (Joining a failed version bumps it, see
+// syncNodeImage; the new version's status update queues its owners.)
+func specWakes(old, cur *v1beta1.NodeImage) map[string]bool {
+	out := map[string]bool{}
+	for repo, img := range cur.Spec.Images {
+		for i := range img.Tags {
+			t := &img.Tags[i]
+			st := findStatus(cur, repo, t.Tag, t.Version)
+			if st == nil || (st.Phase != v1beta1.ImagePhaseSucceeded && st.Phase != v1beta1.ImagePhaseFailed) {
+				continue
+			}
+			before := old.TagSpec(repo, t.Tag)
+			for _, ref := range t.OwnerReferences {
+				if !isJobRef(ref) {
+					continue
+				}
+				if before == nil || before.Version != t.Version || !hasOwner(before, ref.UID) {
+					out[ref.Namespace+"/"+ref.Name] = true
+				}
+			}
 		}
 	}
 	return out

@@ -114,6 +114,12 @@ func (c *Controller) syncNodeImage(ctx context.Context, name string) (time.Durat
 		t := &img.Tags[idx]
 		if !hasOwner(t, types.UID(p.uid)) {
 			t.OwnerReferences = append(t.OwnerReferences, p.request.owner)
+			if st := findStatus(ni, p.repo, p.tag, t.Version); st != nil && st.Phase == v1beta1.ImagePhaseFailed {
+				// The job planned to join a pull under way, which failed
+				// before this write: that pull was made without this job's
+				// request (its pull secrets, say). Pull again, for every owner.
+				t.Version++
+			}
 		}
 		if repullFrom != 0 && t.Version == repullFrom {
 			t.Version++
