@@ -270,6 +270,12 @@ func (f *fixture) tagOn(t *testing.T, node, repo, tag string) *v1beta1.ImageTagS
 // repo:tag on node, finished at the fake clock's time.
 func (f *fixture) report(t *testing.T, node, repo, tag string, phase v1beta1.ImagePullPhase) {
 	t.Helper()
+	f.reportMessage(t, node, repo, tag, phase, "")
+}
+
+// reportMessage is report with the daemon's message.
+func (f *fixture) reportMessage(t *testing.T, node, repo, tag string, phase v1beta1.ImagePullPhase, msg string) {
+	t.Helper()
 	ni := f.ni(t, node)
 	spec := ni.TagSpec(repo, tag)
 	require.NotNil(t, spec, "no tag %s:%s on %s", repo, tag, node)
@@ -283,7 +289,7 @@ func (f *fixture) report(t *testing.T, node, repo, tag string, phase v1beta1.Ima
 			tags = append(tags, x)
 		}
 	}
-	ts := v1beta1.ImageTagStatus{Tag: tag, Phase: phase, Version: spec.Version, StartTime: ptr.To(metav1.NewTime(f.clock.Now()))}
+	ts := v1beta1.ImageTagStatus{Tag: tag, Phase: phase, Version: spec.Version, Message: msg, StartTime: ptr.To(metav1.NewTime(f.clock.Now()))}
 	if phase == v1beta1.ImagePhaseSucceeded || phase == v1beta1.ImagePhaseFailed {
 		ts.CompletionTime = ptr.To(metav1.NewTime(f.clock.Now()))
 	}

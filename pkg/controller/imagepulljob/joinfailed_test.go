@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
@@ -41,29 +40,7 @@ func (f *fixture) observed(t *testing.T, act func()) {
 // current version of repo:tag on node.
 func (f *fixture) daemonReports(t *testing.T, node, tag string, phase v1beta1.ImagePullPhase, msg string) {
 	t.Helper()
-	f.observed(t, func() {
-		ni := f.ni(t, node)
-		spec := ni.TagSpec(repo, tag)
-		require.NotNil(t, spec, "no tag %s:%s on %s", repo, tag, node)
-		if ni.Status.ImageStatuses == nil {
-			ni.Status.ImageStatuses = map[string]v1beta1.ImageStatus{}
-		}
-		st := ni.Status.ImageStatuses[repo]
-		var tags []v1beta1.ImageTagStatus
-		for _, x := range st.Tags {
-			if x.Tag != tag {
-				tags = append(tags, x)
-			}
-		}
-		ts := v1beta1.ImageTagStatus{Tag: tag, Phase: phase, Version: spec.Version, Message: msg, StartTime: ptr.To(metav1.NewTime(f.clock.Now()))}
-		if phase == v1beta1.ImagePhaseSucceeded || phase == v1beta1.ImagePhaseFailed {
-			ts.CompletionTime = ptr.To(metav1.NewTime(f.clock.Now()))
-		}
-		st.Tags = append(tags, ts)
-		ni.Status.ImageStatuses[repo] = st
-		_, err := f.kruise.AppsV1beta1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{})
-		require.NoError(t, err)
-	})
+	f.observed(t, func() { f.reportMessage(t, node, repo, tag, phase, msg) })
 }
 
 // createJob creates job on the API server and delivers its add event.
