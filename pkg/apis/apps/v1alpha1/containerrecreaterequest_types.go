@@ -28,6 +28,22 @@ const (
 	ContainerRecreateRequestUnreadyAcquiredKey = "crr.apps.kruise.io/unready-acquired"
 )
 
+// Condition types and reasons of a ContainerRecreateRequest's status.
+const (
+	// ContainerRecreateRequestAdmitted is True once kruise-controller has
+	// admitted the request: only it writes this condition, and status can
+	// only be written through the status subresource, which the request's
+	// creator is not expected to hold.
+	ContainerRecreateRequestAdmitted = "Admitted"
+	// ContainerRecreateRequestReasonAdmitted is the reason of a True
+	// Admitted condition.
+	ContainerRecreateRequestReasonAdmitted = "PodRunning"
+	// ContainerRecreateRequestReasonWaitingForPod is the reason of a False
+	// Admitted condition: the pod is scheduled or starting, and the request
+	// waits for it to run.
+	ContainerRecreateRequestReasonWaitingForPod = "WaitingForPod"
+)
+
 // KruisePodReadyConditionType is the pod condition type (OpenKruise's name)
 // that kruise-controller sets to False while a request with
 // strategy.unreadyGracePeriodSeconds recreates containers, and back to True
@@ -233,6 +249,27 @@ type ContainerRecreateRequestStatus struct {
 	// ContainerRecreateStates reports the progress of each container.
 	// +optional
 	ContainerRecreateStates []ContainerRecreateRequestContainerRecreateState `json:"containerRecreateStates,omitempty"`
+
+	// Conditions of the request (a kruise extension; OpenKruise's v1alpha1
+	// has none). Condition Admitted is written by kruise-controller only:
+	// True once it has checked the request against its pod and routed it to
+	// the pod's node, False (reason WaitingForPod) while the pod is still
+	// starting. kruise-daemon acts on a request only once it is True.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CreationRevision is the resourceVersion the request had when
+	// kruise-controller first saw it, before anything but its creator wrote
+	// it: requests for one pod created within the same second (creation
+	// timestamps have one-second resolution) run in the order of their
+	// creation revisions. Written once by kruise-controller (a kruise
+	// extension).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	CreationRevision string `json:"creationRevision,omitempty"`
 }
 
 // ContainerRecreateRequestPhase is the phase of a request or of one container.

@@ -23,6 +23,7 @@ package v1alpha1
 
 import (
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -226,6 +227,13 @@ func (in *ContainerRecreateRequestStatus) DeepCopyInto(out *ContainerRecreateReq
 		in, out := &in.ContainerRecreateStates, &out.ContainerRecreateStates
 		*out = make([]ContainerRecreateRequestContainerRecreateState, len(*in))
 		copy(*out, *in)
+	}
+	if in.Conditions != nil {
+		in, out := &in.Conditions, &out.Conditions
+		*out = make([]metav1.Condition, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 	return
 }
