@@ -31,6 +31,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -367,5 +368,11 @@ func buildImageListPullJob(d Deps) (Controller, error) {
 
 // buildPodReadiness adapts Deps to the KruisePodReady condition controller.
 func buildPodReadiness(d Deps) (Controller, error) {
-	return podreadiness.New(podreadiness.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
+	cfg := podreadiness.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()}
+	// Only CRRs hold pods not-ready, and only with a daemon to carry them out;
+	// without one no apps.kruise.io informer starts.
+	if d.Options.featureGate().Enabled(features.KruiseDaemon) {
+		cfg.KruiseClient, cfg.CRRs = d.KruiseClient, d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests()
+	}
+	return podreadiness.New(cfg)
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -29,84 +30,208 @@ const (
 	ReasonNoLiveDaemon     = "NoLiveDaemon"
 )
 
-// admit checks a new CRR against its pod. A request that cannot be carried
-// out is completed at once; otherwise one patch writes the routing labels
-// and, per container, the context the daemon needs.
+// defaultPodStartWait bounds how long a request without
+// activeDeadlineSeconds waits for its pod to be scheduled and start.
+const defaultPodStartWait = 10 * time.Minute
+
+// ReasonWaitingForPod is the Event recorded when a request starts waiting
+// for its pod to run.
+const ReasonWaitingForPod = "WaitingForPod"
+
+// admit takes a request that is not yet admitted, or whose admission was
+// cut short, a step further: it completes one that can never be carried out,
+// lets one whose pod is still starting wait, and otherwise admits it in
+// two writes. First its status: the Admitted condition, which only this
+// controller writes (status is a subresource the request's creator does not
+// hold), and is what the daemon acts on. Then one patch of what the daemon
+// needs in its metadata and spec: the routing labels and, per container,
+// the running instance and the pod's preStop hook and ports.
 //
 // The pod is read from the API server, not the cache: admission happens once
 // per request, and a pod that has just started would look not running (or
 // missing) in a cache that lags.
-func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) error {
+func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
+	// Only admission writes these; present before it, they are the
+	// creator's (or copied from another request, whose statusContext would
+	// name an instance long gone and "succeed" with nothing recreated).
+	if set := creatorSetFields(crr); len(set) > 0 {
+		return 0, c.reject(ctx, crr, fmt.Sprintf("spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: %s)",
+			strings.Join(set, ", ")), nil)
+	}
 	pod, err := c.getLivePod(ctx, crr.Namespace, crr.Spec.PodName)
 	if apierrors.IsNotFound(err) {
-		return c.reject(ctx, crr, fmt.Sprintf("pod %q not found", crr.Spec.PodName), nil)
+		return 0, c.reject(ctx, crr, fmt.Sprintf("pod %q not found", crr.Spec.PodName), nil)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
+	if cond := appsv1alpha1.AdmittedCondition(crr); cond != nil && cond.Status == metav1.ConditionTrue && !strings.Contains(cond.Message, string(pod.UID)) {
+		// Admitted for a pod that has since been replaced by one of the
+		// same name, before the routing was written.
+		return 0, c.finish(ctx, crr, ReasonPodReplaced, "pod was replaced")
+	}
+	v := assess(crr, pod)
 	switch {
-	case pod.DeletionTimestamp != nil:
-		return c.reject(ctx, crr, fmt.Sprintf("pod %q is being deleted", pod.Name), nil)
-	case pod.Spec.NodeName == "":
-		return c.reject(ctx, crr, fmt.Sprintf("pod %q is not scheduled to a node", pod.Name), nil)
-	case pod.Status.Phase != corev1.PodRunning:
-		return c.reject(ctx, crr, fmt.Sprintf("pod %q is not running (phase %q)", pod.Name, pod.Status.Phase), nil)
+	case v.reject != "":
+		return 0, c.reject(ctx, crr, v.reject, v.perContainer)
+	case v.wait != "":
+		return c.waitForPod(ctx, crr, pod, v.wait)
 	}
 
+	var since time.Time
+	if needsUnready(crr) && readinessgate.Declared(pod) {
+		// Not-ready before the daemon can see the request; the annotation
+		// tells it when the unready period it waits out began.
+		if since, err = c.markUnready(ctx, crr, pod); err != nil {
+			return 0, err
+		}
+	}
+	if !appsv1alpha1.IsAdmitted(crr) {
+		if crr, err = c.writeStatus(ctx, crr, metav1.ConditionTrue, appsv1alpha1.ContainerRecreateRequestReasonAdmitted,
+			fmt.Sprintf("pod %q (uid %s) runs on node %q", pod.Name, pod.UID, pod.Spec.NodeName)); err != nil {
+			return 0, err
+		}
+	}
+	return 0, c.route(ctx, crr, pod, v.statuses, since)
+}
+
+// verdict is what admission makes of a request and its pod: reject it
+// (with a message per container at fault), let it wait, or go ahead.
+type verdict struct {
+	reject       string
+	perContainer map[string]string
+	wait         string
+	statuses     map[string]*corev1.ContainerStatus
+}
+
+// assess judges the request against the pod as it is now.
+func assess(crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) verdict {
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return verdict{reject: fmt.Sprintf("pod %q is being deleted", pod.Name)}
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return verdict{reject: fmt.Sprintf("pod %q has finished (phase %q): its containers will not run again", pod.Name, pod.Status.Phase)}
+	}
+	var unknown, notStarted []string
+	for _, want := range crr.Spec.Containers {
+		if !slices.ContainsFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == want.Name }) {
+			unknown = append(unknown, want.Name)
+		}
+	}
+	if len(unknown) > 0 {
+		bad := map[string]string{}
+		for _, n := range unknown {
+			bad[n] = fmt.Sprintf("container %q not found in pod %q", n, pod.Name)
+		}
+		return verdict{reject: fmt.Sprintf("containers not found in pod %q: %s", pod.Name, strings.Join(unknown, ", ")), perContainer: bad}
+	}
+	switch {
+	case pod.Spec.NodeName == "":
+		return verdict{wait: fmt.Sprintf("pod %q is not scheduled to a node yet", pod.Name)}
+	case pod.Status.Phase != corev1.PodRunning:
+		return verdict{wait: fmt.Sprintf("pod %q is not running yet (phase %q)", pod.Name, pod.Status.Phase)}
+	}
 	statuses := make(map[string]*corev1.ContainerStatus, len(pod.Status.ContainerStatuses))
 	for i := range pod.Status.ContainerStatuses {
 		statuses[pod.Status.ContainerStatuses[i].Name] = &pod.Status.ContainerStatuses[i]
 	}
-	var unknown, notStarted, foreign []string
-	bad := map[string]string{}
 	for _, want := range crr.Spec.Containers {
-		switch st := statuses[want.Name]; {
-		case !slices.ContainsFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == want.Name }):
-			unknown = append(unknown, want.Name)
-			bad[want.Name] = fmt.Sprintf("container %q not found in pod %q", want.Name, pod.Name)
-		case st == nil || st.ContainerID == "":
+		if st := statuses[want.Name]; st == nil || st.ContainerID == "" {
 			notStarted = append(notStarted, want.Name)
-			bad[want.Name] = fmt.Sprintf("container %q has no containerID in the status of pod %q", want.Name, pod.Name)
-		case !pastOrCurrent(want.StatusContext, st):
-			foreign = append(foreign, want.Name)
-			bad[want.Name] = fmt.Sprintf("statusContext of container %q (containerID %q, restartCount %d) names no instance it has had: it runs %q with restartCount %d",
-				want.Name, want.StatusContext.ContainerID, want.StatusContext.RestartCount, st.ContainerID, st.RestartCount)
 		}
 	}
-	if len(bad) > 0 {
-		var parts []string
-		if len(unknown) > 0 {
-			parts = append(parts, fmt.Sprintf("containers not found in pod %q: %s", pod.Name, strings.Join(unknown, ", ")))
-		}
-		if len(notStarted) > 0 {
-			parts = append(parts, fmt.Sprintf("containers without a containerID in pod %q: %s", pod.Name, strings.Join(notStarted, ", ")))
-		}
-		if len(foreign) > 0 {
-			parts = append(parts, fmt.Sprintf("containers whose statusContext names no instance of theirs in pod %q (leave statusContext out: kruise fills it in): %s",
-				pod.Name, strings.Join(foreign, ", ")))
-		}
-		return c.reject(ctx, crr, strings.Join(parts, "; "), bad)
+	if len(notStarted) > 0 {
+		return verdict{wait: fmt.Sprintf("containers of pod %q have not started yet: %s", pod.Name, strings.Join(notStarted, ", "))}
 	}
+	return verdict{statuses: statuses}
+}
 
+// creatorSetFields lists "<container>.<field>" for every field admission
+// writes that the request already carries.
+func creatorSetFields(crr *appsv1alpha1.ContainerRecreateRequest) []string {
+	var set []string
+	for _, ctr := range crr.Spec.Containers {
+		if ctr.PreStop != nil {
+			set = append(set, ctr.Name+".preStop")
+		}
+		if ctr.Ports != nil {
+			set = append(set, ctr.Name+".ports")
+		}
+		if ctr.StatusContext != nil {
+			set = append(set, ctr.Name+".statusContext")
+		}
+	}
+	return set
+}
+
+// waitForPod records that the request waits for its pod to start, and says
+// when to look again: at the end of its wait, unless a pod event comes
+// first. The wait is bounded by activeDeadlineSeconds (checked by sync),
+// else by defaultPodStartWait.
+func (c *Controller) waitForPod(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod, why string) (time.Duration, error) {
+	end, ok := activeDeadline(crr)
+	if !ok {
+		end = crr.CreationTimestamp.Add(defaultPodStartWait)
+		if !c.clock.Now().Before(end) {
+			return 0, c.reject(ctx, crr, fmt.Sprintf("pod %q did not start within %s (set activeDeadlineSeconds to wait longer): %s", pod.Name, defaultPodStartWait, why), nil)
+		}
+	}
+	message := "waiting for the pod to start: " + why
+	if cond := appsv1alpha1.AdmittedCondition(crr); cond == nil || cond.Message != message {
+		first := cond == nil
+		if _, err := c.writeStatus(ctx, crr, metav1.ConditionFalse, appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod, message); err != nil {
+			return 0, err
+		}
+		klog.FromContext(ctx).V(2).Info("CRR waits for its pod to start", "why", why)
+		if first {
+			c.recorder.Eventf(crr, corev1.EventTypeNormal, ReasonWaitingForPod, "Waiting for pod %s to start: %s", pod.Name, why)
+		}
+	}
+	return max(end.Sub(c.clock.Now()), time.Second), nil
+}
+
+// writeStatus sets the request's Admitted condition, phase Pending and its
+// creation revision (the resourceVersion read, if none is recorded: before
+// this controller's first write, only the creator has written the object).
+// It carries the resourceVersion read, so a request changed since is read
+// again. It returns the object as written.
+func (c *Controller) writeStatus(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest,
+	status metav1.ConditionStatus, reason, message string) (*appsv1alpha1.ContainerRecreateRequest, error) {
+	upd := crr.DeepCopy()
+	if upd.Status.Phase == "" {
+		upd.Status.Phase = appsv1alpha1.ContainerRecreateRequestPending
+	}
+	if upd.Status.CreationRevision == "" {
+		upd.Status.CreationRevision = crr.ResourceVersion
+	}
+	meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{
+		Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: crr.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now()),
+	})
+	got, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("writing the admission status of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	return got, nil
+}
+
+// route writes, in one JSON patch, what the daemon needs from admission:
+// the routing labels, the unready-acquired annotation (since non-zero), and
+// per container its running instance, preStop hook and ports.
+func (c *Controller) route(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
+	statuses map[string]*corev1.ContainerStatus, since time.Time) error {
 	// One JSON patch writes only what admission adds. An update would send
 	// the whole object encoded from Go, which cannot tell an empty list from
-	// an absent one: a creator's "ports: []" or "exec: {command: []}" (valid,
-	// as in OpenKruise) would be dropped, and the rule that such fields never
-	// change would refuse that. The patch first sets the resourceVersion
-	// read: the API server applies the patch to the object it holds, then
-	// refuses the result with a conflict if that has changed since.
+	// an absent one. The patch first sets the resourceVersion read: the API
+	// server applies the patch to the object it holds, then refuses the
+	// result with a conflict if that has changed since.
 	patch := jsonPatch{{Op: "replace", Path: "/metadata/resourceVersion", Value: crr.ResourceVersion}}
-	if needsUnready(crr) && readinessgate.Declared(pod) {
-		// Not-ready before the daemon can see the request; the annotation
-		// tells it when the unready period it waits out began.
-		since, err := c.markUnready(ctx, crr, pod)
-		if err != nil {
-			return err
-		}
+	if !since.IsZero() {
 		patch.setEntries("/metadata/annotations", crr.Annotations, map[string]string{
 			appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: since.UTC().Format(time.RFC3339),
 		})
 	}
+	// Labels the creator set are not trusted: these are overwritten.
 	patch.setEntries("/metadata/labels", crr.Labels, map[string]string{
 		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
 		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
@@ -126,11 +251,12 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		if apierrors.IsInvalid(err) {
 			// Retrying the same patch cannot help: the server's validation
 			// refuses what admission writes (a node name too long for a
-			// label value, say). The server also answers Invalid when the
-			// patch does not apply to the object as it is now, which can
-			// only differ from what was read if it changed since; then the
-			// completion below carries the resourceVersion read, fails with
-			// a conflict, and the request is decided again.
+			// label value, say, or a field the creator set meanwhile). The
+			// server also answers Invalid when the patch does not apply to
+			// the object as it is now, which can only differ from what was
+			// read if it changed since; then the completion below carries
+			// the resourceVersion read, fails with a conflict, and the
+			// request is decided again.
 			return c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request: %v", err), nil)
 		}
 		return fmt.Errorf("admitting CRR %s/%s: %w", crr.Namespace, crr.Name, err)
@@ -140,57 +266,25 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	return nil
 }
 
-// admitted reports whether admit has written the CRR. Admission sets both
-// routing labels and every container's statusContext in one patch; a
-// creator may have set the labels itself (a CRR copied from another, or
-// garbage), and without the rest they are not ours: admission overwrites
-// them. Going by the pod-uid label alone would skip admission and end the
-// request as "pod was replaced", or leave it unrouted to any daemon.
-func admitted(crr *appsv1alpha1.ContainerRecreateRequest) bool {
-	if crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] == "" || crr.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey] == "" {
-		return false
-	}
-	for _, ctr := range crr.Spec.Containers {
-		if ctr.StatusContext == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// pastOrCurrent reports whether a statusContext given by the request's
-// creator can name the current instance of the container or an earlier one.
-// It is kept as given (it may be set only once), and the daemon counts a
-// container whose instance differs from it as already recreated: one with a
-// containerID that is not the current one but a restart count no lower than
-// the current one names no instance the pod has had (a copy from another pod,
-// or garbage), and would "succeed" without anything being recreated.
-func pastOrCurrent(sc *appsv1alpha1.ContainerRecreateRequestContainerContext, st *corev1.ContainerStatus) bool {
-	return sc == nil || sc.ContainerID == st.ContainerID || sc.RestartCount < st.RestartCount
-}
-
 // fillContainer returns the JSON patch operations that fill in, for the
-// container at path (read as ctr), the fields still absent (each may be set
-// only once): its current instance, and its preStop hook and ports copied
-// from the pod. A field the creator gave is kept as given, even as an empty
-// list: "ports: []" says the container has none, and decodes to an empty
-// slice where an absent field is nil.
+// container at path (read as ctr, which carries none of them), its current
+// instance, and its preStop hook and ports copied from the pod. The daemon
+// runs the pod's own hook, never this copy; the copy is there for
+// compatibility with OpenKruise's tooling.
 func fillContainer(path string, ctr *appsv1alpha1.ContainerRecreateRequestContainer, pod *corev1.Pod, st *corev1.ContainerStatus) jsonPatch {
 	var patch jsonPatch
-	if ctr.StatusContext == nil {
-		patch.add(path+"/statusContext", &appsv1alpha1.ContainerRecreateRequestContainerContext{
-			ContainerID:  st.ContainerID,
-			RestartCount: st.RestartCount,
-		})
-	}
+	patch.add(path+"/statusContext", &appsv1alpha1.ContainerRecreateRequestContainerContext{
+		ContainerID:  st.ContainerID,
+		RestartCount: st.RestartCount,
+	})
 	i := slices.IndexFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == ctr.Name })
 	spec := &pod.Spec.Containers[i]
-	if ctr.PreStop == nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 		if h := preStopHandler(spec.Lifecycle.PreStop); h != nil {
 			patch.add(path+"/preStop", h)
 		}
 	}
-	if ctr.Ports == nil && len(spec.Ports) > 0 {
+	if len(spec.Ports) > 0 {
 		patch.add(path+"/ports", spec.Ports)
 	}
 	return patch

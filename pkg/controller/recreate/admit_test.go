@@ -1,20 +1,16 @@
 package recreate
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,14 +44,14 @@ func TestAdmitRejects(t *testing.T) {
 			message: `pod "web" not found`,
 		},
 		{
-			name: "pod not scheduled", containers: []string{"main"},
-			pod:     withPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
-			message: `pod "web" is not scheduled to a node`,
+			name: "pod finished", containers: []string{"main"},
+			pod:     withPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+			message: `pod "web" has finished (phase "Succeeded"): its containers will not run again`,
 		},
 		{
-			name: "pod not running", containers: []string{"main"},
-			pod:     withPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
-			message: `pod "web" is not running (phase "Succeeded")`,
+			name: "pod failed, even before it was scheduled", containers: []string{"main"},
+			pod:     withPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodFailed} }),
+			message: `pod "web" has finished (phase "Failed"): its containers will not run again`,
 		},
 		{
 			name: "pod being deleted", containers: []string{"main"},
@@ -72,30 +68,39 @@ func TestAdmitRejects(t *testing.T) {
 			},
 		},
 		{
-			name: "container without a containerID", containers: []string{"main", "sidecar"},
-			pod:     withPod(func(p *corev1.Pod) { p.Status.ContainerStatuses[1].ContainerID = "" }),
-			message: `containers without a containerID in pod "web": sidecar`,
-			perContainer: map[string]string{
-				"main":    `containers without a containerID in pod "web": sidecar`,
-				"sidecar": `container "sidecar" has no containerID in the status of pod "web"`,
-			},
+			name: "unknown container of a pod still starting", containers: []string{"nope"},
+			pod:     withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			message: `containers not found in pod "web": nope`,
 		},
 		{
-			name: "unknown and not started together", containers: []string{"nope", "sidecar"},
-			pod:     withPod(func(p *corev1.Pod) { p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1] }),
-			message: `containers not found in pod "web": nope; containers without a containerID in pod "web": sidecar`,
-		},
-		{
-			// main runs with restartCount 2: an instance with count 2 or more and another ID
-			// is none it has had, and would count as already recreated.
-			name: "statusContext naming no instance of the container", containers: []string{"main", "sidecar"}, pod: runningPod(),
+			// A copy of another request carries a statusContext naming an
+			// instance long gone: it would "succeed" with nothing recreated.
+			name: "statusContext set by the creator", containers: []string{"main", "sidecar"}, pod: runningPod(),
 			mutate: func(c *appsv1alpha1.ContainerRecreateRequest) {
-				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://garbage", RestartCount: 2}
+				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 2}
 			},
-			message: `containers whose statusContext names no instance of theirs in pod "web" (leave statusContext out: kruise fills it in): main`,
-			perContainer: map[string]string{
-				"main": `statusContext of container "main" (containerID "containerd://garbage", restartCount 2) names no instance it has had: it runs "containerd://aaa" with restartCount 2`,
+			message: "spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: main.statusContext)",
+		},
+		{
+			// A hook of the creator's would run a command of their choosing
+			// in the container: CRRs are no exec API.
+			name: "preStop and ports set by the creator", containers: []string{"main", "sidecar"}, pod: runningPod(),
+			mutate: func(c *appsv1alpha1.ContainerRecreateRequest) {
+				c.Spec.Containers[0].PreStop = &appsv1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"}}}
+				c.Spec.Containers[1].Ports = []corev1.ContainerPort{}
 			},
+			message: "spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: main.preStop, sidecar.ports)",
+		},
+		{
+			name: "routing labels and statusContext copied from another request", containers: []string{"main"}, pod: runningPod(),
+			mutate: func(c *appsv1alpha1.ContainerRecreateRequest) {
+				c.Labels = map[string]string{
+					appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName, appsv1alpha1.ContainerRecreateRequestPodUIDKey: podUID,
+					appsv1alpha1.ContainerRecreateRequestActiveKey: "true",
+				}
+				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://old", RestartCount: 1}
+			},
+			message: "spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: main.statusContext)",
 		},
 	}
 	for _, tc := range tests {
@@ -124,7 +129,7 @@ func TestAdmitRejects(t *testing.T) {
 			assert.Equal(t, tc.message, got.Status.Message)
 			require.NotNil(t, got.Status.CompletionTime)
 			assert.True(t, got.Status.CompletionTime.Time.Equal(now))
-			assert.Empty(t, got.Labels, "a rejected CRR is never routed to a daemon")
+			assert.False(t, appsv1alpha1.IsAdmitted(got), "a rejected CRR is never admitted")
 			require.Len(t, got.Status.ContainerRecreateStates, len(tc.containers))
 			for i, st := range got.Status.ContainerRecreateStates {
 				assert.Equal(t, tc.containers[i], st.Name)
@@ -138,15 +143,116 @@ func TestAdmitRejects(t *testing.T) {
 	}
 }
 
-// admissionPatch is the body of the one write admission made: a JSON patch
-// of the object (not its status).
+// A request whose pod is not running yet waits for it, and says so in its
+// status, instead of failing: a pod and its CRR are often applied together.
+func TestAdmitWaitsForThePodToStart(t *testing.T) {
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		message string
+	}{
+		{
+			name:    "not scheduled",
+			pod:     withPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			message: `waiting for the pod to start: pod "web" is not scheduled to a node yet`,
+		},
+		{
+			name:    "pending",
+			pod:     withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			message: `waiting for the pod to start: pod "web" is not running yet (phase "Pending")`,
+		},
+		{
+			name:    "a container without a containerID",
+			pod:     withPod(func(p *corev1.Pod) { p.Status.ContainerStatuses[1].ContainerID = "" }),
+			message: `waiting for the pod to start: containers of pod "web" have not started yet: sidecar`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, objects{apiOnly: []*corev1.Pod{tc.pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(time.Minute, "main", "sidecar")}})
+			after, err := f.sync(t)
+			require.NoError(t, err)
+			assert.Equal(t, defaultPodStartWait-time.Minute, after, "looked at again when the wait ends, unless the pod changes first")
+
+			writes := f.writes()
+			require.Len(t, writes, 1)
+			assert.Equal(t, "status", writes[0].GetSubresource())
+			got := f.getCRR(t)
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase)
+			assert.Equal(t, "5", got.Status.CreationRevision, "the creation revision is recorded at the first write")
+			cond := appsv1alpha1.AdmittedCondition(got)
+			require.NotNil(t, cond)
+			assert.Equal(t, metav1.ConditionFalse, cond.Status)
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod, cond.Reason)
+			assert.Equal(t, tc.message, cond.Message)
+			assert.False(t, appsv1alpha1.IsAdmitted(got))
+			assert.Empty(t, got.Labels, "not routed to any daemon yet")
+			require.Len(t, f.events(), 1, "one WaitingForPod Event")
+
+			// Nothing changed: nothing is written again.
+			f.ctrl.crrIndexer.Update(got)
+			f.kruise.ClearActions()
+			_, err = f.sync(t)
+			require.NoError(t, err)
+			assert.Empty(t, f.writes())
+			assert.Empty(t, f.events())
+
+			// The pod runs: the request is admitted, its creation revision kept.
+			_, err = f.kube.CoreV1().Pods(testNS).Update(context.Background(), runningPod(), metav1.UpdateOptions{})
+			require.NoError(t, err)
+			_, err = f.sync(t)
+			require.NoError(t, err)
+			got = f.getCRR(t)
+			assert.True(t, appsv1alpha1.IsAdmitted(got))
+			assert.True(t, appsv1alpha1.IsRouted(got))
+			assert.Equal(t, "5", got.Status.CreationRevision)
+			assert.Equal(t, []string{"Normal Admitted Admitted for pod web (uid pod-uid-1) on node node-a"}, f.events())
+		})
+	}
+}
+
+// The wait is bounded: by activeDeadlineSeconds, else by defaultPodStartWait.
+func TestAdmitWaitIsBounded(t *testing.T) {
+	pending := withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} })
+	t.Run("default bound", func(t *testing.T) {
+		f := newFixture(t, objects{apiOnly: []*corev1.Pod{pending}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(defaultPodStartWait, "main")}})
+		_, err := f.sync(t)
+		require.NoError(t, err)
+		got := f.getCRR(t)
+		assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+		assert.Equal(t, `pod "web" did not start within 10m0s (set activeDeadlineSeconds to wait longer): pod "web" is not running yet (phase "Pending")`, got.Status.Message)
+	})
+	t.Run("activeDeadlineSeconds", func(t *testing.T) {
+		crr := newCRR(20*time.Minute, "main")
+		crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+		f := newFixture(t, objects{apiOnly: []*corev1.Pod{pending}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+		after, err := f.sync(t)
+		require.NoError(t, err)
+		assert.Equal(t, 40*time.Minute, after, "waits past the default, up to its deadline")
+		assert.False(t, appsv1alpha1.IsAdmitted(f.getCRR(t)))
+
+		f.clock.Step(40 * time.Minute)
+		f.ctrl.crrIndexer.Update(f.getCRR(t))
+		_, err = f.sync(t)
+		require.NoError(t, err)
+		got := f.getCRR(t)
+		assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+		assert.Equal(t, "exceeded activeDeadlineSeconds (3600s)", got.Status.Message)
+	})
+}
+
+// admissionPatch checks that admission wrote the status (the Admitted
+// condition) first, then one JSON patch of the object, and returns the
+// patch's body.
 func (f *fixture) admissionPatch(t *testing.T) string {
 	t.Helper()
 	writes := f.writes()
-	require.Len(t, writes, 1)
-	require.Equal(t, "patch", writes[0].GetVerb())
-	assert.Empty(t, writes[0].GetSubresource())
-	p := writes[0].(k8stesting.PatchAction)
+	require.Len(t, writes, 2)
+	require.Equal(t, "update", writes[0].GetVerb())
+	assert.Equal(t, "status", writes[0].GetSubresource())
+	require.Equal(t, "patch", writes[1].GetVerb())
+	assert.Empty(t, writes[1].GetSubresource())
+	p := writes[1].(k8stesting.PatchAction)
 	require.Equal(t, types.JSONPatchType, p.GetPatchType())
 	return string(p.GetPatch())
 }
@@ -154,15 +260,20 @@ func (f *fixture) admissionPatch(t *testing.T) string {
 func TestAdmitFills(t *testing.T) {
 	crr := newCRR(time.Second, "main", "sidecar")
 	crr.Labels = map[string]string{"user": "label"}
-	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	// A sleep hook has no field in the OpenKruise-compatible ProbeHandler:
+	// it is left out of the copy (the daemon runs the pod's own hook).
+	pod := withPod(func(p *corev1.Pod) {
+		p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
+	})
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 
 	after, err := f.sync(t)
 	require.NoError(t, err)
 	assert.Zero(t, after)
-	// Only what admission adds, after the resourceVersion read; label keys
-	// escaped as JSON pointer tokens.
+	// Only what admission adds, after the resourceVersion the status write
+	// left; label keys escaped as JSON pointer tokens.
 	assert.JSONEq(t, `[
-		{"op": "replace", "path": "/metadata/resourceVersion", "value": "5"},
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": "6"},
 		{"op": "add", "path": "/metadata/labels/crr.apps.kruise.io~1active", "value": "true"},
 		{"op": "add", "path": "/metadata/labels/crr.apps.kruise.io~1node-name", "value": "node-a"},
 		{"op": "add", "path": "/metadata/labels/crr.apps.kruise.io~1pod-uid", "value": "pod-uid-1"},
@@ -186,8 +297,16 @@ func TestAdmitFills(t *testing.T) {
 	assert.Equal(t, &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: sidecarID}, side.StatusContext)
 	assert.Nil(t, side.PreStop)
 	assert.Nil(t, side.Ports)
-	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase, "admission does not touch status")
-	assert.True(t, admitted(got))
+
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase)
+	assert.Equal(t, "5", got.Status.CreationRevision)
+	assert.Equal(t, []metav1.Condition{{
+		Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue,
+		Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted, Message: `pod "web" (uid pod-uid-1) runs on node "node-a"`,
+		LastTransitionTime: metav1.NewTime(now),
+	}}, got.Status.Conditions)
+	assert.True(t, appsv1alpha1.IsAdmitted(got))
+	assert.True(t, appsv1alpha1.IsRouted(got))
 	assert.Equal(t, []string{"Normal Admitted Admitted for pod web (uid pod-uid-1) on node node-a"}, f.events())
 }
 
@@ -226,7 +345,7 @@ func TestAdmitLabelOps(t *testing.T) {
 			_, err := f.sync(t)
 			require.NoError(t, err)
 			assert.JSONEq(t, `[
-				{"op": "replace", "path": "/metadata/resourceVersion", "value": "5"},
+				{"op": "replace", "path": "/metadata/resourceVersion", "value": "6"},
 				`+tc.want+`,
 				{"op": "add", "path": "/spec/containers/0/statusContext", "value": {"containerID": "containerd://bbb", "restartCount": 0}}
 			]`, f.admissionPatch(t))
@@ -236,7 +355,7 @@ func TestAdmitLabelOps(t *testing.T) {
 					assert.Equal(t, v, got.Labels[k], k)
 				}
 			}
-			assert.True(t, admitted(got))
+			assert.True(t, appsv1alpha1.IsRouted(got))
 		})
 	}
 }
@@ -252,7 +371,7 @@ func TestAdmitAnnotationOps(t *testing.T) {
 	_, err := f.sync(t)
 	require.NoError(t, err)
 	assert.JSONEq(t, `[
-		{"op": "replace", "path": "/metadata/resourceVersion", "value": "5"},
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": "6"},
 		{"op": "add", "path": "/metadata/annotations/crr.apps.kruise.io~1unready-acquired", "value": "`+now.Format(time.RFC3339)+`"},
 		{"op": "add", "path": "/metadata/labels/crr.apps.kruise.io~1active", "value": "true"},
 		{"op": "add", "path": "/metadata/labels/crr.apps.kruise.io~1node-name", "value": "node-a"},
@@ -266,8 +385,8 @@ func TestAdmitAnnotationOps(t *testing.T) {
 }
 
 // crrJSON is a CRR as its creator wrote it: container main with the empty
-// lists OpenKruise accepts (no ports; an exec hook without a command), and
-// sidecar with neither field.
+// lists OpenKruise's admission refuses too (no ports; an exec hook without a
+// command), and sidecar with neither field.
 const crrJSON = `{
 	"apiVersion": "apps.kruise.io/v1alpha1", "kind": "ContainerRecreateRequest",
 	"metadata": {"name": "restart-web", "namespace": "default", "uid": "crr-uid", "resourceVersion": "5",
@@ -275,8 +394,7 @@ const crrJSON = `{
 	"spec": {"podName": "web", "containers": [
 		{"name": "main", "ports": [], "preStop": {"exec": {"command": []}}},
 		{"name": "sidecar"}
-	]},
-	"status": {"phase": "Pending"}
+	]}
 }`
 
 // decodeCRR decodes data as the generated clientset does.
@@ -287,54 +405,16 @@ func decodeCRR(t *testing.T, data string) *appsv1alpha1.ContainerRecreateRequest
 	return obj.(*appsv1alpha1.ContainerRecreateRequest)
 }
 
-// Fields the creator wrote as empty lists are left alone: "ports: []" says
-// the container has none, and the set-once rules of the CRD would refuse a
-// write that changed or dropped them. A container that leaves ports out gets
-// the pod's.
-func TestAdmitKeepsEmptyLists(t *testing.T) {
+// Fields the creator wrote as empty lists are set all the same: "ports: []"
+// or a hook that runs nothing are read-only fields given by the creator.
+func TestAdmitRefusesEmptyListsToo(t *testing.T) {
 	crr := decodeCRR(t, crrJSON)
-	// What the test rests on: an empty list decodes to an empty slice, an
-	// absent one to nil.
-	require.NotNil(t, crr.Spec.Containers[0].Ports)
-	require.Empty(t, crr.Spec.Containers[0].Ports)
-	require.NotNil(t, crr.Spec.Containers[0].PreStop.Exec.Command)
-	require.Nil(t, crr.Spec.Containers[1].Ports)
-
-	sidecarPorts := []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
-	pod := withPod(func(p *corev1.Pod) { p.Spec.Containers[1].Ports = sidecarPorts })
-	f := newFixture(t, objects{apiOnly: []*corev1.Pod{pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 	_, err := f.sync(t)
 	require.NoError(t, err)
-	patch := f.admissionPatch(t)
-	assert.JSONEq(t, `[
-		{"op": "replace", "path": "/metadata/resourceVersion", "value": "5"},
-		{"op": "add", "path": "/metadata/labels", "value": {
-			"crr.apps.kruise.io/active": "true", "crr.apps.kruise.io/node-name": "node-a", "crr.apps.kruise.io/pod-uid": "pod-uid-1"}},
-		{"op": "add", "path": "/spec/containers/0/statusContext", "value": {"containerID": "containerd://aaa", "restartCount": 2}},
-		{"op": "add", "path": "/spec/containers/1/statusContext", "value": {"containerID": "containerd://bbb", "restartCount": 0}},
-		{"op": "add", "path": "/spec/containers/1/ports", "value": [{"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]}
-	]`, patch)
-
-	// The API server applies the patch to the object as stored, which keeps
-	// the empty lists (the fake's tracker, holding Go objects, cannot).
-	p, err := jsonpatch.DecodePatch([]byte(patch))
-	require.NoError(t, err)
-	patched, err := p.Apply([]byte(crrJSON))
-	require.NoError(t, err)
-	var before, after map[string]any
-	require.NoError(t, json.Unmarshal([]byte(crrJSON), &before))
-	require.NoError(t, json.Unmarshal(patched, &after))
-	assert.NoError(t, setOnceRulesHold(before, after))
-	main := containersOf(after)[0]
-	assert.Equal(t, []any{}, main["ports"])
-	assert.Equal(t, map[string]any{"exec": map[string]any{"command": []any{}}}, main["preStop"])
-	assert.NotNil(t, main["statusContext"])
-	assert.True(t, admitted(decodeCRR(t, string(patched))))
-
 	got := f.getCRR(t)
-	assert.Empty(t, got.Spec.Containers[0].Ports, "the pod's ports are not copied over the creator's []")
-	assert.Equal(t, sidecarPorts, got.Spec.Containers[1].Ports)
-	assert.Equal(t, []string{"Normal Admitted Admitted for pod web (uid pod-uid-1) on node node-a"}, f.events())
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Contains(t, got.Status.Message, "(set in: main.preStop, main.ports)")
 }
 
 // Admission tells an absent list from an empty one by nil: that holds for
@@ -385,48 +465,8 @@ func TestEmptyListsSurviveTheInformer(t *testing.T) {
 			assert.Empty(t, main.PreStop.Exec.Command, name)
 		}
 		assert.Nil(t, side.Ports, "%s: absent ports are nil", name)
+		assert.Equal(t, []string{"main.preStop", "main.ports"}, creatorSetFields(crr), name)
 	}
-}
-
-// The set-once rules hold against what a full update would have sent: the
-// check that TestAdmitKeepsEmptyLists relies on can fail.
-func TestSetOnceRulesCatchAnUpdate(t *testing.T) {
-	var before, sent map[string]any
-	require.NoError(t, json.Unmarshal([]byte(crrJSON), &before))
-	data, err := json.Marshal(decodeCRR(t, crrJSON))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(data, &sent))
-	err = setOnceRulesHold(before, sent)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ports")
-	assert.Contains(t, err.Error(), "preStop")
-}
-
-// setOnceRulesHold checks, per container, the CRD's rules on preStop, ports
-// and statusContext: once present, present and unchanged.
-func setOnceRulesHold(old, cur map[string]any) error {
-	var errs []error
-	oldCtrs, curCtrs := containersOf(old), containersOf(cur)
-	for i, o := range oldCtrs {
-		for _, field := range []string{"preStop", "ports", "statusContext"} {
-			ov, had := o[field]
-			if !had {
-				continue
-			}
-			if cv, has := curCtrs[i][field]; !has || !reflect.DeepEqual(ov, cv) {
-				errs = append(errs, fmt.Errorf("containers[%d].%s: %v became %v", i, field, ov, cv))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func containersOf(obj map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, c := range obj["spec"].(map[string]any)["containers"].([]any) {
-		out = append(out, c.(map[string]any))
-	}
-	return out
 }
 
 // Map keys are escaped as JSON pointer tokens (RFC 6901).
@@ -439,61 +479,69 @@ func TestSetEntriesEscapes(t *testing.T) {
 	}, p)
 }
 
-// Fields already set are kept (they may be set only once), and a sleep
-// preStop, which ProbeHandler cannot carry, is left out.
-func TestAdmitKeepsSetFields(t *testing.T) {
-	crr := newCRR(time.Second, "main", "sidecar")
-	crr.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://given"}
-	pod := withPod(func(p *corev1.Pod) {
-		p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
-	})
-	f := newFixture(t, objects{apiOnly: []*corev1.Pod{pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
-	_, err := f.sync(t)
-	require.NoError(t, err)
-	got := f.getCRR(t)
-	assert.Equal(t, "containerd://given", got.Spec.Containers[0].StatusContext.ContainerID)
-	assert.Nil(t, got.Spec.Containers[1].PreStop)
-}
-
-// A statusContext the creator gave that may name the current instance or an
-// earlier one is accepted as it is.
-func TestPastOrCurrent(t *testing.T) {
-	st := &corev1.ContainerStatus{ContainerID: "containerd://now", RestartCount: 2}
-	ctx := func(id string, n int32) *appsv1alpha1.ContainerRecreateRequestContainerContext {
-		return &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: id, RestartCount: n}
-	}
-	assert.True(t, pastOrCurrent(nil, st), "not given")
-	assert.True(t, pastOrCurrent(ctx("containerd://now", 2), st), "the current instance")
-	assert.True(t, pastOrCurrent(ctx("containerd://before", 1), st), "an earlier instance")
-	assert.False(t, pastOrCurrent(ctx("containerd://other", 2), st), "another ID with the current count")
-	assert.False(t, pastOrCurrent(ctx("containerd://later", 7), st), "a count the container has not reached")
-}
-
 // A request changed since the cache read it (here: a label added) is not
-// admitted on that stale view: the patch carries the resourceVersion read,
-// the server refuses it with a conflict, and the request is decided again
-// (requeued), not rejected.
+// admitted on that stale view: the status write carries the resourceVersion
+// read, the server refuses it with a conflict, and the request is decided
+// again (requeued), not rejected.
 func TestAdmitConflictIsReturned(t *testing.T) {
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(time.Second, "main")}})
 	f.setStored(t, func(c *appsv1alpha1.ContainerRecreateRequest) { c.Labels = map[string]string{"user": "label"} })
 	_, err := f.sync(t)
 	require.Error(t, err)
 	assert.True(t, apierrors.IsConflict(err), "wrapped conflict: %v", err)
-	assert.Len(t, f.writes(), 1, "the admission patch only")
+	assert.Len(t, f.writes(), 1, "the status write only")
 	assert.Empty(t, f.events())
 	got := f.getCRR(t)
 	assert.Equal(t, "6", got.ResourceVersion)
-	assert.Equal(t, map[string]string{"user": "label"}, got.Labels)
-	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase)
+	assert.False(t, appsv1alpha1.IsAdmitted(got))
 }
 
-// A stale view can also make the patch not apply (a label added to a map
-// that is gone by now), which the server answers as Invalid: the rejection
-// that follows carries the resourceVersion read too, and fails with a
-// conflict instead of completing the request.
+// An admission cut short after its status write (a crash, a conflict) is
+// finished by the next sync: the routing patch alone, from the live pod.
+func TestAdmitFinishesARoutingCutShort(t *testing.T) {
+	crr := admittedCRR(time.Second)
+	crr.Labels = nil
+	for i := range crr.Spec.Containers {
+		crr.Spec.Containers[i].StatusContext = nil
+	}
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	_, err := f.sync(t)
+	require.NoError(t, err)
+	writes := f.writes()
+	require.Len(t, writes, 1, "no second status write")
+	assert.Equal(t, "patch", writes[0].GetVerb())
+	got := f.getCRR(t)
+	assert.True(t, appsv1alpha1.IsRouted(got))
+	assert.Equal(t, podUID, got.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey])
+}
+
+// Admitted for a pod that was then replaced (same name, new UID) before
+// the routing was written: the request must not act on the new pod.
+func TestAdmitCutShortForAReplacedPod(t *testing.T) {
+	crr := admittedCRR(time.Second)
+	crr.Labels = nil
+	for i := range crr.Spec.Containers {
+		crr.Spec.Containers[i].StatusContext = nil
+	}
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{withPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	_, err := f.sync(t)
+	require.NoError(t, err)
+	got := f.getCRR(t)
+	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Equal(t, "pod was replaced", got.Status.Message)
+	assert.Empty(t, got.Labels)
+}
+
+// A stale view can also make the routing patch not apply (a label added to
+// a map that is gone by now), which the server answers as Invalid: the
+// rejection that follows carries the resourceVersion read too, and fails
+// with a conflict instead of completing the request.
 func TestAdmitPatchNotApplyingToAChangedObjectIsNoReject(t *testing.T) {
-	crr := newCRR(time.Second, "main")
+	crr := admittedCRR(time.Second)
 	crr.Labels = map[string]string{"user": "label"}
+	for i := range crr.Spec.Containers {
+		crr.Spec.Containers[i].StatusContext = nil
+	}
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 	f.setStored(t, func(c *appsv1alpha1.ContainerRecreateRequest) { c.Labels = nil })
 	_, err := f.sync(t)
@@ -529,21 +577,10 @@ func TestAdmitOverwritesLabelsSetByTheCreator(t *testing.T) {
 				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
 			}, got.Labels)
 			assert.NotNil(t, got.Spec.Containers[1].StatusContext)
-			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase)
+			assert.True(t, appsv1alpha1.IsAdmitted(got))
 			assert.Equal(t, []string{"Normal Admitted Admitted for pod web (uid pod-uid-1) on node node-a"}, f.events())
 		})
 	}
-}
-
-func TestAdmitted(t *testing.T) {
-	assert.True(t, admitted(admittedCRR(time.Second)))
-	assert.False(t, admitted(newCRR(time.Second, "main")), "no labels")
-	noContext := admittedCRR(time.Second, func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.Containers[1].StatusContext = nil })
-	assert.False(t, admitted(noContext), "a container without statusContext")
-	noNode := admittedCRR(time.Second, func(c *appsv1alpha1.ContainerRecreateRequest) {
-		delete(c.Labels, appsv1alpha1.ContainerRecreateRequestNodeNameKey)
-	})
-	assert.False(t, admitted(noNode), "no node-name label")
 }
 
 // An admission patch the API server refuses as invalid (here: a node name

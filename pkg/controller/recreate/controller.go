@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nodekruise/kruise/pkg/events"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
@@ -73,11 +71,8 @@ type Controller struct {
 	// grace given to a node's daemon counts from no earlier than this, so a
 	// new leader does not judge daemons on heartbeats it never watched.
 	startedAt time.Time
-
-	// deleted holds CRRs deleted while they may still hold their pod not-ready
-	// (unreadyGracePeriodSeconds), by key, until a sync has restored the pod.
-	deletedMu sync.Mutex
-	deleted   map[string]*appsv1alpha1.ContainerRecreateRequest
+	// liveness is when each node's daemon was last seen renewing its Lease.
+	liveness *liveness
 }
 
 // New builds the controller and registers its indexes and event handlers.
@@ -100,7 +95,7 @@ func New(cfg Config) (*Controller, error) {
 		namespace:    cfg.Namespace,
 		recorder:     cfg.Recorder,
 		clock:        clk,
-		deleted:      map[string]*appsv1alpha1.ContainerRecreateRequest{},
+		liveness:     newLiveness(clk),
 		queue:        workers.NewQueue(Name, clk),
 	}
 	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod, nodeIndex: indexByNode}); err != nil {
@@ -109,7 +104,6 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueCRR,
 		UpdateFunc: func(_, obj any) { c.enqueueCRR(obj) },
-		DeleteFunc: c.crrDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding CRR event handler: %w", err)
 	}
@@ -123,7 +117,7 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := cfg.Leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.leaseChanged,
 		UpdateFunc: func(_, cur any) { c.leaseChanged(cur) },
-		DeleteFunc: c.leaseChanged,
+		DeleteFunc: c.leaseDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding lease event handler: %w", err)
 	}

@@ -107,6 +107,11 @@ func newFixture(t *testing.T, o objects) *fixture {
 	}
 	for _, l := range o.leases {
 		require.NoError(t, nsFactory.Coordination().V1().Leases().Informer().GetIndexer().Add(l))
+		// The controller saw the Lease renewed when its renewTime says:
+		// these tests run no node clock skew (liveness_test.go does).
+		f.clock.SetTime(l.Spec.RenewTime.Time)
+		ctrl.leaseChanged(l)
+		f.clock.SetTime(now)
 	}
 	for _, c := range o.crrs {
 		require.NoError(t, ctrl.crrIndexer.Add(c))
@@ -288,15 +293,15 @@ func withPod(mut func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-// newCRR is a fresh request for the given containers, created age ago.
+// newCRR is a fresh request for the given containers, created age ago, as
+// its creator wrote it (the API server drops status on create).
 func newCRR(age time.Duration, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
 	crr := &appsv1alpha1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: crrName, Namespace: testNS, UID: "crr-uid", ResourceVersion: "5",
 			CreationTimestamp: metav1.NewTime(now.Add(-age)),
 		},
-		Spec:   appsv1alpha1.ContainerRecreateRequestSpec{PodName: podName},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending},
+		Spec: appsv1alpha1.ContainerRecreateRequestSpec{PodName: podName},
 	}
 	for _, c := range containers {
 		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{Name: c})
@@ -307,6 +312,9 @@ func newCRR(age time.Duration, containers ...string) *appsv1alpha1.ContainerRecr
 // admittedCRR is a request already admitted for runningPod.
 func admittedCRR(age time.Duration, mut ...func(*appsv1alpha1.ContainerRecreateRequest)) *appsv1alpha1.ContainerRecreateRequest {
 	crr := newCRR(age, "main", "sidecar")
+	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestPending
+	crr.Status.CreationRevision = "4"
+	crr.Status.Conditions = []metav1.Condition{admittedCondition(now.Add(-age))}
 	crr.Labels = map[string]string{
 		appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
 		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   podUID,
@@ -333,6 +341,15 @@ func completedCRR(finishedAgo time.Duration, mut ...func(*appsv1alpha1.Container
 		m(crr)
 	}
 	return crr
+}
+
+// admittedCondition is the Admitted condition written for runningPod at.
+func admittedCondition(at time.Time) metav1.Condition {
+	return metav1.Condition{
+		Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue,
+		Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted, Message: `pod "web" (uid pod-uid-1) runs on node "node-a"`,
+		LastTransitionTime: metav1.NewTime(at),
+	}
 }
 
 // lease is the node's heartbeat, last renewed ago.

@@ -1,14 +1,11 @@
 package recreate
 
 import (
-	"strings"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 )
 
 const (
@@ -73,7 +70,8 @@ func (c *Controller) podChanged(obj any) {
 }
 
 // podUpdated enqueues the pod's CRRs only when something they depend on
-// changed: most pod updates (status churn) concern no CRR.
+// changed: most pod updates (status churn) concern no CRR. A container's
+// new ID is what a request waiting for its pod to start waits for.
 func (c *Controller) podUpdated(oldObj, curObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := curObj.(*corev1.Pod)
@@ -81,23 +79,43 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 		return
 	}
 	if old.UID != cur.UID || old.Spec.NodeName != cur.Spec.NodeName ||
-		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) || old.Status.Phase != cur.Status.Phase {
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) || old.Status.Phase != cur.Status.Phase ||
+		!sameContainerIDs(old, cur) {
 		c.enqueueIndexed(podIndex, cur.Namespace+"/"+cur.Name)
 	}
 }
 
-// leaseChanged enqueues the CRRs on the node of a daemon heartbeat Lease.
+func sameContainerIDs(a, b *corev1.Pod) bool {
+	if len(a.Status.ContainerStatuses) != len(b.Status.ContainerStatuses) {
+		return false
+	}
+	for i := range a.Status.ContainerStatuses {
+		if a.Status.ContainerStatuses[i].ContainerID != b.Status.ContainerStatuses[i].ContainerID {
+			return false
+		}
+	}
+	return true
+}
+
+// leaseChanged records a daemon heartbeat Lease's renewal and enqueues the
+// CRRs on its node.
 func (c *Controller) leaseChanged(obj any) {
+	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == c.namespace {
+		if node := c.liveness.observe(lease); node != "" {
+			c.enqueueIndexed(nodeIndex, node)
+		}
+	}
+}
+
+// leaseDeleted forgets a daemon heartbeat Lease and enqueues the CRRs on
+// its node.
+func (c *Controller) leaseDeleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok || lease.Namespace != c.namespace {
-		return
+	if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Namespace == c.namespace {
+		if node := c.liveness.forget(lease); node != "" {
+			c.enqueueIndexed(nodeIndex, node)
+		}
 	}
-	node, ok := strings.CutPrefix(lease.Name, heartbeat.LeasePrefix)
-	if !ok || node == "" {
-		return
-	}
-	c.enqueueIndexed(nodeIndex, node)
 }

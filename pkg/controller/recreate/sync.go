@@ -14,13 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
 	"github.com/nodekruise/kruise/pkg/durations"
 )
-
-// daemonLiveFor is how long after its last heartbeat a node's daemon counts
-// as live, and how long after admission an admitted CRR may wait for one.
-const daemonLiveFor = heartbeat.LeaseDuration
 
 // sync brings one CRR a step further. It returns when to look at it again
 // (zero: only on the next event).
@@ -28,10 +23,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, nil // not ours; never retried
-	}
-	// A CRR deleted while holding its pod not-ready gives the pod back first.
-	if err := c.restoreAfterDelete(ctx, key); err != nil {
-		return 0, err
 	}
 	crr, err := c.crrLister.ContainerRecreateRequests(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -43,14 +34,25 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	logger := klog.FromContext(ctx).WithValues("crr", klog.KObj(crr), "pod", klog.KRef(crr.Namespace, crr.Spec.PodName))
 	ctx = klog.NewContext(ctx, logger)
 
-	switch {
-	case crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted:
+	if crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted {
 		return c.syncFinished(ctx, crr)
-	case !admitted(crr):
-		return 0, c.admit(ctx, crr)
-	default:
-		return c.syncActive(ctx, crr)
 	}
+	if deadline, ok := activeDeadline(crr); ok && !c.clock.Now().Before(deadline) {
+		return 0, c.finish(ctx, crr, ReasonDeadlineExceeded, fmt.Sprintf("exceeded activeDeadlineSeconds (%ds)", *crr.Spec.ActiveDeadlineSeconds))
+	}
+	if !appsv1alpha1.IsAdmitted(crr) || !appsv1alpha1.IsRouted(crr) {
+		return c.admit(ctx, crr)
+	}
+	return c.syncActive(ctx, crr)
+}
+
+// activeDeadline is when the CRR's activeDeadlineSeconds ends, if it has one.
+func activeDeadline(crr *appsv1alpha1.ContainerRecreateRequest) (time.Time, bool) {
+	ads := crr.Spec.ActiveDeadlineSeconds
+	if ads == nil {
+		return time.Time{}, false
+	}
+	return crr.CreationTimestamp.Add(durations.Seconds(*ads)), true
 }
 
 // syncActive completes an admitted CRR that can no longer make progress,
@@ -65,11 +67,7 @@ func (c *Controller) syncActive(ctx context.Context, crr *appsv1alpha1.Container
 		}
 	}
 
-	if ads := crr.Spec.ActiveDeadlineSeconds; ads != nil {
-		deadline := crr.CreationTimestamp.Add(durations.Seconds(*ads))
-		if !now.Before(deadline) {
-			return 0, c.finish(ctx, crr, ReasonDeadlineExceeded, fmt.Sprintf("exceeded activeDeadlineSeconds (%ds)", *ads))
-		}
+	if deadline, ok := activeDeadline(crr); ok {
 		soonest(deadline)
 	}
 
@@ -81,17 +79,17 @@ func (c *Controller) syncActive(ctx context.Context, crr *appsv1alpha1.Container
 	}
 
 	node := crr.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey]
-	liveUntil, err := c.daemonLiveUntil(node)
-	if err != nil {
-		return 0, err
-	}
-	if now.Before(liveUntil) {
+	if liveUntil := c.liveness.liveUntil(node); now.Before(liveUntil) {
 		soonest(liveUntil)
 	} else {
-		// The grace counts from admission; creation stands in for it (the
-		// controller admits within moments), and from no earlier than
-		// this replica's start.
+		// The grace counts from admission (the Admitted condition's
+		// transition, on this controller's clock; creation for a request
+		// admitted by an earlier release), and from no earlier than this
+		// replica's start.
 		graceStart := crr.CreationTimestamp.Time
+		if cond := appsv1alpha1.AdmittedCondition(crr); cond != nil && cond.LastTransitionTime.After(graceStart) {
+			graceStart = cond.LastTransitionTime.Time
+		}
 		if c.startedAt.After(graceStart) {
 			graceStart = c.startedAt
 		}
@@ -126,22 +124,6 @@ func (c *Controller) checkPod(ctx context.Context, crr *appsv1alpha1.ContainerRe
 		return ReasonPodReplaced, "pod was replaced", nil
 	}
 	return "", "", nil
-}
-
-// daemonLiveUntil is when the heartbeat of node's daemon stops counting:
-// zero when it has none.
-func (c *Controller) daemonLiveUntil(node string) (time.Time, error) {
-	lease, err := c.leaseLister.Leases(c.namespace).Get(heartbeat.LeaseName(node))
-	if apierrors.IsNotFound(err) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading the heartbeat Lease of node %q: %w", node, err)
-	}
-	if lease.Spec.RenewTime == nil {
-		return time.Time{}, nil
-	}
-	return lease.Spec.RenewTime.Add(daemonLiveFor), nil
 }
 
 // finish completes an admitted CRR and records why.
@@ -193,16 +175,12 @@ func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRe
 	return nil
 }
 
-// syncFinished sets the pod ready again (see restoreReady), takes a
-// Completed CRR off the daemons' watch (removes the active label) and
-// deletes it once ttlSecondsAfterFinished has passed since its completion.
-// It never writes its status.
+// syncFinished takes a Completed CRR off the daemons' watch (removes the
+// active label) and deletes it once ttlSecondsAfterFinished has passed since
+// its completion. It never writes its status. (The podreadiness controller
+// releases the pod it may have held not-ready.)
 func (c *Controller) syncFinished(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	// Before anything else: a request deleted by its ttl is not seen again.
-	if err := c.restoreReady(ctx, crr); err != nil {
-		return 0, err
-	}
 	if _, ok := crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; ok {
 		// A merge patch touches the label alone (an update would rewrite the
 		// whole spec, see admit); the resourceVersion read makes it fail with
