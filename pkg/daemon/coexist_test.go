@@ -78,7 +78,10 @@ func admittedCRR() *appsv1alpha1.ContainerRecreateRequest {
 		Spec: appsv1alpha1.ContainerRecreateRequestSpec{PodName: "web", Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{
 			Name: "main", StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://aaa"},
 		}}},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending},
+		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending, Conditions: []metav1.Condition{{
+			Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue, Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted,
+			LastTransitionTime: metav1.Now(),
+		}}},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,8 +100,7 @@ func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
 			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
 				s.TerminationGracePeriodSeconds = ptr.To(tc.grace)
 			})
-			crr.Spec.Containers[0].PreStop = execPreStop("touch", "/x")
-			f := newFixture(t, runningPod(), crr)
+			f := newFixture(t, runningPod(preStop("main", execHook("touch", "/x"))), crr)
 			f.rt.execFn = func(context.Context) (cri.ExecResult, error) {
 				f.clock.Step(tc.hookTime)
 				return cri.ExecResult{}, nil
@@ -119,16 +119,15 @@ func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
 
 func TestPreStopFailureAndTCPStillStop(t *testing.T) {
 	crr := newCRR("r", time.Minute, "main", "sidecar")
-	crr.Spec.Containers[0].PreStop = execPreStop("false")
-	crr.Spec.Containers[1].PreStop = &appsv1alpha1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}
-	pod := runningPod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5) })
+	pod := runningPod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5) },
+		preStop("main", execHook("false")), preStop("sidecar", &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{}}))
 	f := newFixture(t, pod, crr)
 	f.rt.execFn = func(context.Context) (cri.ExecResult, error) { return cri.ExecResult{ExitCode: 1}, nil }
 	f.sync(t)
 	assert.Equal(t, []string{"exec " + mainID, "stop " + mainID, "stop " + sideID}, f.rt.calls())
 	assert.Equal(t, []time.Duration{5 * time.Second, 5 * time.Second}, f.rt.stops, "the pod's grace applies")
 	reasons := f.events()
-	assert.Contains(t, reasons, "Warning PreStopFailed PreStop hook of container main failed: exec preStop hook [\"false\"] exited with code 1: \"\"")
+	assert.Contains(t, reasons, "Warning PreStopFailed PreStop hook of container main failed: exec preStop hook exited with code 1")
 	assert.Contains(t, reasons, "Warning PreStopNotSupported Container sidecar: "+ErrHookNotSupported.Error())
 }
 
@@ -251,8 +250,31 @@ func TestTwoCRRsInCreationOrder(t *testing.T) {
 	assert.Equal(t, []string{"stop " + sideID, "stop " + mainID}, f.rt.calls())
 }
 
-func TestSameCreationTimeOrderedByName(t *testing.T) {
-	f := newFixture(t, runningPod(), newCRR("b", time.Minute, "main"), newCRR("a", time.Minute, "sidecar"))
+// Created in the same second (timestamps have one-second resolution): the
+// creation revision kruise-controller recorded orders them, not the name.
+func TestSameCreationSecondOrderedByCreationRevision(t *testing.T) {
+	first, second := newCRR("z-first", time.Minute, "main"), newCRR("a-second", time.Minute, "sidecar")
+	first.Status.CreationRevision, second.Status.CreationRevision = "99", "100" // numerically, not as text
+	f := newFixture(t, runningPod(), second, first)
+	f.sync(t)
+	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
+}
+
+// A request its creator routed to this node but kruise-controller has not
+// admitted (no Admitted condition: labels and statusContext are the
+// creator's) is never acted on; an admitted one of the same pod is.
+func TestUnadmittedIsNotActedOn(t *testing.T) {
+	forged := newCRR("forged", 2*time.Minute, "main")
+	forged.Status = appsv1alpha1.ContainerRecreateRequestStatus{}
+	waiting := newCRR("waiting", 2*time.Minute, "main")
+	waiting.Status.Conditions[0].Status = metav1.ConditionFalse
+	waiting.Status.Conditions[0].Reason = appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod
+	f := newFixture(t, runningPod(), forged, waiting)
+	f.sync(t)
+	assert.Empty(t, f.rt.calls())
+	assert.Empty(t, f.get(t, "forged").Status.Phase, "not written")
+
+	f = newFixture(t, runningPod(), forged, waiting, newCRR("admitted", time.Minute, "sidecar"))
 	f.sync(t)
 	assert.Equal(t, []string{"stop " + sideID}, f.rt.calls())
 }
@@ -261,8 +283,7 @@ func TestSameCreationTimeOrderedByName(t *testing.T) {
 // hook runs: the hook returns at once and nothing is stopped.
 func TestCancelledMidKill(t *testing.T) {
 	crr := newCRR("r", time.Minute, "main")
-	crr.Spec.Containers[0].PreStop = execPreStop("sleep", "100")
-	f := newFixture(t, runningPod(), crr)
+	f := newFixture(t, runningPod(preStop("main", execHook("sleep", "100"))), crr)
 	f.rt.execFn = func(ctx context.Context) (cri.ExecResult, error) {
 		done := f.get(t, "r").DeepCopy()
 		done.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted

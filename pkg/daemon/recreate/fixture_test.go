@@ -282,7 +282,13 @@ func newCRR(name string, age time.Duration, containers ...string) *appsv1alpha1.
 			PodName:  pName,
 			Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1alpha1.ContainerRecreateRequestFailurePolicyFail},
 		},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending},
+		Status: appsv1alpha1.ContainerRecreateRequestStatus{
+			Phase: appsv1alpha1.ContainerRecreateRequestPending,
+			Conditions: []metav1.Condition{{
+				Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue,
+				Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted, LastTransitionTime: metav1.NewTime(tNow.Add(-age)),
+			}},
+		},
 	}
 	ids := map[string]string{"main": mainID, "sidecar": sideID}
 	for _, c := range containers {
@@ -299,6 +305,14 @@ func withStrategy(crr *appsv1alpha1.ContainerRecreateRequest, mut func(*appsv1al
 	return crr
 }
 
-func execPreStop(cmd ...string) *appsv1alpha1.ProbeHandler {
-	return &appsv1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
+// preStop gives the pod's container name the preStop hook h: the hook the
+// daemon runs.
+func preStop(name string, h *corev1.LifecycleHandler) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for i := range p.Spec.Containers {
+			if p.Spec.Containers[i].Name == name {
+				p.Spec.Containers[i].Lifecycle = &corev1.Lifecycle{PreStop: h}
+			}
+		}
+	}
 }

@@ -100,27 +100,17 @@ func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreate
 }
 
 // preStopFor picks the hook to run before stopping ctr, and the ports to
-// resolve it against. The CRR's preStop wins, as in OpenKruise: the user's
-// own, or the copy the controller made at admission. When it has none, the
-// pod's own lifecycle.preStop runs: that is the case of a sleep hook, which
-// the CRR's OpenKruise-compatible type cannot hold.
+// resolve it against: always the pod's own lifecycle.preStop, from the pod
+// spec (immutable there), never the CRR's copy. A request's creator can
+// write that copy in an earlier release or where kruise's admission policy
+// is not installed; running it would run a command of their choosing in
+// the container, with all it holds, or send a request of their choosing
+// from the node: CRRs are no exec API.
 func preStopFor(pod *corev1.Pod, ctr appsv1alpha1.ContainerRecreateRequestContainer) (*corev1.LifecycleHandler, []corev1.ContainerPort) {
-	if h := lifecycleHandler(ctr.PreStop); h != nil {
-		return h, ctr.Ports
-	}
 	for i := range pod.Spec.Containers {
 		if c := &pod.Spec.Containers[i]; c.Name == ctr.Name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 			return c.Lifecycle.PreStop, c.Ports
 		}
 	}
 	return nil, nil
-}
-
-// lifecycleHandler turns the CRR's copy of a preStop hook into the pod API
-// type the Runner takes.
-func lifecycleHandler(h *appsv1alpha1.ProbeHandler) *corev1.LifecycleHandler {
-	if h == nil || (h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil) {
-		return nil
-	}
-	return &corev1.LifecycleHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}
 }

@@ -213,26 +213,16 @@ func (r *Runner) runExec(ctx context.Context, p PreStop) error {
 	cmd := p.Handler.Exec.Command
 	res, err := r.exec.ExecSync(callCtx, p.ContainerID, cmd, left)
 	if err != nil {
-		return r.classify(ctx, p, fmt.Errorf("exec preStop hook %q: %w", cmd, err))
+		return r.classify(ctx, p, fmt.Errorf("exec preStop hook: %w", err))
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("exec preStop hook %q exited with code %d: %s", cmd, res.ExitCode, outputSummary(res))
+		// What the hook printed stays out of the error, which reaches Events
+		// that whoever may read the CRR or the pod's Events can see: it may
+		// print what the container holds (a token, say). Its exit code
+		// says that it failed; the container's own logs say why.
+		return fmt.Errorf("exec preStop hook exited with code %d", res.ExitCode)
 	}
 	return nil
-}
-
-// outputSummary is the tail of the command's output for the error message,
-// stderr first since that is where failures are explained.
-func outputSummary(res cri.ExecResult) string {
-	const maxMsg = 1024
-	out := strings.TrimSpace(string(res.Stderr))
-	if out == "" {
-		out = strings.TrimSpace(string(res.Stdout))
-	}
-	if len(out) > maxMsg {
-		out = "..." + out[len(out)-maxMsg:]
-	}
-	return strconv.Quote(out)
 }
 
 func (r *Runner) runSleep(ctx context.Context, p PreStop) error {
@@ -281,7 +271,7 @@ func (r *Runner) runHTTPGet(ctx context.Context, p PreStop) error {
 		resp, err = r.client.Do(retry)
 	}
 	if err != nil {
-		return r.classify(ctx, p, fmt.Errorf("httpGet preStop hook %s: %w", req.URL.Redacted(), err))
+		return r.classify(ctx, p, fmt.Errorf("httpGet preStop hook %s: %w", shownURL(req.URL), bareError(err)))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxHTTPBody))
@@ -289,9 +279,25 @@ func (r *Runner) runHTTPGet(ctx context.Context, p PreStop) error {
 	// error status so that a failing hook is visible in the CRR's Events.
 	// The container is stopped either way.
 	if resp.StatusCode >= http.StatusBadRequest {
-		return fmt.Errorf("httpGet preStop hook %s answered %s", req.URL.Redacted(), resp.Status)
+		return fmt.Errorf("httpGet preStop hook %s answered %s", shownURL(req.URL), resp.Status)
 	}
 	return nil
+}
+
+// shownURL is the hook's URL as errors (and so Events) show it: scheme,
+// host and path, without user info or query, which may carry credentials.
+func shownURL(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// bareError drops the URL net/http puts in front of a request's error: it
+// is the full URL, query included.
+func bareError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // httpRequest builds the GET the kubelet would send for the hook.

@@ -38,8 +38,10 @@ func TestPreStopFor(t *testing.T) {
 		want      *corev1.LifecycleHandler
 		wantPorts []corev1.ContainerPort
 	}{
-		{name: "the CRR's hook wins", pod: pod(sleep), ctr: crrCopy,
-			want: &corev1.LifecycleHandler{Exec: crrCopy.PreStop.Exec}, wantPorts: crrCopy.Ports},
+		// A copy in the CRR (its creator's, in an earlier release or without
+		// the admission policy) never runs: a CRR is no exec API.
+		{name: "the pod's own hook runs, never the CRR's copy", pod: pod(sleep), ctr: crrCopy, want: sleep, wantPorts: podPorts},
+		{name: "the CRR's copy does not run where the pod has no hook", pod: pod(nil), ctr: crrCopy},
 		{name: "no hook in the CRR: the pod's sleep hook runs", pod: pod(sleep), ctr: bare, want: sleep, wantPorts: podPorts},
 		{name: "another container's hook is not used", pod: pod(nil), ctr: bare},
 		{name: "the CRR names a container the pod lacks", pod: pod(sleep), ctr: appsv1alpha1.ContainerRecreateRequestContainer{Name: "gone"}},

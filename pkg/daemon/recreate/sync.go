@@ -16,9 +16,12 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 )
 
-// syncPod works on the oldest unfinished CRR of the pod (creation time,
-// then name); the next one starts once it completes. It returns when to
-// look at the pod again (zero: on the next event).
+// syncPod works on the oldest admitted, unfinished CRR of the pod (by
+// creation: appsv1alpha1.CreatedBefore); the next one starts once it
+// completes. A request kruise-controller has not admitted (its Admitted
+// condition) is never acted on, whatever labels or statusContext its
+// creator gave it. It returns when to look at the pod again (zero: on the
+// next event).
 func (e *Executor) syncPod(ctx context.Context, key string) (time.Duration, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -30,20 +33,15 @@ func (e *Executor) syncPod(ctx context.Context, key string) (time.Duration, erro
 	}
 	var crrs []*appsv1alpha1.ContainerRecreateRequest
 	for _, obj := range objs {
-		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && crr.Status.Phase != appsv1alpha1.ContainerRecreateRequestCompleted {
+		if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && crr.Status.Phase != appsv1alpha1.ContainerRecreateRequestCompleted &&
+			appsv1alpha1.IsAdmitted(crr) && appsv1alpha1.IsRouted(crr) {
 			crrs = append(crrs, crr)
 		}
 	}
 	if len(crrs) == 0 {
 		return 0, nil
 	}
-	sort.Slice(crrs, func(i, j int) bool {
-		a, b := crrs[i], crrs[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	sort.Slice(crrs, func(i, j int) bool { return appsv1alpha1.CreatedBefore(crrs[i], crrs[j]) })
 	crr := crrs[0]
 	logger := klog.FromContext(ctx).WithValues("crr", klog.KObj(crr), "pod", klog.KRef(namespace, name))
 	ctx = klog.NewContext(ctx, logger)
