@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/klog/v2/ktesting"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
@@ -51,10 +50,8 @@ func withDownRuntime(f *fixture) *downRuntime {
 // syncErr syncs once, expecting the sync to fail (so the queue retries).
 func (f *fixture) syncErr(t *testing.T) error {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	_, err := f.ex.syncPod(ctx, podKeyT)
+	_, err := f.syncAll(t)
 	require.Error(t, err)
-	f.refresh(t)
 	return err
 }
 

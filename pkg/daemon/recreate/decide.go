@@ -22,6 +22,12 @@ const (
 	actSucceed
 	// actFail: it cannot be recreated, decision.reason says why.
 	actFail
+	// actKilled: this daemon's kill of the container finished: record it.
+	actKilled
+	// actCancelled: the kill stopped because the CRR's work was cancelled.
+	actCancelled
+	// actRuntimeGone: the runtime went away during the kill.
+	actRuntimeGone
 )
 
 type decision struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodekruise/kruise/pkg/workers"
@@ -78,6 +79,10 @@ type Executor struct {
 	// warned remembers the CRRs already told that their pod lacks the
 	// KruisePodReady readiness gate, so the Event is recorded once.
 	warned map[string]bool
+	// kills are the kill goroutines under way (kill_async.go); killsStarted
+	// counts them all, for tests.
+	kills        sync.WaitGroup
+	killsStarted atomic.Int64
 }
 
 // New builds the executor and registers its index and event handlers.
@@ -140,6 +145,7 @@ func (e *Executor) Run(ctx context.Context, workers int) error {
 
 	logger.Info("Started CRR executor workers", "workers", workers)
 	e.loop().Run(ctx, workers)
+	e.waitKills()
 	return nil
 }
 

@@ -3,14 +3,15 @@ package recreate
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
@@ -288,14 +289,14 @@ func TestCancelledMidKill(t *testing.T) {
 		done := f.get(t, "r").DeepCopy()
 		done.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
 		done.Status.Message = "exceeded activeDeadlineSeconds (3s)"
+		done, err := f.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).UpdateStatus(context.Background(), done, metav1.UpdateOptions{})
+		require.NoError(t, err)
 		require.NoError(t, f.ex.crrIndexer.Update(done))
 		f.ex.crrUpdated(nil, done) // what the informer delivers
 		<-ctx.Done()
 		return cri.ExecResult{}, ctx.Err()
 	}
-	_, ctx := ktesting.NewTestContext(t)
-	_, err := f.ex.syncPod(ctx, podKeyT)
-	require.NoError(t, err)
+	f.sync(t)
 	assert.Equal(t, []string{"exec " + mainID}, f.rt.calls(), "no StopContainer after cancellation")
 	assert.Equal(t, "Recreating", states(f.get(t, "r"))["main"], "not marked killed")
 	assert.Equal(t, 1.0, f.completedTotal(outcomeCancelled))
@@ -327,11 +328,9 @@ func TestKilledRecordedAfterLostWrite(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, ctx := ktesting.NewTestContext(t)
-	_, err := f.ex.syncPod(ctx, podKeyT)
+	_, err := f.syncAll(t)
 	require.Error(t, err, "the lost write is an error: the pod is synced again")
 	require.Equal(t, 1, lost)
-	f.refresh(t)
 	assert.Equal(t, map[string]string{"main": "Recreating"}, states(f.get(t, "r")), "as stored: isKilled lost")
 
 	kubeletRestarts(t, f, "main", "ccc", tNow, true)
@@ -394,4 +393,60 @@ func TestHandlers(t *testing.T) {
 	assert.Zero(t, f.ex.queue.Len(), "a pod without CRRs is not queued")
 	f.ex.podChanged(runningPod())
 	assert.Equal(t, 1, f.ex.queue.Len())
+}
+
+// A kill that takes its whole grace period (here a preStop hook that does
+// not return) does not hold a worker: with a single worker, another pod's
+// CRR on the node is carried out meanwhile, and the slow one finishes when
+// its hook does.
+func TestLongKillDoesNotHoldTheWorker(t *testing.T) {
+	slow := runningPod(preStop("main", execHook("drain")))
+	other := runningPod(func(p *corev1.Pod) {
+		p.Name, p.UID = "other", "other-uid"
+		p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1]
+		p.Status.ContainerStatuses[0].ContainerID = "containerd://ccc"
+	})
+	otherCRR := newCRR("o", time.Minute, "main")
+	otherCRR.Spec.PodName = "other"
+	otherCRR.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] = "other-uid"
+	otherCRR.Spec.Containers[0].StatusContext.ContainerID = "containerd://ccc"
+	f := newFixture(t, slow, newCRR("r", time.Minute, "main"), otherCRR)
+	f.setPod(t, other)
+	f.rt.containers = append(f.rt.containers, cri.Container{ID: "ccc", Name: "main", State: cri.ContainerRunning, PodUID: "other-uid"})
+
+	release := make(chan struct{})
+	inHook := make(chan struct{})
+	f.rt.execFn = func(ctx context.Context) (cri.ExecResult, error) {
+		close(inHook)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return cri.ExecResult{}, nil
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		_ = f.ex.Run(ctx, 1)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-runDone
+	})
+	f.ex.queue.Add(podKeyT)
+	<-inHook
+	f.refresh(t) // as the informer would: the slow CRR is Recreating
+	f.ex.queue.Add(ns + "/other")
+	require.Eventually(t, func() bool { return slices.Contains(f.rt.calls(), "stop ccc") }, 10*time.Second, 10*time.Millisecond,
+		"the other pod's container is stopped while the slow hook runs: %v", f.rt.calls())
+	assert.NotContains(t, f.rt.calls(), "stop "+mainID, "the slow kill is still in its hook")
+
+	close(release)
+	require.Eventually(t, func() bool { return slices.Contains(f.rt.calls(), "stop "+mainID) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		f.refresh(t)
+		return states(f.get(t, "r"))["main"] == "Recreating/killed"
+	}, 10*time.Second, 10*time.Millisecond, "the slow kill is recorded once it returns")
 }

@@ -54,10 +54,17 @@ type fakeRuntime struct {
 func (r *fakeRuntime) PodContainers(_ context.Context, podUID string) ([]cri.Container, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if podUID != pUID {
+	// The pods of the fixture: runningPod, and "other" of TestLongKillDoesNotHoldTheWorker.
+	if podUID != pUID && podUID != "other-uid" {
 		return nil, fmt.Errorf("unexpected pod UID %q", podUID)
 	}
-	return append([]cri.Container(nil), r.containers...), nil
+	var out []cri.Container
+	for _, c := range r.containers {
+		if c.PodUID == podUID {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func (r *fakeRuntime) StopContainer(_ context.Context, id string, timeout time.Duration) error {
@@ -169,13 +176,29 @@ func (f *fixture) refresh(t *testing.T) {
 	}
 }
 
+// sync syncs the pod as the queue would (see syncAll), expecting no error.
 func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	after, err := f.ex.syncPod(ctx, podKeyT)
+	after, err := f.syncAll(t)
 	require.NoError(t, err)
-	f.refresh(t)
 	return after
+}
+
+// syncAll syncs the pod as the queue would: a sync that starts a kill
+// (which runs in the background) is followed, once the kill has returned,
+// by the sync its end queues, until a sync starts none or fails.
+func (f *fixture) syncAll(t *testing.T) (time.Duration, error) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	for {
+		kills := f.ex.killsStarted.Load()
+		after, err := f.ex.syncPod(ctx, podKeyT)
+		f.refresh(t)
+		if err != nil || f.ex.killsStarted.Load() == kills {
+			return after, err
+		}
+		f.ex.waitKills()
+	}
 }
 
 func (f *fixture) get(t *testing.T, name string) *appsv1alpha1.ContainerRecreateRequest {

@@ -2,7 +2,6 @@ package recreate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -107,8 +106,11 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 
 	var after time.Duration
-	blocked := false // orderedRecreate: a container before this one is not done yet
+	// blocked: a kill of this CRR is under way, or (orderedRecreate) a
+	// container before this one is not done yet.
+	blocked := false
 	started := begun(s)
+	key := podKey(pod.Namespace, pod.Name)
 	for _, ctr := range crr.Spec.Containers {
 		st := s.state(ctr.Name)
 		if finalPhase(st.Phase) {
@@ -117,9 +119,23 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		if blocked {
 			break
 		}
-		d := decide(ctr, st, strategy, pod, containers, e.clock.Now())
+		var d decision
+		running, taken, killErr := w.killState(ctr.Name)
+		switch {
+		case running:
+			blocked = true
+			continue
+		case taken:
+			d = killDone(ctx, ctr.Name, killErr)
+		default:
+			d = decide(ctr, st, strategy, pod, containers, e.clock.Now())
+		}
 		switch d.action {
 		case actKill:
+			if w.busy() {
+				blocked = true
+				continue
+			}
 			if !started {
 				if wait, ok := e.unreadyWait(s.cur(), pod, logger); ok {
 					if after > 0 && (wait == 0 || after < wait) {
@@ -143,23 +159,19 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 				}
 			}
 			w.killStarted[ctr.Name] = e.clock.Now()
-			err := e.kill(wctx, s.cur(), pod, ctr, strategy, d.id)
-			if errors.Is(err, errCancelled) {
-				logger.Info("CRR work cancelled", "container", ctr.Name, "reason", err.Error())
-				return 0, nil
-			}
-			if err != nil && runtimeGone(err) {
-				// The runtime went away during the stop: not the
-				// container's fault. The container stays Recreating; once
-				// the runtime answers, the next sync stops the same
-				// instance again (its preStop hook runs again too) or finds
-				// it already recreated.
-				return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("stopping container %s: %w", ctr.Name, err), err)
-			}
-			if err != nil {
-				d = decision{action: actFail, reason: err.Error()}
-				break
-			}
+			cur, id := s.cur(), d.id
+			e.startKill(w, key, ctr.Name, func() error { return e.kill(wctx, cur, pod, ctr, strategy, id) })
+			blocked = true
+			continue
+		case actCancelled:
+			return 0, nil
+		case actRuntimeGone:
+			// The runtime went away during the stop: not the container's
+			// fault. The container stays Recreating; once the runtime
+			// answers, the next sync stops the same instance again (its
+			// preStop hook runs again too) or finds it already recreated.
+			return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("stopping container %s: %w", ctr.Name, killErr), killErr)
+		case actKilled:
 			w.killed[ctr.Name] = true
 			st.IsKilled = true
 			s.set(st)

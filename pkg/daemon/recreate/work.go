@@ -2,6 +2,7 @@ package recreate
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,10 @@ import (
 type work struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	// kill is the one kill of this CRR under way, or finished and not yet
+	// taken by a sync (see kill_async.go); nil when there is none.
+	killMu sync.Mutex
+	kill   *asyncKill
 	// killStarted is when the kill of each container began, for the
 	// recreate duration metric. It is lost with the daemon: a CRR finished
 	// after a restart is not timed.
