@@ -548,14 +548,40 @@ func completedCRRMap(u *unstructured.Unstructured) bool {
 	return phase == string(appsv1alpha1.ContainerRecreateRequestCompleted)
 }
 
-// presetPreStop is a row whose CRR, for a pod of its own, carries preStop as written by its
-// creator: the hook fails (an Event with reason and message) and the container is recreated.
-func presetPreStop(name string, preStop map[string]any, reason, message string) malCase {
+// podPreStop is a row whose pod, of its own, has a preStop hook the daemon cannot run as written:
+// the hook fails (an Event with reason and message) and the container is recreated anyway.
+func podPreStop(name string, preStop *corev1.LifecycleHandler, reason, message string) malCase {
 	return malCase{name: "crr/" + name, write: func(ctx context.Context, t *testing.T, e *malEnv) error {
-		e.ownPod(ctx, t, name)
-		_, err := e.createMap(ctx, t, gvrCRR, malCRR(e, name, name, "main"), setList("spec.containers", map[string]any{"name": "main", "preStop": preStop}))
+		e.ownPod(ctx, t, name, func(p *corev1.Pod) { p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: preStop} })
+		_, err := e.createMap(ctx, t, gvrCRR, malCRR(e, name, name, "main"))
 		return err
 	}, expect: both(crrEvent(name, reason, message), crrCompleted(name, "recreated 1 container", true, ""))}
+}
+
+// readOnly is what the API server answers a CRR whose creator wrote what kruise-controller fills
+// in at admission (the ValidatingAdmissionPolicy kruise-crr-read-only-fields).
+var readOnly = []string{"kruise-crr-read-only-fields", "spec.containers[].preStop, ports and statusContext are read-only"}
+
+// crrWaiting is the expectation of a request that waits for its pod to start: Admitted False
+// with reason WaitingForPod and the message, not completed.
+func crrWaiting(name, message string) func(context.Context, *malEnv) (bool, string, error) {
+	return func(ctx context.Context, e *malEnv) (bool, string, error) {
+		crr, err := e.kc.AppsV1alpha1().ContainerRecreateRequests(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		cond := appsv1alpha1.AdmittedCondition(crr)
+		if cond == nil {
+			return false, fmt.Sprintf("phase %q, no Admitted condition yet", crr.Status.Phase), nil
+		}
+		if crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted {
+			return false, "", fmt.Errorf("completed (%q) instead of waiting for its pod", crr.Status.Message)
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod || cond.Message != message {
+			return false, fmt.Sprintf("Admitted=%s reason %q message %q", cond.Status, cond.Reason, cond.Message), nil
+		}
+		return crrEvent(name, "WaitingForPod")(ctx, e)
+	}
 }
 
 // ---- the table ----
@@ -652,11 +678,26 @@ func malCases() []malCase {
 		// would otherwise count as already recreated, and "succeed" with nothing done.
 		{name: "crr/statusContext-foreign", write: create(gvrCRR, crr("foreign-context", "web", "main"),
 			setList("spec.containers", map[string]any{"name": "main", "statusContext": map[string]any{"containerID": "containerd://garbage", "restartCount": int64(1000)}})),
-			expect: crrCompleted("foreign-context", `containers whose statusContext names no instance of theirs in pod "web"`, false, "InvalidRequest")},
+			reject: readOnly},
+		// A hook of the creator's would run a command of their choosing in the container (with
+		// its service-account token) or send a request from the node: refused.
+		{name: "crr/preStop-of-the-creator", write: create(gvrCRR, crr("own-hook", "web", "main"),
+			setList("spec.containers", map[string]any{"name": "main", "preStop": map[string]any{"exec": map[string]any{"command": []any{"cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"}}}})),
+			reject: readOnly},
+		{name: "crr/preStop-httpGet-of-the-creator", write: create(gvrCRR, crr("own-http-hook", "web", "main"),
+			setList("spec.containers", map[string]any{"name": "main", "preStop": map[string]any{"httpGet": map[string]any{"host": "10.0.0.1", "port": int64(6443), "path": "/"}}})),
+			reject: readOnly},
+		// Even written as empty lists (which OpenKruise's admission refuses too).
+		{name: "crr/ports-empty-list", write: create(gvrCRR, crr("ports-empty", "web", "main"),
+			setList("spec.containers", map[string]any{"name": "main", "ports": []any{}})), reject: readOnly},
+		{name: "crr/prestop-exec-command-empty-list", write: create(gvrCRR, crr("empty-command", "web", "main"),
+			setList("spec.containers", map[string]any{"name": "main", "preStop": map[string]any{"exec": map[string]any{"command": []any{}}}})),
+			reject: readOnly},
+		// A request whose pod is still being scheduled or started waits for it.
 		{name: "crr/pod-not-scheduled", write: create(gvrCRR, crrOn("not-scheduled", func(e *malEnv) string { return e.unscheduled }, "main")),
-			expect: crrCompleted("not-scheduled", `pod "unscheduled" is not scheduled to a node`, false, "InvalidRequest")},
+			expect: crrWaiting("not-scheduled", `waiting for the pod to start: pod "unscheduled" is not scheduled to a node yet`)},
 		{name: "crr/pod-on-other-node-not-running", write: create(gvrCRR, crrOn("not-running", func(e *malEnv) string { return e.vkPending }, "main")),
-			expect: crrCompleted("not-running", `pod "pending-on-vk-node" is not running (phase "Pending")`, false, "InvalidRequest")},
+			expect: crrWaiting("not-running", `waiting for the pod to start: pod "pending-on-vk-node" is not running yet (phase "Pending")`)},
 		{name: "crr/pod-on-node-without-daemon", write: create(gvrCRR, crrOn("no-daemon", func(e *malEnv) string { return e.vkPod }, "main")),
 			expect: func(ctx context.Context, e *malEnv) (bool, string, error) {
 				return crrCompleted("no-daemon", fmt.Sprintf("no live kruise-daemon on node %q", e.vkNode), false, "NoLiveDaemon")(ctx, e)
@@ -721,41 +762,12 @@ func malCases() []malCase {
 			_, err := e.createMap(ctx, t, gvrCRR, c)
 			return err
 		}, expect: crrCompleted("huge-grace", "recreated 1 container", true, "")},
-		// A preStop hook the creator wrote into the CRR (it wins over the pod's) that cannot run:
-		// reported, and the container is recreated anyway.
-		presetPreStop("prestop-port-zero", map[string]any{"httpGet": map[string]any{"port": int64(0)}}, "PreStopFailed", "invalid port number 0"),
-		presetPreStop("prestop-port-name-unknown", map[string]any{"httpGet": map[string]any{"port": "no-such-port"}}, "PreStopFailed", `port "no-such-port" is not among the container's ports`),
-		// Fields written as empty lists (valid, as in OpenKruise) are kept as written: admission
-		// patches in only what is absent, so the set-once rules have nothing to refuse.
-		// exec.command: [] is a hook (it wins over the pod's) that runs nothing: the daemon hands
-		// the runtime an empty command, which fails; reported, and the container recreated anyway.
-		presetPreStop("prestop-exec-command-empty-list", map[string]any{"exec": map[string]any{"command": []any{}}}, "PreStopFailed", "exec preStop hook []"),
-		// ports: [] says the container has none: kept, not replaced by the pod's.
-		{name: "crr/ports-empty-list", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
-			e.ownPod(ctx, t, "ports-empty", func(p *corev1.Pod) {
-				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
-			})
-			_, err := e.createMap(ctx, t, gvrCRR, malCRR(e, "ports-empty", "ports-empty", "main"), setList("spec.containers", map[string]any{"name": "main", "ports": []any{}}))
-			return err
-		}, expect: both(crrCompleted("ports-empty", "recreated 1 container", true, ""), func(ctx context.Context, e *malEnv) (bool, string, error) {
-			u, err := e.dyn.Resource(gvrCRR).Namespace(e.ns).Get(ctx, "ports-empty", metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			ctrs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
-			if len(ctrs) != 1 {
-				return false, "", fmt.Errorf("%d containers in the CRR, want 1", len(ctrs))
-			}
-			main, _ := ctrs[0].(map[string]any)
-			if ports, found, _ := unstructured.NestedSlice(main, "ports"); !found || len(ports) != 0 {
-				return false, "", fmt.Errorf("spec.containers[0].ports is %v (present: %v), want [] as written", ports, found)
-			}
-			if _, found, _ := unstructured.NestedMap(main, "statusContext"); !found {
-				return false, "", fmt.Errorf("spec.containers[0] has no statusContext: not admitted")
-			}
-			return true, "", nil
-		})},
-		presetPreStop("prestop-tcp", map[string]any{"tcpSocket": map[string]any{"port": int64(80)}}, "PreStopNotSupported", "tcpSocket preStop hooks are not run"),
+		// The pod's own preStop hook, as the daemon runs it, that cannot run as written: reported,
+		// and the container recreated anyway.
+		podPreStop("prestop-port-name-unknown", &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("no-such-port")}},
+			"PreStopFailed", `port "no-such-port" is not among the container's ports`),
+		podPreStop("prestop-tcp", &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}},
+			"PreStopNotSupported", "tcpSocket preStop hooks are not run"),
 		// The largest minStartedSeconds would keep the request open for decades: its deadline
 		// ends it.
 		{name: "crr/max-minStartedSeconds-with-deadline", write: func(ctx context.Context, t *testing.T, e *malEnv) error {

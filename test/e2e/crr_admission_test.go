@@ -1,0 +1,215 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// exampleObjects decodes a multi-document manifest of docs/examples into typed objects.
+func exampleObjects(t *testing.T, file string) []runtime.Object {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading %s: %v", file, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := appsv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	decode := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode
+	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var out []runtime.Object
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", file, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decoding %s: %v", file, err)
+		}
+		out = append(out, obj)
+	}
+}
+
+// The pod and its CRR in one file, created back to back as kubectl apply does
+// (docs/examples/crr.yaml): the CRR waits for the pod to start (Admitted False,
+// WaitingForPod), then recreates the container.
+func TestCRRExampleWaitsForItsPod(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-example")
+
+	var pod *corev1.Pod
+	var crr *appsv1alpha1.ContainerRecreateRequest
+	for _, obj := range exampleObjects(t, "../../docs/examples/crr.yaml") {
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			pod = o
+		case *appsv1alpha1.ContainerRecreateRequest:
+			crr = o
+		}
+	}
+	if pod == nil || crr == nil {
+		t.Fatal("docs/examples/crr.yaml lacks the pod or the CRR")
+	}
+	pod.Namespace, crr.Namespace = ns, ns
+	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod: %v", err)
+	}
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	got := framework.WaitCRR(ctx, t, kc, ns, crr.Name, 2*time.Minute, "the example CRR completed", completed)
+	if got.Status.Message != "recreated 1 container" {
+		t.Fatalf("message %q, want %q; pod: %s", got.Status.Message, "recreated 1 container", f.DescribePods(ctx, ns, ""))
+	}
+	if !appsv1alpha1.IsAdmitted(got) {
+		t.Errorf("completed without the Admitted condition: %+v", got.Status.Conditions)
+	}
+	live, err := f.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting pod: %v", err)
+	}
+	for _, st := range live.Status.ContainerStatuses {
+		if st.Name == "app" && st.RestartCount != 1 {
+			t.Errorf("container app restartCount %d, want 1", st.RestartCount)
+		}
+	}
+	// It was created before its pod ran: it waited, and said so.
+	events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + crr.Name})
+	if err != nil {
+		t.Fatalf("listing events: %v", err)
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		reasons = append(reasons, e.Reason)
+	}
+	if !strings.Contains(strings.Join(reasons, ","), "WaitingForPod") {
+		t.Errorf("no WaitingForPod Event on the CRR; reasons %v", reasons)
+	}
+}
+
+// Two CRRs for one pod created in the same second run in creation order, not
+// name order: the second starts only once the first has completed.
+func TestCRRsOfOnePodRunInCreationOrder(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-order")
+	f.RunningBusyboxPod(ctx, t, ns, "web", "main", "sidecar")
+
+	w, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watching CRRs: %v", err)
+	}
+	defer w.Stop()
+	// "z-first" sorts after "a-second" by name; it is created first.
+	for _, c := range []*appsv1alpha1.ContainerRecreateRequest{crrFor(ns, "z-first", "web", "main"), crrFor(ns, "a-second", "web", "sidecar")} {
+		if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CRR %s: %v", c.Name, err)
+		}
+	}
+	firstDone := false
+	var seen []string
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed; seen %v", seen)
+			}
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			crr := ev.Object.(*appsv1alpha1.ContainerRecreateRequest)
+			seen = append(seen, fmt.Sprintf("%s:%s", crr.Name, crr.Status.Phase))
+			switch {
+			case crr.Name == "z-first" && completed(crr):
+				firstDone = true
+			case crr.Name == "a-second" && crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !firstDone:
+				t.Fatalf("a-second started before z-first completed (created first, in the same second); seen %v", seen)
+			case crr.Name == "a-second" && completed(crr):
+				if !firstDone {
+					t.Fatalf("a-second completed first; seen %v", seen)
+				}
+				if crr.Status.Message != "recreated 1 container" {
+					t.Fatalf("a-second: %q", crr.Status.Message)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatalf("both CRRs did not complete in time; seen %v", seen)
+		case <-ctx.Done():
+			t.Fatalf("%v; seen %v", ctx.Err(), seen)
+		}
+	}
+}
+
+// A CRR copied from an admitted one (kubectl get -o yaml, renamed) carries its
+// statusContext, preStop and routing labels: the API server refuses it.
+func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-copy")
+	pod := f.BusyboxPod(ns, "web", "main")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	f.CreateRunningPod(ctx, t, pod)
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "orig", "web", "main"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	orig := framework.WaitCRR(ctx, t, kc, ns, "orig", time.Minute, "the original completed", completed)
+	cp := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns, Labels: orig.Labels},
+		Spec:       orig.Spec,
+	}
+	_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, cp, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "kruise-crr-read-only-fields") || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("creating a copy of an admitted CRR: %v, want it refused by kruise-crr-read-only-fields", err)
+	}
+	// Nor may its creator write them into a request of theirs afterwards.
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "late", "nope", "main"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	patch := fmt.Sprintf(`[{"op":"add","path":"/spec/containers/0/statusContext","value":{"containerID":%q,"restartCount":0}}]`,
+		orig.Spec.Containers[0].StatusContext.ContainerID)
+	_, err = kc.AppsV1alpha1().ContainerRecreateRequests(ns).Patch(ctx, "late", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+	if err == nil || !strings.Contains(err.Error(), "written by kruise-controller only") {
+		t.Fatalf("adding a statusContext later: %v, want it refused by kruise-crr-read-only-fields", err)
+	}
+}

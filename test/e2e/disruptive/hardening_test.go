@@ -1,0 +1,263 @@
+//go:build e2e
+
+package disruptive
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// hardDaemonSet is kruise-daemon's DaemonSet as deploy/ names it.
+const hardDaemonSet = "kruise-daemon"
+
+// A CRR with unreadyGracePeriodSeconds holds its pod not-ready (KruisePodReady False). The
+// leader is SIGKILLed while the CRR runs, and the CRR is deleted while no controller leads: no
+// controller sees the deletion happen. The new leader must still set the pod ready again, from
+// what the API holds (the pod's condition names a CRR that is gone), not from a remembered event.
+func TestUnreadyCRRDeletedDuringLeaderFailover(t *testing.T) {
+	ctx := framework.Context(t, 12*time.Minute)
+	e := faultNewEnv(ctx, t, "hard-unready")
+	pods := leaderWaitReplicasAvailable(ctx, t, e.f, 2*time.Minute)
+
+	pod := resPreStopPod(e.f, e.ns, "web", 60, "main")
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
+	before := e.f.CreateRunningPod(ctx, t, pod)
+	hardWaitPodCondition(ctx, t, e.f, before, corev1.ConditionTrue, time.Minute, "the gate's condition set True")
+
+	crr := resCRR(e.ns, "r", "web", 90, "main")
+	crr.Spec.Strategy.UnreadyGracePeriodSeconds = ptr.To[int64](1)
+	resCreateCRR(ctx, t, e.c, crr)
+	// Held not-ready for this CRR, and the daemon in the (60 s) preStop hook.
+	hardWaitPodCondition(ctx, t, e.f, before, corev1.ConditionFalse, time.Minute, "the pod held not-ready for CRR r")
+	framework.WaitCRR(ctx, t, e.c, e.ns, "r", time.Minute, "CRR r recreating", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return resCRRState(c, "main").Phase == appsv1alpha1.ContainerRecreateRequestRecreating
+	})
+
+	lease := leaderGetLease(ctx, t, e.f)
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	leader := leaderPodOf(ctx, t, e.f, pods, holder)
+	killedAt := time.Now()
+	framework.KillContainer(ctx, t, &leader, leaderContainer)
+	if err := e.c.AppsV1alpha1().ContainerRecreateRequests(e.ns).Delete(ctx, "r", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting CRR r: %v", err)
+	}
+	deletedAt := time.Now()
+	t.Logf("killed leader %s (identity %s) and deleted CRR r %s later", leader.Name, holder, deletedAt.Sub(killedAt).Round(time.Millisecond))
+	// While no replica leads, nothing releases the pod.
+	if l := leaderGetLease(ctx, t, e.f); ptr.Deref(l.Spec.HolderIdentity, "") != holder {
+		t.Logf("note: the Lease changed hands within %s of the kill: %s", time.Since(killedAt).Round(time.Millisecond), leaderDescribeLease(l))
+	}
+
+	framework.WaitFor(ctx, t, leaderTakeoverTimeout, "another replica holds the Lease", func(ctx context.Context) (bool, string, error) {
+		l, err := e.f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		return h != "" && h != holder, leaderDescribeLease(l), nil
+	})
+	released := hardWaitPodCondition(ctx, t, e.f, before, corev1.ConditionTrue, 2*time.Minute, "the pod ready again after the takeover")
+	t.Logf("KruisePodReady True again %s after the CRR was deleted: %+v", time.Since(deletedAt).Round(time.Millisecond), released)
+	if released.LastTransitionTime.Time.Before(deletedAt.Truncate(time.Second)) {
+		t.Errorf("KruisePodReady turned True at %s, before the CRR was deleted (%s)", released.LastTransitionTime, deletedAt)
+	}
+	framework.WaitFor(ctx, t, time.Minute, "pod web Ready", func(ctx context.Context) (bool, string, error) {
+		p, err := e.f.Client.CoreV1().Pods(e.ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue, fmt.Sprintf("Ready=%s (%s)", c.Status, c.Message), nil
+			}
+		}
+		return false, "no Ready condition", nil
+	})
+}
+
+// hardWaitPodCondition waits for the pod's KruisePodReady condition to have status.
+func hardWaitPodCondition(ctx context.Context, t *testing.T, f *framework.Framework, pod *corev1.Pod, status corev1.ConditionStatus,
+	timeout time.Duration, desc string) corev1.PodCondition {
+	t.Helper()
+	var got corev1.PodCondition
+	framework.WaitFor(ctx, t, timeout, desc, func(ctx context.Context) (bool, string, error) {
+		p, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == appsv1alpha1.KruisePodReadyConditionType {
+				got = c
+				return c.Status == status, fmt.Sprintf("KruisePodReady=%s reason %q message %q", c.Status, c.Reason, c.Message), nil
+			}
+		}
+		return false, "no KruisePodReady condition", nil
+	})
+	return got
+}
+
+// kruise-daemon is rolled to a new image (a DaemonSet rolling update, as an upgrade does) in the
+// middle of a CRR of two containers: the old daemon has stopped the first and runs the second's
+// preStop hook when it is told to stop. The new daemon finishes the CRR: each container stopped
+// exactly once, and the CRR completes with both Succeeded.
+func TestDaemonRollingUpgradeMidCRR(t *testing.T) {
+	ctx := framework.Context(t, 14*time.Minute)
+	e := faultNewEnv(ctx, t, "hard-upgrade")
+	e.faultDaemonReadyAround(ctx, t)
+	before := e.f.CreateRunningPod(ctx, t, resPreStopPod(e.f, e.ns, "web", crrKillPreStopSeconds, "first", "second"))
+
+	ds, err := e.f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading DaemonSet %s: %v", hardDaemonSet, err)
+	}
+	oldImage := hardDaemonImage(t, ds)
+	newImage := hardDerivedImage(ctx, t, oldImage)
+	t.Logf("daemon image %s; upgrading to %s", oldImage, newImage)
+	t.Cleanup(func() {
+		// Back to the image deploy/ installed, whatever happened.
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		hardSetDaemonImage(cctx, t, e.f, oldImage)
+		hardWaitRolledOut(cctx, t, e.f, oldImage)
+	})
+
+	resCreateCRR(ctx, t, e.c, resCRR(e.ns, "r", "web", 60, "first", "second"))
+	at := framework.WaitCRR(ctx, t, e.c, e.ns, "r", 2*time.Minute, "CRR r: first stopped, second in its preStop hook",
+		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+			first, second := resCRRState(c, "first"), resCRRState(c, "second")
+			return first.IsKilled && second.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !second.IsKilled
+		})
+	t.Logf("CRR before the upgrade: %s", resDescribeCRR(at))
+	upgradedAt := time.Now()
+	hardSetDaemonImage(ctx, t, e.f, newImage)
+	hardWaitRolledOut(ctx, t, e.f, newImage)
+	t.Logf("daemon rolled out to the new image %s after the patch", time.Since(upgradedAt).Round(time.Millisecond))
+
+	done := resWaitCRRCompleted(ctx, t, e.c, e.ns, "r", "first", "second")
+	t.Logf("CRR completed %s after the upgrade began: %s", time.Since(upgradedAt).Round(time.Millisecond), resDescribeCRR(done))
+	resRequireRecreatedOnce(ctx, t, e.f, before, "first", "second")
+}
+
+// hardDaemonImage is the image of the daemon container of ds.
+func hardDaemonImage(t *testing.T, ds *appsv1.DaemonSet) string {
+	t.Helper()
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == faultDaemonContainer {
+			return c.Image
+		}
+	}
+	t.Fatalf("DaemonSet %s has no container %s", ds.Name, faultDaemonContainer)
+	return ""
+}
+
+// hardDerivedImage pushes, next to image, an image with the same layers and an extra config
+// label, and returns it by digest: a new image of the same daemon, as an upgrade brings.
+func hardDerivedImage(ctx context.Context, t *testing.T, image string) string {
+	t.Helper()
+	ref, err := name.ParseReference(image, name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", image, err)
+	}
+	img, err := remote.Image(ref, remote.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("reading %s from the registry: %v", image, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatalf("reading the config of %s: %v", image, err)
+	}
+	c := cfg.Config.DeepCopy()
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.Labels["kruise.e2e/upgrade"] = rand.String(8)
+	derived, err := mutate.Config(img, *c)
+	if err != nil {
+		t.Fatalf("deriving an image: %v", err)
+	}
+	tag := ref.Context().Tag("e2e-upgrade")
+	if err := remote.Write(tag, derived, remote.WithContext(ctx)); err != nil {
+		t.Fatalf("pushing %s: %v", tag, err)
+	}
+	d, err := derived.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Context().Digest(d.String()).String()
+}
+
+// hardSetDaemonImage points the daemon container of the DaemonSet at image.
+func hardSetDaemonImage(ctx context.Context, t *testing.T, f *framework.Framework, image string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []map[string]any{{"name": faultDaemonContainer, "image": image}},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Patch(ctx, hardDaemonSet, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("setting the daemon image to %s: %v", image, err)
+	}
+}
+
+// hardWaitRolledOut waits until every daemon pod runs image and is ready.
+func hardWaitRolledOut(ctx context.Context, t *testing.T, f *framework.Framework, image string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, 4*time.Minute, "kruise-daemon rolled out with "+image, func(ctx context.Context) (bool, string, error) {
+		ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		s := ds.Status
+		desc := fmt.Sprintf("generation %d observed %d desired %d updated %d available %d", ds.Generation, s.ObservedGeneration,
+			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
+		if s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
+			return false, desc, nil
+		}
+		pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, p := range pods.Items {
+			st := framework.ContainerStatusOf(&p, faultDaemonContainer)
+			if p.DeletionTimestamp != nil || st == nil || !st.Ready || !strings.HasSuffix(hardPodImage(&p), hardDigestOf(image)) {
+				return false, desc + "; pod " + p.Name + " not yet on the image and ready", nil
+			}
+		}
+		return true, desc, nil
+	})
+}
+
+func hardPodImage(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == faultDaemonContainer {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// hardDigestOf is the "@sha256:..." part of an image by digest, or the image itself.
+func hardDigestOf(image string) string {
+	if i := strings.LastIndex(image, "@"); i >= 0 {
+		return image[i:]
+	}
+	return image
+}
