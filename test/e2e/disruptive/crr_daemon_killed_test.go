@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
@@ -27,12 +26,7 @@ func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	before := e.f.CreateRunningPod(ctx, t, resPreStopPod(e.f, e.ns, "web", crrKillPreStopSeconds, "first", "second"))
 
 	// Not ordered: the daemon stops the first container and goes straight on to the second.
-	resCreateCRR(ctx, t, e.c, resCRR(e.ns, "r", "web", 60, "first", "second"))
-	at := framework.WaitCRR(ctx, t, e.c, e.ns, "r", 2*time.Minute, "CRR r: first stopped, second in its preStop hook",
-		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-			first, second := resCRRState(c, "first"), resCRRState(c, "second")
-			return first.IsKilled && second.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !second.IsKilled
-		})
+	at := resStartSecondInHook(ctx, t, e)
 	t.Logf("CRR before the kill: %s", resDescribeCRR(at))
 
 	// The CRR is under way, so the daemon that runs it is up: find its pod again in case the

@@ -138,12 +138,7 @@ func TestDaemonRollingUpgradeMidCRR(t *testing.T) {
 		hardWaitRolledOut(cctx, t, e.f, oldImage)
 	})
 
-	resCreateCRR(ctx, t, e.c, resCRR(e.ns, "r", "web", 60, "first", "second"))
-	at := framework.WaitCRR(ctx, t, e.c, e.ns, "r", 2*time.Minute, "CRR r: first stopped, second in its preStop hook",
-		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-			first, second := resCRRState(c, "first"), resCRRState(c, "second")
-			return first.IsKilled && second.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !second.IsKilled
-		})
+	at := resStartSecondInHook(ctx, t, e)
 	t.Logf("CRR before the upgrade: %s", resDescribeCRR(at))
 	upgradedAt := time.Now()
 	hardSetDaemonImage(ctx, t, e.f, newImage)
@@ -153,6 +148,19 @@ func TestDaemonRollingUpgradeMidCRR(t *testing.T) {
 	done := resWaitCRRCompleted(ctx, t, e.c, e.ns, "r", "first", "second")
 	t.Logf("CRR completed %s after the upgrade began: %s", time.Since(upgradedAt).Round(time.Millisecond), resDescribeCRR(done))
 	resRequireRecreatedOnce(ctx, t, e.f, before, "first", "second")
+}
+
+// resStartSecondInHook creates CRR r of containers first and second of pod web (not ordered, a
+// grace of 60 s) and waits until the daemon has stopped the first and runs the second's preStop
+// hook: the moment the faults of these tests strike.
+func resStartSecondInHook(ctx context.Context, t *testing.T, e *faultEnv) *appsv1alpha1.ContainerRecreateRequest {
+	t.Helper()
+	resCreateCRR(ctx, t, e.c, resCRR(e.ns, "r", "web", 60, "first", "second"))
+	return framework.WaitCRR(ctx, t, e.c, e.ns, "r", 2*time.Minute, "CRR r: first stopped, second in its preStop hook",
+		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+			first, second := resCRRState(c, "first"), resCRRState(c, "second")
+			return first.IsKilled && second.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !second.IsKilled
+		})
 }
 
 // hardDaemonImage is the image of the daemon container of ds.
