@@ -3,7 +3,6 @@ package cri
 import (
 	"context"
 	"errors"
-	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -77,10 +76,11 @@ var (
 
 // DescribePullError turns an error from ImageService.PullImage into a
 // reason (one of the PullReason* constants) and a one-line message in the
-// runtime's own words: the gRPC status message when there is one, with
-// newlines folded, URL user info and query values (signed blob URLs) and
-// Basic/Bearer tokens redacted, and at most MaxPullMessageLen bytes. A nil
-// error gives two empty strings.
+// runtime's own words: the gRPC status message when there is one, passed
+// through Redact (one line; URL user info, signed URL query values, auth
+// headers and tokens, secret key=value pairs and JSON secret fields
+// removed) and cut to at most MaxPullMessageLen bytes. A nil error gives two
+// empty strings. The message is what users and default-verbosity logs see.
 func DescribePullError(err error) (reason string, message string) {
 	if err == nil {
 		return "", ""
@@ -132,59 +132,15 @@ func containsAny(s string, subs []string) bool {
 	return false
 }
 
-var (
-	// grpcPrefix is how a status error nested in plain text starts.
-	grpcPrefix = regexp.MustCompile(`^rpc error: code = \w+ desc = `)
-	urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
-	tokenAuth  = regexp.MustCompile(`(?i)\b(basic|bearer)\s+[A-Za-z0-9+/._~-]{12,}=*`)
-)
+// grpcPrefix is how a status error nested in plain text starts.
+var grpcPrefix = regexp.MustCompile(`^rpc error: code = \w+ desc = `)
 
-// keptQueryKeys are query parameters that hold no secret and say which
-// repository a token was asked for.
-var keptQueryKeys = map[string]bool{"scope": true, "service": true}
-
+// cleanMessage is Redact's one line without a nested status prefix, cut to
+// MaxPullMessageLen.
 func cleanMessage(msg string) string {
 	msg = strings.Join(strings.Fields(msg), " ")
 	msg = grpcPrefix.ReplaceAllString(msg, "")
-	msg = urlPattern.ReplaceAllStringFunc(msg, redactURL)
-	msg = tokenAuth.ReplaceAllString(msg, "$1 [redacted]")
-	return truncate(msg, MaxPullMessageLen)
-}
-
-// redactURL drops user info and replaces query values other than
-// keptQueryKeys. A URL with neither is returned unchanged.
-func redactURL(raw string) string {
-	trimmed := strings.TrimRight(raw, ":,;.)]")
-	tail := raw[len(trimmed):]
-	u, err := url.Parse(trimmed)
-	if err != nil {
-		// Not parseable: keep only what cannot hold a secret. User
-		// information ends at an "@" and starts right after the scheme.
-		if scheme, _, ok := strings.Cut(trimmed, "://"); ok && strings.Contains(trimmed, "@") {
-			return scheme + "://[redacted]" + tail
-		}
-		if i := strings.IndexByte(trimmed, '?'); i >= 0 {
-			return trimmed[:i] + "[redacted]" + tail
-		}
-		return raw
-	}
-	if u.User == nil && u.RawQuery == "" {
-		return raw
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k, vs := range q {
-			if keptQueryKeys[strings.ToLower(k)] {
-				continue
-			}
-			for i := range vs {
-				vs[i] = "redacted"
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String() + tail
+	return truncate(Redact(msg), MaxPullMessageLen)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/cri/critest"
 )
 
 var pullReasons = map[string]bool{
@@ -205,6 +206,50 @@ func FuzzDescribePullErrorRedacts(f *testing.F) {
 		_, message := cri.DescribePullError(fuzzPullError(msg, uint32(codes.Unknown), form%3))
 		if strings.Contains(message, secret) {
 			t.Fatalf("message %q holds the secret %q of %q", message, secret, where)
+		}
+	})
+}
+
+// FuzzRedactsRegistryBodies embeds a secret in one of the forms registries,
+// token servers and signed URLs put it in a pull error (critest.EmbedSecret:
+// JSON bodies plain or quoted, key=value, Authorization headers, URL user
+// information, signed URL queries, Bearer tokens) between arbitrary text,
+// and checks that neither Redact nor DescribePullError's message holds the
+// secret. Quotes and backslashes are taken out of the surrounding text: an
+// unbalanced quote there would make the embedded JSON another string.
+func FuzzRedactsRegistryBodies(f *testing.F) {
+	for form := range uint8(critest.SecretForms) {
+		for _, name := range []uint8{0, 4, 8, 12} {
+			f.Add("failed to fetch oauth token: unexpected status: 401 Unauthorized:", "", "s3cr3tS3cr3tS3cr3t", form, name, uint8(2))
+		}
+	}
+	f.Add("unexpected body", "trailing text", "eyJhbGciOiJSUzI1NiJ9payload", uint8(1), uint8(1), uint8(0))
+	f.Add(strings.Repeat("long ", 120), "", "passwordpassword", uint8(0), uint8(0), uint8(1))
+	f.Add("x=", "=y", "AKIAIOSFODNN7EXAMPLE", uint8(2), uint8(5), uint8(0))
+	f.Fuzz(func(t *testing.T, prefix, suffix, secret string, form, name, errForm uint8) {
+		secret = keepAlnum(secret)
+		if len(secret) < 12 {
+			return
+		}
+		strip := func(s string) string {
+			return strings.Map(func(r rune) rune {
+				if r == '"' || r == '\\' {
+					return -1
+				}
+				return r
+			}, s)
+		}
+		prefix, suffix = strip(prefix), strip(suffix)
+		if strings.Contains(prefix, secret) || strings.Contains(suffix, secret) {
+			return
+		}
+		msg := prefix + " " + critest.EmbedSecret(form, name, secret) + " " + suffix
+		if got := cri.Redact(msg); strings.Contains(got, secret) {
+			t.Fatalf("Redact(%q) = %q holds the secret", msg, got)
+		}
+		_, message := cri.DescribePullError(fuzzPullError(msg, uint32(codes.Unknown), errForm%3))
+		if strings.Contains(message, secret) {
+			t.Fatalf("message %q of %q holds the secret", message, msg)
 		}
 	})
 }
