@@ -23,7 +23,7 @@ import (
 const (
 	// maxStdout bounds a plugin's response.
 	maxStdout = 1 << 20
-	// maxStderr bounds the plugin stderr quoted in errors.
+	// maxStderr bounds the plugin stderr kept for the log.
 	maxStderr = 1 << 10
 	// waitDelay bounds the wait for a killed plugin's output pipes.
 	waitDelay = 2 * time.Second
@@ -131,17 +131,29 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 	stdout := &cappedBuffer{limit: maxStdout}
 	stderr := &cappedBuffer{limit: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// The plugin leads a process group of its own, so that a timeout kills
+	// what it started too (a shell script's curl or sleep), not only the
+	// plugin. Run always waits for the plugin; WaitDelay bounds the wait
+	// for pipes held open by a child that escaped the group.
+	ownProcessGroup(cmd)
 	cmd.WaitDelay = waitDelay
 
-	klog.FromContext(ctx).V(4).Info("Running credential provider plugin", "plugin", p.name, "image", img.repo)
+	logger := klog.FromContext(ctx).WithValues("plugin", p.name, "image", img.repo)
+	logger.V(4).Info("Running credential provider plugin")
 	err = cmd.Run()
+	// What the plugin printed on stderr is its own text: it may quote a
+	// token or a cloud API's answer. It is logged at V(4), redacted, and
+	// never put in the error, which reaches statuses and Events.
+	if stderr.Len() > 0 {
+		logger.V(4).Info("Credential provider plugin wrote to stderr", "stderr", stderr.redacted())
+	}
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fail("timed out after %v and was killed%s", p.timeout, stderr.suffix())
+		return nil, fail("timed out after %v and was killed", p.timeout)
 	case err != nil:
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
-			return nil, fail("plugin failed (%v)%s", exitErr.ProcessState, stderr.suffix())
+			return nil, fail("plugin failed (%v)", exitErr.ProcessState)
 		}
 		return nil, fail("cannot run plugin: %v", err)
 	case stdout.truncated:
@@ -150,7 +162,7 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 
 	var resp credentialproviderv1.CredentialProviderResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		return nil, fail("response is not a JSON CredentialProviderResponse: %v%s", safeJSONError(err), stderr.suffix())
+		return nil, fail("response is not a JSON CredentialProviderResponse: %v", safeJSONError(err))
 	}
 	if resp.APIVersion != pluginAPIVersion || resp.Kind != "CredentialProviderResponse" {
 		return nil, fail("response has apiVersion %q, kind %q; want %s, CredentialProviderResponse",
@@ -181,8 +193,7 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 			if strings.Contains(k, "@") {
 				err = errors.New("not a registry location")
 			}
-			klog.FromContext(ctx).Info("Credential provider plugin returned an invalid auth key, ignored",
-				"plugin", p.name, "key", shownKey(k), "err", err)
+			logger.Info("Credential provider plugin returned an invalid auth key, ignored", "key", shownKey(k), "err", err)
 			continue
 		}
 		ps = append(ps, authPattern{key: locationKey(loc), loc: loc, cred: Credential{
@@ -220,14 +231,12 @@ func (b *cappedBuffer) Write(data []byte) (int, error) {
 	return b.Buffer.Write(data)
 }
 
-// suffix renders the captured stderr for an error message, or "".
-func (b *cappedBuffer) suffix() string {
-	s := strings.TrimSpace(strings.ToValidUTF8(b.String(), "?"))
-	if s == "" {
-		return ""
-	}
+// redacted renders the captured stderr for a log line: one line, passed
+// through cri.Redact.
+func (b *cappedBuffer) redacted() string {
+	s := cri.Redact(strings.ToValidUTF8(b.String(), "?"))
 	if b.truncated {
 		s += " [truncated]"
 	}
-	return ": stderr: " + s
+	return s
 }

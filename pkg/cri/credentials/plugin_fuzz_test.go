@@ -14,12 +14,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekruise/kruise/pkg/cri/critest"
 )
 
 // FuzzPluginResponse runs a credential-provider "plugin" that prints the
@@ -236,3 +240,78 @@ func checkPluginSecrets(t *testing.T, data []byte, img imageRef, resp credential
 }
 
 func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+
+// FuzzPluginStderr runs a plugin that prints arbitrary text with a secret
+// embedded the ways a cloud API, a token server or a signed URL hold one
+// (critest.EmbedSecret) on stderr and fails. Invariants: the error, which
+// reaches NodeImage statuses and Events, says only that the plugin failed
+// and its exit status, nothing it printed; the log, even at -v=10, never
+// holds the secret.
+func FuzzPluginStderr(f *testing.F) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		f.Skip("no sh: ", err)
+	}
+	dir := f.TempDir()
+	script := filepath.Join(dir, "plugin")
+	if err := os.WriteFile(script, []byte("#!"+sh+"\ncat \"$1\" >&2\nexit 3\n"), 0o700); err != nil {
+		f.Fatal(err)
+	}
+	out := filepath.Join(dir, "stderr")
+	for form := range uint8(critest.SecretForms) {
+		f.Add("An error occurred (ExpiredToken) when calling the GetAuthorizationToken operation:", "", "wJalrXUtnFEMIK7MDENG", form, form)
+	}
+	f.Add("line one\nline two", "\xff\xfe", "AKIAIOSFODNN7EXAMPLEKEY", uint8(0), uint8(8))
+	f.Add("", strings.Repeat("x", 900), "ghp0123456789abcdefABCDEF", uint8(6), uint8(3))
+	f.Fuzz(func(t *testing.T, before, after, secret string, form, name uint8) {
+		secret = keepAlnum(secret)
+		if len(secret) < 12 {
+			return
+		}
+		strip := func(s string) string {
+			return strings.Map(func(r rune) rune {
+				if r == '"' || r == '\\' {
+					return -1
+				}
+				return r
+			}, s)
+		}
+		before, after = strip(before), strip(after)
+		if strings.Contains(before, secret) || strings.Contains(after, secret) {
+			return
+		}
+		text := before + "\n" + critest.EmbedSecret(form, name, secret) + "\n" + after
+		if len(text) > maxStderr {
+			// What is cut off cannot leak; keep the secret within the part
+			// the daemon keeps.
+			return
+		}
+		if err := os.WriteFile(out, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs), textlogger.Verbosity(10)))
+		p := &provider{name: "fuzz", path: script, args: []string{out}, timeout: 30 * time.Second, cache: cache.NewExpiring()}
+		img, err := parseImage("reg.example.com/app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.run(klog.NewContext(context.Background(), logger), img)
+		if want := "plugin fuzz: image reg.example.com/app: plugin failed (exit status 3)"; err == nil || err.Error() != want {
+			t.Fatalf("error %v, want %q", err, want)
+		}
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("the log holds the secret %q of the plugin's stderr %q:\n%s", secret, text, logs.String())
+		}
+	})
+}
+
+// keepAlnum keeps the ASCII letters and digits of s.
+func keepAlnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return -1
+	}, s)
+}
