@@ -18,6 +18,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -149,6 +150,14 @@ type fakeKeyring struct {
 	creds    []Credential
 	problems []error
 	secrets  [][]string
+	// provider is what HasProvider answers.
+	provider bool
+}
+
+func (k *fakeKeyring) HasProvider(string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.provider
 }
 
 func (k *fakeKeyring) Lookup(_ context.Context, _ string, secrets []*corev1.Secret) ([]Credential, []error) {
@@ -229,9 +238,18 @@ func newFixture(t *testing.T, ni *appsv1beta1.NodeImage, mut ...func(*Config)) *
 	return f
 }
 
-// start runs the puller until the test ends.
+// start runs the puller until the test ends, logging to the test.
 func (f *fixture) start() *fixture {
 	_, ctx := ktesting.NewTestContext(f.t)
+	return f.startWith(ctx)
+}
+
+// startLogging runs the puller until the test ends, logging to logger.
+func (f *fixture) startLogging(logger klog.Logger) *fixture {
+	return f.startWith(klog.NewContext(context.Background(), logger))
+}
+
+func (f *fixture) startWith(ctx context.Context) *fixture {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -72,7 +72,8 @@ func (p *Puller) pullTag(ctx context.Context, st *tagState, req request) {
 			if p.ended(ctx, st, req, time.Time{}, "") {
 				return
 			}
-			logger.Info("Could not tell whether the image is present; pulling it", "err", err)
+			_, msg := cri.DescribePullError(err)
+			logger.Info("Could not tell whether the image is present; pulling it", "message", msg)
 		}
 	}
 
@@ -174,7 +175,7 @@ func (p *Puller) attempt(ctx context.Context, req request, attempt int) (imageID
 		reason, message = cri.DescribePullError(err)
 	}
 	if len(problems) > 0 {
-		message += "; credential problems: " + joinErrors(problems)
+		message += "; credential problems: " + cri.Redact(joinErrors(problems))
 	}
 	return "", reason, message, false
 }
@@ -187,7 +188,12 @@ func (p *Puller) pullOnce(ctx context.Context, logger klog.Logger, req cri.PullR
 	defer p.metrics.inFlight.Dec()
 	id, err := p.images.PullImage(ctx, req)
 	if err != nil {
-		logger.V(2).Info("PullImage failed", "credentials", source, "err", err)
+		// The runtime's text may quote a registry's answer or a signed
+		// URL: the default log gets the cleaned message, a high verbosity
+		// the whole error, redacted too.
+		reason, msg := cri.DescribePullError(err)
+		logger.V(2).Info("PullImage failed", "credentials", source, "reason", reason, "message", msg)
+		logger.V(4).Info("PullImage error", "credentials", source, "err", cri.Redact(err.Error()))
 	}
 	return id, err
 }
