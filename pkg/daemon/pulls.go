@@ -69,3 +69,5 @@ func (k keyring) Lookup(ctx context.Context, image string, secrets []*corev1.Sec
 	}
 	return out, problems
 }
+
+func (k keyring) HasProvider(image string) bool { return k.r.HasProvider(image) }

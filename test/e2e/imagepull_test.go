@@ -237,19 +237,25 @@ func TestImagePullWrongCredentials(t *testing.T) {
 	}
 }
 
-// A tag the registry does not have fails as NotFound.
+// A tag the registry does not have fails as NotFound at the first attempt: retries left
+// (backoffLimit 3) are not spent on an answer that will not change.
 func TestImagePullMissingImage(t *testing.T) {
 	t.Parallel()
 	ctx := framework.Context(t, 4*time.Minute)
 	e := newPullEnv(t, ctx, "pull-missing")
 	image := e.f.Image("public/does-not-exist-" + rand.String(8) + ":x")
 	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
+	since := time.Now()
 
 	job := framework.NewImagePullJob(e.ns, "missing", image)
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](30), BackoffLimit: ptr.To[int32](0)}
+	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](30), BackoffLimit: ptr.To[int32](3)}
 	job = e.run(ctx, t, job)
 	e.requireFailed(ctx, t, job)
 	requireFailedTag(t, w, "NotFound")
+	requireFailedTag(t, w, "after 1 attempt: ")
+	if recs := framework.PullRecordsFor(t, image, since); recs != nil && len(recs) != 1 {
+		t.Errorf("the runtime was asked %d times to pull %s, want once: %v", len(recs), image, recs)
+	}
 }
 
 // requireFailedTag checks that the daemon reported the tag Failed on the real node with a message

@@ -367,3 +367,24 @@ func TestResolverOrder(t *testing.T) {
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].Error(), "plugin broken")
 }
+
+func TestResolverHasProvider(t *testing.T) {
+	p := testProvider("needs-token", []string{"gcr.io"})
+	req := true
+	p.TokenAttributes = &kubeletconfigv1.ServiceAccountTokenAttributes{
+		ServiceAccountTokenAudience: "registry",
+		CacheType:                   kubeletconfigv1.TokenServiceAccountTokenCacheType,
+		RequireServiceAccount:       &req,
+	}
+	count := countFile(t)
+	ps := loadTestPlugins(t, []kubeletconfigv1.CredentialProvider{
+		testProvider("ecr", []string{"*.dkr.ecr.*.amazonaws.com"}, "-count", count), p,
+	})
+	r := NewResolver(ps)
+	assert.True(t, r.HasProvider("123.dkr.ecr.us-east-1.amazonaws.com/app:v1"))
+	assert.False(t, r.HasProvider("docker.io/library/nginx"), "no plugin matches")
+	assert.False(t, r.HasProvider("gcr.io/app"), "a plugin skipped for its tokenAttributes never answers")
+	assert.False(t, r.HasProvider("UPPER/case:bad tag"), "invalid reference")
+	assert.Equal(t, 0, invocations(t, count), "asking runs no plugin")
+	assert.False(t, NewResolver(nil).HasProvider("123.dkr.ecr.us-east-1.amazonaws.com/app"))
+}

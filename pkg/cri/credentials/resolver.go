@@ -71,3 +71,23 @@ func (r *Resolver) Lookup(ctx context.Context, image string, secrets []*corev1.S
 	}
 	return creds, problems
 }
+
+// HasProvider reports whether a plugin that Lookup would run matches image:
+// its answer may change from one lookup to the next, unlike the absence of
+// pull secrets. Plugins skipped for their tokenAttributes do not count; an
+// invalid image reference matches none.
+func (r *Resolver) HasProvider(image string) bool {
+	if r == nil || r.plugins == nil {
+		return false
+	}
+	img, err := parseImage(image)
+	if err != nil {
+		return false
+	}
+	for _, p := range r.plugins.providers {
+		if !p.needsToken && p.matches(img) {
+			return true
+		}
+	}
+	return false
+}

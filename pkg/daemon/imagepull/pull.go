@@ -177,7 +177,26 @@ func (p *Puller) attempt(ctx context.Context, req request, attempt int) (imageID
 	if len(problems) > 0 {
 		message += "; credential problems: " + cri.Redact(joinErrors(problems))
 	}
+	if why := p.notRetried(reason, req.image, refs); why != "" {
+		return "", reason, message + "; not retried: " + why, true
+	}
 	return "", reason, message, false
+}
+
+// notRetried says why a failed attempt is final however many retries are
+// left, or "" when another attempt may do better. The registry's NotFound
+// will not change. Neither will its Unauthorized when no credentials
+// could change: no pull secret is named (a named one may appear or be
+// fixed) and no credential provider matches the image (its answer may
+// differ next time), so the next attempt would be as anonymous as this one.
+func (p *Puller) notRetried(reason, image string, refs []appsv1beta1.ReferenceObject) string {
+	switch {
+	case reason == cri.PullReasonNotFound:
+		return "the registry does not have the image"
+	case reason == cri.PullReasonUnauthorized && len(refs) == 0 && !p.keyring.HasProvider(image):
+		return "the registry wants credentials and no pull secret or credential provider applies to the image"
+	}
+	return ""
 }
 
 // pullOnce is one PullImage call. source says where the credential came

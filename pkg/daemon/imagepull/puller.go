@@ -71,6 +71,10 @@ type Keyring interface {
 	// met on the way (e.g. a secret that cannot be parsed). The problems
 	// must hold no credential values.
 	Lookup(ctx context.Context, image string, secrets []*corev1.Secret) (creds []Credential, problems []error)
+	// HasProvider reports whether a node-wide source whose answer may
+	// change from one attempt to the next (a credential-provider plugin)
+	// applies to image.
+	HasProvider(image string) bool
 }
 
 // Config is what a Puller is built from.

@@ -21,6 +21,12 @@ const repo = "registry.example.com/app"
 
 func img(tag string) string { return repo + ":" + tag }
 
+// blobError is a transient failure: the registry answered a blob with 503.
+func blobError(tag string) error {
+	return fmt.Errorf("CRI PullImage %s: %w", img(tag),
+		status.Error(codes.Unknown, fmt.Sprintf("failed to pull and unpack image %q: failed to copy: httpReadSeeker: failed open: unexpected status code https://registry.example.com/v2/app/blobs/sha256:ab: 503 Service Unavailable", img(tag))))
+}
+
 func notFound(tag string) error {
 	return fmt.Errorf("CRI PullImage %s: %w", img(tag),
 		status.Error(codes.NotFound, fmt.Sprintf("failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", img(tag), img(tag), img(tag))))
@@ -157,7 +163,7 @@ func TestRetriesWithBackoffThenFailed(t *testing.T) {
 				return time.Duration(n) * 5 * time.Second
 			}
 		})
-	f.images.set(img("v1"), &behaviour{errs: []error{notFound("v1"), notFound("v1"), notFound("v1")}})
+	f.images.set(img("v1"), &behaviour{errs: []error{blobError("v1"), blobError("v1"), blobError("v1")}})
 	f.start()
 
 	f.waitFor(func() bool { return f.images.calls() == 1 }, "first attempt")
@@ -169,8 +175,8 @@ func TestRetriesWithBackoffThenFailed(t *testing.T) {
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
 	assert.Equal(t, 3, f.images.calls(), "backoffLimit 2 is 3 attempts")
 	assert.Equal(t, []int{1, 2}, backoffs)
-	assert.Contains(t, got.Message, "after 3 attempts: NotFound:")
-	assert.Contains(t, got.Message, `failed to resolve reference "registry.example.com/app:v1"`, "the runtime's wording is kept")
+	assert.Contains(t, got.Message, "after 3 attempts: PullFailed:")
+	assert.Contains(t, got.Message, `failed to copy: httpReadSeeker: failed open: unexpected status code`, "the runtime's wording is kept")
 	assert.NotContains(t, got.Message, "rpc error")
 }
 
@@ -187,12 +193,12 @@ func TestSuccessAfterFailedAttempt(t *testing.T) {
 
 // A runtime that does not answer (containerd restarting) does not use up
 // the tag's retries: with backoffLimit 1, four Unavailable answers and then
-// a NotFound still leave one retry, and the status says what it waits for.
+// a failed attempt still leave one retry, and the status says what it waits for.
 func TestRuntimeUnavailableDoesNotUseUpRetries(t *testing.T) {
 	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 1, 0)))}),
 		func(c *Config) { c.Backoff = func(int) time.Duration { return time.Second } })
 	down := status.Error(codes.Unavailable, "connection error: dial unix /run/containerd/containerd.sock: connect: connection refused")
-	f.images.set(img("v1"), &behaviour{errs: []error{down, down, down, down, notFound("v1")}})
+	f.images.set(img("v1"), &behaviour{errs: []error{down, down, down, down, blobError("v1")}})
 	f.start()
 
 	f.waitFor(func() bool { return f.images.calls() == 1 }, "first attempt")
@@ -201,7 +207,7 @@ func TestRuntimeUnavailableDoesNotUseUpRetries(t *testing.T) {
 		f.stepUntil(time.Second, func() bool { return f.images.calls() == n }, "next attempt after backoff")
 		assert.Equal(t, appsv1beta1.ImagePhasePulling, f.tag(repo, "v1").Phase, "after attempt %d", n)
 	}
-	f.stepUntil(time.Second, func() bool { return f.images.calls() == 6 }, "the retry the NotFound left")
+	f.stepUntil(time.Second, func() bool { return f.images.calls() == 6 }, "the retry the failed attempt left")
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
 	assert.Equal(t, 6, f.images.calls(), "4 unanswered + 1 failed + 1 succeeded")
 	assert.Empty(t, got.Message)

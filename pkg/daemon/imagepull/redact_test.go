@@ -36,6 +36,8 @@ func (k resolverKeyring) Lookup(ctx context.Context, image string, secrets []*co
 	return out, problems
 }
 
+func (k resolverKeyring) HasProvider(image string) bool { return k.r.HasProvider(image) }
+
 // syncBuffer is a log sink shared by the puller's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
