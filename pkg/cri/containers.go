@@ -30,7 +30,7 @@ const (
 // ExecSync to get the gRPC deadline, so that the runtime's own timeout (and
 // the SIGKILL that follows it) fires first. Same margin as the kubelet's
 // default runtime request timeout.
-const CallMargin = 2 * time.Minute
+const CallMargin = DefaultCallTimeout
 
 // ExecOutputCap is how many bytes of each of stdout and stderr ExecSync keeps.
 const ExecOutputCap = 16 << 10
@@ -147,11 +147,13 @@ func (r *remoteRuntime) PodContainers(ctx context.Context, podUID string) ([]Con
 		// An empty selector would list every container of the node.
 		return nil, errors.New("listing pod containers: empty pod UID")
 	}
-	resp, err := r.client.ListContainers(ctx, &runtimeapi.ListContainersRequest{
+	listCtx, cancel := r.bounded(ctx)
+	resp, err := r.client.ListContainers(listCtx, &runtimeapi.ListContainersRequest{
 		Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{LabelPodUID: podUID}},
 	})
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("CRI ListContainers for pod UID %s: %w", podUID, err)
+		return nil, fmt.Errorf("CRI ListContainers for pod UID %s: %w", podUID, noAnswer(ctx, listCtx, err, r.callTimeout))
 	}
 	out := make([]Container, 0, len(resp.GetContainers()))
 	for _, c := range resp.GetContainers() {
@@ -174,13 +176,15 @@ func (r *remoteRuntime) PodContainers(ctx context.Context, podUID string) ([]Con
 		if i > 0 && out[i-1].Name == c.Name {
 			continue
 		}
-		st, err := r.client.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ID})
+		statusCtx, cancel := r.bounded(ctx)
+		st, err := r.client.ContainerStatus(statusCtx, &runtimeapi.ContainerStatusRequest{ContainerId: c.ID})
+		cancel()
 		if status.Code(err) == codes.NotFound {
 			logger.V(4).Info("Container removed while listing", "podUID", podUID, "container", c.Name, "containerID", c.ID)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("CRI ContainerStatus of container %q (%s): %w", c.Name, c.ID, err)
+			return nil, fmt.Errorf("CRI ContainerStatus of container %q (%s): %w", c.Name, c.ID, noAnswer(ctx, statusCtx, err, r.callTimeout))
 		}
 		applyStatus(c, st.GetStatus())
 	}
@@ -286,7 +290,8 @@ func callTimeout(secs int64) time.Duration {
 // and shows up only in the logs and the errors metric (code NotFound).
 func (r *remoteRuntime) StopContainer(ctx context.Context, id string, timeout time.Duration) error {
 	secs := criSeconds(timeout)
-	callCtx, cancel := context.WithTimeout(ctx, callTimeout(secs))
+	within := callTimeout(secs)
+	callCtx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	_, err := r.client.StopContainer(callCtx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: secs})
 	if status.Code(err) == codes.NotFound {
@@ -294,7 +299,7 @@ func (r *remoteRuntime) StopContainer(ctx context.Context, id string, timeout ti
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("CRI StopContainer %s (timeout %ds): %w", id, secs, err)
+		return fmt.Errorf("CRI StopContainer %s (timeout %ds): %w", id, secs, noAnswer(ctx, callCtx, err, within))
 	}
 	return nil
 }
@@ -302,17 +307,20 @@ func (r *remoteRuntime) StopContainer(ctx context.Context, id string, timeout ti
 // ExecSync runs cmd in the container. The runtime enforces timeout (whole
 // seconds, rounded up) and kills the command when it passes; the gRPC
 // deadline is later by CallMargin so its error, not ours, is what the caller
-// sees. Output is capped at ExecOutputCap bytes per stream.
+// sees. Without a timeout the call is bounded by the call timeout, as every
+// call without a deadline of its own. Output is capped at ExecOutputCap
+// bytes per stream.
 func (r *remoteRuntime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (ExecResult, error) {
 	secs := criSeconds(timeout)
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	within := r.callTimeout
 	if secs > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, callTimeout(secs))
+		within = callTimeout(secs)
 	}
+	callCtx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	resp, err := r.client.ExecSync(callCtx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: secs})
 	if err != nil {
-		return ExecResult{}, fmt.Errorf("CRI ExecSync in %s (timeout %ds): %w", id, secs, err)
+		return ExecResult{}, fmt.Errorf("CRI ExecSync in %s (timeout %ds): %w", id, secs, noAnswer(ctx, callCtx, err, within))
 	}
 	stdout, t1 := capTail(resp.GetStdout(), ExecOutputCap)
 	stderr, t2 := capTail(resp.GetStderr(), ExecOutputCap)

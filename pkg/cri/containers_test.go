@@ -304,7 +304,9 @@ func TestExecSync(t *testing.T) {
 			assert.Equal(t, []string{"sh", "-c", "echo hi"}, calls[0].Cmd)
 			assert.Equal(t, tc.wantSecs, calls[0].Timeout)
 			if tc.wantSecs == 0 {
-				assert.Zero(t, calls[0].Deadline, "no runtime-side limit, no deadline of ours")
+				// No runtime-side limit: the call timeout bounds the call.
+				assert.LessOrEqual(t, calls[0].Deadline, cri.DefaultCallTimeout)
+				assert.Greater(t, calls[0].Deadline, cri.DefaultCallTimeout-10*time.Second)
 			} else {
 				assert.Greater(t, calls[0].Deadline, time.Duration(tc.wantSecs)*time.Second)
 			}
@@ -320,6 +322,7 @@ func TestExecSyncRuntimeTimeout(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	assert.Contains(t, err.Error(), "timeout 1s exceeded")
+	assert.NotContains(t, err.Error(), "did not answer", "the runtime answered: its own timeout")
 }
 
 // TestRealRuntimeContainers lists the containers of a real pod and runs a

@@ -75,6 +75,9 @@ type DiscoverOptions struct {
 	// Metrics, when set, times and counts every CRI call of the returned
 	// Runtime (probe calls included).
 	Metrics *Metrics
+	// CallTimeout bounds each call of the returned Runtime that has no
+	// deadline of its own; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
 }
 
 // Attempt records why one socket was not used.
@@ -128,12 +131,13 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
+	dc := dialConfig{metrics: opts.Metrics, callTimeout: opts.CallTimeout}
 	if opts.Endpoint != "" {
 		path, err := ParseEndpoint(opts.Endpoint)
 		if err != nil {
 			return nil, VersionInfo{}, err
 		}
-		rt, info, err := probe(ctx, path, timeout, opts.Metrics)
+		rt, info, err := probe(ctx, path, timeout, dc)
 		if err != nil {
 			return nil, VersionInfo{}, &DiscoveryError{Explicit: true, Attempts: []Attempt{{Path: path, Err: err}}}
 		}
@@ -150,7 +154,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 			return nil, VersionInfo{}, fmt.Errorf("discovering CRI runtime: %w", err)
 		}
 		path := filepath.Join(dir, name)
-		rt, info, err := probe(ctx, path, timeout, opts.Metrics)
+		rt, info, err := probe(ctx, path, timeout, dc)
 		if err == nil {
 			return rt, info, nil
 		}
@@ -160,7 +164,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Runtime, VersionInfo, 
 }
 
 // probe checks one socket path: exists, is a socket, answers Version.
-func probe(ctx context.Context, path string, timeout time.Duration, m *Metrics) (Runtime, VersionInfo, error) {
+func probe(ctx context.Context, path string, timeout time.Duration, dc dialConfig) (Runtime, VersionInfo, error) {
 	if len(path) >= maxUnixPathLen {
 		return nil, VersionInfo{}, fmt.Errorf("socket path is %d bytes, unix sockets allow at most %d", len(path), maxUnixPathLen-1)
 	}
@@ -173,5 +177,5 @@ func probe(ctx context.Context, path string, timeout time.Duration, m *Metrics) 
 	case fi.Mode().Type() != fs.ModeSocket:
 		return nil, VersionInfo{}, fmt.Errorf("%w (mode %s)", ErrNotSocket, fi.Mode().Type())
 	}
-	return connectPath(ctx, path, timeout, m)
+	return connectPath(ctx, path, timeout, dc)
 }

@@ -27,7 +27,8 @@ var ErrEmptyImage = errors.New("empty image reference")
 var _ ImageService = (*remoteRuntime)(nil)
 
 // PullImage implements ImageService. Errors keep the runtime's gRPC status
-// (see DescribePullError) and never include req.Auth.
+// (see DescribePullError) and never include req.Auth. It has no call
+// timeout: a pull may take long, and runs under the caller's deadline.
 func (r *remoteRuntime) PullImage(ctx context.Context, req PullRequest) (string, error) {
 	if req.Image == "" {
 		return "", fmt.Errorf("CRI PullImage: %w", ErrEmptyImage)
@@ -76,12 +77,14 @@ func (r *remoteRuntime) ImageStatus(ctx context.Context, image string) (ImageInf
 	if image == "" {
 		return ImageInfo{}, false, fmt.Errorf("CRI ImageStatus: %w", ErrEmptyImage)
 	}
-	resp, err := r.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	callCtx, cancel := r.bounded(ctx)
+	defer cancel()
+	resp, err := r.images.ImageStatus(callCtx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
 	if status.Code(err) == codes.NotFound {
 		return ImageInfo{}, false, nil
 	}
 	if err != nil {
-		return ImageInfo{}, false, fmt.Errorf("CRI ImageStatus %s: %w", image, err)
+		return ImageInfo{}, false, fmt.Errorf("CRI ImageStatus %s: %w", image, noAnswer(ctx, callCtx, err, r.callTimeout))
 	}
 	img := resp.GetImage()
 	if img == nil {
@@ -101,9 +104,11 @@ func (r *remoteRuntime) RemoveImage(ctx context.Context, image string) error {
 	if image == "" {
 		return fmt.Errorf("CRI RemoveImage: %w", ErrEmptyImage)
 	}
-	_, err := r.images.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	callCtx, cancel := r.bounded(ctx)
+	defer cancel()
+	_, err := r.images.RemoveImage(callCtx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: image}})
 	if err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("CRI RemoveImage %s: %w", image, err)
+		return fmt.Errorf("CRI RemoveImage %s: %w", image, noAnswer(ctx, callCtx, err, r.callTimeout))
 	}
 	return nil
 }

@@ -18,6 +18,15 @@ import (
 // large enough for ListContainers on a busy node.
 const MaxMsgSize = 16 * 1024 * 1024
 
+// DefaultCallTimeout bounds every CRI call that has no deadline of its own
+// (Version, ListContainers, ContainerStatus, ImageStatus, RemoveImage, and
+// ExecSync without a timeout): the kubelet's default runtime request
+// timeout. A runtime that accepts a call and never answers would otherwise
+// hold the caller (a CRR worker, say) for ever. StopContainer and ExecSync
+// add CallMargin to their runtime-side timeout instead; PullImage runs
+// under the caller's deadline (a tag's timeoutSeconds).
+const DefaultCallTimeout = 2 * time.Minute
+
 // VersionInfo is what a runtime says about itself.
 type VersionInfo struct {
 	// RuntimeName is e.g. "containerd" or "cri-o".
@@ -63,6 +72,16 @@ type remoteRuntime struct {
 	conn   *grpc.ClientConn
 	client runtimeapi.RuntimeServiceClient
 	images runtimeapi.ImageServiceClient
+	// callTimeout bounds each call that has no deadline of its own.
+	callTimeout time.Duration
+}
+
+// dialConfig is how a connection is made.
+type dialConfig struct {
+	// metrics, when not nil, times and counts every call.
+	metrics *Metrics
+	// callTimeout is remoteRuntime.callTimeout; zero is DefaultCallTimeout.
+	callTimeout time.Duration
 }
 
 var _ Runtime = (*remoteRuntime)(nil)
@@ -75,11 +94,11 @@ func Dial(endpoint string) (Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialPath(path, nil)
+	return dialPath(path, dialConfig{})
 }
 
-// dialPath connects lazily; m, when not nil, times and counts every call.
-func dialPath(path string, m *Metrics) (*remoteRuntime, error) {
+// dialPath connects lazily.
+func dialPath(path string, dc dialConfig) (*remoteRuntime, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMsgSize), grpc.MaxCallSendMsgSize(MaxMsgSize)),
@@ -90,18 +109,22 @@ func dialPath(path string, m *Metrics) (*remoteRuntime, error) {
 			MinConnectTimeout: 5 * time.Second,
 		}),
 	}
-	if m != nil {
-		opts = append(opts, grpc.WithChainUnaryInterceptor(m.unaryInterceptor))
+	if dc.metrics != nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(dc.metrics.unaryInterceptor))
+	}
+	if dc.callTimeout <= 0 {
+		dc.callTimeout = DefaultCallTimeout
 	}
 	conn, err := grpc.NewClient("unix://"+path, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating gRPC client for %s: %w", path, err)
 	}
 	return &remoteRuntime{
-		path:   path,
-		conn:   conn,
-		client: runtimeapi.NewRuntimeServiceClient(conn),
-		images: runtimeapi.NewImageServiceClient(conn),
+		path:        path,
+		conn:        conn,
+		client:      runtimeapi.NewRuntimeServiceClient(conn),
+		images:      runtimeapi.NewImageServiceClient(conn),
+		callTimeout: dc.callTimeout,
 	}, nil
 }
 
@@ -112,11 +135,11 @@ func Connect(ctx context.Context, endpoint string, timeout time.Duration) (Runti
 	if err != nil {
 		return nil, VersionInfo{}, err
 	}
-	return connectPath(ctx, path, timeout, nil)
+	return connectPath(ctx, path, timeout, dialConfig{})
 }
 
-func connectPath(ctx context.Context, path string, timeout time.Duration, m *Metrics) (Runtime, VersionInfo, error) {
-	rt, err := dialPath(path, m)
+func connectPath(ctx context.Context, path string, timeout time.Duration, dc dialConfig) (Runtime, VersionInfo, error) {
+	rt, err := dialPath(path, dc)
 	if err != nil {
 		return nil, VersionInfo{}, err
 	}
@@ -137,13 +160,42 @@ func (r *remoteRuntime) Endpoint() string { return r.path }
 
 func (r *remoteRuntime) Close() error { return r.conn.Close() }
 
+// bounded returns ctx bounded by the call timeout, for a call without a
+// deadline of its own; a caller's earlier deadline stays.
+func (r *remoteRuntime) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.callTimeout)
+}
+
+// noAnswer says so when err is the expiry of our deadline of the call
+// (callCtx's, within after the call began), not the caller's (ctx's) nor a
+// DeadlineExceeded the runtime answered itself before it: the runtime took
+// the call and did not answer in time. The gRPC status stays in the chain.
+// The clock decides, not callCtx.Err(): the server may see the deadline
+// (sent along with the call) pass and end the call a moment before the
+// client's context does.
+func noAnswer(ctx, callCtx context.Context, err error, within time.Duration) error {
+	if status.Code(err) != codes.DeadlineExceeded {
+		return err
+	}
+	ours, ok := callCtx.Deadline()
+	if !ok || time.Now().Before(ours) {
+		return err // the runtime's own answer
+	}
+	if theirs, ok := ctx.Deadline(); ok && !theirs.After(ours) {
+		return err // the caller's deadline
+	}
+	return fmt.Errorf("the runtime did not answer within %s: %w", within, err)
+}
+
 func (r *remoteRuntime) Version(ctx context.Context) (VersionInfo, error) {
-	resp, err := r.client.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
+	callCtx, cancel := r.bounded(ctx)
+	defer cancel()
+	resp, err := r.client.Version(callCtx, &runtimeapi.VersionRequest{Version: "v1"})
 	if err != nil {
 		if status.Code(err) == codes.Unimplemented {
 			return VersionInfo{}, fmt.Errorf("CRI Version: %w: %w", ErrNotCRI, err)
 		}
-		return VersionInfo{}, fmt.Errorf("CRI Version: %w", err)
+		return VersionInfo{}, fmt.Errorf("CRI Version: %w", noAnswer(ctx, callCtx, err, r.callTimeout))
 	}
 	return VersionInfo{
 		RuntimeName:       resp.GetRuntimeName(),

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/cri/critest"
 )
 
 // stubRuntime is an in-memory cri.Runtime. The embedded nil interface
@@ -59,5 +61,40 @@ func TestCRIProberReadiness(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	p.probe(cancelled)
+	require.NoError(t, p.Check(nil))
+}
+
+// A runtime that takes calls and never answers: each probe ends at the
+// probe's own deadline (not the 2-minute call timeout), and readiness says
+// the runtime does not answer until it answers again.
+func TestCRIProberHungRuntime(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	sock := filepath.Join(critest.ShortTempDir(t), "containerd.sock")
+	fake := critest.NewFakeRuntime()
+	critest.Serve(t, sock, fake)
+	rt, info, err := cri.Discover(ctx, cri.DiscoverOptions{Endpoint: sock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+
+	const probeTimeout = 200 * time.Millisecond
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	p := newCRIProber(10*time.Second, probeTimeout, clk)
+	p.connected(rt, info)
+	require.NoError(t, p.Check(nil))
+
+	for _, m := range []string{"Version", "ListContainers", "ContainerStatus", "ImageStatus"} {
+		fake.HangCall(m, true)
+	}
+	t.Cleanup(func() { fake.Hang(false) })
+	start := time.Now()
+	p.probe(ctx)
+	assert.Less(t, time.Since(start), probeTimeout+2*time.Second, "the probe has its own short deadline")
+	err = p.Check(nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not answer")
+	assert.Contains(t, err.Error(), "DeadlineExceeded")
+
+	fake.HangCall("Version", false)
+	p.probe(ctx)
 	require.NoError(t, p.Check(nil))
 }

@@ -84,6 +84,8 @@ type containerTable struct {
 	scripts    map[string]ExecScript
 	hangStop   bool
 	onCall     func(method, id string)
+	// held are the methods HangCall holds, each until its channel closes.
+	held map[string]chan struct{}
 }
 
 // AddContainer puts c in the table (replacing one with the same ID).
@@ -178,14 +180,69 @@ func (f *FakeRuntime) ExecCalls() []ExecCall {
 	return slices.Clone(t.execs)
 }
 
-// begin runs the common prologue of a container call: the hook and the
-// injected error.
-func (t *containerTable) begin(method, id string) error {
+// HangCall makes every call of a CRI method block without an answer until
+// the caller gives up (hang true), or lets the held calls and later ones go
+// on (hang false): a runtime that accepts calls and never answers them.
+// Container methods ("ListContainers", "ContainerStatus", "StopContainer",
+// "ExecSync") are held here; "Version" is Hang; image methods
+// ("PullImage", "ImageStatus", "ListImages", "RemoveImage") are held by
+// the image service.
+func (f *FakeRuntime) HangCall(method string, hang bool) {
+	switch method {
+	case "Version":
+		f.Hang(hang)
+		return
+	case "PullImage", "ImageStatus", "ListImages", "RemoveImage":
+		f.images.HangCall(method, hang)
+		return
+	}
+	t := &f.table
 	t.mu.Lock()
-	fn, err := t.onCall, t.callErrs[method]
+	defer t.mu.Unlock()
+	t.held = holdCall(t.held, method, hang)
+}
+
+// holdCall adds a hold of method to held, or releases it.
+func holdCall(held map[string]chan struct{}, method string, hang bool) map[string]chan struct{} {
+	ch, ok := held[method]
+	switch {
+	case hang && !ok:
+		if held == nil {
+			held = map[string]chan struct{}{}
+		}
+		held[method] = make(chan struct{})
+	case !hang && ok:
+		close(ch)
+		delete(held, method)
+	}
+	return held
+}
+
+// waitHeld blocks while hold (which may be nil) is not closed, or until the
+// caller gives up.
+func waitHeld(ctx context.Context, hold chan struct{}) error {
+	if hold == nil {
+		return nil
+	}
+	select {
+	case <-hold:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// begin runs the common prologue of a container call: the hook, a hold
+// and the injected error.
+func (t *containerTable) begin(ctx context.Context, method, id string) error {
+	t.mu.Lock()
+	fn, err, hold := t.onCall, t.callErrs[method], t.held[method]
 	t.mu.Unlock()
 	if fn != nil {
 		fn(method, id)
+	}
+	if herr := waitHeld(ctx, hold); herr != nil {
+		return herr
 	}
 	return err
 }
@@ -249,9 +306,9 @@ func (c *Container) matches(f *runtimeapi.ContainerFilter) bool {
 }
 
 // ListContainers implements runtimeapi.RuntimeServiceServer.
-func (f *FakeRuntime) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+func (f *FakeRuntime) ListContainers(ctx context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	t := &f.table
-	if err := t.begin("ListContainers", ""); err != nil {
+	if err := t.begin(ctx, "ListContainers", ""); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
@@ -276,9 +333,9 @@ func (f *FakeRuntime) ListContainers(_ context.Context, req *runtimeapi.ListCont
 }
 
 // ContainerStatus implements runtimeapi.RuntimeServiceServer.
-func (f *FakeRuntime) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+func (f *FakeRuntime) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	t := &f.table
-	if err := t.begin("ContainerStatus", req.GetContainerId()); err != nil {
+	if err := t.begin(ctx, "ContainerStatus", req.GetContainerId()); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
@@ -304,7 +361,7 @@ func (f *FakeRuntime) ContainerStatus(_ context.Context, req *runtimeapi.Contain
 func (f *FakeRuntime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	t := &f.table
 	id := req.GetContainerId()
-	if err := t.begin("StopContainer", id); err != nil {
+	if err := t.begin(ctx, "StopContainer", id); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
@@ -351,7 +408,7 @@ func (f *FakeRuntime) StopContainer(ctx context.Context, req *runtimeapi.StopCon
 func (f *FakeRuntime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	t := &f.table
 	id := req.GetContainerId()
-	if err := t.begin("ExecSync", id); err != nil {
+	if err := t.begin(ctx, "ExecSync", id); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()

@@ -81,6 +81,16 @@ type FakeImages struct {
 	scripts  map[string]PullScript
 	callErrs map[string]error
 	onCall   func(method, image string)
+	held     map[string]chan struct{}
+}
+
+// HangCall makes every call of an image method ("PullImage",
+// "ImageStatus", "ListImages", "RemoveImage") block without an answer until
+// the caller gives up (hang true), or lets them go on (hang false).
+func (f *FakeImages) HangCall(method string, hang bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held = holdCall(f.held, method, hang)
 }
 
 // NewFakeImages returns an empty image store.
@@ -169,12 +179,15 @@ func (f *FakeImages) find(ref string) *Image {
 	return nil
 }
 
-func (f *FakeImages) begin(method, image string) error {
+func (f *FakeImages) begin(ctx context.Context, method, image string) error {
 	f.mu.Lock()
-	fn, err := f.onCall, f.callErrs[method]
+	fn, err, hold := f.onCall, f.callErrs[method], f.held[method]
 	f.mu.Unlock()
 	if fn != nil {
 		fn(method, image)
+	}
+	if herr := waitHeld(ctx, hold); herr != nil {
+		return herr
 	}
 	return err
 }
@@ -194,7 +207,7 @@ func (f *FakeImages) PullImage(ctx context.Context, req *runtimeapi.PullImageReq
 	script := f.scripts[ref]
 	f.mu.Unlock()
 
-	if err := f.begin("PullImage", ref); err != nil {
+	if err := f.begin(ctx, "PullImage", ref); err != nil {
 		return nil, err
 	}
 	if ref == "" {
@@ -270,9 +283,9 @@ func waitScript(ctx context.Context, s PullScript) error {
 
 // ImageStatus implements runtimeapi.ImageServiceServer. An absent image is
 // a response without an image, as the CRI asks.
-func (f *FakeImages) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+func (f *FakeImages) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
 	ref := req.GetImage().GetImage()
-	if err := f.begin("ImageStatus", ref); err != nil {
+	if err := f.begin(ctx, "ImageStatus", ref); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -286,9 +299,9 @@ func (f *FakeImages) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusR
 
 // ListImages implements runtimeapi.ImageServiceServer; a filter image
 // matches like ImageStatus.
-func (f *FakeImages) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+func (f *FakeImages) ListImages(ctx context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	ref := req.GetFilter().GetImage().GetImage()
-	if err := f.begin("ListImages", ref); err != nil {
+	if err := f.begin(ctx, "ListImages", ref); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -304,9 +317,9 @@ func (f *FakeImages) ListImages(_ context.Context, req *runtimeapi.ListImagesReq
 
 // RemoveImage implements runtimeapi.ImageServiceServer. It removes the
 // whole image ref names (every tag), and answers NotFound when absent.
-func (f *FakeImages) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+func (f *FakeImages) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
 	ref := req.GetImage().GetImage()
-	if err := f.begin("RemoveImage", ref); err != nil {
+	if err := f.begin(ctx, "RemoveImage", ref); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
