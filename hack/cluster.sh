@@ -354,10 +354,13 @@ criproxy_ready() {
 
 start_criproxy() {
   # kruise-daemon reaches containerd through this proxy, which records every CRI PullImage
-  # (image, sandbox labels and annotations; never credentials) for the e2e tests.
+  # (image, sandbox labels and annotations; never credentials) for the e2e tests, and holds the
+  # calls hang.json names without answering (a hung runtime; test/e2e/framework HangRuntime). A
+  # hang.json left by a test that did not finish is not carried over.
   mkdir -p "${W}/criproxy"
+  rm -f "${W}/criproxy/hang.json"
   start criproxy "${OUT_BIN}/criproxy" --listen "${CRIPROXY_SOCK}" --upstream "${CTR_SOCK}" \
-    --record "${W}/criproxy/pulls.jsonl"
+    --record "${W}/criproxy/pulls.jsonl" --hang-file "${W}/criproxy/hang.json"
   wait_for "CRI proxy" 30 criproxy_ready || die "criproxy did not start: see ${LOGS}/criproxy.log"
 }
 

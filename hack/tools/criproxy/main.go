@@ -19,6 +19,22 @@
 // ("" on success). Credentials are never recorded, only whether there were
 // any. The socket is created with mode 0660; a stale socket left at --listen
 // is removed first. It stops cleanly on SIGTERM or SIGINT.
+//
+// With --hang-file FILE it plays a runtime that takes calls and never
+// answers them, for chosen methods and chosen clients. While FILE holds
+//
+//	{"methods":["ListContainers","Version"],"clients":["kruise-daemon"]}
+//
+// every matching call is held: not forwarded, not answered, until its
+// caller gives up (it then gets its own DeadlineExceeded or Canceled) or
+// the file changes so that it no longer matches (then it is forwarded as
+// usual). An empty or absent list matches every method or client. Clients
+// are told apart by the name of the process at the other end of the
+// connection (SO_PEERCRED, then /proc/PID/comm), so the kruise daemon can be
+// held while crictl, the tests and anything else go on. The file is read
+// every 100 ms; once a change is in force its content is copied to
+// FILE.applied (removed with FILE), for tests to wait on. Removing FILE
+// releases every held call.
 package main
 
 import (
@@ -70,6 +86,7 @@ type config struct {
 	listen   string
 	upstream string
 	record   string
+	hangFile string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -78,6 +95,7 @@ func parseFlags(args []string) (config, error) {
 	fl.StringVar(&c.listen, "listen", "", "unix socket path to serve on (required)")
 	fl.StringVar(&c.upstream, "upstream", "", "unix socket path of the container runtime, e.g. /run/containerd/containerd.sock (required)")
 	fl.StringVar(&c.record, "record", "", "file to append one JSON line per PullImage request to; empty: no record")
+	fl.StringVar(&c.hangFile, "hang-file", "", `file whose JSON {"methods":[...],"clients":[...]} names the calls to hold without answering; empty: none`)
 	if err := fl.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -103,7 +121,7 @@ func run(ctx context.Context, args []string, ready func(*proxy)) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("criproxy serving", "listen", cfg.listen, "upstream", cfg.upstream, "record", cfg.record)
+	slog.Info("criproxy serving", "listen", cfg.listen, "upstream", cfg.upstream, "record", cfg.record, "hangFile", cfg.hangFile)
 	served := make(chan error, 1)
 	go func() { served <- p.serve() }()
 	if ready != nil {
@@ -155,6 +173,10 @@ type proxy struct {
 	srv  *grpc.Server
 	up   *grpc.ClientConn
 	rec  *recorder
+	// hang holds the calls the hang file names; nil without one.
+	hang     *hangControl
+	stopHang context.CancelFunc
+	hangDone chan struct{}
 
 	stopOnce sync.Once
 }
@@ -197,7 +219,17 @@ func newProxy(cfg config) (*proxy, error) {
 		_ = up.Close()
 		return nil, err
 	}
-	p := &proxy{path: cfg.listen, ln: ln, up: up, rec: rec}
+	p := &proxy{path: cfg.listen, ln: peerListener{ln}, up: up, rec: rec, stopHang: func() {}}
+	if cfg.hangFile != "" {
+		p.hang = newHangControl(cfg.hangFile)
+		var ctx context.Context
+		ctx, p.stopHang = context.WithCancel(context.Background())
+		p.hangDone = make(chan struct{})
+		go func() {
+			defer close(p.hangDone)
+			p.hang.run(ctx)
+		}()
+	}
 	p.srv = grpc.NewServer(
 		grpc.UnknownServiceHandler(p.forward),
 		grpc.ForceServerCodecV2(rawCodec{}),
@@ -233,6 +265,10 @@ func (p *proxy) stop() {
 			p.srv.Stop()
 			<-done
 		}
+		p.stopHang()
+		if p.hangDone != nil {
+			<-p.hangDone
+		}
 		_ = p.up.Close()
 		p.rec.close()
 		_ = os.Remove(p.path)
@@ -247,6 +283,9 @@ func (p *proxy) forward(_ any, down grpc.ServerStream) error {
 		return status.Error(codes.Internal, "criproxy: no method in stream")
 	}
 	arrived := time.Now()
+	if err := p.hang.hold(down.Context(), method); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
 	if md, ok := metadata.FromIncomingContext(ctx); ok {

@@ -60,7 +60,7 @@ type env struct {
 	listen string
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t *testing.T, opts ...func(dir string, c *config)) env {
 	t.Helper()
 	dir := critest.ShortTempDir(t)
 	upstream := filepath.Join(dir, "containerd.sock")
@@ -68,6 +68,9 @@ func newEnv(t *testing.T) env {
 	critest.Serve(t, upstream, &eventsRuntime{FakeRuntime: fake, ids: []string{"a", "b", "c"}})
 
 	cfg := config{listen: filepath.Join(dir, "proxy.sock"), upstream: upstream, record: filepath.Join(dir, "pulls.jsonl")}
+	for _, o := range opts {
+		o(dir, &cfg)
+	}
 	p, err := newProxy(cfg)
 	require.NoError(t, err)
 	served := make(chan error, 1)
@@ -299,7 +302,7 @@ func TestParseFlags(t *testing.T) {
 	require.ErrorContains(t, err, "required")
 	_, err = parseFlags([]string{"--listen", "/a", "--upstream", "/b", "extra"})
 	require.ErrorContains(t, err, "unexpected arguments")
-	c, err := parseFlags([]string{"--listen", "/a", "--upstream", "/b", "--record", "/c"})
+	c, err := parseFlags([]string{"--listen", "/a", "--upstream", "/b", "--record", "/c", "--hang-file", "/d"})
 	require.NoError(t, err)
-	assert.Equal(t, config{listen: "/a", upstream: "/b", record: "/c"}, c)
+	assert.Equal(t, config{listen: "/a", upstream: "/b", record: "/c", hangFile: "/d"}, c)
 }
