@@ -171,6 +171,10 @@ func TestRenderDefaults(t *testing.T) {
 	assert.NotContains(t, strings.Join(d.Args, " "), "--socket-file", "empty socketFile: probe")
 	assert.Equal(t, "/var/run", ds.Spec.Template.Spec.Volumes[0].HostPath.Path)
 	assert.True(t, ds.Spec.Template.Spec.HostNetwork)
+	// The pause container, PID 1 of the shared namespace, reaps what a
+	// killed credential plugin leaves behind.
+	require.NotNil(t, ds.Spec.Template.Spec.ShareProcessNamespace)
+	assert.True(t, *ds.Spec.Template.Spec.ShareProcessNamespace)
 	assert.Equal(t, []string{"NODE_NAME", "POD_NAME", "POD_NAMESPACE"}, envNames(d.Env))
 	assert.Equal(t, "Exists", string(ds.Spec.Template.Spec.Tolerations[0].Operator))
 }
