@@ -181,3 +181,22 @@ func TestStopFailureFailsContainer(t *testing.T) {
 	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, crr.Status.Phase)
 	assert.Equal(t, map[string]string{"main": "Failed"}, states(crr))
 }
+
+// A runtime that hangs during the stop (the call ends at its deadline)
+// is treated like one that went away: the container stays Recreating, the
+// request waits for the runtime, and nothing is marked Failed. What the
+// runtime said reaches the status cleaned.
+func TestRuntimeHungDuringStopWaits(t *testing.T) {
+	f := newFixture(t, runningPod(), newCRR("r", time.Minute, "main"))
+	f.rt.stopErr = map[string]error{mainID: status.Error(codes.DeadlineExceeded, "the runtime did not answer within 2m0s; Authorization: Bearer s3cr3t-token")}
+	err := f.syncErr(t)
+	assert.ErrorContains(t, err, "stopping container main")
+	crr := f.get(t, "r")
+	assert.Equal(t, map[string]string{"main": "Recreating"}, states(crr), "neither failed nor counted as killed")
+	assert.Contains(t, crr.Status.Message, "waiting for the container runtime: ")
+	assert.NotContains(t, crr.Status.Message, "s3cr3t-token")
+	for _, ev := range f.events() {
+		assert.NotContains(t, ev, "s3cr3t-token")
+		assert.NotContains(t, ev, "KillFailed")
+	}
+}

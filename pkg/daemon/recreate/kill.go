@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/durations"
 )
 
@@ -91,8 +92,12 @@ func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreate
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w while stopping container %s: %w", errCancelled, ctr.Name, err)
 		}
-		e.event(pod, crr, corev1.EventTypeWarning, ReasonKillFailed, "Stopping container %s failed: %v", ctr.Name, err)
-		return fmt.Errorf("stopping the container: %w", err)
+		if runtimeGone(err) {
+			// Not the container's fault: reported as the runtime's (see runtimeUnavailable).
+			return fmt.Errorf("stopping the container: %w", err)
+		}
+		e.event(pod, crr, corev1.EventTypeWarning, ReasonKillFailed, "Stopping container %s failed: %s", ctr.Name, cri.Redact(err.Error()))
+		return errors.New("stopping the container: " + cri.Redact(err.Error()))
 	}
 	logger.Info("Stopped container", "timeout", timeout)
 	e.event(pod, crr, corev1.EventTypeNormal, ReasonKilled, "Stopped container %s (%s)", ctr.Name, id)

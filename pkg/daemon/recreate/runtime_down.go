@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/cri"
 )
 
 // ReasonRuntimeUnavailable is the Warning Event recorded on a CRR whose
@@ -24,7 +26,7 @@ const runtimeWaitPrefix = "waiting for the container runtime: "
 // writes nothing. It returns listErr, joined with a failed write, for the
 // queue to retry with backoff.
 func (e *Executor) runtimeUnavailable(ctx context.Context, s *statusWriter, listErr, criErr error) error {
-	msg := runtimeWaitPrefix + criErr.Error()
+	msg := runtimeWaitPrefix + cri.Redact(criErr.Error())
 	if s.cur().Status.Message == msg {
 		return listErr
 	}
@@ -39,9 +41,12 @@ func (e *Executor) runtimeUnavailable(ctx context.Context, s *statusWriter, list
 
 // runtimeGone reports whether a CRI call failed because the runtime could
 // not be reached (gRPC Unavailable: socket gone, connection refused or
-// closed), rather than because of the container.
+// closed) or did not answer in time (DeadlineExceeded: a runtime that hangs
+// rather than dies), rather than because of the container. Either way the
+// container stays Recreating and the next sync asks the runtime again.
 func runtimeGone(err error) bool {
-	return status.Code(err) == codes.Unavailable
+	c := status.Code(err)
+	return c == codes.Unavailable || c == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
 }
 
 // clearRuntimeWait drops the message a previous sync wrote while the runtime
