@@ -217,7 +217,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err != nil {
 			permanent := !isTransient(err)
 			if apierrors.IsAlreadyExists(err) {
-				err = fmt.Errorf("ImagePullJob %s exists but is not this list job's for %s", ChildName(list.Name, img), img)
+				// Most often our own child, created by an earlier sync
+				// that the cache has not caught up with (our status
+				// write queues the next sync at once). Only an object
+				// that is not ours is a failure.
+				live, owner, gerr := c.existingChild(ctx, list, img)
+				if gerr != nil {
+					return 0, gerr // retried with backoff
+				}
+				if live != nil {
+					children[img] = live
+					continue
+				}
+				err = fmt.Errorf("ImagePullJob %s exists and is not this list job's for %s (%s)", ChildName(list.Name, img), img, owner)
 			}
 			if permanent {
 				// Retrying will not help until someone acts: say so
@@ -310,6 +322,29 @@ func (c *Controller) children(list *v1beta1.ImageListPullJob) (map[string]*v1bet
 		}
 	}
 	return out, nil
+}
+
+// existingChild reads, live, the object in the way of the list job's
+// ImagePullJob for image. It returns it when it is that child: controlled
+// by this list job (its UID) and pulling image. Otherwise it returns nil
+// and who the object belongs to, for the report.
+func (c *Controller) existingChild(ctx context.Context, list *v1beta1.ImageListPullJob, image string) (*v1beta1.ImagePullJob, string, error) {
+	name := ChildName(list.Name, image)
+	live, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(list.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		// Deleted meanwhile (the next sync creates it again) or not
+		// readable now: retried, not reported as taken.
+		return nil, "", fmt.Errorf("reading ImagePullJob %s/%s, which exists: %w", list.Namespace, name, err)
+	}
+	ref := metav1.GetControllerOf(live)
+	if ref != nil && ref.UID == list.UID && live.Spec.Image == image {
+		klog.FromContext(ctx).V(4).Info("ImagePullJob already created; the cache has not caught up", "imagePullJob", klog.KObj(live))
+		return live, "", nil
+	}
+	if ref == nil {
+		return nil, fmt.Sprintf("no controller, image %q", live.Spec.Image), nil
+	}
+	return nil, fmt.Sprintf("controller %s %s uid %s, image %q", ref.Kind, ref.Name, ref.UID, live.Spec.Image), nil
 }
 
 // newChild is the ImagePullJob for image: the list job's template, with no

@@ -25,6 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/events"
 )
 
 var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -228,5 +229,53 @@ func TestRefusedChildIsReported(t *testing.T) {
 		assert.Contains(t, ev, "Warning "+ReasonCreateFailed+" Cannot create the ImagePullJob for nginx:1")
 	default:
 		t.Fatal("no Event for the refused child")
+	}
+}
+
+// The list job's own status write queues its next sync at once, often
+// before the ImagePullJob cache shows the child the first sync created.
+// That child is this list job's, not a name taken by someone else.
+func TestOwnChildNotYetCachedIsNotAFailure(t *testing.T) {
+	f := newFixture(t, newList("nginx:1"))
+	_, ctx := ktesting.NewTestContext(t)
+	_, err := f.ctrl.sync(ctx, "default/list")
+	require.NoError(t, err)
+	require.Len(t, f.children(t), 1)
+	assert.Equal(t, []string{"Normal " + ReasonCreated + " Created ImagePullJob " + ChildName("list", "nginx:1") + " for nginx:1"}, events.Drain(f.recorder))
+
+	// Only the list job's status write reached the caches.
+	l := f.list(t)
+	require.NoError(t, f.factory.Apps().V1beta1().ImageListPullJobs().Informer().GetIndexer().Update(l))
+	_, err = f.ctrl.sync(ctx, "default/list")
+	require.NoError(t, err)
+	assert.Empty(t, events.Drain(f.recorder), "no CreateFailed for our own child")
+	assert.Len(t, f.children(t), 1)
+	st := f.list(t).Status
+	assert.Equal(t, int32(1), st.Desired)
+	assert.Equal(t, int32(1), st.Active)
+}
+
+// An ImagePullJob of the child's name that another owner controls (or
+// that pulls another image) is reported: the list job cannot use it.
+func TestForeignObjectOfChildNameIsReported(t *testing.T) {
+	for name, mutate := range map[string]func(*v1beta1.ImagePullJob){
+		"no owner":      func(j *v1beta1.ImagePullJob) { j.OwnerReferences = nil },
+		"another list":  func(j *v1beta1.ImagePullJob) { j.OwnerReferences[0].UID = "other-uid" },
+		"another image": func(j *v1beta1.ImagePullJob) { j.Spec.Image = "nginx:2" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			list := newList("nginx:1")
+			foreign := newChild(list, "nginx:1")
+			mutate(foreign)
+			f := newFixture(t, list)
+			_, err := f.kruise.AppsV1beta1().ImagePullJobs("default").Create(context.Background(), foreign, metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, ctx := ktesting.NewTestContext(t)
+			_, err = f.ctrl.sync(ctx, "default/list") // the cache does not show it
+			require.Error(t, err)
+			ev := events.Drain(f.recorder)
+			require.Len(t, ev, 1)
+			assert.Contains(t, ev[0], "Warning "+ReasonCreateFailed+" Cannot create the ImagePullJob for nginx:1: ImagePullJob "+ChildName("list", "nginx:1")+" exists and is not this list job's")
+		})
 	}
 }
