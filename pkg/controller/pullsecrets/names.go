@@ -1,6 +1,8 @@
 // Package pullsecrets keeps, in the daemon-config namespace, a copy of every
 // pull secret an unfinished ImagePullJob references, so that kruise-daemon
-// can read them without access to secrets anywhere else.
+// can read them without access to secrets anywhere else. Only registry
+// credentials (kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg)
+// are copied; a job naming any other secret is told so (Unusable).
 package pullsecrets
 
 import (

@@ -32,7 +32,8 @@ const (
 // sync brings the copy of the source secret key ("namespace/name") in line
 // with the source and the unfinished jobs that reference it. Everything is
 // recomputed from the caches on each call: the copy exists exactly while an
-// unfinished job references an existing source.
+// unfinished job references an existing source that is a registry
+// credential (see Unusable).
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil || ns == "" || name == "" {
@@ -93,6 +94,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		// is, and a copy of a copy would be nobody's.
 		logger.V(4).Info("Referenced secret is itself a copy; nothing to do")
 		return 0, nil
+	}
+	if problem := Unusable(src); problem != "" {
+		msg := fmt.Sprintf("Pull secret %s is not used: %s. Only registry credentials are passed to kruise-daemon; "+
+			"the pull goes ahead without it", name, problem)
+		for _, job := range jobs {
+			c.report(job, corev1.EventTypeWarning, ReasonInvalidPullSecret, msg)
+		}
+		if cp == nil {
+			return 0, nil
+		}
+		// A copy made before the type was checked (an earlier kruise),
+		// or of the source before its type changed.
+		logger.Info("Deleting the copy of a secret that is not a registry credential", "type", src.Type)
+		return 0, c.deleteCopy(ctx, cp)
 	}
 
 	switch {
