@@ -353,6 +353,7 @@ func buildImagePullJob(d Deps) (Controller, error) {
 		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
 		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Secrets:      d.SecretInformerFactory.Core().V1().Secrets(),
 	})
 }
 

@@ -632,7 +632,8 @@ func newTransformed(kubeObjs, kruiseObjs []runtime.Object) *transformed {
 	return &transformed{kube: kube, kruise: kruise, deps: Deps{
 		Client: kube, InformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transformObject)),
 		KruiseClient: kruise, KruiseInformerFactory: kruiseinformers.NewSharedInformerFactoryWithOptions(kruise, 0, kruiseinformers.WithTransform(transformObject)),
-		Options: o,
+		SecretInformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transformObject)),
+		Options:               o,
 	}}
 }
 
@@ -644,7 +645,7 @@ func (x *transformed) run(t *testing.T, build Builder) {
 	require.NoError(t, err)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	factories := []informerFactory{x.deps.InformerFactory, x.deps.KruiseInformerFactory}
+	factories := []informerFactory{x.deps.InformerFactory, x.deps.KruiseInformerFactory, x.deps.SecretInformerFactory}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}

@@ -86,6 +86,8 @@ type Config struct {
 	Jobs         kruiseinformers.ImagePullJobInformer
 	NodeImages   kruiseinformers.NodeImageInformer
 	Pods         coreinformers.PodInformer
+	// Secrets sees the secrets jobs name as pull secrets (their namespaces).
+	Secrets coreinformers.SecretInformer
 	// Recorder records Events on jobs; nil makes one, started by Run.
 	Recorder record.EventRecorder
 	// Clock reads the time; nil is the real clock.
@@ -105,6 +107,7 @@ type Controller struct {
 	niLister     kruiselisters.NodeImageLister
 	niIndexer    cache.Indexer
 	podLister    corelisters.PodLister
+	secretLister corelisters.SecretLister
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	repull       time.Duration
@@ -125,8 +128,8 @@ type Controller struct {
 // New builds the controller and registers its event handlers and indexes. It
 // does not call the API server.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.Jobs == nil || cfg.NodeImages == nil || cfg.Pods == nil {
-		return nil, errors.New("imagepulljob: Client, KruiseClient, Jobs, NodeImages and Pods are required")
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.Jobs == nil || cfg.NodeImages == nil || cfg.Pods == nil || cfg.Secrets == nil {
+		return nil, errors.New("imagepulljob: Client, KruiseClient, Jobs, NodeImages, Pods and Secrets are required")
 	}
 	clk := cfg.Clock
 	if clk == nil {
@@ -140,6 +143,7 @@ func New(cfg Config) (*Controller, error) {
 		niLister:     cfg.NodeImages.Lister(),
 		niIndexer:    cfg.NodeImages.Informer().GetIndexer(),
 		podLister:    cfg.Pods.Lister(),
+		secretLister: cfg.Secrets.Lister(),
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		repull:       cfg.RepullPeriod,
@@ -162,6 +166,9 @@ func New(cfg Config) (*Controller, error) {
 	if err := addIndexer(cfg.NodeImages.Informer(), indexOwnerUID, ownerUIDIndex); err != nil {
 		return nil, err
 	}
+	if err := addIndexer(cfg.Jobs.Informer(), indexPullSecret, pullSecretIndex); err != nil {
+		return nil, err
+	}
 	if _, err := cfg.Jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.jobAdded,
 		UpdateFunc: c.jobUpdated,
@@ -182,6 +189,13 @@ func New(cfg Config) (*Controller, error) {
 		DeleteFunc: func(obj any) { c.podChanged(nil, obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("adding pod event handler: %w", err)
+	}
+	if _, err := cfg.Secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.secretChanged(nil, obj) },
+		UpdateFunc: c.secretChanged,
+		DeleteFunc: func(obj any) { c.secretChanged(nil, obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("adding secret event handler: %w", err)
 	}
 	return c, nil
 }

@@ -121,12 +121,14 @@ type fixture struct {
 	jobs     cache.Indexer
 	nis      cache.Indexer
 	pods     cache.Indexer
+	secrets  cache.Indexer
 }
 
 type objects struct {
 	jobs       []*v1beta1.ImagePullJob
 	nodeImages []*v1beta1.NodeImage
 	pods       []*corev1.Pod
+	secrets    []*corev1.Secret
 	// apiOnlyJobs exist on the API server but not (yet) in the cache.
 	apiOnlyJobs []*v1beta1.ImagePullJob
 	cfg         Config
@@ -137,6 +139,9 @@ func newFixture(t *testing.T, o objects) *fixture {
 	var kubeObjs, kruiseObjs []runtime.Object
 	for _, p := range o.pods {
 		kubeObjs = append(kubeObjs, p.DeepCopy())
+	}
+	for _, s := range o.secrets {
+		kubeObjs = append(kubeObjs, s.DeepCopy())
 	}
 	for _, j := range append(append([]*v1beta1.ImagePullJob{}, o.jobs...), o.apiOnlyJobs...) {
 		kruiseObjs = append(kruiseObjs, j.DeepCopy())
@@ -157,6 +162,7 @@ func newFixture(t *testing.T, o objects) *fixture {
 	cfg.Jobs = kf.Apps().V1beta1().ImagePullJobs()
 	cfg.NodeImages = kf.Apps().V1beta1().NodeImages()
 	cfg.Pods = factory.Core().V1().Pods()
+	cfg.Secrets = factory.Core().V1().Secrets()
 	cfg.Recorder, cfg.Clock = f.recorder, f.clock
 	ctrl, err := New(cfg)
 	require.NoError(t, err)
@@ -166,6 +172,7 @@ func newFixture(t *testing.T, o objects) *fixture {
 	f.jobs = cfg.Jobs.Informer().GetIndexer()
 	f.nis = cfg.NodeImages.Informer().GetIndexer()
 	f.pods = cfg.Pods.Informer().GetIndexer()
+	f.secrets = cfg.Secrets.Informer().GetIndexer()
 	for _, j := range o.jobs {
 		require.NoError(t, f.jobs.Add(j.DeepCopy()))
 	}
@@ -174,6 +181,9 @@ func newFixture(t *testing.T, o objects) *fixture {
 	}
 	for _, p := range o.pods {
 		require.NoError(t, f.pods.Add(p.DeepCopy()))
+	}
+	for _, s := range o.secrets {
+		require.NoError(t, f.secrets.Add(s.DeepCopy()))
 	}
 	f.kube.ClearActions()
 	f.kruise.ClearActions()

@@ -96,10 +96,11 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 		return c.fail(ctx, job, status, ReasonInvalidSelector, err.Error())
 	}
 
+	unusable := c.unusableSecrets(job)
 	e := c.evaluate(job, repo, tag, targets, old, status.StartTime.Time, now)
 	p := &plan{
 		key: key, uid: string(job.UID), repo: repo, tag: tag,
-		generation: job.Generation, nodes: e.planNodes, request: buildRequest(job),
+		generation: job.Generation, nodes: e.planNodes, request: buildRequest(job, unusable),
 	}
 	status.Desired = int32(len(targets))
 	status.Active, status.Succeeded, status.Failed = e.active, e.succeeded, e.failed
@@ -139,6 +140,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 			status.Message = "Completed: " + status.Message
 		}
 	}
+	status.Message += secretsNote(unusable, job.Spec.PullSecrets)
 
 	started := job.Status.StartTime == nil
 	if err := c.writeStatus(ctx, job, status); err != nil {
@@ -154,7 +156,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	}
 
 	touched := c.setPlan(key, p)
-	if old == nil || old.generation != job.Generation {
+	if old == nil || old.generation != job.Generation || !refsEqual(old.request.secrets, p.request.secrets) {
 		c.enqueueNodes(touched)
 	} else {
 		c.enqueueNodes(e.needWrite)
@@ -570,8 +572,9 @@ func podSelector(job *v1beta1.ImagePullJob) (labels.Selector, error) {
 	return sel, nil
 }
 
-// buildRequest is the job's contribution to a NodeImage.
-func buildRequest(job *v1beta1.ImagePullJob) request {
+// buildRequest is the job's contribution to a NodeImage; the pull secrets
+// in unusable are left out (they are never copied for the daemon).
+func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request {
 	r := request{
 		owner: corev1.ObjectReference{
 			APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "ImagePullJob",
@@ -606,7 +609,9 @@ func buildRequest(job *v1beta1.ImagePullJob) request {
 		}
 	}
 	for _, s := range job.Spec.PullSecrets {
-		r.secrets = append(r.secrets, copyRef(job.Namespace, s))
+		if _, bad := unusable[s]; !bad {
+			r.secrets = append(r.secrets, copyRef(job.Namespace, s))
+		}
 	}
 	sortRefs(r.secrets)
 	if job.Spec.SandboxConfig != nil {
@@ -618,6 +623,18 @@ func buildRequest(job *v1beta1.ImagePullJob) request {
 // copyRef references the daemon-config copy of the pull secret ns/name
 // (kept by pkg/controller/pullsecrets).
 func copyRef(ns, name string) v1beta1.ReferenceObject { return pullsecrets.CopyRef(ns, name) }
+
+func refsEqual(a, b []v1beta1.ReferenceObject) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
 
 func sortRefs(refs []v1beta1.ReferenceObject) {
 	sort.Slice(refs, func(i, j int) bool {
