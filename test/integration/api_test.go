@@ -40,6 +40,7 @@ func TestAPI(t *testing.T) {
 	t.Run("ContainerRecreateRequestStatus", func(t *testing.T) { testCRRStatus(t, c) })
 	t.Run("ImagePullJobValidation", func(t *testing.T) { testImagePullJobValidation(t, c) })
 	t.Run("NodeImageValidation", func(t *testing.T) { testNodeImageValidation(t, c) })
+	t.Run("SharedObjectBounds", func(t *testing.T) { testSharedObjectBounds(t, c) })
 	t.Run("PrinterColumns", func(t *testing.T) { testPrinterColumns(t, c) })
 	t.Run("ReapplyCRDs", func(t *testing.T) { testReapplyCRDs(t, c) })
 	t.Run("DaemonClient", func(t *testing.T) { testDaemonClient(t, c) })

@@ -150,8 +150,11 @@ func diff(want, got []string) (missing, extra []string) {
 // not know them, drop them when they decode.
 var kruiseExtensions = map[string][]string{
 	// The Admitted condition and the creation revision (docs/api.md,
-	// "ContainerRecreateRequest: kruise's status fields").
+	// "ContainerRecreateRequest").
 	"containerrecreaterequests.apps.kruise.io/v1alpha1": {"status.conditions", "status.creationRevision"},
+	// Why each failed node failed (docs/api.md, "ImagePullJob and ImageListPullJob").
+	"imagepulljobs.apps.kruise.io/v1alpha1": {"status.failures", "status.omittedFailures"},
+	"imagepulljobs.apps.kruise.io/v1beta1":  {"status.failures", "status.omittedFailures"},
 }
 
 // withoutExtensions drops from lines the fields under the given paths.

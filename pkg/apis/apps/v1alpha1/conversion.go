@@ -30,7 +30,17 @@ func ImagePullJobToV1beta1(in *ImagePullJob) *v1beta1.ImagePullJob {
 	out := &v1beta1.ImagePullJob{ObjectMeta: c.ObjectMeta}
 	out.APIVersion, out.Kind = v1beta1.SchemeGroupVersion.String(), "ImagePullJob"
 	out.Spec = v1beta1.ImagePullJobSpec{Image: c.Spec.Image, ImagePullJobTemplate: templateToV1beta1(c.Spec.ImagePullJobTemplate)}
-	out.Status = v1beta1.ImagePullJobStatus(c.Status)
+	out.Status = v1beta1.ImagePullJobStatus{
+		StartTime: c.Status.StartTime, CompletionTime: c.Status.CompletionTime,
+		Desired: c.Status.Desired, Active: c.Status.Active, Succeeded: c.Status.Succeeded, Failed: c.Status.Failed,
+		Message: c.Status.Message, FailedNodes: c.Status.FailedNodes, OmittedFailures: c.Status.OmittedFailures,
+	}
+	if c.Status.Failures != nil {
+		out.Status.Failures = make([]v1beta1.NodeFailure, len(c.Status.Failures))
+		for i, f := range c.Status.Failures {
+			out.Status.Failures[i] = v1beta1.NodeFailure(f)
+		}
+	}
 	return out
 }
 
@@ -41,7 +51,17 @@ func ImagePullJobFromV1beta1(in *v1beta1.ImagePullJob) *ImagePullJob {
 	out := &ImagePullJob{ObjectMeta: c.ObjectMeta}
 	out.APIVersion, out.Kind = SchemeGroupVersion.String(), "ImagePullJob"
 	out.Spec = ImagePullJobSpec{Image: c.Spec.Image, ImagePullJobTemplate: templateFromV1beta1(c.Spec.ImagePullJobTemplate)}
-	out.Status = ImagePullJobStatus(c.Status)
+	out.Status = ImagePullJobStatus{
+		StartTime: c.Status.StartTime, CompletionTime: c.Status.CompletionTime,
+		Desired: c.Status.Desired, Active: c.Status.Active, Succeeded: c.Status.Succeeded, Failed: c.Status.Failed,
+		Message: c.Status.Message, FailedNodes: c.Status.FailedNodes, OmittedFailures: c.Status.OmittedFailures,
+	}
+	if c.Status.Failures != nil {
+		out.Status.Failures = make([]NodeFailure, len(c.Status.Failures))
+		for i, f := range c.Status.Failures {
+			out.Status.Failures[i] = NodeFailure(f)
+		}
+	}
 	return out
 }
 

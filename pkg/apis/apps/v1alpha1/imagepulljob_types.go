@@ -39,14 +39,42 @@ const (
 	PullIfNotPresent ImagePullPolicy = "IfNotPresent"
 )
 
+// Bounds of the fields every job writes into the NodeImage that all jobs
+// on a node share (see docs/api.md): generous for any real manifest, small
+// enough that one job cannot push a NodeImage past the API server's limits.
+// The markers below repeat these numbers.
+const (
+	// MaxPullSecretsPerJob bounds spec.pullSecrets.
+	MaxPullSecretsPerJob = 128
+	// MaxSandboxEntries bounds sandboxConfig.labels and, separately,
+	// sandboxConfig.annotations.
+	MaxSandboxEntries = 256
+	// MaxSandboxKeyLength bounds a sandboxConfig key: the longest
+	// Kubernetes label or annotation key (a 253-character prefix, "/" and
+	// a 63-character name).
+	MaxSandboxKeyLength = 317
+	// MaxSandboxSize bounds the characters of all sandboxConfig keys and
+	// values together: Kubernetes' limit on an object's annotations.
+	MaxSandboxSize = 256 * 1024
+)
+
 // SandboxConfig is pod-sandbox metadata handed to the container runtime with
 // the CRI PullImage call, as the kubelet does for a pod's own pulls. Runtimes
 // and their plugins may use it, for example to pick a snapshotter or mirror.
+// Keys are at most 317 characters (a Kubernetes label or annotation key), at
+// most 256 labels and 256 annotations, and all keys and values together at
+// most 256 KiB (Kubernetes' limit on a pod's annotations).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, size(k) <= 317)",message="sandboxConfig.labels keys must be at most 317 characters"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, size(k) <= 317)",message="sandboxConfig.annotations keys must be at most 317 characters"
+// +kubebuilder:validation:XValidation:rule="(has(self.labels) ? self.labels.map(k, size(k) + size(self.labels[k])).sum() : 0) + (has(self.annotations) ? self.annotations.map(k, size(k) + size(self.annotations[k])).sum() : 0) <= 262144",message="sandboxConfig labels and annotations must be at most 262144 characters in all (keys and values)"
 type SandboxConfig struct {
 	// Labels passed as the sandbox labels of the pull request.
+	// +kubebuilder:validation:MaxProperties=256
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations passed as the sandbox annotations of the pull request.
+	// +kubebuilder:validation:MaxProperties=256
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -112,7 +140,10 @@ type CompletionPolicy struct {
 type ImagePullJobTemplate struct {
 	// PullSecrets names Secrets in the job's namespace (of type
 	// kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg) holding
-	// registry credentials for the pull.
+	// registry credentials for the pull; a secret of any other type is not
+	// used. At most 128 names.
+	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:items:MaxLength=253
 	// +optional
 	PullSecrets []string `json:"pullSecrets,omitempty"`
 
@@ -228,6 +259,47 @@ type ImagePullJobStatus struct {
 	// FailedNodes names the nodes where the pull failed.
 	// +optional
 	FailedNodes []string `json:"failedNodes,omitempty"`
+
+	// Failures says why the pull failed, for up to 16 of the failed nodes
+	// (by node name); failedNodes lists them all. Not in OpenKruise.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Failures []NodeFailure `json:"failures,omitempty"`
+
+	// OmittedFailures is the number of failed nodes left out of failures.
+	// Not in OpenKruise.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	OmittedFailures int32 `json:"omittedFailures,omitempty"`
+}
+
+// MaxFailures is the most entries of ImagePullJobStatus.Failures, and
+// MaxFailureMessage the most characters of one's message.
+const (
+	MaxFailures       = 16
+	MaxFailureMessage = 512
+)
+
+// NodeFailure is why a pull failed on one node.
+type NodeFailure struct {
+	// Node is the node's name.
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+
+	// Reason is a CamelCase word: NotFound, Unauthorized, Timeout,
+	// Unavailable, Cancelled, PullFailed, InvalidPullSecret or
+	// DeadlineExceeded (from the node's daemon, or the job's deadline), or
+	// NodeImageFull (the node's NodeImage had no room for the job).
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message is the detail, at most 512 characters, as the node's daemon
+	// reported it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ImagePullJob pulls one image onto a set of nodes ahead of need, through the

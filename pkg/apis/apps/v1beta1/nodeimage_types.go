@@ -5,8 +5,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MaxImagesPerNodeImage is the most images one NodeImage may list.
-const MaxImagesPerNodeImage = 256
+// Bounds of a NodeImage's spec, which every job pulling on the node writes
+// to (see docs/api.md). The markers below repeat these numbers.
+const (
+	// MaxImagesPerNodeImage is the most images one NodeImage may list.
+	MaxImagesPerNodeImage = 256
+	// MaxTagsPerImage is the most tags of one image a NodeImage may list.
+	MaxTagsPerImage = 256
+	// MaxOwnersPerTag is the most owner references of one tag.
+	MaxOwnersPerTag = 1024
+	// MaxPullSecretsPerImage is the most pull secrets of one image.
+	MaxPullSecretsPerImage = 256
+)
 
 // NodeImageSpec lists the images wanted on the node.
 type NodeImageSpec struct {
@@ -19,11 +29,14 @@ type NodeImageSpec struct {
 
 // ImageSpec is how to pull the tags of one image on the node.
 type ImageSpec struct {
-	// PullSecrets references Secrets holding registry credentials for this image.
+	// PullSecrets references Secrets holding registry credentials for this
+	// image. At most 256.
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	PullSecrets []ReferenceObject `json:"pullSecrets,omitempty"`
 
-	// Tags lists the tags of the image to pull.
+	// Tags lists the tags of the image to pull. At most 256.
+	// +kubebuilder:validation:MaxItems=256
 	Tags []ImageTagSpec `json:"tags"`
 
 	// SandboxConfig is pod-sandbox metadata passed to the runtime with the pulls.
@@ -75,7 +88,8 @@ type ImageTagSpec struct {
 	PullPolicy *ImageTagPullPolicy `json:"pullPolicy,omitempty"`
 
 	// OwnerReferences lists the objects (usually ImagePullJobs) that asked for
-	// this tag; the tag is removed when none is left.
+	// this tag; the tag is removed when none is left. At most 1024.
+	// +kubebuilder:validation:MaxItems=1024
 	// +optional
 	OwnerReferences []corev1.ObjectReference `json:"ownerReferences,omitempty"`
 
