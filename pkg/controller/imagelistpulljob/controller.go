@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -279,8 +280,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			st.Active++
 		}
 		if j.Status.Failed > 0 || (done && j.Status.Succeeded != j.Status.Desired) || imagepulljob.CouldNotRun(&j.Status) {
+			// The child's message says why (its first failed node's
+			// reason); bounded, as there is one entry per failing image.
 			st.FailedImageStatuses = append(st.FailedImageStatuses, &v1beta1.FailedImageStatus{
-				ImagePullJob: j.Name, Name: img, Message: j.Status.Message,
+				ImagePullJob: j.Name, Name: img, Message: truncate(j.Status.Message, maxFailedImageMessage),
 			})
 		}
 	}
@@ -298,7 +301,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if complete {
 		if len(st.FailedImageStatuses) > 0 {
-			c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonFailed, "Completed: %d/%d images pulled on every node, %d failed somewhere", st.Succeeded, st.Desired, len(st.FailedImageStatuses))
+			first := st.FailedImageStatuses[0]
+			c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonFailed, "Completed: %d/%d images pulled on every node, %d failed somewhere (%s: %s)",
+				st.Succeeded, st.Desired, len(st.FailedImageStatuses), first.Name, truncate(first.Message, maxEventMessage))
 		} else {
 			c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCompleted, "Completed: %d/%d images pulled on every node", st.Succeeded, st.Desired)
 		}
@@ -307,6 +312,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return c.ttlAfter(ctx, cp)
 	}
 	return 0, nil
+}
+
+// Bounds of what the list job repeats of its children's messages.
+const (
+	maxFailedImageMessage = 512
+	maxEventMessage       = 300
+)
+
+// truncate cuts s to at most n characters, marking the cut with "...".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-3]) + "..."
 }
 
 // children maps image → the list job's ImagePullJob for it.

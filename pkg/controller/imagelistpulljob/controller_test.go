@@ -279,3 +279,24 @@ func TestForeignObjectOfChildNameIsReported(t *testing.T) {
 		})
 	}
 }
+
+// The list job says why its images failed: each failing child's message
+// (which names its first failed node's reason), bounded, and the first one
+// in the completion Event.
+func TestChildFailureReasonsSurface(t *testing.T) {
+	f := newFixture(t, newList("nginx:1", "redis:7"))
+	f.sync(t)
+	events.Drain(f.recorder)
+	const why = "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling (n1: failed to pull nginx:1 after 4 attempts: NotFound: manifest unknown)"
+	f.finishChild(t, "nginx:1", 1, 0, 1, why)
+	long := "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling (n1: " + strings.Repeat("x", 2000) + ")"
+	f.finishChild(t, "redis:7", 1, 0, 1, long)
+	f.sync(t)
+	st := f.list(t).Status
+	require.Len(t, st.FailedImageStatuses, 2)
+	assert.Equal(t, why, st.FailedImageStatuses[0].Message)
+	assert.Len(t, st.FailedImageStatuses[1].Message, maxFailedImageMessage)
+	assert.True(t, strings.HasSuffix(st.FailedImageStatuses[1].Message, "..."))
+	assert.Equal(t, []string{"Warning " + ReasonFailed + " Completed: 0/2 images pulled on every node, 2 failed somewhere (nginx:1: " + why + ")"},
+		events.Drain(f.recorder))
+}

@@ -204,7 +204,8 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 			st = f.job(t, "a").Status
 			require.NotNil(t, st.CompletionTime, "a ends")
 			if aFirst {
-				assert.Equal(t, "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling", st.Message, "a had counted version 1")
+				assert.Equal(t, "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling (n1: "+failure+")", st.Message, "a had counted version 1")
+				assert.Equal(t, []v1beta1.NodeFailure{{Node: "n1", Reason: "Unauthorized", Message: failure}}, st.Failures)
 			} else {
 				assert.Equal(t, "Completed: 1/1 nodes succeeded, 0 failed, 0 pulling", st.Message, "a owned version 2 too")
 			}

@@ -105,6 +105,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	status.Desired = int32(len(targets))
 	status.Active, status.Succeeded, status.Failed = e.active, e.succeeded, e.failed
 	status.FailedNodes = e.failedNodes
+	records := e.failures
 	var after time.Duration
 	complete, deadline := false, false
 	if neverPolicy(job) {
@@ -126,12 +127,17 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 		status.FailedNodes = append(status.FailedNodes, e.unfinishedNodes...)
 		sort.Strings(status.FailedNodes)
 		status.Active = 0
+		for _, n := range e.unfinishedNodes {
+			records[n] = deadlineFailure(n, *job.Spec.CompletionPolicy.ActiveDeadlineSeconds, e.waiting[n], e.lastMessage[n])
+		}
 	}
+	status.Failures, status.OmittedFailures = boundFailures(status.FailedNodes, records)
 	if deadline {
 		status.Message = progressMessage(status, 0, job)
 	} else {
 		status.Message = progressMessage(status, e.pending, job)
 	}
+	status.Message += failureNote(status.Failures, status.OmittedFailures)
 	if complete {
 		status.CompletionTime = ptr.To(metav1.NewTime(now))
 		if deadline {
@@ -302,6 +308,12 @@ type evaluation struct {
 	pending                   int32
 	failedNodes               []string
 	unfinishedNodes           []string
+	// failures records why each of failedNodes failed.
+	failures map[string]v1beta1.NodeFailure
+	// waiting: unfinished nodes not asked yet; lastMessage: the daemon's
+	// latest message for an unfinished node (a retried attempt's error).
+	waiting     map[string]bool
+	lastMessage map[string]string
 	// needWrite: planned nodes whose NodeImage does not carry the request
 	// (or a re-pull) yet.
 	needWrite map[string]bool
@@ -320,7 +332,8 @@ type candidate struct {
 // evaluate classifies every target node and hands free slots (parallelism)
 // to waiting nodes, then (Never) to nodes whose result is due for renewal.
 func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targets []*v1beta1.NodeImage, old *plan, start, now time.Time) evaluation {
-	e := evaluation{planNodes: map[string]int64{}, needWrite: map[string]bool{}}
+	e := evaluation{planNodes: map[string]int64{}, needWrite: map[string]bool{},
+		failures: map[string]v1beta1.NodeFailure{}, waiting: map[string]bool{}, lastMessage: map[string]string{}}
 	never := neverPolicy(job)
 	uid := job.UID
 	var pending, renew []candidate
@@ -364,6 +377,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			case st != nil && st.Phase == v1beta1.ImagePhaseFailed:
 				e.failed++
 				e.failedNodes = append(e.failedNodes, n)
+				e.failures[n] = nodeFailure(n, failureReason(st.Message), st.Message)
 				if never {
 					at := resultTime(st).Add(c.retryFailed)
 					if !now.Before(at) {
@@ -375,6 +389,9 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			default:
 				e.active++
 				e.unfinishedNodes = append(e.unfinishedNodes, n)
+				if st != nil && st.Message != "" {
+					e.lastMessage[n] = st.Message
+				}
 			}
 			continue
 		}
@@ -407,6 +424,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			if containsNode(e.failedNodes, cand.node) {
 				e.failed--
 				e.failedNodes = removeNode(e.failedNodes, cand.node)
+				delete(e.failures, cand.node)
 			} else {
 				e.succeeded--
 			}
@@ -420,6 +438,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 		if _, ok := e.planNodes[cand.node]; !ok {
 			e.pending++
 			e.unfinishedNodes = append(e.unfinishedNodes, cand.node)
+			e.waiting[cand.node] = true
 		}
 	}
 	if !nextDue.IsZero() {

@@ -191,14 +191,16 @@ func TestRollupAndCompletion(t *testing.T) {
 	job := newJob("j", image).parallelism(intstr.FromInt32(3)).build()
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil), nodeImage("n3", nil)}})
 	f.step(t, "j")
+	const notFound = "failed to pull " + image + " after 1 attempt: NotFound: manifest unknown"
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
-	f.report(t, "n3", repo, "v1", v1beta1.ImagePhaseFailed)
+	f.reportMessage(t, "n3", repo, "v1", v1beta1.ImagePhaseFailed, notFound)
 	f.report(t, "n2", repo, "v1", v1beta1.ImagePhasePulling)
 	f.step(t, "j")
 	st := f.job(t, "j").Status
 	assert.Equal(t, v1beta1.ImagePullJobStatus{
 		StartTime: st.StartTime, Desired: 3, Active: 1, Succeeded: 1, Failed: 1,
-		FailedNodes: []string{"n3"}, Message: "1/3 nodes succeeded, 1 failed, 1 pulling",
+		FailedNodes: []string{"n3"}, Message: "1/3 nodes succeeded, 1 failed, 1 pulling (n3: " + notFound + ")",
+		Failures: []v1beta1.NodeFailure{{Node: "n3", Reason: "NotFound", Message: notFound}},
 	}, st)
 	f.events()
 
@@ -208,12 +210,14 @@ func TestRollupAndCompletion(t *testing.T) {
 	st = f.job(t, "j").Status
 	require.NotNil(t, st.CompletionTime)
 	assert.Equal(t, now.Add(time.Minute), st.CompletionTime.Time.UTC())
-	assert.Equal(t, "Completed: 2/3 nodes succeeded, 1 failed, 0 pulling", st.Message)
-	assert.Equal(t, []string{"Warning Failed Completed: 2/3 nodes succeeded, 1 failed, 0 pulling"}, f.events())
+	assert.Equal(t, "Completed: 2/3 nodes succeeded, 1 failed, 0 pulling (n3: "+notFound+")", st.Message)
+	assert.Equal(t, []string{"Warning Failed Completed: 2/3 nodes succeeded, 1 failed, 0 pulling (n3: " + notFound + ")"}, f.events())
 	f.syncNodes(t)
 	for _, n := range []string{"n1", "n2", "n3"} {
 		assert.Empty(t, f.ni(t, n).Spec.Images, "request withdrawn from %s", n)
 	}
+	// The reason outlives the NodeImage tag it was read from.
+	assert.Equal(t, []v1beta1.NodeFailure{{Node: "n3", Reason: "NotFound", Message: notFound}}, f.job(t, "j").Status.Failures)
 	// The finished job's status no longer changes.
 	f.kruise.ClearActions()
 	f.step(t, "j")
@@ -238,6 +242,8 @@ func TestDeadline(t *testing.T) {
 	after := f.syncJob(t, "j")
 	assert.Equal(t, 700*time.Second, after, "requeued for the deadline")
 	f.syncNodes(t)
+	const retrying = "attempt 2 failed: Timeout: i/o timeout; retrying in 4s"
+	f.reportMessage(t, "n1", repo, "v1", v1beta1.ImagePhasePulling, retrying)
 	f.clock.Step(700 * time.Second)
 	f.events()
 	f.step(t, "j")
@@ -246,7 +252,12 @@ func TestDeadline(t *testing.T) {
 	assert.Equal(t, int32(2), st.Failed)
 	assert.Equal(t, int32(0), st.Active)
 	assert.Equal(t, []string{"n1", "n2"}, st.FailedNodes)
-	assert.Equal(t, "Deadline of 700s exceeded: 0/2 nodes succeeded, 2 failed, 0 pulling", st.Message)
+	assert.Equal(t, "Deadline of 700s exceeded: 0/2 nodes succeeded, 2 failed, 0 pulling (n1: DeadlineExceeded: "+
+		"the job's activeDeadlineSeconds (700) passed while the node was pulling; last: "+retrying+"; 1 more node failed)", st.Message)
+	assert.Equal(t, []v1beta1.NodeFailure{
+		{Node: "n1", Reason: "DeadlineExceeded", Message: "the job's activeDeadlineSeconds (700) passed while the node was pulling; last: " + retrying},
+		{Node: "n2", Reason: "DeadlineExceeded", Message: "the job's activeDeadlineSeconds (700) passed before the node's turn (parallelism)"},
+	}, st.Failures)
 	ev := f.events()
 	require.Len(t, ev, 2)
 	assert.True(t, strings.HasPrefix(ev[0], "Warning DeadlineExceeded Deadline of 700s exceeded"), ev[0])
