@@ -117,6 +117,8 @@ type Controller struct {
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	// rechecks are the jobs' pending timed looks.
 	rechecks *rechecks
+	// results dates the pull results on the controller's clock.
+	results *resultTimes
 
 	// plans holds the latest plan of each job (by "namespace/name") and,
 	// per node, the jobs whose plan includes it.
@@ -154,6 +156,7 @@ func New(cfg Config) (*Controller, error) {
 		byNode:       map[string]map[string]bool{},
 	}
 	c.rechecks = newRechecks(clk, c.jobQueue.Add)
+	c.results = newResultTimes()
 	if c.repull <= 0 {
 		c.repull = DefaultRepullPeriod
 	}
@@ -363,6 +366,7 @@ func (c *Controller) nodeImageAdded(obj any) {
 	if !ok {
 		return
 	}
+	c.results.observe(nil, ni, c.clock.Now())
 	c.nodeQueue.Add(ni.Name)
 	c.enqueueJobsTargeting(ni, nil)
 }
@@ -375,6 +379,7 @@ func (c *Controller) nodeImageDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.results.forget(ni.Name)
 	c.enqueueJobsTargeting(ni, nil)
 	for key := range ownerKeys(ni, nil) {
 		c.jobQueue.Add(key)
@@ -457,6 +462,8 @@ func (c *Controller) nodeImageUpdated(oldObj, newObj any) {
 	}
 	changed := changedTags(old, cur)
 	if len(changed) > 0 {
+		// Before the jobs are queued: their syncs read the dates.
+		c.results.observe(old, cur, c.clock.Now())
 		for key := range ownerKeys(cur, changed) {
 			c.jobQueue.Add(key)
 		}

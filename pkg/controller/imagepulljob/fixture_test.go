@@ -122,6 +122,9 @@ type fixture struct {
 	nis      cache.Indexer
 	pods     cache.Indexer
 	secrets  cache.Indexer
+	// nodeSkew is how far the nodes' clocks are from the controller's:
+	// the daemon's dates in NodeImage status are skewed by it.
+	nodeSkew time.Duration
 }
 
 type objects struct {
@@ -283,9 +286,12 @@ func (f *fixture) report(t *testing.T, node, repo, tag string, phase v1beta1.Ima
 	f.reportMessage(t, node, repo, tag, phase, "")
 }
 
-// reportMessage is report with the daemon's message.
+// reportMessage is report with the daemon's message. The NodeImage
+// informer's update event is delivered, as the controller would see it.
 func (f *fixture) reportMessage(t *testing.T, node, repo, tag string, phase v1beta1.ImagePullPhase, msg string) {
 	t.Helper()
+	cached, err := f.ctrl.niLister.Get(node)
+	require.NoError(t, err)
 	ni := f.ni(t, node)
 	spec := ni.TagSpec(repo, tag)
 	require.NotNil(t, spec, "no tag %s:%s on %s", repo, tag, node)
@@ -299,15 +305,19 @@ func (f *fixture) reportMessage(t *testing.T, node, repo, tag string, phase v1be
 			tags = append(tags, x)
 		}
 	}
-	ts := v1beta1.ImageTagStatus{Tag: tag, Phase: phase, Version: spec.Version, Message: msg, StartTime: ptr.To(metav1.NewTime(f.clock.Now()))}
+	nodeNow := metav1.NewTime(f.clock.Now().Add(f.nodeSkew))
+	ts := v1beta1.ImageTagStatus{Tag: tag, Phase: phase, Version: spec.Version, Message: msg, StartTime: ptr.To(nodeNow)}
 	if phase == v1beta1.ImagePhaseSucceeded || phase == v1beta1.ImagePhaseFailed {
-		ts.CompletionTime = ptr.To(metav1.NewTime(f.clock.Now()))
+		ts.CompletionTime = ptr.To(nodeNow)
 	}
 	st.Tags = append(tags, ts)
 	ni.Status.ImageStatuses[repo] = st
-	_, err := f.kruise.AppsV1beta1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{})
+	_, err = f.kruise.AppsV1beta1().NodeImages().UpdateStatus(context.Background(), ni, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.refresh(t)
+	cur, err := f.ctrl.niLister.Get(node)
+	require.NoError(t, err)
+	f.ctrl.nodeImageUpdated(cached, cur)
 }
 
 // writes lists the kruise client's calls other than reads.

@@ -40,7 +40,7 @@ func (f *fixture) observed(t *testing.T, act func()) {
 // current version of repo:tag on node.
 func (f *fixture) daemonReports(t *testing.T, node, tag string, phase v1beta1.ImagePullPhase, msg string) {
 	t.Helper()
-	f.observed(t, func() { f.reportMessage(t, node, repo, tag, phase, msg) })
+	f.reportMessage(t, node, repo, tag, phase, msg) // delivers the update event
 }
 
 // createJob creates job on the API server and delivers its add event.

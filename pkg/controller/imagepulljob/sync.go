@@ -367,9 +367,9 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			case st != nil && st.Phase == v1beta1.ImagePhaseSucceeded:
 				e.succeeded++
 				if never {
-					at := resultTime(st).Add(c.repull)
-					if !now.Before(at) {
-						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: resultTime(st)})
+					since := c.results.since(n, repo, st, now)
+					if at := since.Add(c.repull); !now.Before(at) {
+						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: since})
 					} else {
 						due(at)
 					}
@@ -379,9 +379,9 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 				e.failedNodes = append(e.failedNodes, n)
 				e.failures[n] = nodeFailure(n, failureReason(st.Message), st.Message)
 				if never {
-					at := resultTime(st).Add(c.retryFailed)
-					if !now.Before(at) {
-						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: resultTime(st)})
+					since := c.results.since(n, repo, st, now)
+					if at := since.Add(c.retryFailed); !now.Before(at) {
+						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: since})
 					} else {
 						due(at)
 					}
@@ -397,7 +397,9 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 		}
 		// Not ours: another job's result for the same tag may do.
 		if entry != nil && st != nil && (st.Phase == v1beta1.ImagePhaseSucceeded || st.Phase == v1beta1.ImagePhaseFailed) {
-			fresh := !resultTime(st).Before(start)
+			// Reached since the job started, on the controller's clock
+			// (results.go): the node's own dates are not comparable.
+			fresh := c.results.freshSince(n, repo, st, start)
 			if st.Phase == v1beta1.ImagePhaseSucceeded && (fresh || job.Spec.ImagePullPolicy != v1beta1.PullAlways) {
 				e.succeeded++
 				if never {
@@ -472,7 +474,9 @@ func removeNode(list []string, n string) []string {
 	return out
 }
 
-// resultTime is when a pull result was reached (its start if it has no end).
+// resultTime is when a pull result was reached (its start if it has no
+// end), on the node's clock: see results.go before comparing it with
+// anything.
 func resultTime(st *v1beta1.ImageTagStatus) time.Time {
 	switch {
 	case st.CompletionTime != nil:
