@@ -21,6 +21,12 @@
 // it. Nothing is resynced periodically; time-based steps (deadline, ttl,
 // re-pull) are timers that a job's next sync replaces or cancels
 // (recheck.go), so a finished job is not looked at again.
+//
+// Pull results are dated on the controller's clock, never the nodes'
+// (results.go). A NodeImage, shared by every job on its node, is kept
+// within a size budget and the schema's bounds: a request that does not fit
+// is left out and its job counts the node as failed (budget.go). Why a job
+// failed on a node is kept on the job (failures.go).
 package imagepulljob
 
 import (
@@ -96,6 +102,9 @@ type Config struct {
 	RepullPeriod time.Duration
 	// RetryFailedPeriod defaults to DefaultRetryFailedPeriod.
 	RetryFailedPeriod time.Duration
+	// NodeImageSpecBudget is the most bytes of a NodeImage's spec;
+	// defaults to DefaultNodeImageSpecBudget (budget.go).
+	NodeImageSpecBudget int
 }
 
 // Controller runs ImagePullJobs.
@@ -112,6 +121,7 @@ type Controller struct {
 	clock        clock.WithTicker
 	repull       time.Duration
 	retryFailed  time.Duration
+	specBudget   int
 
 	jobQueue  workqueue.TypedRateLimitingInterface[string]
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
@@ -125,6 +135,11 @@ type Controller struct {
 	plansMu sync.RWMutex
 	plans   map[string]*plan
 	byNode  map[string]map[string]bool
+
+	// refusals holds, per node, the jobs (by key) whose request the last
+	// node sync left out for lack of room, and why (budget.go).
+	refusalsMu sync.RWMutex
+	refusals   map[string]map[string]string
 }
 
 // New builds the controller and registers its event handlers and indexes. It
@@ -150,10 +165,12 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		repull:       cfg.RepullPeriod,
 		retryFailed:  cfg.RetryFailedPeriod,
+		specBudget:   cfg.NodeImageSpecBudget,
 		jobQueue:     workers.NewQueue(Name, clk),
 		nodeQueue:    workers.NewQueue(Name+"-nodeimage", clk),
 		plans:        map[string]*plan{},
 		byNode:       map[string]map[string]bool{},
+		refusals:     map[string]map[string]string{},
 	}
 	c.rechecks = newRechecks(clk, c.jobQueue.Add)
 	c.results = newResultTimes()
@@ -162,6 +179,9 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if c.retryFailed <= 0 {
 		c.retryFailed = DefaultRetryFailedPeriod
+	}
+	if c.specBudget <= 0 {
+		c.specBudget = DefaultNodeImageSpecBudget
 	}
 	if err := addIndexer(cfg.Jobs.Informer(), indexJobSelector, jobSelectorIndex); err != nil {
 		return nil, err
@@ -619,6 +639,8 @@ type plan struct {
 	// value, the node sync bumps it (0: no re-pull asked).
 	nodes   map[string]int64
 	request request
+	// full: the planned nodes whose NodeImage had no room for the request.
+	full map[string]bool
 }
 
 // request is what a job contributes to a NodeImage tag and image.

@@ -38,12 +38,15 @@ type owners struct {
 //   - a planned job's reference is added (creating the tag, or the image, if
 //     needed) and a re-pull it asked for bumps the tag's version;
 //   - the merged fields of every tag and image with job owners are
-//     recomputed (see mergeTag and mergeImage).
+//     recomputed (see mergeTag and mergeImage);
+//   - when the result would break the NodeImage's budget (budget.go), the
+//     requests that do not fit are left out, and their jobs told why.
 //
 // Only spec is written, never status (the daemon's).
 func (c *Controller) syncNodeImage(ctx context.Context, name string) (time.Duration, error) {
 	ni, err := c.niLister.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.setRefusals(name, nil)
 		return 0, nil
 	}
 	if err != nil {
@@ -75,81 +78,26 @@ func (c *Controller) syncNodeImage(ctx context.Context, name string) (time.Durat
 		}
 	}
 
-	// 2. Add the planned requests.
+	// 2. The planned requests, within the NodeImage's budget (budget.go).
 	now := metav1.NewTime(c.clock.Now())
-	plans := c.plansFor(name)
+	var plans []*plan
+	for _, p := range c.plansFor(name) {
+		if _, ok := p.nodes[name]; ok && !p.finished {
+			plans = append(plans, p)
+			o.known[types.UID(p.uid)] = p
+		}
+	}
 	sort.Slice(plans, func(i, j int) bool { return plans[i].key < plans[j].key })
-	if spec.Images == nil && len(plans) > 0 {
-		spec.Images = map[string]v1beta1.ImageSpec{}
-	}
-	for _, p := range plans {
-		if p.finished {
-			continue
-		}
-		repullFrom, ok := p.nodes[name]
-		if !ok {
-			continue
-		}
-		o.known[types.UID(p.uid)] = p
-		img, ok := spec.Images[p.repo]
-		if !ok && len(spec.Images) >= v1beta1.MaxImagesPerNodeImage {
-			klog.FromContext(ctx).Info("NodeImage lists the most images it may; not adding", "nodeImage", name, "image", p.repo, "imagePullJob", p.key)
-			continue
-		}
-		idx := -1
-		for i := range img.Tags {
-			if img.Tags[i].Tag == p.tag {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			img.Tags = append(img.Tags, v1beta1.ImageTagSpec{
-				Tag:       p.tag,
-				CreatedAt: ptr.To(now),
-				Version:   nextVersion(ni, p.repo, p.tag),
-			})
-			idx = len(img.Tags) - 1
-		}
-		t := &img.Tags[idx]
-		if !hasOwner(t, types.UID(p.uid)) {
-			t.OwnerReferences = append(t.OwnerReferences, p.request.owner)
-			if st := findStatus(ni, p.repo, p.tag, t.Version); st != nil && st.Phase == v1beta1.ImagePhaseFailed {
-				// The job planned to join a pull under way, which failed
-				// before this write: that pull was made without this job's
-				// request (its pull secrets, say). Pull again, for every owner.
-				t.Version++
-			}
-		}
-		if repullFrom != 0 && t.Version == repullFrom {
-			t.Version++
-		}
-		spec.Images[p.repo] = img
-	}
-
-	// 3. Recompute merged fields; prune what is left without owners.
-	for repo, img := range spec.Images {
-		var tags []v1beta1.ImageTagSpec
-		for _, t := range img.Tags {
-			if len(t.OwnerReferences) == 0 && pruned[repo] {
-				continue
-			}
-			mergeTag(&t, o)
-			tags = append(tags, t)
-		}
-		if len(tags) == 0 && pruned[repo] {
-			delete(spec.Images, repo)
-			continue
-		}
-		img.Tags = tags
-		mergeImage(&img, o)
-		spec.Images[repo] = img
-	}
-	if len(spec.Images) == 0 && ni.Spec.Images == nil {
-		spec.Images = nil
+	base := spec
+	spec = compose(ni, base, plans, nil, o, pruned, now, "")
+	var refused map[string]string
+	if problem := c.overBudget(spec); problem != "" {
+		klog.FromContext(ctx).V(2).Info("NodeImage would be over its budget; leaving the youngest requests out", "nodeImage", name, "problem", problem)
+		spec, refused = c.admit(ni, base, plans, o, pruned, now)
 	}
 
 	if apiequality.Semantic.DeepEqual(&ni.Spec, spec) {
+		c.setRefusals(name, refused)
 		return 0, nil
 	}
 	cp := ni.DeepCopy()
@@ -157,6 +105,7 @@ func (c *Controller) syncNodeImage(ctx context.Context, name string) (time.Durat
 	if _, err := c.kruiseClient.AppsV1beta1().NodeImages().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return 0, err
 	}
+	c.setRefusals(name, refused)
 	klog.FromContext(ctx).V(4).Info("Updated NodeImage", "nodeImage", name, "plans", len(plans))
 	for key := range o.dropped {
 		c.jobQueue.Add(key) // a deleting job may now drop its finalizer
@@ -211,6 +160,107 @@ func (c *Controller) keepRef(ctx context.Context, o *owners, ref corev1.ObjectRe
 	}
 	o.unknown[ref.UID] = true
 	return true, nil
+}
+
+// compose returns base with the requests of admitted added, the
+// references of the jobs in refused removed, and the merged fields of every
+// tag and image with job owners recomputed (mergeTag, mergeImage); a tag
+// left without owners by a removal is pruned, and an image left without
+// tags. With only set, just that image is composed, and the result holds
+// only it. Neither base nor pruned is modified.
+func compose(ni *v1beta1.NodeImage, base *v1beta1.NodeImageSpec, admitted []*plan, refused map[types.UID]bool,
+	o *owners, pruned map[string]bool, now metav1.Time, only string) *v1beta1.NodeImageSpec {
+	spec := &v1beta1.NodeImageSpec{}
+	switch img, ok := base.Images[only]; {
+	case only == "":
+		spec = base.DeepCopy()
+	case ok:
+		spec.Images = map[string]v1beta1.ImageSpec{only: *img.DeepCopy()}
+	}
+	gone := map[string]bool{}
+	for repo := range pruned {
+		gone[repo] = true
+	}
+	if len(refused) > 0 {
+		for repo, img := range spec.Images {
+			for i := range img.Tags {
+				t := &img.Tags[i]
+				var kept []corev1.ObjectReference
+				for _, ref := range t.OwnerReferences {
+					if isJobRef(ref) && refused[ref.UID] {
+						gone[repo] = true
+						continue
+					}
+					kept = append(kept, ref)
+				}
+				t.OwnerReferences = kept
+			}
+		}
+	}
+
+	// Add the requests.
+	if spec.Images == nil && len(admitted) > 0 {
+		spec.Images = map[string]v1beta1.ImageSpec{}
+	}
+	for _, p := range admitted {
+		if only != "" && p.repo != only {
+			continue
+		}
+		repullFrom := p.nodes[ni.Name]
+		img := spec.Images[p.repo]
+		idx := -1
+		for i := range img.Tags {
+			if img.Tags[i].Tag == p.tag {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			img.Tags = append(img.Tags, v1beta1.ImageTagSpec{
+				Tag:       p.tag,
+				CreatedAt: ptr.To(now),
+				Version:   nextVersion(ni, p.repo, p.tag),
+			})
+			idx = len(img.Tags) - 1
+		}
+		t := &img.Tags[idx]
+		if !hasOwner(t, types.UID(p.uid)) {
+			t.OwnerReferences = append(t.OwnerReferences, p.request.owner)
+			if st := findStatus(ni, p.repo, p.tag, t.Version); st != nil && st.Phase == v1beta1.ImagePhaseFailed {
+				// The job planned to join a pull under way, which failed
+				// before this write: that pull was made without this job's
+				// request (its pull secrets, say). Pull again, for every owner.
+				t.Version++
+			}
+		}
+		if repullFrom != 0 && t.Version == repullFrom {
+			t.Version++
+		}
+		spec.Images[p.repo] = img
+	}
+
+	// Recompute merged fields; prune what is left without owners.
+	for repo, img := range spec.Images {
+		var tags []v1beta1.ImageTagSpec
+		for _, t := range img.Tags {
+			if len(t.OwnerReferences) == 0 && gone[repo] {
+				continue
+			}
+			mergeTag(&t, o)
+			tags = append(tags, t)
+		}
+		if len(tags) == 0 && gone[repo] {
+			delete(spec.Images, repo)
+			continue
+		}
+		img.Tags = tags
+		mergeImage(&img, o)
+		spec.Images[repo] = img
+	}
+	if only == "" && len(spec.Images) == 0 && ni.Spec.Images == nil {
+		spec.Images = nil
+	}
+	return spec
 }
 
 // nextVersion is the version of a new tag entry: above any version the

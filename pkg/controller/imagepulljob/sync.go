@@ -100,7 +100,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	e := c.evaluate(job, repo, tag, targets, old, status.StartTime.Time, now)
 	p := &plan{
 		key: key, uid: string(job.UID), repo: repo, tag: tag,
-		generation: job.Generation, nodes: e.planNodes, request: buildRequest(job, unusable),
+		generation: job.Generation, nodes: e.planNodes, request: buildRequest(job, unusable), full: e.full,
 	}
 	status.Desired = int32(len(targets))
 	status.Active, status.Succeeded, status.Failed = e.active, e.succeeded, e.failed
@@ -155,6 +155,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	if started {
 		c.recorder.Eventf(job, corev1.EventTypeNormal, ReasonStarted, "Started pulling %s on %d nodes", job.Spec.Image, len(targets))
 	}
+	c.reportFull(job, old, e)
 	if complete {
 		c.reportCompletion(job, status, deadline)
 		c.finish(key, job)
@@ -314,6 +315,8 @@ type evaluation struct {
 	// latest message for an unfinished node (a retried attempt's error).
 	waiting     map[string]bool
 	lastMessage map[string]string
+	// full: planned nodes whose NodeImage had no room for the request.
+	full map[string]bool
 	// needWrite: planned nodes whose NodeImage does not carry the request
 	// (or a re-pull) yet.
 	needWrite map[string]bool
@@ -333,7 +336,7 @@ type candidate struct {
 // to waiting nodes, then (Never) to nodes whose result is due for renewal.
 func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targets []*v1beta1.NodeImage, old *plan, start, now time.Time) evaluation {
 	e := evaluation{planNodes: map[string]int64{}, needWrite: map[string]bool{},
-		failures: map[string]v1beta1.NodeFailure{}, waiting: map[string]bool{}, lastMessage: map[string]string{}}
+		failures: map[string]v1beta1.NodeFailure{}, waiting: map[string]bool{}, lastMessage: map[string]string{}, full: map[string]bool{}}
 	never := neverPolicy(job)
 	uid := job.UID
 	var pending, renew []candidate
@@ -352,7 +355,19 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			st = findStatus(ni, repo, tag, entry.Version)
 		}
 		if old != nil {
-			if v, ok := old.nodes[n]; ok && (!ours || (v != 0 && v == entry.Version)) {
+			v, planned := old.nodes[n]
+			if why, full := c.refusal(n, old.key); planned && full {
+				// The node's NodeImage had no room for the request
+				// (budget.go): failed while so; it stays planned, so a
+				// node sync that finds room adds it.
+				e.planNodes[n] = v
+				e.failed++
+				e.failedNodes = append(e.failedNodes, n)
+				e.failures[n] = nodeFailure(n, ReasonNodeImageFull, "NodeImage "+n+" has no room for this job's request: "+why)
+				e.full[n] = true
+				continue
+			}
+			if planned && (!ours || (v != 0 && v == entry.Version)) {
 				// Asked in an earlier sync, not written yet.
 				e.planNodes[n] = v
 				e.needWrite[n] = true
