@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,7 +164,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	}
 
 	touched := c.setPlan(key, p)
-	if old == nil || old.generation != job.Generation || !refsEqual(old.request.secrets, p.request.secrets) {
+	if old == nil || old.generation != job.Generation || !slices.Equal(old.request.secrets, p.request.secrets) {
 		c.enqueueNodes(touched)
 	} else {
 		c.enqueueNodes(e.needWrite)
@@ -661,18 +662,6 @@ func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request
 // copyRef references the daemon-config copy of the pull secret ns/name
 // (kept by pkg/controller/pullsecrets).
 func copyRef(ns, name string) v1beta1.ReferenceObject { return pullsecrets.CopyRef(ns, name) }
-
-func refsEqual(a, b []v1beta1.ReferenceObject) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 func sortRefs(refs []v1beta1.ReferenceObject) {
 	sort.Slice(refs, func(i, j int) bool {
