@@ -48,11 +48,7 @@ func (p *Puller) pullTag(ctx context.Context, st *tagState, req request) {
 	defer cancel(nil)
 
 	if req.deadline > 0 {
-		from := req.created
-		if from.IsZero() {
-			from = p.clock.Now()
-		}
-		left := from.Add(req.deadline).Sub(p.clock.Now())
+		left := req.since.Add(req.deadline).Sub(p.clock.Now())
 		if left <= 0 {
 			p.fail(ctx, st, req, time.Time{}, reasonDeadline,
 				fmt.Sprintf("activeDeadlineSeconds (%d) passed before the pull started", int64(req.deadline/time.Second)))

@@ -350,7 +350,7 @@ func (p *Puller) sync(ctx context.Context) {
 				}
 				continue
 			}
-			p.startLocked(ctx, k, t)
+			p.startLocked(ctx, k, t, startedHere(&obj.Status, k, t.Version))
 		}
 	}
 	for k, st := range p.tags {
@@ -385,9 +385,30 @@ func (p *Puller) dropLocked(st *tagState) {
 	}
 }
 
-// startLocked adds a Waiting state for the tag and starts its pull.
-func (p *Puller) startLocked(ctx context.Context, k tagKey, t appsv1beta1.ImageTagSpec) {
+// startedHere is when a daemon on this node began the pull of this version
+// of the tag, as its status says (zero when it has not): written with this
+// node's clock, unlike the spec's createdAt, which is the controller's.
+func startedHere(s *appsv1beta1.NodeImageStatus, k tagKey, version int64) time.Time {
+	img, ok := s.ImageStatuses[k.repo]
+	if !ok {
+		return time.Time{}
+	}
+	for _, t := range img.Tags {
+		if t.Tag == k.tag && t.Version == version && t.StartTime != nil {
+			return t.StartTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// startLocked adds a Waiting state for the tag and starts its pull. since
+// is when a daemon on this node began it before (zero: now).
+func (p *Puller) startLocked(ctx context.Context, k tagKey, t appsv1beta1.ImageTagSpec, since time.Time) {
 	req := newRequest(k, t)
+	req.since = since
+	if req.since.IsZero() {
+		req.since = p.clock.Now()
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	st := &tagState{key: k, version: t.Version, phase: appsv1beta1.ImagePhaseWaiting, cancel: cancel}
 	p.tags[k] = st
@@ -406,7 +427,11 @@ type request struct {
 	timeout  time.Duration
 	retries  int
 	deadline time.Duration // zero: none
-	created  time.Time     // zero: unknown
+	// since is when this node began the pull, on its own clock: the
+	// deadline counts from it. The spec's createdAt is the controller's
+	// clock; against this node's, a skew between the two would move the
+	// deadline by as much.
+	since time.Time
 }
 
 func newRequest(k tagKey, t appsv1beta1.ImageTagSpec) request {
@@ -430,9 +455,6 @@ func newRequest(k tagKey, t appsv1beta1.ImageTagSpec) request {
 		if pp.ActiveDeadlineSeconds != nil && *pp.ActiveDeadlineSeconds > 0 {
 			r.deadline = durations.Seconds(*pp.ActiveDeadlineSeconds)
 		}
-	}
-	if t.CreatedAt != nil {
-		r.created = t.CreatedAt.Time
 	}
 	return r
 }

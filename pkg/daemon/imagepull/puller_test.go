@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
@@ -225,14 +226,48 @@ func TestActiveDeadline(t *testing.T) {
 	assert.Equal(t, 1, f.images.calls(), "no retry past the deadline")
 }
 
+// startedEarlier is a NodeImage whose status says a daemon of this node
+// began pulling tag (version 1) at when: the daemon restarted since.
+func startedEarlier(ni *appsv1beta1.NodeImage, tag string, when time.Time) *appsv1beta1.NodeImage {
+	if ni.Status.ImageStatuses == nil {
+		ni.Status.ImageStatuses = map[string]appsv1beta1.ImageStatus{}
+	}
+	st := ni.Status.ImageStatuses[repo]
+	st.Tags = append(st.Tags, appsv1beta1.ImageTagStatus{Tag: tag, Version: 1, Phase: appsv1beta1.ImagePhasePulling, StartTime: ptr.To(metav1.NewTime(when))})
+	ni.Status.ImageStatuses[repo] = st
+	return ni
+}
+
+// The deadline counts on this node's clock from when a daemon of this node
+// began the pull: a restarted daemon keeps the time its predecessor wrote.
 func TestActiveDeadlinePassedBeforeStart(t *testing.T) {
-	old := metav1.NewTime(tNow.Add(-time.Hour))
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30),
-		func(s *appsv1beta1.ImageTagSpec) { s.CreatedAt = &old }))})).start()
+	ni := newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30)))})
+	f := newFixture(t, startedEarlier(ni, "v1", tNow.Add(-time.Hour))).start()
 
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
 	assert.Contains(t, got.Message, "activeDeadlineSeconds (30) passed before the pull started")
 	assert.Empty(t, f.images.requests())
+}
+
+// createdAt is the controller's clock: however far the node's clock is from
+// it, the deadline is the same on the node (30 s from its first sight).
+func TestActiveDeadlineIgnoresTheControllerClock(t *testing.T) {
+	for _, skew := range []time.Duration{-time.Hour, -40 * time.Second, 40 * time.Second, time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			created := metav1.NewTime(tNow.Add(skew))
+			f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30),
+				func(s *appsv1beta1.ImageTagSpec) { s.CreatedAt = &created }))}))
+			f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
+			f.start()
+			f.waitFor(func() bool { return f.images.calls() == 1 }, "pull started")
+			f.clock.Step(29 * time.Second)
+			assert.Never(t, func() bool { return f.tag(repo, "v1").Phase == appsv1beta1.ImagePhaseFailed }, 200*time.Millisecond, 20*time.Millisecond,
+				"failed before its 30 s on this node's clock")
+			f.clock.Step(time.Second)
+			got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
+			assert.Contains(t, got.Message, "activeDeadlineSeconds (30) exceeded")
+		})
+	}
 }
 
 func TestRemovedTagCancelsPull(t *testing.T) {
@@ -453,13 +488,11 @@ func TestMissingSecretFails(t *testing.T) {
 }
 
 func TestStatusCountersAndFirstSync(t *testing.T) {
-	old := metav1.NewTime(tNow.Add(-time.Hour))
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{
+	f := newFixture(t, startedEarlier(newNodeImage(map[string]appsv1beta1.ImageSpec{
 		// ok is present, bad is past its deadline: neither needs a slot.
-		repo: image(tagSpec("ok", ifNotPresent), tagSpec("slow"), tagSpec("bad", withPolicy(600, 0, 30),
-			func(s *appsv1beta1.ImageTagSpec) { s.CreatedAt = &old })),
+		repo:    image(tagSpec("ok", ifNotPresent), tagSpec("slow"), tagSpec("bad", withPolicy(600, 0, 30))),
 		"other": image(tagSpec("w1"), tagSpec("w2")),
-	}), func(c *Config) { c.MaxConcurrentPulls = 2 })
+	}), "bad", tNow.Add(-time.Hour)), func(c *Config) { c.MaxConcurrentPulls = 2 })
 	f.images.present[img("ok")] = "sha256:ok"
 	slow := make(chan struct{})
 	for _, i := range []string{img("slow"), "other:w1", "other:w2"} {
