@@ -143,7 +143,9 @@ func TestRenderDefaults(t *testing.T) {
 		"RoleBinding/kruise-system/kruise-daemon-heartbeat",
 		"ServiceAccount/kruise-system/kruise-controller",
 		"ServiceAccount/kruise-system/kruise-daemon",
+		"ValidatingAdmissionPolicy//kruise-crr-read-only-fields",
 		"ValidatingAdmissionPolicy//kruise-daemon-node-scope",
+		"ValidatingAdmissionPolicyBinding//kruise-crr-read-only-fields",
 		"ValidatingAdmissionPolicyBinding//kruise-daemon-node-scope",
 	}, objs.keys())
 
@@ -302,6 +304,23 @@ func TestRenderOtherNamespace(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(conditions, "\n"), "system:serviceaccount:platform-kruise:kruise-daemon",
 		"the policy matches the daemon's service account in the release's namespace")
+	crrPolicy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"]
+	require.NotNil(t, crrPolicy)
+	conditions = nil
+	for _, c := range crrPolicy.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec.MatchConditions {
+		conditions = append(conditions, c.Expression)
+	}
+	assert.Contains(t, strings.Join(conditions, "\n"), "system:serviceaccount:platform-kruise:kruise-controller",
+		"the CRR policy exempts the controller's service account in the release's namespace")
+}
+
+// crrReadOnlyFieldsPolicy=false leaves the CRR policy out (the controller and
+// the daemon still refuse what it refuses).
+func TestRenderWithoutCRRPolicy(t *testing.T) {
+	objs := render(t, "--set", "crrReadOnlyFieldsPolicy=false")
+	assert.NotContains(t, objs, "ValidatingAdmissionPolicy//kruise-crr-read-only-fields")
+	assert.NotContains(t, objs, "ValidatingAdmissionPolicyBinding//kruise-crr-read-only-fields")
+	assert.Contains(t, objs, "ValidatingAdmissionPolicy//kruise-daemon-node-scope")
 }
 
 func TestRenderRejectsBadLoggingFormat(t *testing.T) {
