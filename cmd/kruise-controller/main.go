@@ -63,7 +63,9 @@ Controllers (gates):
                             (ImagePullJobGate, KruiseDaemon) fan image pre-pulls out to
                             the NodeImages, with copies of their pull secrets
 
-SIGTERM or SIGINT stops the controllers, releases the lease and exits 0.`,
+SIGTERM or SIGINT stops the controllers, waits for their workers, then releases the
+lease and exits 0 (non-zero, leaving the lease to expire, if the workers do not stop
+within --shutdown-grace-period).`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },
 	})

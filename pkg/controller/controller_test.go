@@ -21,6 +21,11 @@ type fakeController struct {
 	fail    chan error
 	// stuck, when set, makes Run ignore ctx until it is closed.
 	stuck chan struct{}
+	// draining, when set, is closed once Run has seen ctx end; Run then returns only once
+	// drain is closed, like a worker finishing the key it holds.
+	draining, drain chan struct{}
+	// returned, when set, is called as Run returns.
+	returned func()
 }
 
 func newFake(name string) *fakeController {
@@ -32,6 +37,9 @@ func (f *fakeController) Name() string { return f.name }
 func (f *fakeController) Run(ctx context.Context, workers int) error {
 	f.started.Add(1)
 	defer f.stopped.Add(1)
+	if f.returned != nil {
+		defer f.returned()
+	}
 	f.workers.Store(int32(workers))
 	if f.stuck != nil {
 		<-f.stuck
@@ -39,6 +47,10 @@ func (f *fakeController) Run(ctx context.Context, workers int) error {
 	}
 	select {
 	case <-ctx.Done():
+		if f.draining != nil {
+			close(f.draining)
+			<-f.drain
+		}
 		return nil
 	case err := <-f.fail:
 		return err

@@ -52,42 +52,59 @@ type leaderRun struct {
 	leases   coordinationv1.LeasesGetter
 	identity string
 	watchdog *leaderelection.HealthzAdaptor
-	// lead runs while this replica leads; its ctx ends when leadership does.
+	// lead runs while this replica leads; its ctx ends when leadership does or shutdown begins.
 	lead func(ctx context.Context) error
 }
 
-// run blocks until ctx is cancelled (returns nil, after releasing the
-// lease), the controllers fail (returns their error) or the lease is lost
-// (returns ErrLeadershipLost once the controllers have stopped; if they do
-// not stop within the shutdown grace, an error that must end the process,
-// since a new term would run beside them).
+// run blocks until ctx is cancelled, the controllers fail or the lease is lost.
+//
+// On shutdown (ctx cancelled) the controllers are stopped first while the lease is still held
+// and renewed; once they have returned (their workers have finished their current keys) the
+// lease is released and run returns nil. If they do not return within the shutdown grace the
+// lease is left to expire, so that no other replica leads while they may still act, and run
+// returns an error. When the controllers fail, their error is returned after the lease is
+// released. When the lease is lost, run returns ErrLeadershipLost once the controllers have
+// stopped; if they do not stop within the shutdown grace, an error wrapping
+// ErrControllersStuck that must end the process, since a new term would run beside them.
 func (l *leaderRun) run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	runCtx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
+	if ctx.Err() != nil {
+		return nil
+	}
+	// The election outlives ctx: it is stopped below, once the controllers have.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
 
-	var led atomic.Bool
+	started := make(chan struct{})
 	leadDone := make(chan struct{})
-	lock := &resourcelock.LeaseLock{
+	var failure error // written before leadDone is closed
+	lock := &writeNotingLock{LeaseLock: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: l.opts.LeaseName, Namespace: l.opts.LeaseNamespace},
 		Client:     l.leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
-	}
+	}}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   l.opts.LeaseDuration,
-		RenewDeadline:   l.opts.RenewDeadline,
-		RetryPeriod:     l.opts.RetryPeriod,
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		LeaseDuration: l.opts.LeaseDuration,
+		RenewDeadline: l.opts.RenewDeadline,
+		RetryPeriod:   l.opts.RetryPeriod,
+		// client-go would release the lease as soon as the election is stopped, while the
+		// controllers may still be finishing their work: release it here, after they stop.
+		ReleaseOnCancel: false,
 		Name:            l.opts.LeaseName,
 		WatchDog:        l.watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
 				defer close(leadDone)
-				led.Store(true)
+				close(started)
+				// The controllers stop when leadership ends or shutdown begins.
+				ctrlCtx, cancel := context.WithCancel(leadCtx)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
 				logger.Info("Became leader, starting controllers", "identity", l.identity)
-				if err := l.lead(leadCtx); err != nil {
-					cancelRun(err)
+				if err := l.lead(ctrlCtx); err != nil {
+					failure = err
+					stopElecting()
 				}
 			},
 			OnStoppedLeading: func() {},
@@ -107,25 +124,135 @@ func (l *leaderRun) run(ctx context.Context) error {
 
 	logger.Info("Waiting to acquire the leader-election lease", "lease", klog.KRef(l.opts.LeaseNamespace, l.opts.LeaseName),
 		"identity", l.identity)
-	le.Run(runCtx)
-
-	if led.Load() {
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		le.Run(electCtx)
+	}()
+	// le.Run returns on its own only when the lease is lost, or when the controllers failed
+	// (stopElecting above).
+	lost := false
+	select {
+	case <-ctx.Done():
+	case <-elected:
+		lost = true // unless the controllers failed: see below
+	}
+	if !isClosed(started) {
+		// A standby stops campaigning. The campaign may win meanwhile: then the controllers
+		// are being started, and are stopped below like a leader's.
+		stopElecting()
+		<-elected
+	}
+	leading := isClosed(started) || lock.wrote.Load()
+	stoppedInTime := true
+	if leading {
+		logger.Info("Stopping the controllers; the lease is kept until they have stopped", "shutdown", ctx.Err() != nil)
+		stopStart := time.Now()
+		timer := time.NewTimer(l.opts.ShutdownGrace)
 		select {
 		case <-leadDone:
-		case <-time.After(l.opts.ShutdownGrace):
+			logger.Info("Controllers stopped", "after", time.Since(stopStart))
+		case <-timer.C:
+			stoppedInTime = false
 			logger.Info("Controllers did not stop within the grace period", "grace", l.opts.ShutdownGrace)
-			if ctx.Err() == nil && context.Cause(runCtx) == nil {
-				return fmt.Errorf("%w, and the controllers did not stop within %s", ErrControllersStuck, l.opts.ShutdownGrace)
-			}
 		}
+		timer.Stop()
 	}
-	switch {
-	case ctx.Err() != nil:
-		logger.Info("Leader election stopped on shutdown", "released", led.Load())
+	// Stop renewing. Until now the lease was renewed, so no other replica could lead while the
+	// controllers were stopping.
+	stopElecting()
+	<-elected
+	if !leading {
+		logger.Info("Leader election stopped on shutdown", "led", false)
 		return nil
-	case context.Cause(runCtx) != nil:
-		return context.Cause(runCtx)
-	default:
+	}
+	var ctrlErr error
+	if isClosed(leadDone) {
+		ctrlErr = failure
+	}
+	lost = lost && ctrlErr == nil
+	switch {
+	case !stoppedInTime && lost:
+		return fmt.Errorf("%w, and the controllers did not stop within %s", ErrControllersStuck, l.opts.ShutdownGrace)
+	case !stoppedInTime:
+		logger.Info("Not releasing the lease while the controllers may still act: it expires on its own",
+			"leaseDuration", l.opts.LeaseDuration)
+		return fmt.Errorf("shutting down: the controllers did not stop within %s, so the lease was not released", l.opts.ShutdownGrace)
+	case lost && ctx.Err() != nil:
+		logger.Info("Leader election stopped on shutdown, after the lease was lost")
+		return nil
+	case lost:
 		return ErrLeadershipLost
 	}
+	l.release(ctx, lock.LeaseLock)
+	if ctrlErr != nil {
+		return ctrlErr
+	}
+	logger.Info("Leader election stopped on shutdown", "led", true)
+	return nil
+}
+
+// release gives up the lease if it still names this replica, so that a standby takes over at
+// its next attempt rather than when the lease expires. The write is conditional on the
+// resourceVersion just read: a lease another replica has taken meanwhile is left alone.
+func (l *leaderRun) release(ctx context.Context, lock *resourcelock.LeaseLock) {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RenewDeadline)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		logger.Error(err, "Could not read the lease to release it; it expires on its own", "lease", lock.Describe())
+		return
+	}
+	if rec.HolderIdentity != l.identity {
+		logger.Info("Lease no longer held; nothing to release", "holder", rec.HolderIdentity)
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	err = lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		AcquireTime:          now,
+		RenewTime:            now,
+	})
+	if err != nil {
+		logger.Error(err, "Could not release the lease; it expires on its own", "lease", lock.Describe())
+		return
+	}
+	logger.Info("Released the leader-election lease", "lease", lock.Describe(), "identity", l.identity)
+}
+
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeNotingLock notes whether the elector has written the lease. client-go starts the leader
+// callback exactly when its campaign has written the lease (created or taken it over), so after
+// the elector has returned this tells whether the callback was started, even if it has not run
+// yet.
+type writeNotingLock struct {
+	*resourcelock.LeaseLock
+	wrote atomic.Bool
+}
+
+func (w *writeNotingLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := w.LeaseLock.Create(ctx, ler)
+	if err == nil {
+		w.wrote.Store(true)
+	}
+	return err
+}
+
+func (w *writeNotingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := w.LeaseLock.Update(ctx, ler)
+	if err == nil {
+		w.wrote.Store(true)
+	}
+	return err
 }

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 )
 
 func testOptions() *Options {
@@ -121,6 +124,116 @@ func TestLeaderRunsControllersAndReleasesOnShutdown(t *testing.T) {
 	require.NoError(t, r.wait(t), "SIGTERM is a clean exit")
 	l = lease(t, client)
 	assert.True(t, l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "", "lease released on shutdown")
+}
+
+// leaseLog records, in order, what the test's controller and the fake API server's lease
+// writes did.
+type leaseLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *leaseLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *leaseLog) count(e string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, x := range l.events {
+		if x == e {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *leaseLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// recordLeaseWrites logs each lease update the fake API server receives: "renewed by <holder>"
+// or "released".
+func recordLeaseWrites(client *fake.Clientset, log *leaseLog) {
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+			log.add("renewed by " + h)
+		} else {
+			log.add("released")
+		}
+		return false, nil, nil
+	})
+}
+
+// On SIGTERM the controllers are stopped first; a worker still finishing its key keeps the
+// lease held (and renewed) by this replica, and the lease is released only once it returns, so
+// a standby never leads while the old leader still acts.
+func TestShutdownReleasesTheLeaseOnlyAfterTheWorkersStopped(t *testing.T) {
+	client := fake.NewClientset()
+	log := &leaseLog{}
+	recordLeaseWrites(client, log)
+	c := newFake("x")
+	c.draining, c.drain = make(chan struct{}), make(chan struct{})
+	c.returned = func() { log.add("worker returned") }
+	r := start(t, testOptions(), client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	r.stop()
+	select {
+	case <-c.draining:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the controller's context did not end on shutdown")
+	}
+	// The worker is still busy: the lease stays this replica's, renewed every retry period.
+	renewals := log.count("renewed by test-replica_1234")
+	require.Eventually(t, func() bool { return log.count("renewed by test-replica_1234") >= renewals+3 }, 10*time.Second, 10*time.Millisecond,
+		"the lease is renewed while the worker finishes: %v", log.all())
+	assert.Zero(t, log.count("released"), "the lease was released while the worker still ran: %v", log.all())
+	assert.Equal(t, "test-replica_1234", ptr.Deref(lease(t, client).Spec.HolderIdentity, ""))
+	select {
+	case err := <-r.done:
+		t.Fatalf("the process exited while a worker still ran: %v", err)
+	default:
+	}
+
+	close(c.drain)
+	require.NoError(t, r.wait(t), "SIGTERM is a clean exit")
+	events := log.all()
+	returned, released := slices.Index(events, "worker returned"), slices.Index(events, "released")
+	require.NotEqual(t, -1, released, "the lease is released once the worker has returned: %v", events)
+	assert.Less(t, returned, released, "released only after the worker returned: %v", events)
+	assert.Equal(t, 1, log.count("released"), "%v", events)
+	assert.Equal(t, "released", events[len(events)-1], "no renewal after the release: %v", events)
+	l := lease(t, client)
+	assert.Empty(t, ptr.Deref(l.Spec.HolderIdentity, ""), "lease released on shutdown")
+	assert.EqualValues(t, 1, ptr.Deref(l.Spec.LeaseDurationSeconds, 0), "a released lease expires at once")
+}
+
+// A worker that does not finish within the shutdown grace keeps the lease from being released:
+// the process exits and the lease expires on its own, later, rather than a standby leading
+// beside a worker that may still act.
+func TestShutdownWithWorkersStuckDoesNotRelease(t *testing.T) {
+	client := fake.NewClientset()
+	log := &leaseLog{}
+	recordLeaseWrites(client, log)
+	c := newFake("x")
+	c.draining, c.drain = make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(c.drain) })
+	r := start(t, testOptions(), client, c)
+	require.Eventually(t, func() bool { return c.started.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	r.stop()
+	err := r.wait(t)
+	require.Error(t, err, "controllers that do not stop in time fail the shutdown")
+	assert.ErrorContains(t, err, "did not stop within 2s")
+	assert.Zero(t, log.count("released"), "%v", log.all())
+	assert.Equal(t, "test-replica_1234", ptr.Deref(lease(t, client).Spec.HolderIdentity, ""), "the lease is left to expire")
 }
 
 func TestStandbyWaitsForTheLease(t *testing.T) {
