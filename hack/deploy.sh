@@ -45,7 +45,10 @@ YAML
   echo "providers:"
   provider basic-credential-provider basic/viaplugin "${REGISTRY_BASIC_PASSWORD}"
   provider token-credential-provider token/viaplugin "${REGISTRY_TOKEN_PASSWORD}"
-} >"${cred}/config.yaml"
+} >"${cred}/config.yaml.tmp"
+# Replaced in one step: a running daemon reads the file again every few seconds and must never
+# see half of it.
+mv -f "${cred}/config.yaml.tmp" "${cred}/config.yaml"
 
 gen="${KRUISE_WORK}/deploy"
 mkdir -p "${gen}"

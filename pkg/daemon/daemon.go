@@ -250,6 +250,12 @@ func run(ctx context.Context, o *Options, d deps) error {
 			pullReady.Set(true)
 			logger.Info("NodeImage informer synced; starting the image puller", "maxConcurrentPulls", o.MaxConcurrentPulls)
 			g.Go(func() error { return pulls.puller.Run(gctx) })
+			if pulls.reloader != nil {
+				g.Go(func() error {
+					pulls.reloader.Run(gctx, clock.RealClock{}, o.CredentialProviderReloadPeriod)
+					return nil
+				})
+			}
 		}
 
 		<-gctx.Done()

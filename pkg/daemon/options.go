@@ -81,6 +81,9 @@ type Options struct {
 	CredentialProviderBinDir string
 	// CredentialProviderTimeout bounds one plugin call.
 	CredentialProviderTimeout time.Duration
+	// CredentialProviderReloadPeriod is how often the config file is read
+	// again to pick up a changed config (0: never).
+	CredentialProviderReloadPeriod time.Duration
 }
 
 // NewOptions returns the defaults, with NodeName taken from $NODE_NAME.
@@ -100,8 +103,9 @@ func NewOptions() *Options {
 		Addr:             DefaultAddr,
 		CRRWorkers:       4,
 
-		MaxConcurrentPulls:        imagepull.DefaultMaxConcurrentPulls,
-		CredentialProviderTimeout: time.Minute,
+		MaxConcurrentPulls:             imagepull.DefaultMaxConcurrentPulls,
+		CredentialProviderTimeout:      time.Minute,
+		CredentialProviderReloadPeriod: 10 * time.Second,
 	}
 }
 
@@ -139,6 +143,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Directory of the credential-provider plugin binaries, as the kubelet's --image-credential-provider-bin-dir.")
 	fs.DurationVar(&o.CredentialProviderTimeout, "credential-provider-timeout", o.CredentialProviderTimeout,
 		"How long one credential-provider plugin call may take before it is killed.")
+	fs.DurationVar(&o.CredentialProviderReloadPeriod, "credential-provider-config-reload-period", o.CredentialProviderReloadPeriod,
+		"How often --credential-provider-config is read again: a changed config (a ConfigMap volume the kubelet updated, say) is checked and used "+
+			"without a restart; an invalid one is reported (log and a Warning Event on the Node) and the previous one kept. 0: never.")
 	// OpenKruise's kruise-daemon names for the same settings, so existing manifests keep working.
 	fs.IntVar(&o.MaxConcurrentPulls, "max-workers-for-pull-image", o.MaxConcurrentPulls, "")
 	fs.StringVar(&o.CredentialProviderConfig, "plugin-config-file", o.CredentialProviderConfig, "")
@@ -198,6 +205,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CredentialProviderTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--credential-provider-timeout must be positive, got %s", o.CredentialProviderTimeout))
+	}
+	if o.CredentialProviderReloadPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--credential-provider-config-reload-period must not be negative, got %s", o.CredentialProviderReloadPeriod))
 	}
 	return errors.Join(errs...)
 }

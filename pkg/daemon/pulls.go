@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -23,17 +25,38 @@ import (
 type pullWatch struct {
 	*informerSet
 	puller *imagepull.Puller
+	// reloader keeps the credential-provider plugins in step with their
+	// config file; nil without one.
+	reloader *credentials.Reloader
 }
+
+// Events on the Node about the credential-provider config.
+const (
+	ReasonCredentialProviderConfigReloaded = "CredentialProviderConfigReloaded"
+	ReasonInvalidCredentialProviderConfig  = "InvalidCredentialProviderConfig"
+)
 
 func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImageGetter,
 	rt cri.ImageService, metrics *imagepull.Metrics, rec recorder.EventRecorder) (*pullWatch, error) {
-	var plugins *credentials.Plugins
+	resolver := credentials.NewResolver(nil)
+	var reloader *credentials.Reloader
 	if o.CredentialProviderConfig != "" {
 		var err error
-		plugins, err = credentials.LoadPlugins(o.CredentialProviderConfig, o.CredentialProviderBinDir,
+		reloader, err = credentials.NewReloader(o.CredentialProviderConfig, o.CredentialProviderBinDir,
 			credentials.WithPluginTimeout(o.CredentialProviderTimeout))
 		if err != nil {
 			return nil, fmt.Errorf("loading credential providers from %s: %w", o.CredentialProviderConfig, err)
+		}
+		resolver = reloader.Resolver()
+		// The Events say what happened to a changed config (it is usually
+		// a ConfigMap, edited far from the node).
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.NodeName, UID: types.UID(o.NodeName)}}
+		reloader.OnReload = func(_ context.Context, providers []string) {
+			rec.Eventf(node, corev1.EventTypeNormal, ReasonCredentialProviderConfigReloaded,
+				"Now using the changed credential provider config %s: providers %s", o.CredentialProviderConfig, strings.Join(providers, ", "))
+		}
+		reloader.OnError = func(_ context.Context, err error) {
+			rec.Eventf(node, corev1.EventTypeWarning, ReasonInvalidCredentialProviderConfig, "%v", err)
 		}
 	}
 	nodeSelector := fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()
@@ -47,7 +70,7 @@ func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImage
 		NodeImages:         nodeImages,
 		Secrets:            corelisters.NewSecretLister(secrets.GetIndexer()).Secrets(appsv1beta1.DaemonConfigNamespace),
 		Images:             rt,
-		Keyring:            keyring{credentials.NewResolver(plugins)},
+		Keyring:            keyring{resolver},
 		MaxConcurrentPulls: o.MaxConcurrentPulls,
 		Metrics:            metrics,
 		Recorder:           rec,
@@ -55,7 +78,7 @@ func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImage
 	if err != nil {
 		return nil, err
 	}
-	return &pullWatch{informerSet: newInformerSet(nodeImages, secrets), puller: p}, nil
+	return &pullWatch{informerSet: newInformerSet(nodeImages, secrets), puller: p, reloader: reloader}, nil
 }
 
 // keyring adapts the credentials resolver to the puller's boundary.

@@ -263,8 +263,12 @@ func TestRenderCredentialProvider(t *testing.T) {
 	mounts := map[string]string{}
 	for _, m := range d.VolumeMounts {
 		mounts[m.Name] = m.MountPath
+		// The daemon reloads a changed config: the kubelet updates a ConfigMap volume in place,
+		// but never a file mounted with subPath.
+		assert.Empty(t, m.SubPath, "volume mount %s", m.Name)
 	}
 	assert.Equal(t, "/root/.aws", mounts["aws-credentials"])
+	assert.Equal(t, "/credential-provider-config", mounts["credential-provider-config"])
 
 	cm, ok := objs["ConfigMap/kruise-system/ecr-provider"]
 	require.True(t, ok, "daemon.credentialProvider.config creates the ConfigMap; got %v", objs.keys())

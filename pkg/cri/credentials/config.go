@@ -48,6 +48,14 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
+func newOptions(opts []Option) options {
+	o := options{timeout: DefaultPluginTimeout, clock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // Plugins is a set of exec credential-provider plugins loaded from a
 // kubelet CredentialProviderConfig. It is safe for concurrent use.
 type Plugins struct {
@@ -84,14 +92,16 @@ var (
 // are supported; v1alpha1 and v1beta1 providers are rejected. A config
 // directory (several files) is not supported.
 func LoadPlugins(configPath, binDir string, opts ...Option) (*Plugins, error) {
-	o := options{timeout: DefaultPluginTimeout, clock: clock.RealClock{}}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	data, err := os.ReadFile(configPath)
 	if err != nil {
 		return nil, fmt.Errorf("credential provider config: %w", err)
 	}
+	return loadPlugins(data, configPath, binDir, o)
+}
+
+// loadPlugins is LoadPlugins on the content of the config file at configPath.
+func loadPlugins(data []byte, configPath, binDir string, o options) (*Plugins, error) {
 	cfg, err := decodeConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("credential provider config %s: %w", configPath, err)

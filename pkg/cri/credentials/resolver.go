@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,13 +22,21 @@ type Credential struct {
 // given to Lookup, then from the exec credential-provider plugins. It is
 // safe for concurrent use.
 type Resolver struct {
-	plugins *Plugins
+	plugins atomic.Pointer[Plugins]
 }
 
 // NewResolver returns a Resolver using plugins, which may be nil (pull
 // secrets only).
 func NewResolver(plugins *Plugins) *Resolver {
-	return &Resolver{plugins: plugins}
+	r := &Resolver{}
+	r.plugins.Store(plugins)
+	return r
+}
+
+// SetPlugins replaces the plugins (nil: pull secrets only); lookups that
+// have begun finish with the previous ones.
+func (r *Resolver) SetPlugins(plugins *Plugins) {
+	r.plugins.Store(plugins)
 }
 
 // Lookup returns the candidate credentials for image, to be tried in order:
@@ -50,8 +59,12 @@ func (r *Resolver) Lookup(ctx context.Context, image string, secrets []*corev1.S
 	}
 	patterns, problems := secretPatterns(secrets)
 	creds = matching(patterns, img)
-	if r != nil && r.plugins != nil {
-		for _, p := range r.plugins.providers {
+	var plugins *Plugins
+	if r != nil {
+		plugins = r.plugins.Load()
+	}
+	if plugins != nil {
+		for _, p := range plugins.providers {
 			if !p.matches(img) {
 				continue
 			}
