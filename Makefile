@@ -25,8 +25,8 @@ test: ## Unit tests, integration tests (real API server, Helm chart), then e2e o
 	@$(PHASE) e2e $(MAKE) --no-print-directory e2e
 	@$(PHASE) e2e-helm $(MAKE) --no-print-directory e2e-helm
 
-test-unit: ## Unit tests (fakes only, no cluster).
-	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart)
+test-unit: ## Unit tests (fakes only, no cluster), the e2e framework's own included.
+	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart) ./test/e2e/framework/
 
 test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test; helm lint/template of the chart.
 	KRUISE_HELM=$(HELM) go test -count=1 -timeout 15m ./test/integration/... ./test/chart/...

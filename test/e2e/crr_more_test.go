@@ -57,7 +57,7 @@ func TestCRRPreStopHTTP(t *testing.T) {
 	framework.WaitFor(ctx, t, 30*time.Second, "the previous instance's log to show the preStop request", func(ctx context.Context) (bool, string, error) {
 		logs, err := f.PreviousPodLogs(ctx, ns, "web", "main")
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", framework.Retry(err)
 		}
 		return strings.Contains(logs, "url:/prestop-marker"), logs, nil
 	})

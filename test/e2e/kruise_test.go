@@ -82,7 +82,7 @@ func TestDaemonReportsRuntime(t *testing.T) {
 			}
 			logs, err = f.PodLogs(ctx, framework.KruiseNamespace, p.Name, "daemon")
 			if err != nil {
-				return false, err.Error(), nil
+				return false, "", framework.Retry(err)
 			}
 			if strings.Contains(logs, "Connected to container runtime") {
 				return true, "", nil

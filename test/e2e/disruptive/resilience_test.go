@@ -95,14 +95,15 @@ func resRequireRecreatedOnce(ctx context.Context, t *testing.T, f *framework.Fra
 		p, err := f.Client.CoreV1().Pods(before.Namespace).Get(ctx, before.Name, metav1.GetOptions{})
 		if err != nil {
 			// Keep the last observation for the failure message; a lasting error times out.
-			return false, err.Error(), nil
+			return false, "", framework.Retry(err)
 		}
 		if p.UID != before.UID {
 			return false, fmt.Sprintf("pod %s was replaced (uid %s, was %s)", p.Name, p.UID, before.UID), nil
 		}
-		var problems []string
+		var problems, seen []string
 		for _, name := range containers {
 			b, a := framework.ContainerStatusOf(before, name), framework.ContainerStatusOf(p, name)
+			seen = append(seen, framework.DescribeContainerStatus(a))
 			if b == nil || a == nil {
 				problems = append(problems, "no status of container "+name)
 				continue
@@ -113,12 +114,18 @@ func resRequireRecreatedOnce(ctx context.Context, t *testing.T, f *framework.Fra
 			case a.ContainerID == b.ContainerID:
 				problems = append(problems, fmt.Sprintf("container %s still runs instance %s", name, a.ContainerID))
 			case a.LastTerminationState.Terminated == nil || a.LastTerminationState.Terminated.ContainerID != b.ContainerID:
-				problems = append(problems, fmt.Sprintf("container %s: the last instance to end is %+v, want %s", name, a.LastTerminationState.Terminated, b.ContainerID))
+				problems = append(problems, fmt.Sprintf("container %s: the last instance to end is not %s", name, b.ContainerID))
 			case a.State.Running == nil || !a.Ready:
 				problems = append(problems, fmt.Sprintf("container %s is not running and ready", name))
 			}
 		}
-		return len(problems) == 0, strings.Join(problems, "; "), nil
+		// What the kubelet reports of each container goes with the verdict, so a failure tells a
+		// second stop from a status that lags or an instance that failed to start.
+		obs := strings.Join(seen, " | ")
+		if len(problems) > 0 {
+			obs = strings.Join(problems, "; ") + " -- " + obs
+		}
+		return len(problems) == 0, obs, nil
 	}
 	// The CRR completes once the new instances are ready in the pod's status, so this holds at
 	// once; it is awaited only for a status that lags behind the CRR's.

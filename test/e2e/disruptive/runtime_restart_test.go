@@ -71,7 +71,7 @@ func TestRuntimeRestartMidCRR(t *testing.T) {
 	framework.WaitFor(ctx, t, time.Minute, "container main to get SIGTERM", func(ctx context.Context) (bool, string, error) {
 		logs, err := e.f.PodLogs(ctx, e.ns, "web", "main")
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", framework.Retry(err)
 		}
 		return strings.Contains(logs, "got TERM"), logs, nil
 	})

@@ -115,7 +115,7 @@ func (f *Framework) WaitNodeReady(ctx context.Context, t testing.TB, timeout tim
 		n, err := f.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			// The API server may still be coming back: keep asking.
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
@@ -189,7 +189,7 @@ func WaitDaemonCheck(ctx context.Context, t testing.TB, check string, want bool,
 		r, err := DaemonReadyz(ctx)
 		if err != nil {
 			// Not listening (restarting, say): not the answer either way.
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		got = r
 		_, passed, found := r.Check(check)

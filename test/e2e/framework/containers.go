@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,45 @@ func (f *Framework) WaitContainerRestarted(ctx context.Context, t testing.TB, na
 				fmt.Sprintf("restartCount=%d containerID=%s; %s", st.RestartCount, st.ContainerID, describePod(p)), nil
 		})
 	return got
+}
+
+// DescribeContainerStatus says what the kubelet reports of one container: restart count, the
+// instance and its state, and how the instance before it ended (exit code, reason, times), which
+// tells a stop (exit 0 or 143 after SIGTERM, 137 after SIGKILL) from an instance that failed to
+// start (a StartError) or a crash.
+func DescribeContainerStatus(st *corev1.ContainerStatus) string {
+	if st == nil {
+		return "no status"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s restartCount=%d id=%s", st.Name, st.RestartCount, shortID(st.ContainerID))
+	switch s := st.State; {
+	case s.Running != nil:
+		fmt.Fprintf(&b, " running since %s ready=%t", s.Running.StartedAt.Format(time.TimeOnly), st.Ready)
+	case s.Waiting != nil:
+		fmt.Fprintf(&b, " waiting(%s: %s)", s.Waiting.Reason, s.Waiting.Message)
+	case s.Terminated != nil:
+		fmt.Fprintf(&b, " terminated(%s)", describeTermination(s.Terminated))
+	}
+	if last := st.LastTerminationState.Terminated; last != nil {
+		fmt.Fprintf(&b, " last=%s(%s)", shortID(last.ContainerID), describeTermination(last))
+	}
+	return b.String()
+}
+
+func describeTermination(t *corev1.ContainerStateTerminated) string {
+	s := fmt.Sprintf("exit %d %s %s-%s", t.ExitCode, t.Reason, t.StartedAt.Format(time.TimeOnly), t.FinishedAt.Format(time.TimeOnly))
+	if t.Message != "" {
+		s += ": " + t.Message
+	}
+	return s
+}
+
+// shortID is a container ID without its runtime prefix, cut to 12 characters.
+func shortID(id string) string {
+	id = cri.RawContainerID(id)
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

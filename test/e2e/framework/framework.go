@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -65,21 +64,6 @@ func Context(t testing.TB, timeout time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// WaitFor polls cond every interval until it returns true, an error, or timeout passes; on timeout
-// it fails the test with desc and the last observation returned by cond.
-func WaitFor(ctx context.Context, t testing.TB, timeout time.Duration, desc string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, observed, err := cond(ctx)
-		last = observed
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last observed: %s)", desc, err, last)
-	}
 }
 
 // NewNamespace creates a namespace with a unique name, waits until pods can be created in it

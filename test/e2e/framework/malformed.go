@@ -6,13 +6,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -25,23 +23,6 @@ func (f *Framework) Dynamic(t testing.TB) dynamic.Interface {
 		t.Fatalf("creating dynamic client: %v", err)
 	}
 	return c
-}
-
-// Poll is WaitFor without failing the test, and at a gentler pace (every 500 ms: a test may run
-// dozens of these side by side on one client): it returns the last observation and, when cond
-// did not hold within timeout, an error saying so.
-func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, string, error)) (string, error) {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, observed, err := cond(ctx)
-		if observed != "" || err == nil {
-			// A failed read (one cut short by the deadline, say) says less than what was
-			// seen before it.
-			last = observed
-		}
-		return ok, err
-	})
-	return last, err
 }
 
 // ObjectEvents lists the Events in namespace about the object of kind and name ("" namespace

@@ -242,32 +242,6 @@ func (f *Framework) EventsWithReason(ctx context.Context, t testing.TB, pod *cor
 	return out
 }
 
-// Consistently checks cond every 250 ms for the whole of d and fails the test the first time it
-// does not hold. It asserts that something does not happen within a window.
-func Consistently(ctx context.Context, t testing.TB, d time.Duration, desc string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, observed, err := cond(ctx)
-		if err != nil {
-			t.Fatalf("checking that %s: %v", desc, err)
-		}
-		if !ok {
-			t.Fatalf("expected %s, but observed: %s", desc, observed)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("checking that %s: %v", desc, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
 // PodConditionOf returns the pod's condition of type ct, or nil.
 func PodConditionOf(pod *corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
