@@ -68,26 +68,7 @@ func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
 
 	// 1. Two available replicas; which one leads.
 	pods := leaderWaitReplicasAvailable(ctx, t, f, 2*time.Minute)
-	// Right after a rollout the Lease may still name a replica of the old ReplicaSet.
-	var before *coordinationv1.Lease
-	var leaderPod corev1.Pod
-	framework.WaitFor(ctx, t, time.Minute, "the Lease held by one of the controller pods", func(ctx context.Context) (bool, string, error) {
-		l, err := f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		before = l
-		h := ptr.Deref(l.Spec.HolderIdentity, "")
-		if h == "" {
-			return false, leaderDescribeLease(l), nil
-		}
-		p, desc, err := leaderFindPod(ctx, f, pods, h)
-		if p == nil || err != nil {
-			return false, leaderDescribeLease(l) + ": " + desc, err
-		}
-		leaderPod = *p
-		return true, "", nil
-	})
+	leaderPod, before := leaderCurrent(ctx, t, f, pods)
 	oldHolder := ptr.Deref(before.Spec.HolderIdentity, "")
 	// Every state of the Lease from here on: it must never be released, and after the takeover
 	// never leave the new leader.
@@ -313,6 +294,32 @@ func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework
 	return pods
 }
 
+// leaderCurrent waits until the Lease names the replica of one of pods (right after a rollout it
+// may still name a replica of the old ReplicaSet) and returns that pod and the Lease.
+func leaderCurrent(ctx context.Context, t *testing.T, f *framework.Framework, pods []corev1.Pod) (corev1.Pod, *coordinationv1.Lease) {
+	t.Helper()
+	var lease *coordinationv1.Lease
+	var leader corev1.Pod
+	framework.WaitFor(ctx, t, time.Minute, "the Lease held by one of the controller pods", func(ctx context.Context) (bool, string, error) {
+		l, err := f.Client.CoordinationV1().Leases(framework.KruiseNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		lease = l
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		if h == "" {
+			return false, leaderDescribeLease(l), nil
+		}
+		p, desc, err := leaderFindPod(ctx, f, pods, h)
+		if p == nil || err != nil {
+			return false, leaderDescribeLease(l) + ": " + desc, err
+		}
+		leader = *p
+		return true, leaderDescribeLease(l), nil
+	})
+	return leader, lease
+}
+
 // leaderListPods lists the controller's pods that are not being deleted.
 func leaderListPods(ctx context.Context, t *testing.T, f *framework.Framework) []corev1.Pod {
 	t.Helper()
@@ -424,6 +431,7 @@ type leaderLeaseRecord struct {
 	at     time.Time
 	holder string
 	desc   string
+	spec   coordinationv1.LeaseSpec
 }
 
 // leaderWatchLease starts recording the kruise-controller Lease.
@@ -470,7 +478,15 @@ func leaderWatchLease(ctx context.Context, t *testing.T, f *framework.Framework)
 func (w *leaderLeaseWatch) observe(l *coordinationv1.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.records = append(w.records, leaderLeaseRecord{at: time.Now(), holder: ptr.Deref(l.Spec.HolderIdentity, ""), desc: leaderDescribeLease(l)})
+	w.records = append(w.records, leaderLeaseRecord{at: time.Now(), holder: ptr.Deref(l.Spec.HolderIdentity, ""), desc: leaderDescribeLease(l),
+		spec: *l.Spec.DeepCopy()})
+}
+
+// all returns every state recorded so far, oldest first.
+func (w *leaderLeaseWatch) all() []leaderLeaseRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.records)
 }
 
 // released describes the first state with no holder (how client-go releases a Lease), or "".
