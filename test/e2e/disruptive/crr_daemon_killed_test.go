@@ -3,8 +3,12 @@
 package disruptive
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/test/e2e/framework"
@@ -22,7 +26,7 @@ const crrKillPreStopSeconds = 15
 func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	ctx := framework.Context(t, 14*time.Minute)
 	e := faultNewEnv(ctx, t, "crr-daemon-killed")
-	daemon := e.faultDaemonReadyAround(ctx, t)
+	daemon := e.faultDaemonWithoutBackoff(ctx, t)
 	before := e.f.CreateRunningPod(ctx, t, resPreStopPod(e.f, e.ns, "web", crrKillPreStopSeconds, "first", "second"))
 
 	// Not ordered: the daemon stops the first container and goes straight on to the second.
@@ -56,4 +60,27 @@ func TestCRRDaemonKilledMidRecreate(t *testing.T) {
 	done := resWaitCRRCompleted(ctx, t, e.c, e.ns, "r", "first", "second")
 	t.Logf("CRR completed %s after the kill: %s", time.Since(killedAt).Round(time.Millisecond), resDescribeCRR(done))
 	resRequireRecreatedOnce(ctx, t, e.f, before, "first", "second")
+}
+
+// faultDaemonWithoutBackoff returns the node's daemon pod, Ready, with no restart behind it. The
+// kubelet restarts a container that died within the last 10 minutes only after its crash-loop
+// backoff (10 s, 20 s, 40 s, ...), and other disruptive tests kill or stop the daemon too, while
+// the controller ends a node's CRRs once its daemon has not renewed its heartbeat for 40 s: a
+// daemon killed with a long backoff ahead loses the CRR to NoLiveDaemon, which is not what this
+// test is about. A daemon pod that has restarted is therefore replaced first (the DaemonSet's new
+// pod has no backoff).
+func (e *faultEnv) faultDaemonWithoutBackoff(ctx context.Context, t *testing.T) *corev1.Pod {
+	t.Helper()
+	pod := e.faultDaemonReadyAround(ctx, t)
+	st := framework.ContainerStatusOf(pod, faultDaemonContainer)
+	if st == nil || st.RestartCount == 0 {
+		return pod
+	}
+	t.Logf("replacing daemon pod %s, which has restarted %d times (a restart now would wait out the kubelet's backoff)", pod.Name, st.RestartCount)
+	if err := e.f.Client.CoreV1().Pods(framework.KruiseNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting daemon pod %s: %v", pod.Name, err)
+	}
+	fresh := e.f.WaitDaemonPodReady(ctx, t, string(pod.UID), faultRestartTimeout)
+	framework.WaitDaemonCheck(ctx, t, "cri", true, time.Minute)
+	return fresh
 }

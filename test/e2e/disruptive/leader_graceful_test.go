@@ -113,7 +113,7 @@ func TestLeaderGracefulHandover(t *testing.T) {
 	for i := range handoverContainers {
 		containers = append(containers, fmt.Sprintf("c%d", i))
 	}
-	web := f.CreateRunningPod(ctx, t, f.BusyboxPod(ns, "web", containers...))
+	web := f.CreateRunningPod(ctx, t, resRecordStops(f.BusyboxPod(ns, "web", containers...)))
 	for _, ctr := range containers {
 		resCreateCRR(ctx, t, c, resCRR(ns, "r-"+ctr, "web", 10, ctr))
 	}
