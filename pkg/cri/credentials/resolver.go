@@ -90,14 +90,18 @@ func (r *Resolver) Lookup(ctx context.Context, image string, secrets []*corev1.S
 // pull secrets. Plugins skipped for their tokenAttributes do not count; an
 // invalid image reference matches none.
 func (r *Resolver) HasProvider(image string) bool {
-	if r == nil || r.plugins == nil {
+	if r == nil {
+		return false
+	}
+	plugins := r.plugins.Load()
+	if plugins == nil {
 		return false
 	}
 	img, err := parseImage(image)
 	if err != nil {
 		return false
 	}
-	for _, p := range r.plugins.providers {
+	for _, p := range plugins.providers {
 		if !p.needsToken && p.matches(img) {
 			return true
 		}
