@@ -42,7 +42,7 @@ func TestHungRuntime(t *testing.T) {
 	for _, p := range leaderWaitReplicasAvailable(ctx, t, e.f, 2*time.Minute) {
 		kruise = append(kruise, resInstanceOf(t, &p, leaderContainer))
 	}
-	before := e.f.CreateRunningPod(ctx, t, e.f.BusyboxPod(e.ns, "web", "main", "side"))
+	before := e.f.CreateRunningPod(ctx, t, resRecordStops(e.f.BusyboxPod(e.ns, "web", "main", "side")))
 	image := e.faultFreshImage(ctx, t, "public/")
 
 	release := framework.HangRuntime(ctx, t, framework.RuntimeHang{
