@@ -132,16 +132,6 @@ func FuzzDescribePullError(f *testing.F) {
 	})
 }
 
-// keepAlnum keeps the ASCII letters and digits of s.
-func keepAlnum(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			return r
-		}
-		return -1
-	}, s)
-}
-
 // FuzzDescribePullErrorRedacts puts a secret where DescribePullError is
 // meant to redact it (URL user information, a URL query value other than
 // scope and service, a Basic or Bearer token) inside arbitrary text, with
@@ -162,8 +152,8 @@ func FuzzDescribePullErrorRedacts(f *testing.F) {
 	f.Add("x", "y", "a://b", "u", "passwordpassword", uint8(0), uint8(0))
 	f.Add(strings.Repeat("long ", 120), "", "h", "u", "passwordpassword", uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, prefix, suffix, rest, user, secret string, kind, form uint8) {
-		secret = keepAlnum(secret)
-		user = keepAlnum(user)
+		secret = critest.KeepAlnum(secret)
+		user = critest.KeepAlnum(user)
 		// The rest of the URL: anything the URL pattern takes in.
 		rest = strings.Map(func(r rune) rune {
 			if unicode.IsSpace(r) || strings.ContainsRune(`"'<>`, r) {
@@ -227,19 +217,11 @@ func FuzzRedactsRegistryBodies(f *testing.F) {
 	f.Add(strings.Repeat("long ", 120), "", "passwordpassword", uint8(0), uint8(0), uint8(1))
 	f.Add("x=", "=y", "AKIAIOSFODNN7EXAMPLE", uint8(2), uint8(5), uint8(0))
 	f.Fuzz(func(t *testing.T, prefix, suffix, secret string, form, name, errForm uint8) {
-		secret = keepAlnum(secret)
+		secret = critest.KeepAlnum(secret)
 		if len(secret) < 12 {
 			return
 		}
-		strip := func(s string) string {
-			return strings.Map(func(r rune) rune {
-				if r == '"' || r == '\\' {
-					return -1
-				}
-				return r
-			}, s)
-		}
-		prefix, suffix = strip(prefix), strip(suffix)
+		prefix, suffix = critest.WithoutQuotes(prefix), critest.WithoutQuotes(suffix)
 		if strings.Contains(prefix, secret) || strings.Contains(suffix, secret) {
 			return
 		}

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/klog/v2"
@@ -264,19 +262,11 @@ func FuzzPluginStderr(f *testing.F) {
 	f.Add("line one\nline two", "\xff\xfe", "AKIAIOSFODNN7EXAMPLEKEY", uint8(0), uint8(8))
 	f.Add("", strings.Repeat("x", 900), "ghp0123456789abcdefABCDEF", uint8(6), uint8(3))
 	f.Fuzz(func(t *testing.T, before, after, secret string, form, name uint8) {
-		secret = keepAlnum(secret)
+		secret = critest.KeepAlnum(secret)
 		if len(secret) < 12 {
 			return
 		}
-		strip := func(s string) string {
-			return strings.Map(func(r rune) rune {
-				if r == '"' || r == '\\' {
-					return -1
-				}
-				return r
-			}, s)
-		}
-		before, after = strip(before), strip(after)
+		before, after = critest.WithoutQuotes(before), critest.WithoutQuotes(after)
 		if strings.Contains(before, secret) || strings.Contains(after, secret) {
 			return
 		}
@@ -304,14 +294,4 @@ func FuzzPluginStderr(f *testing.F) {
 			t.Fatalf("the log holds the secret %q of the plugin's stderr %q:\n%s", secret, text, logs.String())
 		}
 	})
-}
-
-// keepAlnum keeps the ASCII letters and digits of s.
-func keepAlnum(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			return r
-		}
-		return -1
-	}, s)
 }

@@ -1,6 +1,11 @@
 package critest
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // SecretNames are names a secret goes by in registry answers, signed URLs,
 // token-server bodies and credential plugins' output.
@@ -43,4 +48,26 @@ func EmbedSecret(form, name uint8, secret string) string {
 	default:
 		return "www-authenticate failed, sent Bearer " + secret
 	}
+}
+
+// KeepAlnum keeps the ASCII letters and digits of s: fuzzed input made into
+// a secret (or a user name) that no redaction rule can miss for its shape.
+func KeepAlnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// WithoutQuotes drops '"' and '\' from fuzzed text put around an embedded
+// secret: they would end the JSON string the secret stands in early.
+func WithoutQuotes(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' {
+			return -1
+		}
+		return r
+	}, s)
 }
