@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -73,39 +69,9 @@ func TestLeaderGracefulHandover(t *testing.T) {
 	// 2. In-flight work. An ImagePullJob over three fake nodes with parallelism 1: node 1 pulled,
 	// node 2 pulling when the leader stops, node 3 waiting.
 	ns := f.NewNamespace(ctx, t, "handover")
-	suffix := rand.String(5)
-	var nodes []string
-	for _, s := range []string{"a", "b", "c"} {
-		n := "e2e-handover-" + suffix + "-" + s
-		nodes = append(nodes, n)
-		f.FakeNode(ctx, t, c, n, map[string]string{"kubernetes.io/hostname": n, leaderFakeNodeLabel: suffix})
-	}
-	image := f.UniqueImage("public/")
-	repo, tag := framework.SplitImage(image)
-	w := framework.WatchNodeImageTag(ctx, t, c, image)
-	var uid atomic.Value
-	uid.Store(types.UID(""))
-	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
-		if u := leaderUnfinished(latest, nodes, repo, tag, uid.Load().(types.UID)); len(u) > 1 {
-			return fmt.Sprintf("%d nodes asked to pull at once with parallelism 1: %v", len(u), u)
-		}
-		return ""
-	})
-	job := framework.NewImagePullJob(ns, "handover", image)
-	job.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{
-		MatchLabels: map[string]string{leaderFakeNodeLabel: suffix},
-	}}
-	job.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](0)}
-	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
-	created := framework.CreateImagePullJob(ctx, t, c, job)
-	uid.Store(created.UID)
-	handed := map[string]bool{}
-	n1 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
-	leaderPull(ctx, t, c, w, n1, repo, tag, true)
-	n2 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
-	n2Version := leaderPull(ctx, t, c, w, n2, repo, tag, false)
-	n3 := nodes[slices.IndexFunc(nodes, func(n string) bool { return !handed[n] })]
+	j := leaderStartJob(ctx, t, f, c, ns, "e2e-handover-", "handover")
+	nodes, repo, tag, w, created, handed := j.nodes, j.repo, j.tag, j.w, j.job, j.handed
+	n2, n3, n2Version := j.n2, j.n3, j.n2Version
 
 	// A pod of several containers, and one CRR for each, created right before the stop: the
 	// leader's workers are admitting them as it stops.

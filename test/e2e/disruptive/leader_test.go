@@ -84,44 +84,9 @@ func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
 
 	// 2. In-flight work: an ImagePullJob over three fake nodes with parallelism 1.
 	ns := f.NewNamespace(ctx, t, "leader")
-	suffix := rand.String(5)
-	var nodes []string
-	for _, s := range []string{"a", "b", "c"} {
-		n := "e2e-leader-" + suffix + "-" + s
-		nodes = append(nodes, n)
-		f.FakeNode(ctx, t, c, n, map[string]string{"kubernetes.io/hostname": n, leaderFakeNodeLabel: suffix})
-	}
-	image := f.UniqueImage("public/") // never really pulled: only fake nodes are asked
-	repo, tag := framework.SplitImage(image)
-	w := framework.WatchNodeImageTag(ctx, t, c, image)
-	var uid atomic.Value
-	uid.Store(types.UID(""))
-	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
-		if u := leaderUnfinished(latest, nodes, repo, tag, uid.Load().(types.UID)); len(u) > 1 {
-			return fmt.Sprintf("%d nodes asked to pull at once with parallelism 1: %v", len(u), u)
-		}
-		return ""
-	})
-
-	job := framework.NewImagePullJob(ns, "failover", image)
-	job.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{
-		MatchLabels: map[string]string{leaderFakeNodeLabel: suffix},
-	}}
-	job.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
-	// No per-pull timeout or deadline may cut in while the test holds node 2's pull open.
-	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](0)}
-	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
-	created := framework.CreateImagePullJob(ctx, t, c, job)
-	uid.Store(created.UID)
-	handed := map[string]bool{}
-
-	// Node 1: handed out and pulled under the first leader.
-	n1 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
-	leaderPull(ctx, t, c, w, n1, repo, tag, true)
-	// Node 2: handed out by the first leader, which dies while the node pulls.
-	n2 := leaderNextNode(ctx, t, w, nodes, handed, created.UID)
-	n2Version := leaderPull(ctx, t, c, w, n2, repo, tag, false)
-	n3 := nodes[slices.IndexFunc(nodes, func(n string) bool { return !handed[n] })]
+	j := leaderStartJob(ctx, t, f, c, ns, "e2e-leader-", "failover")
+	nodes, repo, tag, w, created, handed := j.nodes, j.repo, j.tag, j.w, j.job, j.handed
+	n1, n2, n3, n2Version := j.n1, j.n2, j.n3, j.n2Version
 	if leaderHandedOut(w, n3, created.UID) {
 		t.Fatalf("node %s was asked while %s still pulls: %s", n3, n2, leaderDescribeNodes(w, nodes))
 	}
@@ -600,4 +565,61 @@ func leaderDescribeNodes(w *framework.NodeImageWatch, nodes []string) string {
 		parts = append(parts, w.Summary(n))
 	}
 	return strings.Join(parts, " | ")
+}
+
+// leaderJob is the work in flight of the leader tests: an ImagePullJob over three fake nodes with
+// parallelism 1, node 1 pulled, node 2 handed out and its pull held open by the test, node 3
+// waiting. The watch fails the test if two nodes are ever asked at once.
+type leaderJob struct {
+	nodes      []string
+	repo, tag  string
+	w          *framework.NodeImageWatch
+	job        *appsv1beta1.ImagePullJob
+	handed     map[string]bool
+	n1, n2, n3 string
+	n2Version  int64
+}
+
+// leaderStartJob creates the fake nodes (named prefix + a random suffix) and the job name in ns,
+// and plays the daemons of nodes 1 and 2 as far as leaderJob says.
+func leaderStartJob(ctx context.Context, t *testing.T, f *framework.Framework, c versioned.Interface, ns, prefix, name string) *leaderJob {
+	t.Helper()
+	suffix := rand.String(5)
+	var nodes []string
+	for _, s := range []string{"a", "b", "c"} {
+		n := prefix + suffix + "-" + s
+		nodes = append(nodes, n)
+		f.FakeNode(ctx, t, c, n, map[string]string{"kubernetes.io/hostname": n, leaderFakeNodeLabel: suffix})
+	}
+	image := f.UniqueImage("public/") // never really pulled: only fake nodes are asked
+	repo, tag := framework.SplitImage(image)
+	w := framework.WatchNodeImageTag(ctx, t, c, image)
+	var uid atomic.Value
+	uid.Store(types.UID(""))
+	w.CheckEachEvent(func(latest map[string]*appsv1beta1.NodeImage) string {
+		if u := leaderUnfinished(latest, nodes, repo, tag, uid.Load().(types.UID)); len(u) > 1 {
+			return fmt.Sprintf("%d nodes asked to pull at once with parallelism 1: %v", len(u), u)
+		}
+		return ""
+	})
+
+	job := framework.NewImagePullJob(ns, name, image)
+	job.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{
+		MatchLabels: map[string]string{leaderFakeNodeLabel: suffix},
+	}}
+	job.Spec.Parallelism = ptr.To(intstr.FromInt32(1))
+	// No per-pull timeout or deadline may cut in while the test holds node 2's pull open.
+	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](600), BackoffLimit: ptr.To[int32](0)}
+	job.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](900)
+	created := framework.CreateImagePullJob(ctx, t, c, job)
+	uid.Store(created.UID)
+	j := &leaderJob{nodes: nodes, repo: repo, tag: tag, w: w, job: created, handed: map[string]bool{}}
+
+	// Node 1: handed out and pulled. Node 2: handed out, its pull held open.
+	j.n1 = leaderNextNode(ctx, t, w, nodes, j.handed, created.UID)
+	leaderPull(ctx, t, c, w, j.n1, repo, tag, true)
+	j.n2 = leaderNextNode(ctx, t, w, nodes, j.handed, created.UID)
+	j.n2Version = leaderPull(ctx, t, c, w, j.n2, repo, tag, false)
+	j.n3 = nodes[slices.IndexFunc(nodes, func(n string) bool { return !j.handed[n] })]
+	return j
 }
