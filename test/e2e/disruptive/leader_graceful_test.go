@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -70,8 +69,6 @@ func TestLeaderGracefulHandover(t *testing.T) {
 	// node 2 pulling when the leader stops, node 3 waiting.
 	ns := f.NewNamespace(ctx, t, "handover")
 	j := leaderStartJob(ctx, t, f, c, ns, "e2e-handover-", "handover")
-	nodes, repo, tag, w, created, handed := j.nodes, j.repo, j.tag, j.w, j.job, j.handed
-	n2, n3, n2Version := j.n2, j.n3, j.n2Version
 
 	// A pod of several containers, and one CRR for each, created right before the stop: the
 	// leader's workers are admitting them as it stops.
@@ -200,27 +197,7 @@ func TestLeaderGracefulHandover(t *testing.T) {
 
 	// 6. The work finishes under the new leader, each part done once. Node 2 still pulls: no
 	// other node is asked, and node 2 is not asked again; then node 3 is handed out.
-	framework.Consistently(ctx, t, leaderQuietWindow, "the new leader to wait for node "+n2+"'s pull in flight", func(context.Context) (bool, string, error) {
-		ok := len(w.Violations()) == 0 && !leaderHandedOut(w, n3, created.UID) && leaderVersion(w, n2, repo, tag) == n2Version
-		return ok, strings.Join(w.Violations(), "; ") + " | " + leaderDescribeNodes(w, nodes), nil
-	})
-	framework.SetTagStatus(ctx, t, c, n2, repo, tag, n2Version, appsv1beta1.ImagePhaseSucceeded)
-	if got := leaderNextNode(ctx, t, w, nodes, handed, created.UID); got != n3 {
-		t.Fatalf("next node %s, want %s", got, n3)
-	}
-	leaderPull(ctx, t, c, w, n3, repo, tag, true)
-	done := framework.WaitImagePullJobFinished(ctx, t, c, ns, created.Name, leaderStepTimeout)
-	if s := done.Status; s.Desired != 3 || s.Succeeded != 3 || s.Failed != 0 || s.Active != 0 || !strings.HasPrefix(s.Message, "Completed") {
-		t.Errorf("want a Completed job with desired=3 succeeded=3 failed=0; got %s", framework.DescribeImagePullJob(ctx, c, done))
-	}
-	if v := w.Violations(); len(v) > 0 {
-		t.Errorf("parallelism 1 not respected: %v; %s", v, leaderDescribeNodes(w, nodes))
-	}
-	for _, n := range nodes {
-		if runs, versions := leaderHandOuts(w, n, created.UID); runs != 1 || len(versions) != 1 {
-			t.Errorf("node %s was asked %d times with versions %v, want once: %s", n, runs, versions, w.Summary(n))
-		}
-	}
+	j.finish(ctx, t, c)
 	for _, ctr := range containers {
 		resWaitCRRCompleted(ctx, t, c, ns, "r-"+ctr, ctr)
 	}

@@ -85,12 +85,10 @@ func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
 	// 2. In-flight work: an ImagePullJob over three fake nodes with parallelism 1.
 	ns := f.NewNamespace(ctx, t, "leader")
 	j := leaderStartJob(ctx, t, f, c, ns, "e2e-leader-", "failover")
-	nodes, repo, tag, w, created, handed := j.nodes, j.repo, j.tag, j.w, j.job, j.handed
-	n1, n2, n3, n2Version := j.n1, j.n2, j.n3, j.n2Version
-	if leaderHandedOut(w, n3, created.UID) {
-		t.Fatalf("node %s was asked while %s still pulls: %s", n3, n2, leaderDescribeNodes(w, nodes))
+	if leaderHandedOut(j.w, j.n3, j.job.UID) {
+		t.Fatalf("node %s was asked while %s still pulls: %s", j.n3, j.n2, leaderDescribeNodes(j.w, j.nodes))
 	}
-	t.Logf("node %s pulled; node %s pulling (version %d); node %s waiting", n1, n2, n2Version, n3)
+	t.Logf("node %s pulled; node %s pulling (version %d); node %s waiting", j.n1, j.n2, j.n2Version, j.n3)
 
 	// 3. Crash the leader.
 	leaderPod = *leaderGetPod(ctx, t, f, leaderPod.Name)
@@ -157,29 +155,7 @@ func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
 
 	// The new leader resumes the job where the old one left it: node 2 still pulls, so no other
 	// node is asked, and node 2 is not asked again.
-	framework.Consistently(ctx, t, leaderQuietWindow, "the new leader to wait for node "+n2+"'s pull in flight", func(context.Context) (bool, string, error) {
-		ok := len(w.Violations()) == 0 && !leaderHandedOut(w, n3, created.UID) && leaderVersion(w, n2, repo, tag) == n2Version
-		return ok, strings.Join(w.Violations(), "; ") + " | " + leaderDescribeNodes(w, nodes), nil
-	})
-	// Node 2's pull finishes under the new leader, which then hands out node 3.
-	framework.SetTagStatus(ctx, t, c, n2, repo, tag, n2Version, appsv1beta1.ImagePhaseSucceeded)
-	if got := leaderNextNode(ctx, t, w, nodes, handed, created.UID); got != n3 {
-		t.Fatalf("next node %s, want %s", got, n3)
-	}
-	leaderPull(ctx, t, c, w, n3, repo, tag, true)
-
-	done := framework.WaitImagePullJobFinished(ctx, t, c, ns, created.Name, leaderStepTimeout)
-	if s := done.Status; s.Desired != 3 || s.Succeeded != 3 || s.Failed != 0 || s.Active != 0 || !strings.HasPrefix(s.Message, "Completed") {
-		t.Errorf("want a Completed job with desired=3 succeeded=3 failed=0; got %s", framework.DescribeImagePullJob(ctx, c, done))
-	}
-	if v := w.Violations(); len(v) > 0 {
-		t.Errorf("parallelism 1 not respected: %v; %s", v, leaderDescribeNodes(w, nodes))
-	}
-	for _, n := range nodes {
-		if runs, versions := leaderHandOuts(w, n, created.UID); runs != 1 || len(versions) != 1 {
-			t.Errorf("node %s was asked %d times with versions %v, want once: %s", n, runs, versions, w.Summary(n))
-		}
-	}
+	j.finish(ctx, t, c)
 
 	// The killed container comes back (restartCount + 1, killed by SIGKILL) and is Ready.
 	restarted := f.WaitContainerRestarted(ctx, t, framework.KruiseNamespace, leaderPod.Name, leaderContainer, killedID, leaderRestartTimeout)
@@ -622,4 +598,33 @@ func leaderStartJob(ctx context.Context, t *testing.T, f *framework.Framework, c
 	j.n2Version = leaderPull(ctx, t, c, w, j.n2, repo, tag, false)
 	j.n3 = nodes[slices.IndexFunc(nodes, func(n string) bool { return !j.handed[n] })]
 	return j
+}
+
+// finish checks that the leader now in charge resumes the job where the old one left it: node
+// 2 still pulls, so no other node is asked and node 2 is not asked again; once node 2's pull
+// succeeds, node 3 is handed out; the job completes with every node asked exactly once.
+func (j *leaderJob) finish(ctx context.Context, t *testing.T, c versioned.Interface) {
+	t.Helper()
+	w, nodes := j.w, j.nodes
+	framework.Consistently(ctx, t, leaderQuietWindow, "the new leader to wait for node "+j.n2+"'s pull in flight", func(context.Context) (bool, string, error) {
+		ok := len(w.Violations()) == 0 && !leaderHandedOut(w, j.n3, j.job.UID) && leaderVersion(w, j.n2, j.repo, j.tag) == j.n2Version
+		return ok, strings.Join(w.Violations(), "; ") + " | " + leaderDescribeNodes(w, nodes), nil
+	})
+	framework.SetTagStatus(ctx, t, c, j.n2, j.repo, j.tag, j.n2Version, appsv1beta1.ImagePhaseSucceeded)
+	if got := leaderNextNode(ctx, t, w, nodes, j.handed, j.job.UID); got != j.n3 {
+		t.Fatalf("next node %s, want %s", got, j.n3)
+	}
+	leaderPull(ctx, t, c, w, j.n3, j.repo, j.tag, true)
+	done := framework.WaitImagePullJobFinished(ctx, t, c, j.job.Namespace, j.job.Name, leaderStepTimeout)
+	if s := done.Status; s.Desired != 3 || s.Succeeded != 3 || s.Failed != 0 || s.Active != 0 || !strings.HasPrefix(s.Message, "Completed") {
+		t.Errorf("want a Completed job with desired=3 succeeded=3 failed=0; got %s", framework.DescribeImagePullJob(ctx, c, done))
+	}
+	if v := w.Violations(); len(v) > 0 {
+		t.Errorf("parallelism 1 not respected: %v; %s", v, leaderDescribeNodes(w, nodes))
+	}
+	for _, n := range nodes {
+		if runs, versions := leaderHandOuts(w, n, j.job.UID); runs != 1 || len(versions) != 1 {
+			t.Errorf("node %s was asked %d times with versions %v, want once: %s", n, runs, versions, w.Summary(n))
+		}
+	}
 }
