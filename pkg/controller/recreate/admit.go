@@ -92,6 +92,13 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 			return 0, err
 		}
 	}
+	if ahead := c.olderUnrouted(crr); ahead != nil {
+		// The daemon sees a request only once it is routed, and runs the
+		// oldest it sees: routed out of order, a younger request would run
+		// first. Routing ahead's update enqueues this one again.
+		klog.FromContext(ctx).V(2).Info("CRR waits for an older one of its pod to be routed", "older", klog.KObj(ahead))
+		return 0, nil
+	}
 	return 0, c.route(ctx, crr, pod, v.statuses, since)
 }
 
@@ -347,6 +354,40 @@ func (c *Controller) reject(ctx context.Context, crr *appsv1alpha1.ContainerRecr
 	klog.FromContext(ctx).Info("Rejected CRR", "reason", message)
 	c.recorder.Event(crr, corev1.EventTypeWarning, ReasonInvalidRequest, message)
 	return nil
+}
+
+// olderUnrouted returns an unfinished request for the same pod, created
+// before crr, that is not routed yet; nil if there is none. A request this
+// controller has not written yet has no creation revision: its
+// resourceVersion stands in, as it is that revision until someone writes
+// the object (and only later if they do).
+func (c *Controller) olderUnrouted(crr *appsv1alpha1.ContainerRecreateRequest) *appsv1alpha1.ContainerRecreateRequest {
+	objs, err := c.crrIndexer.ByIndex(podIndex, crr.Namespace+"/"+crr.Spec.PodName)
+	if err != nil {
+		return nil
+	}
+	self := withCreationRevision(crr)
+	for _, obj := range objs {
+		o, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+		if !ok || o.UID == crr.UID || o.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted || appsv1alpha1.IsRouted(o) {
+			continue
+		}
+		if appsv1alpha1.CreatedBefore(withCreationRevision(o), self) {
+			return o
+		}
+	}
+	return nil
+}
+
+// withCreationRevision returns crr with its creation revision filled in
+// from its resourceVersion if none is recorded.
+func withCreationRevision(crr *appsv1alpha1.ContainerRecreateRequest) *appsv1alpha1.ContainerRecreateRequest {
+	if crr.Status.CreationRevision != "" {
+		return crr
+	}
+	c := crr.DeepCopy()
+	c.Status.CreationRevision = crr.ResourceVersion
+	return c
 }
 
 // getLivePod reads the pod from the API server.

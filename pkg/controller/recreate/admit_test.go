@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -604,4 +605,46 @@ func TestAdmitRefusedAsInvalidRejects(t *testing.T) {
 	events := f.events()
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "Warning InvalidRequest the API server refused to admit the request")
+}
+
+// The daemon runs the oldest request of a pod it sees, and sees one only
+// once it is routed: requests of one pod are routed in creation order, so a
+// younger one admitted first waits for the older one's routing.
+func TestAdmitRoutesInCreationOrder(t *testing.T) {
+	// Created in the same second; the older one sorts after by name.
+	first := named("z-first", newCRR(time.Second, "main"))
+	first.UID, first.ResourceVersion = "uid-first", "5"
+	second := named("a-second", newCRR(time.Second, "sidecar"))
+	second.UID, second.ResourceVersion = "uid-second", "6"
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{first, second}})
+	drain(f)
+	_, ctx := ktesting.NewTestContext(t)
+	get := func(name string) *appsv1alpha1.ContainerRecreateRequest {
+		t.Helper()
+		crr, err := f.kruise.AppsV1alpha1().ContainerRecreateRequests(testNS).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return crr
+	}
+
+	_, err := f.ctrl.sync(ctx, testNS+"/a-second")
+	require.NoError(t, err)
+	got := get("a-second")
+	assert.True(t, appsv1alpha1.IsAdmitted(got), "admitted")
+	assert.False(t, appsv1alpha1.IsRouted(got), "not routed while z-first, older, is not")
+	require.NoError(t, f.ctrl.crrIndexer.Update(got))
+
+	_, err = f.ctrl.sync(ctx, testNS+"/z-first")
+	require.NoError(t, err)
+	got = get("z-first")
+	assert.True(t, appsv1alpha1.IsRouted(got), "the oldest is routed at once")
+	require.NoError(t, f.ctrl.crrIndexer.Update(got))
+	drain(f)
+	f.ctrl.crrChanged(got)
+	assert.ElementsMatch(t, []string{testNS + "/z-first", testNS + "/a-second"}, drain(f), "routing the older one enqueues the waiting one")
+
+	_, err = f.ctrl.sync(ctx, testNS+"/a-second")
+	require.NoError(t, err)
+	assert.True(t, appsv1alpha1.IsRouted(get("a-second")), "routed once the older one is")
+	assert.Equal(t, "6", get("a-second").Status.CreationRevision)
+	assert.Equal(t, "5", get("z-first").Status.CreationRevision)
 }

@@ -102,8 +102,9 @@ func New(cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("adding CRR indexes: %w", err)
 	}
 	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueCRR,
-		UpdateFunc: func(_, obj any) { c.enqueueCRR(obj) },
+		AddFunc:    c.crrChanged,
+		UpdateFunc: func(_, obj any) { c.crrChanged(obj) },
+		DeleteFunc: c.crrChanged,
 	}); err != nil {
 		return nil, fmt.Errorf("adding CRR event handler: %w", err)
 	}

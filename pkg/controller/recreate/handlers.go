@@ -46,6 +46,29 @@ func (c *Controller) enqueueCRR(obj any) {
 	c.queue.Add(key)
 }
 
+// crrChanged enqueues a CRR that was added, changed or deleted, and the
+// other CRRs of its pod that wait to be routed: one may wait for this one
+// (admit routes a pod's requests in creation order).
+func (c *Controller) crrChanged(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest)
+	if !ok {
+		return
+	}
+	c.enqueueCRR(crr)
+	objs, err := c.crrIndexer.ByIndex(podIndex, crr.Namespace+"/"+crr.Spec.PodName)
+	if err != nil {
+		return
+	}
+	for _, obj := range objs {
+		if o, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && o.UID != crr.UID && !appsv1alpha1.IsRouted(o) {
+			c.enqueueCRR(o)
+		}
+	}
+}
+
 func (c *Controller) enqueueIndexed(index, value string) {
 	objs, err := c.crrIndexer.ByIndex(index, value)
 	if err != nil {
