@@ -2,6 +2,7 @@ package pullsecrets
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,16 @@ func source(name string, data string) *corev1.Secret {
 }
 
 // copyOf is the copy the controller would have made of src.
-func copyOf(src *corev1.Secret) *corev1.Secret {
+// copyOf is the controller's copy of src, referenced by the jobs named
+// (in testNS; by default j1, as most tests have).
+func copyOf(src *corev1.Secret, jobs ...string) *corev1.Secret {
+	if len(jobs) == 0 {
+		jobs = []string{"j1"}
+	}
+	refs := make([]string, len(jobs))
+	for i, j := range jobs {
+		refs[i] = testNS + "/" + j
+	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: CopyName(src.Namespace, src.Name), Namespace: copyNS, UID: types.UID("copy-" + src.Name), ResourceVersion: "9",
@@ -54,6 +64,8 @@ func copyOf(src *corev1.Secret) *corev1.Secret {
 			Annotations: map[string]string{
 				SourceNamespaceAnnotation: src.Namespace,
 				SourceNameAnnotation:      src.Name,
+				SourceKeyAnnotation:       src.Namespace + "/" + src.Name,
+				ReferencesAnnotation:      strings.Join(refs, ","),
 			},
 		},
 		Type: src.Type,

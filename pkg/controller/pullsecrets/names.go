@@ -18,7 +18,20 @@ const (
 	SourceNameAnnotation      = "apps.kruise.io/source-secret-name"
 	// ManagedByLabel marks the copies this controller owns.
 	ManagedByLabel = "apps.kruise.io/pull-secret-copy"
+
+	// OpenKruise's annotations on its copies, written on ours too so that
+	// its tooling and its users' scripts find them: the source as
+	// "namespace/name", and the unfinished jobs referencing it as a
+	// comma-separated list of "namespace/name" (see referencesValue).
+	SourceKeyAnnotation  = "imagepulljobs.kruise.io/source-key"
+	ReferencesAnnotation = "imagepulljobs.kruise.io/references"
 )
+
+// maxReferences bounds the references annotation (a Secret's annotations
+// share 256 KiB with everything else): the jobs past it, in sorted order,
+// are left out. It is a record for tools, never read back: which jobs keep
+// a copy is decided from the jobs themselves.
+const maxReferences = 32 << 10
 
 // maxName is the longest Secret name (a DNS subdomain).
 const maxName = 253

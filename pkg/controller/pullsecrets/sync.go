@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,9 +112,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, c.deleteCopy(ctx, cp)
 	}
 
+	refs := referencesValue(jobs)
 	switch {
 	case cp == nil:
-		return 0, c.createCopy(ctx, src, jobs)
+		return 0, c.createCopy(ctx, src, jobs, refs)
 	case cp.Type != src.Type || (cp.Immutable != nil && *cp.Immutable):
 		// A secret's type (and an immutable secret's data) cannot change:
 		// replace the copy.
@@ -120,12 +123,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err := c.deleteCopy(ctx, cp); err != nil {
 			return 0, err
 		}
-		return 0, c.createCopy(ctx, src, jobs)
-	case dataEqual(cp.Data, src.Data):
+		return 0, c.createCopy(ctx, src, jobs, refs)
+	case dataEqual(cp.Data, src.Data) && cp.Annotations[SourceKeyAnnotation] == key && cp.Annotations[ReferencesAnnotation] == refs:
 		return 0, nil
 	default:
 		upd := cp.DeepCopy()
 		upd.Data = maps.Clone(src.Data)
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[SourceKeyAnnotation] = key
+		upd.Annotations[ReferencesAnnotation] = refs
 		if _, err := c.client.CoreV1().Secrets(c.namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Deleted meanwhile: its delete event brings the key back.
@@ -159,8 +167,30 @@ func isCopyOf(s *corev1.Secret, ns, name string) bool {
 		s.Annotations[SourceNamespaceAnnotation] == ns && s.Annotations[SourceNameAnnotation] == name
 }
 
-// newCopy is the copy of src: same type and data, marked as ours.
-func (c *Controller) newCopy(src *corev1.Secret) *corev1.Secret {
+// referencesValue is the references annotation for the jobs: their
+// "namespace/name", sorted, comma-separated, cut at maxReferences.
+func referencesValue(jobs []*appsv1beta1.ImagePullJob) string {
+	keys := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		keys = append(keys, j.Namespace+"/"+j.Name)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range slices.Compact(keys) {
+		if b.Len()+1+len(k) > maxReferences {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+	}
+	return b.String()
+}
+
+// newCopy is the copy of src: same type and data, marked as ours, naming
+// the jobs that reference it (refs, from referencesValue).
+func (c *Controller) newCopy(src *corev1.Secret, refs string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      CopyName(src.Namespace, src.Name),
@@ -169,6 +199,8 @@ func (c *Controller) newCopy(src *corev1.Secret) *corev1.Secret {
 			Annotations: map[string]string{
 				SourceNamespaceAnnotation: src.Namespace,
 				SourceNameAnnotation:      src.Name,
+				SourceKeyAnnotation:       src.Namespace + "/" + src.Name,
+				ReferencesAnnotation:      refs,
 			},
 		},
 		Type: src.Type,
@@ -178,8 +210,8 @@ func (c *Controller) newCopy(src *corev1.Secret) *corev1.Secret {
 
 // createCopy creates the copy of src. A missing namespace is reported on
 // the jobs (once each) and retried with backoff: the install creates it.
-func (c *Controller) createCopy(ctx context.Context, src *corev1.Secret, jobs []*appsv1beta1.ImagePullJob) error {
-	want := c.newCopy(src)
+func (c *Controller) createCopy(ctx context.Context, src *corev1.Secret, jobs []*appsv1beta1.ImagePullJob, refs string) error {
+	want := c.newCopy(src, refs)
 	_, err := c.client.CoreV1().Secrets(c.namespace).Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case err == nil:

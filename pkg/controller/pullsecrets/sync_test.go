@@ -2,6 +2,7 @@ package pullsecrets
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -52,7 +53,12 @@ func TestSyncCreatesCopy(t *testing.T) {
 			assert.Equal(t, corev1.SecretTypeDockerConfigJson, cp.Type)
 			assert.Equal(t, map[string][]byte{corev1.DockerConfigJsonKey: []byte(dockerCfg)}, cp.Data)
 			assert.Equal(t, map[string]string{ManagedByLabel: "true"}, cp.Labels, "the source's labels are not copied")
-			assert.Equal(t, map[string]string{SourceNamespaceAnnotation: testNS, SourceNameAnnotation: secretName}, cp.Annotations)
+			assert.Equal(t, map[string]string{
+				SourceNamespaceAnnotation: testNS, SourceNameAnnotation: secretName,
+				// OpenKruise's, for its tooling.
+				"imagepulljobs.kruise.io/source-key": "team/regcred",
+				"imagepulljobs.kruise.io/references": "team/j1",
+			}, cp.Annotations)
 			assert.Empty(t, f.events())
 		})
 	}
@@ -113,13 +119,19 @@ func TestSyncSharedSecret(t *testing.T) {
 	src := source(secretName, dockerCfg)
 	j1 := newJob("j1", secretName, "other").build()
 	j2 := newJob("j2", secretName).build()
-	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src)}, jobs: []*appsv1beta1.ImagePullJob{j1, j2}})
+	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src, "j1", "j2")}, jobs: []*appsv1beta1.ImagePullJob{j1, j2}})
+	f.mustSync(t)
+	assert.Empty(t, f.writes(), "the copy names both jobs already")
 
-	// One finishes: the other still needs the copy.
+	// One finishes: the other still needs the copy, which now names it alone.
 	require.NoError(t, f.jobIndexer.Update(newJob("j1", secretName, "other").finished().build()))
 	f.mustSync(t)
-	assert.Empty(t, f.writes())
-	assert.NotNil(t, f.liveCopy(t, secretName))
+	assert.Equal(t, []string{"update"}, f.verbs())
+	live := f.liveCopy(t, secretName)
+	require.NotNil(t, live)
+	assert.Equal(t, "team/j2", live.Annotations[ReferencesAnnotation])
+	require.NoError(t, f.indexerFor(live).Update(live))
+	f.kube.ClearActions()
 
 	// Both finished: deleted.
 	require.NoError(t, f.jobIndexer.Update(newJob("j2", secretName).finished().build()))
@@ -460,4 +472,21 @@ func TestNew(t *testing.T) {
 		_, err := New(bad)
 		assert.Error(t, err, name)
 	}
+}
+
+// The references annotation is sorted, without repeats, and bounded: a
+// secret shared by very many jobs still fits in a Secret's annotations.
+func TestReferencesValue(t *testing.T) {
+	jobs := []*appsv1beta1.ImagePullJob{newJob("b", secretName).build(), newJob("a", secretName).build(), newJob("b", secretName).build()}
+	assert.Equal(t, "team/a,team/b", referencesValue(jobs))
+	assert.Empty(t, referencesValue(nil))
+
+	many := make([]*appsv1beta1.ImagePullJob, 0, 5000)
+	for i := range 5000 {
+		many = append(many, newJob(fmt.Sprintf("job-%04d-%s", i, strings.Repeat("x", 40)), secretName).build())
+	}
+	v := referencesValue(many)
+	assert.LessOrEqual(t, len(v), maxReferences)
+	assert.True(t, strings.HasPrefix(v, "team/job-0000-"), "the first in sorted order are kept")
+	assert.False(t, strings.HasSuffix(v, ","), "only whole entries")
 }
