@@ -50,6 +50,10 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		if ni == nil {
 			return 0, nil
 		}
+		if _, fake := ni.Labels[appsv1beta1.FakeNodeImageLabel]; fake {
+			logger.V(4).Info("NodeImage without a node is labelled as a test one; left alone", "label", appsv1beta1.FakeNodeImageLabel)
+			return 0, nil
+		}
 		return 0, c.deleteOrphan(ctx, ni)
 	case isVirtual(node):
 		if ni == nil {

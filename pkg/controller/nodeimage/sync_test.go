@@ -174,6 +174,13 @@ func TestSyncNodeDeleted(t *testing.T) {
 		assert.Empty(t, f.writes())
 		assert.NotNil(t, f.liveNodeImage(t))
 	})
+	t.Run("a test NodeImage without a node: left alone", func(t *testing.T) {
+		fake := newNodeImage(map[string]string{"apps.kruise.io/fake-nodeimage": "true"})
+		f := newFixture(t, objects{nodeImages: []*appsv1beta1.NodeImage{fake}})
+		f.mustSync(t)
+		assert.Empty(t, append(f.kube.Actions(), f.kruise.Actions()...), "not even a node lookup")
+		assert.NotNil(t, f.liveNodeImage(t))
+	})
 	t.Run("neither node nor NodeImage", func(t *testing.T) {
 		f := newFixture(t, objects{})
 		f.mustSync(t)

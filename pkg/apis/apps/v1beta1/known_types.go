@@ -14,3 +14,8 @@ func knownTypes() []runtime.Object {
 // that ImagePullJobs reference, the only secrets kruise-daemon may read. It is
 // OpenKruise's name for the same purpose.
 const DaemonConfigNamespace = "kruise-daemon-config"
+
+// FakeNodeImageLabel marks a NodeImage that has no Node behind it on purpose
+// (OpenKruise's test suites create one to stand for an extra node): with
+// the label (any value) it is not deleted as an orphan.
+const FakeNodeImageLabel = "apps.kruise.io/fake-nodeimage"
