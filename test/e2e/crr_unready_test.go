@@ -75,7 +75,7 @@ func TestCRRUnreadyGraceWithReadinessGate(t *testing.T) {
 	}
 
 	// Every pod update in order: NotReady must show while the old container still runs.
-	unreadyWithOldID := false
+	unreadyWithOldID, holderMessage := false, ""
 	wctx, cancel := context.WithTimeout(ctx, crrTimeout)
 	defer cancel()
 watchLoop:
@@ -94,6 +94,11 @@ watchLoop:
 			id := containerStatus(p, "main").ContainerID
 			if id == oldID && !framework.PodReady(p) {
 				unreadyWithOldID = true
+				// OpenKruise's JSON list of holders, so other holders can
+				// add and remove themselves.
+				if c := readinessgate.Condition(p); c != nil && c.Status == corev1.ConditionFalse {
+					holderMessage = c.Message
+				}
 			}
 			if id != oldID && id != "" {
 				break watchLoop
@@ -102,6 +107,9 @@ watchLoop:
 	}
 	if !unreadyWithOldID {
 		t.Errorf("the pod never became NotReady before container main was replaced")
+	}
+	if want := `[{"userAgent":"ContainerRecreateRequest","key":"` + ns + `/r"}]`; holderMessage != want {
+		t.Errorf("%s message while NotReady = %q, want %q", appsv1alpha1.KruisePodReadyConditionType, holderMessage, want)
 	}
 
 	got := framework.WaitCRR(ctx, t, kc, ns, "r", crrTimeout, "CRR r completed", completed)
