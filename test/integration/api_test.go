@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -81,7 +82,7 @@ func testVersions(t *testing.T, c *cluster) {
 		served  []string
 		storage string
 	}{
-		"containerrecreaterequests.apps.kruise.io": {[]string{"v1alpha1"}, "v1alpha1"},
+		"containerrecreaterequests.apps.kruise.io": {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"imagepulljobs.apps.kruise.io":             {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"imagelistpulljobs.apps.kruise.io":         {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"nodeimages.apps.kruise.io":                {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
@@ -198,8 +199,10 @@ func testVersions(t *testing.T, c *cluster) {
 	assert.NotContains(t, string(raw), `"mode"`, "v1alpha1 has no mode field")
 	assert.Contains(t, string(raw), `"apiVersion":"apps.kruise.io/v1alpha1"`)
 
+	testCRRVersions(t, c)
+
 	// Only v1beta1 is in storedVersions: every object above was stored as v1beta1.
-	for _, name := range []string{"imagepulljobs.apps.kruise.io", "nodeimages.apps.kruise.io", "imagelistpulljobs.apps.kruise.io"} {
+	for _, name := range []string{"imagepulljobs.apps.kruise.io", "nodeimages.apps.kruise.io", "imagelistpulljobs.apps.kruise.io", "containerrecreaterequests.apps.kruise.io"} {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"v1beta1"}, crd.Status.StoredVersions, name)
@@ -636,4 +639,61 @@ func testReapplyCRDs(t *testing.T, c *cluster) {
 			assert.True(t, served[stored], "%s: stored version %s must stay served", want.Name, stored)
 		}
 	}
+}
+
+// testCRRVersions: a ContainerRecreateRequest written in either version
+// reads back in the other with every field, the status fields OpenKruise
+// has only in v1beta1 (containerStatusSnapshot, conditions) included.
+func testCRRVersions(t *testing.T, c *cluster) {
+	cx := ctx(t)
+	alpha := newCRR("versions")
+	alpha.Spec.Containers[0].PreStop = &v1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}
+	alpha.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	alpha.Spec.Containers[0].StatusContext = &v1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://abc", RestartCount: 2}
+	alpha.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+	alpha.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
+	created, err := c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).Create(cx, alpha, metav1.CreateOptions{})
+	require.NoError(t, err)
+	created.Status = v1alpha1.ContainerRecreateRequestStatus{
+		Phase: v1alpha1.ContainerRecreateRequestRecreating, Message: "going",
+		ContainerRecreateStates: []v1alpha1.ContainerRecreateRequestContainerRecreateState{{Name: "main", Phase: v1alpha1.ContainerRecreateRequestRecreating, IsKilled: true}},
+		Conditions: []metav1.Condition{{
+			Type: v1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue, Reason: "PodRunning", Message: "m",
+			LastTransitionTime: metav1.Unix(1700000000, 0),
+		}},
+		CreationRevision: "42",
+	}
+	created, err = c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).UpdateStatus(cx, created, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	beta, err := c.kruise.AppsV1beta1().ContainerRecreateRequests(ns).Get(cx, "versions", metav1.GetOptions{})
+	require.NoError(t, err)
+	want := v1alpha1.ContainerRecreateRequestToV1beta1(created)
+	assert.Equal(t, want.Spec, beta.Spec)
+	assertSameTimes(t, &want.Status.Conditions[0].LastTransitionTime, &beta.Status.Conditions[0].LastTransitionTime)
+	want.Status.Conditions[0].LastTransitionTime = beta.Status.Conditions[0].LastTransitionTime
+	assert.Equal(t, want.Status, beta.Status)
+
+	// A v1beta1 client records what OpenKruise's v1beta1 has in status; a
+	// v1alpha1 client reads it, and its own status write keeps it.
+	beta.Status.ContainerStatusSnapshot = []v1beta1.ContainerRecreateRequestSyncContainerStatus{{Name: "main", Ready: true, RestartCount: 3, ContainerID: "containerd://def"}}
+	beta.Status.Conditions = append(beta.Status.Conditions, metav1.Condition{
+		Type: v1beta1.ContainerRecreateRequestPreRecreateGraceType, Status: metav1.ConditionTrue, Reason: "PreRecreateGrace", Message: "m",
+		LastTransitionTime: metav1.Unix(1700000100, 0),
+	})
+	beta, err = c.kruise.AppsV1beta1().ContainerRecreateRequests(ns).UpdateStatus(cx, beta, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	again, err := c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).Get(cx, "versions", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, again.Status.ContainerStatusSnapshot, 1)
+	assert.Equal(t, v1alpha1.ContainerRecreateRequestSyncContainerStatus{Name: "main", Ready: true, RestartCount: 3, ContainerID: "containerd://def"}, again.Status.ContainerStatusSnapshot[0])
+	require.NotNil(t, meta.FindStatusCondition(again.Status.Conditions, v1alpha1.ContainerRecreateRequestPreRecreateGrace))
+	again.Status.Message = "still going"
+	_, err = c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).UpdateStatus(cx, again, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	final, err := c.kruise.AppsV1beta1().ContainerRecreateRequests(ns).Get(cx, "versions", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, beta.Status.ContainerStatusSnapshot, final.Status.ContainerStatusSnapshot, "a v1alpha1 write keeps v1beta1's fields")
+	assert.Len(t, final.Status.Conditions, 2)
+	assert.Equal(t, "still going", final.Status.Message)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 )
 
@@ -91,6 +92,16 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 			_, err := tenantCRRs.Create(ctx(t), newCRR(name, mut), metav1.CreateOptions{})
 			refused(t, err, "spec.containers[].preStop, ports and statusContext are read-only")
 		}
+	})
+	t.Run("through v1beta1 as well", func(t *testing.T) {
+		beta := tenant.AppsV1beta1().ContainerRecreateRequests(policyNS)
+		_, err := beta.Create(ctx(t), &v1beta1.ContainerRecreateRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: "beta-prestop", Namespace: policyNS},
+			Spec: v1beta1.ContainerRecreateRequestSpec{PodName: "web", Containers: []v1beta1.ContainerRecreateRequestContainer{
+				{Name: "main", PreStop: &v1beta1.CRRProbeHandler{Exec: hook.Exec}},
+			}},
+		}, metav1.CreateOptions{})
+		refused(t, err, "spec.containers[].preStop, ports and statusContext are read-only")
 	})
 	t.Run("an empty list counts as set", func(t *testing.T) {
 		// The typed client cannot send "ports: []" (omitempty): raw JSON.

@@ -2,17 +2,18 @@
 package apps_test
 
 import (
-	"bufio"
-	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekruise/kruise/test/crdfacts"
 )
 
 const (
@@ -20,91 +21,14 @@ const (
 	goldenFile = "testdata/openkruise-v1.9.0-schemas.txt"
 )
 
-// crdFacts is what the golden file records about one CRD.
-type crdFacts struct {
-	header   string              // "kind=... scope=... short=..."
-	versions map[string]string   // version -> "served=... storage=..."
-	fields   map[string][]string // version -> sorted "path type [enum=...]" lines
-}
-
-func readGolden(t *testing.T) map[string]*crdFacts {
+func readGolden(t *testing.T) map[string]*crdfacts.CRD {
 	t.Helper()
 	f, err := os.Open(goldenFile)
 	require.NoError(t, err)
 	defer f.Close()
-
-	out := map[string]*crdFacts{}
-	var cur *crdFacts
-	var version string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		word, rest, _ := strings.Cut(line, " ")
-		switch word {
-		case "crd":
-			name, header, _ := strings.Cut(rest, " ")
-			cur = &crdFacts{header: header, versions: map[string]string{}, fields: map[string][]string{}}
-			out[name] = cur
-		case "version":
-			require.NotNil(t, cur, "version line before any crd line")
-			var flags string
-			version, flags, _ = strings.Cut(rest, " ")
-			cur.versions[version] = flags
-		default:
-			require.NotEmpty(t, version, "field line before any version line: %q", line)
-			cur.fields[version] = append(cur.fields[version], line)
-		}
-	}
-	require.NoError(t, sc.Err())
-	for _, c := range out {
-		for v := range c.fields {
-			sort.Strings(c.fields[v])
-		}
-	}
+	out, err := crdfacts.Read(f)
+	require.NoError(t, err)
 	return out
-}
-
-// flatten lists every field of a schema as "path type[:format] [enum=...]".
-func flatten(s *apiextensionsv1.JSONSchemaProps, path string, out *[]string) {
-	typ := s.Type
-	if s.XIntOrString {
-		typ = "int-or-string"
-	}
-	if s.Format != "" {
-		typ += ":" + s.Format
-	}
-	if path != "" {
-		line := path + " " + typ
-		if len(s.Enum) > 0 {
-			vals := make([]string, len(s.Enum))
-			for i, e := range s.Enum {
-				vals[i] = strings.Trim(string(e.Raw), `"`)
-			}
-			line += " enum=" + strings.Join(vals, ",")
-		}
-		*out = append(*out, line)
-	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	for k, p := range s.Properties {
-		if path == "" && (k == "apiVersion" || k == "kind" || k == "metadata") {
-			continue
-		}
-		flatten(&p, join(k), out)
-	}
-	if s.Items != nil && s.Items.Schema != nil {
-		flatten(s.Items.Schema, path+"[]", out)
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		flatten(s.AdditionalProperties.Schema, path+"{}", out)
-	}
 }
 
 func readOurCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
@@ -123,25 +47,14 @@ func readOurCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinit
 	return out
 }
 
-// diff returns the lines only in want (missing) and only in got (extra).
-func diff(want, got []string) (missing, extra []string) {
-	w := map[string]bool{}
-	for _, l := range want {
-		w[l] = true
-	}
-	g := map[string]bool{}
-	for _, l := range got {
-		g[l] = true
-		if !w[l] {
-			extra = append(extra, l)
-		}
-	}
-	for _, l := range want {
-		if !g[l] {
-			missing = append(missing, l)
-		}
-	}
-	return missing, extra
+// notYetServed are the CRDs of the golden file kruise does not serve yet,
+// with the issue that adds each. Once one is served it is compared like
+// the others, and must leave this list.
+var notYetServed = map[string]string{
+	"clonesets.apps.kruise.io":    "CloneSet (issue 19)",
+	"statefulsets.apps.kruise.io": "Advanced StatefulSet (issue 20)",
+	"daemonsets.apps.kruise.io":   "Advanced DaemonSet (issue 20)",
+	"sidecarsets.apps.kruise.io":  "SidecarSet (issue 21)",
 }
 
 // kruiseExtensions are the fields kruise adds to OpenKruise's schemas on
@@ -151,7 +64,8 @@ func diff(want, got []string) (missing, extra []string) {
 var kruiseExtensions = map[string][]string{
 	// The Admitted condition and the creation revision (docs/api.md,
 	// "ContainerRecreateRequest").
-	"containerrecreaterequests.apps.kruise.io/v1alpha1": {"status.conditions", "status.creationRevision"},
+	"containerrecreaterequests.apps.kruise.io/v1alpha1": {"status.conditions", "status.creationRevision", "status.containerStatusSnapshot"},
+	"containerrecreaterequests.apps.kruise.io/v1beta1":  {"status.creationRevision"},
 	// Why each failed node failed (docs/api.md, "ImagePullJob and ImageListPullJob").
 	"imagepulljobs.apps.kruise.io/v1alpha1": {"status.failures", "status.omittedFailures"},
 	"imagepulljobs.apps.kruise.io/v1beta1":  {"status.failures", "status.omittedFailures"},
@@ -179,38 +93,25 @@ func TestCRDSchemasMatchOpenKruise(t *testing.T) {
 	golden := readGolden(t)
 	ours := readOurCRDs(t)
 
-	var names []string
-	for n := range golden {
-		names = append(names, n)
+	for name := range ours {
+		require.Contains(t, golden, name, "CRD %s is not in %s", name, goldenFile)
 	}
-	sort.Strings(names)
-	require.Len(t, ours, len(golden), "a CRD too many or too few in %s", crdDir)
-
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(golden)) {
 		want := golden[name]
 		t.Run(name, func(t *testing.T) {
 			crd, ok := ours[name]
+			if what, planned := notYetServed[name]; planned {
+				require.False(t, ok, "%s is served now: take it off notYetServed", what)
+				return
+			}
 			require.True(t, ok, "CRD %s not generated", name)
-
-			header := fmt.Sprintf("kind=%s scope=%s", crd.Spec.Names.Kind, crd.Spec.Scope)
-			if len(crd.Spec.Names.ShortNames) > 0 {
-				header += " short=" + strings.Join(crd.Spec.Names.ShortNames, ",")
-			}
-			require.Equal(t, want.header, header)
-
-			got := map[string]string{}
-			for _, v := range crd.Spec.Versions {
-				got[v.Name] = fmt.Sprintf("served=%t storage=%t", v.Served, v.Storage)
-			}
-			require.Equal(t, want.versions, got, "served/storage versions differ")
-
-			for _, v := range crd.Spec.Versions {
-				var fields []string
-				flatten(v.Schema.OpenAPIV3Schema, "", &fields)
-				sort.Strings(fields)
-				missing, extra := diff(want.fields[v.Name], withoutExtensions(fields, kruiseExtensions[name+"/"+v.Name]))
-				require.Empty(t, missing, "%s: fields missing or typed differently (golden line shown)", v.Name)
-				require.Empty(t, extra, "%s: fields not in OpenKruise or typed differently", v.Name)
+			got := crdfacts.Of(crd)
+			require.Equal(t, want.Header, got.Header)
+			require.Equal(t, want.Versions, got.Versions, "served/storage versions differ")
+			for _, v := range slices.Sorted(maps.Keys(got.Fields)) {
+				missing, extra := crdfacts.Diff(want.Fields[v], withoutExtensions(got.Fields[v], kruiseExtensions[name+"/"+v]))
+				require.Empty(t, missing, "%s: fields missing or typed differently (golden line shown)", v)
+				require.Empty(t, extra, "%s: fields not in OpenKruise or typed differently", v)
 			}
 		})
 	}

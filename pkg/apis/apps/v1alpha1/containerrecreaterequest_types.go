@@ -19,8 +19,9 @@ const (
 	// stop receiving the object.
 	ContainerRecreateRequestActiveKey = "crr.apps.kruise.io/active"
 	// ContainerRecreateRequestSyncContainerStatusesKey is an annotation with a
-	// JSON list of ContainerRecreateRequestSyncContainerStatus, copied from the
-	// pod while the request is Recreating.
+	// JSON list of ContainerRecreateRequestSyncContainerStatus that
+	// OpenKruise's controller copies from the pod for its daemon. kruise's
+	// daemon reads the pod; kruise does not write it.
 	ContainerRecreateRequestSyncContainerStatusesKey = "crr.apps.kruise.io/sync-container-statuses"
 	// ContainerRecreateRequestUnreadyAcquiredKey is an annotation recording that
 	// the pod has been marked not-ready for this request (used with
@@ -42,6 +43,10 @@ const (
 	// Admitted condition: the pod is scheduled or starting, and the request
 	// waits for it to run.
 	ContainerRecreateRequestReasonWaitingForPod = "WaitingForPod"
+	// ContainerRecreateRequestPreRecreateGrace is True once the pod has been
+	// marked not-ready for the request; its lastTransitionTime is when (the
+	// unready-acquired annotation, in the form OpenKruise's v1beta1 has it).
+	ContainerRecreateRequestPreRecreateGrace = "PreRecreateGrace"
 )
 
 // KruisePodReadyConditionType is the pod condition type (OpenKruise's name)
@@ -261,6 +266,15 @@ type ContainerRecreateRequestStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// ContainerStatusSnapshot is v1beta1's field of that name, here so that
+	// the two versions share one schema and convert losslessly (a kruise
+	// extension; OpenKruise's v1alpha1 keeps it in the
+	// crr.apps.kruise.io/sync-container-statuses annotation). kruise does
+	// not write it.
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	ContainerStatusSnapshot []ContainerRecreateRequestSyncContainerStatus `json:"containerStatusSnapshot,omitempty"`
+
 	// CreationRevision is the resourceVersion the request had when
 	// kruise-controller first saw it, before anything but its creator wrote
 	// it: requests for one pod created within the same second (creation
@@ -315,6 +329,8 @@ type ContainerRecreateRequestSyncContainerStatus struct {
 	// Ready is the container's readiness as reported in the pod status.
 	Ready bool `json:"ready"`
 	// RestartCount is the container's restart count from the pod status.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	RestartCount int32 `json:"restartCount"`
 	// ContainerID is the current container ID from the pod status.
 	ContainerID string `json:"containerID,omitempty"`

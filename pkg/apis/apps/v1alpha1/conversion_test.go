@@ -134,3 +134,35 @@ func TestConversionDoesNotAlias(t *testing.T) {
 	beta.Spec.PullSecrets[0] = "changed"
 	assert.Equal(t, "s", alpha.Spec.PullSecrets[0])
 }
+
+func TestContainerRecreateRequestRoundTrip(t *testing.T) {
+	for i := 0; i < fuzzRounds; i++ {
+		f := newFiller(int64(i))
+
+		alpha := &ContainerRecreateRequest{}
+		f.Fill(alpha)
+		alpha.TypeMeta = metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "ContainerRecreateRequest"}
+		roundTrip(t, alpha, ContainerRecreateRequestToV1beta1, ContainerRecreateRequestFromV1beta1)
+
+		beta := &v1beta1.ContainerRecreateRequest{}
+		f.Fill(beta)
+		beta.TypeMeta = metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "ContainerRecreateRequest"}
+		roundTrip(t, beta, ContainerRecreateRequestFromV1beta1, ContainerRecreateRequestToV1beta1)
+	}
+}
+
+// The two versions of a request are the same JSON but for apiVersion: what
+// the API server's conversion strategy None relies on.
+func TestContainerRecreateRequestVersionsShareTheirJSON(t *testing.T) {
+	for i := 0; i < fuzzRounds; i++ {
+		alpha := &ContainerRecreateRequest{}
+		newFiller(int64(i)).Fill(alpha)
+		beta := ContainerRecreateRequestToV1beta1(alpha)
+		alpha.TypeMeta = metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "ContainerRecreateRequest"}
+		a, err := json.Marshal(alpha)
+		require.NoError(t, err)
+		b, err := json.Marshal(beta)
+		require.NoError(t, err)
+		require.JSONEq(t, string(a), string(b))
+	}
+}

@@ -235,6 +235,11 @@ func (in *ContainerRecreateRequestStatus) DeepCopyInto(out *ContainerRecreateReq
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ContainerStatusSnapshot != nil {
+		in, out := &in.ContainerStatusSnapshot, &out.ContainerStatusSnapshot
+		*out = make([]ContainerRecreateRequestSyncContainerStatus, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

@@ -7,6 +7,7 @@ func knownTypes() []runtime.Object {
 		&ImagePullJob{}, &ImagePullJobList{},
 		&ImageListPullJob{}, &ImageListPullJobList{},
 		&NodeImage{}, &NodeImageList{},
+		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 	}
 }
 

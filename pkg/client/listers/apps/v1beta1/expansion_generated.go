@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// ContainerRecreateRequestListerExpansion allows custom methods to be added to
+// ContainerRecreateRequestLister.
+type ContainerRecreateRequestListerExpansion interface{}
+
+// ContainerRecreateRequestNamespaceListerExpansion allows custom methods to be added to
+// ContainerRecreateRequestNamespaceLister.
+type ContainerRecreateRequestNamespaceListerExpansion interface{}
+
 // ImageListPullJobListerExpansion allows custom methods to be added to
 // ImageListPullJobLister.
 type ImageListPullJobListerExpansion interface{}

@@ -28,6 +28,7 @@ import (
 
 type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
+	ContainerRecreateRequestsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
@@ -36,6 +37,10 @@ type AppsV1beta1Interface interface {
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1beta1Client) ContainerRecreateRequests(namespace string) ContainerRecreateRequestInterface {
+	return newContainerRecreateRequests(c, namespace)
 }
 
 func (c *AppsV1beta1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {
