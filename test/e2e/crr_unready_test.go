@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -116,6 +117,14 @@ watchLoop:
 	requireSucceeded(t, got, "main")
 	if got.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] == "" {
 		t.Errorf("annotation %s missing", appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey)
+	}
+	// What a v1beta1 client of OpenKruise's looks for instead.
+	beta, err := kc.AppsV1beta1().ContainerRecreateRequests(ns).Get(ctx, "r", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the CRR as v1beta1: %v", err)
+	}
+	if !meta.IsStatusConditionTrue(beta.Status.Conditions, "PreRecreateGrace") {
+		t.Errorf("v1beta1 status has no PreRecreateGrace=True condition: %+v", beta.Status.Conditions)
 	}
 	after := waitPodReady(ctx, t, f, ns, "web", "pod web Ready again after the CRR")
 	if s := kruisePodReadyStatus(after); s != corev1.ConditionTrue {

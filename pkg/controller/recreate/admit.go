@@ -86,9 +86,10 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 			return 0, err
 		}
 	}
-	if !appsv1alpha1.IsAdmitted(crr) {
+	graceMissing := !since.IsZero() && meta.FindStatusCondition(crr.Status.Conditions, appsv1alpha1.ContainerRecreateRequestPreRecreateGrace) == nil
+	if !appsv1alpha1.IsAdmitted(crr) || graceMissing {
 		if crr, err = c.writeStatus(ctx, crr, metav1.ConditionTrue, appsv1alpha1.ContainerRecreateRequestReasonAdmitted,
-			fmt.Sprintf("pod %q (uid %s) runs on node %q", pod.Name, pod.UID, pod.Spec.NodeName)); err != nil {
+			fmt.Sprintf("pod %q (uid %s) runs on node %q", pod.Name, pod.UID, pod.Spec.NodeName), since); err != nil {
 			return 0, err
 		}
 	}
@@ -186,7 +187,7 @@ func (c *Controller) waitForPod(ctx context.Context, crr *appsv1alpha1.Container
 	message := "waiting for the pod to start: " + why
 	if cond := appsv1alpha1.AdmittedCondition(crr); cond == nil || cond.Message != message {
 		first := cond == nil
-		if _, err := c.writeStatus(ctx, crr, metav1.ConditionFalse, appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod, message); err != nil {
+		if _, err := c.writeStatus(ctx, crr, metav1.ConditionFalse, appsv1alpha1.ContainerRecreateRequestReasonWaitingForPod, message, time.Time{}); err != nil {
 			return 0, err
 		}
 		klog.FromContext(ctx).V(2).Info("CRR waits for its pod to start", "why", why)
@@ -199,11 +200,13 @@ func (c *Controller) waitForPod(ctx context.Context, crr *appsv1alpha1.Container
 
 // writeStatus sets the request's Admitted condition, phase Pending and its
 // creation revision (the resourceVersion read, if none is recorded: before
-// this controller's first write, only the creator has written the object).
+// this controller's first write, only the creator has written the object),
+// and, when unreadySince is set, the PreRecreateGrace condition as of then
+// (the unready-acquired annotation in the form OpenKruise's v1beta1 has it).
 // It carries the resourceVersion read, so a request changed since is read
 // again. It returns the object as written.
 func (c *Controller) writeStatus(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest,
-	status metav1.ConditionStatus, reason, message string) (*appsv1alpha1.ContainerRecreateRequest, error) {
+	status metav1.ConditionStatus, reason, message string, unreadySince time.Time) (*appsv1alpha1.ContainerRecreateRequest, error) {
 	upd := crr.DeepCopy()
 	if upd.Status.Phase == "" {
 		upd.Status.Phase = appsv1alpha1.ContainerRecreateRequestPending
@@ -215,6 +218,13 @@ func (c *Controller) writeStatus(ctx context.Context, crr *appsv1alpha1.Containe
 		Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: crr.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now()),
 	})
+	if !unreadySince.IsZero() {
+		meta.SetStatusCondition(&upd.Status.Conditions, metav1.Condition{
+			Type: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace, Status: metav1.ConditionTrue,
+			Reason: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace, Message: "the pod is marked not-ready for strategy.unreadyGracePeriodSeconds",
+			ObservedGeneration: crr.Generation, LastTransitionTime: metav1.NewTime(unreadySince),
+		})
+	}
 	got, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("writing the admission status of CRR %s/%s: %w", crr.Namespace, crr.Name, err)

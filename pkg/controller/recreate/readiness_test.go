@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -107,6 +108,11 @@ func TestAdmitMarksUnready(t *testing.T) {
 
 	got := f.getCRR(t)
 	assert.Equal(t, now.Format(time.RFC3339), got.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey])
+	// The same, in the form OpenKruise's v1beta1 clients read.
+	grace := meta.FindStatusCondition(got.Status.Conditions, appsv1alpha1.ContainerRecreateRequestPreRecreateGrace)
+	require.NotNil(t, grace, "PreRecreateGrace condition")
+	assert.Equal(t, metav1.ConditionTrue, grace.Status)
+	assert.True(t, grace.LastTransitionTime.Equal(&metav1.Time{Time: now}), "since %v", grace.LastTransitionTime)
 	assert.Equal(t, podUID, got.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], "admitted")
 	live := f.livePod(t)
 	assert.Len(t, live.Status.Conditions, 2, "the Ready condition is untouched")
@@ -180,6 +186,11 @@ func TestAdmitMarksUnreadyOnlyWithGateAndGrace(t *testing.T) {
 			}
 			got := f.getCRR(t)
 			assert.Equal(t, tc.wantSince, got.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey])
+			if grace := meta.FindStatusCondition(got.Status.Conditions, appsv1alpha1.ContainerRecreateRequestPreRecreateGrace); tc.wantSince == "" {
+				assert.Nil(t, grace)
+			} else if assert.NotNil(t, grace) {
+				assert.Equal(t, tc.wantSince, grace.LastTransitionTime.UTC().Format(time.RFC3339))
+			}
 			assert.NotEmpty(t, got.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey], "admitted")
 		})
 	}
