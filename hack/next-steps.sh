@@ -14,6 +14,8 @@ kruise is running on the local cluster.
   kubectl explain containerrecreaterequest.spec      # field documentation
   curl -s 127.0.0.1:10223/metrics | grep kruise_     # daemon metrics (host network)
 
+  docs/tour.md tries every feature on this cluster, step by step.
+
   make test     # unit, integration and e2e tests
   make status   # what runs
   make down     # stop everything and clean up
