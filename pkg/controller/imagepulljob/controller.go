@@ -130,11 +130,8 @@ type Controller struct {
 	// results dates the pull results on the controller's clock.
 	results *resultTimes
 
-	// plans holds the latest plan of each job (by "namespace/name") and,
-	// per node, the jobs whose plan includes it.
-	plansMu sync.RWMutex
-	plans   map[string]*plan
-	byNode  map[string]map[string]bool
+	// plans holds the latest plan of each job.
+	plans *planStore
 
 	// refusals holds, per node, the jobs (by key) whose request the last
 	// node sync left out for lack of room, and why (budget.go).
@@ -168,8 +165,7 @@ func New(cfg Config) (*Controller, error) {
 		specBudget:   cfg.NodeImageSpecBudget,
 		jobQueue:     workers.NewQueue(Name, clk),
 		nodeQueue:    workers.NewQueue(Name+"-nodeimage", clk),
-		plans:        map[string]*plan{},
-		byNode:       map[string]map[string]bool{},
+		plans:        newPlanStore(),
 		refusals:     map[string]map[string]string{},
 	}
 	c.rechecks = newRechecks(clk, c.jobQueue.Add)
@@ -619,85 +615,4 @@ func (c *Controller) podChanged(oldObj, newObj any) {
 			c.enqueueJob(j)
 		}
 	}
-}
-
-// ---- plans ----
-
-// plan is a job's latest decision: which nodes carry its request, and the
-// request itself. Plans are replaced whole, never modified once published.
-type plan struct {
-	key  string
-	uid  string
-	repo string
-	tag  string
-	// finished: the job completed or is being deleted; no node keeps its request.
-	finished bool
-	// generation of the job the plan was made from.
-	generation int64
-	// nodes maps each node that should carry the request to the tag version
-	// to re-pull from: when the tag's version on that node is still this
-	// value, the node sync bumps it (0: no re-pull asked).
-	nodes   map[string]int64
-	request request
-	// full: the planned nodes whose NodeImage had no room for the request.
-	full map[string]bool
-}
-
-// request is what a job contributes to a NodeImage tag and image.
-type request struct {
-	owner           corev1.ObjectReference
-	created         time.Time
-	pullPolicy      v1beta1.ImageTagPullPolicy
-	imagePullPolicy v1beta1.ImagePullPolicy
-	secrets         []v1beta1.ReferenceObject
-	sandbox         *v1beta1.SandboxConfig
-}
-
-// setPlan publishes p (nil removes the plan of key) and returns the nodes
-// that the old or new plan names.
-func (c *Controller) setPlan(key string, p *plan) map[string]bool {
-	c.plansMu.Lock()
-	defer c.plansMu.Unlock()
-	touched := map[string]bool{}
-	if old := c.plans[key]; old != nil {
-		for n := range old.nodes {
-			touched[n] = true
-			if set := c.byNode[n]; set != nil {
-				delete(set, key)
-				if len(set) == 0 {
-					delete(c.byNode, n)
-				}
-			}
-		}
-	}
-	if p == nil {
-		delete(c.plans, key)
-		return touched
-	}
-	c.plans[key] = p
-	for n := range p.nodes {
-		touched[n] = true
-		if c.byNode[n] == nil {
-			c.byNode[n] = map[string]bool{}
-		}
-		c.byNode[n][key] = true
-	}
-	return touched
-}
-
-func (c *Controller) getPlan(key string) *plan {
-	c.plansMu.RLock()
-	defer c.plansMu.RUnlock()
-	return c.plans[key]
-}
-
-// plansFor lists the plans naming node.
-func (c *Controller) plansFor(node string) []*plan {
-	c.plansMu.RLock()
-	defer c.plansMu.RUnlock()
-	out := make([]*plan, 0, len(c.byNode[node]))
-	for key := range c.byNode[node] {
-		out = append(out, c.plans[key])
-	}
-	return out
 }

@@ -81,7 +81,7 @@ func (c *Controller) syncNodeImage(ctx context.Context, name string) (time.Durat
 	// 2. The planned requests, within the NodeImage's budget (budget.go).
 	now := metav1.NewTime(c.clock.Now())
 	var plans []*plan
-	for _, p := range c.plansFor(name) {
+	for _, p := range c.plans.forNode(name) {
 		if _, ok := p.nodes[name]; ok && !p.finished {
 			plans = append(plans, p)
 			o.known[types.UID(p.uid)] = p
@@ -121,7 +121,7 @@ func (c *Controller) keepRef(ctx context.Context, o *owners, ref corev1.ObjectRe
 		return false, err
 	}
 	if err == nil && job.UID == ref.UID {
-		p := c.getPlan(key)
+		p := c.plans.get(key)
 		if p == nil || p.uid != string(ref.UID) {
 			o.unknown[ref.UID] = true
 			return true, nil

@@ -63,8 +63,8 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	if apierrors.IsNotFound(err) {
 		// Gone: the node syncs drop its owner references (they check that
 		// the job really is gone).
-		old := c.getPlan(key)
-		c.enqueueNodes(c.setPlan(key, nil))
+		old := c.plans.get(key)
+		c.enqueueNodes(c.plans.set(key, nil))
 		if old != nil {
 			c.enqueueNodes(toSet(c.nodesOwnedBy(old.uid)))
 		}
@@ -75,7 +75,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	}
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "imagePullJob", klog.KObj(job))
 	ctx = klog.NewContext(ctx, logger)
-	old := c.getPlan(key)
+	old := c.plans.get(key)
 	if old != nil && old.uid != string(job.UID) {
 		old = nil
 	}
@@ -163,7 +163,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 		return c.ttlAfter(ctx, job, status.CompletionTime.Time)
 	}
 
-	touched := c.setPlan(key, p)
+	touched := c.plans.set(key, p)
 	if old == nil || old.generation != job.Generation || !slices.Equal(old.request.secrets, p.request.secrets) {
 		c.enqueueNodes(touched)
 	} else {
@@ -185,7 +185,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 // finish publishes an empty, finished plan for the job and queues every node
 // still carrying its request.
 func (c *Controller) finish(key string, job *v1beta1.ImagePullJob) {
-	c.enqueueNodes(c.setPlan(key, &plan{key: key, uid: string(job.UID), finished: true, generation: job.Generation}))
+	c.enqueueNodes(c.plans.set(key, &plan{key: key, uid: string(job.UID), finished: true, generation: job.Generation}))
 	c.enqueueNodes(toSet(c.nodesOwnedBy(string(job.UID))))
 }
 
@@ -195,7 +195,7 @@ func (c *Controller) finish(key string, job *v1beta1.ImagePullJob) {
 // no NodeImage names it.
 func (c *Controller) withdraw(ctx context.Context, job *v1beta1.ImagePullJob) (time.Duration, error) {
 	key := job.Namespace + "/" + job.Name
-	if p := c.getPlan(key); p == nil || !p.finished || p.uid != string(job.UID) {
+	if p := c.plans.get(key); p == nil || !p.finished || p.uid != string(job.UID) {
 		c.finish(key, job)
 	}
 	if job.DeletionTimestamp != nil {
