@@ -204,37 +204,6 @@ func (c *Controller) admit(ni *v1beta1.NodeImage, base *v1beta1.NodeImageSpec, p
 	return compose(ni, base, in, out, o, pruned, now, ""), refused
 }
 
-// setRefusals records which jobs the last sync of node left out, and why,
-// and queues the jobs for which that changed.
-func (c *Controller) setRefusals(node string, refused map[string]string) {
-	c.refusalsMu.Lock()
-	old := c.refusals[node]
-	if len(refused) == 0 {
-		delete(c.refusals, node)
-	} else {
-		c.refusals[node] = refused
-	}
-	c.refusalsMu.Unlock()
-	for key, why := range refused {
-		if old[key] != why {
-			c.jobQueue.Add(key)
-		}
-	}
-	for key := range old {
-		if _, still := refused[key]; !still {
-			c.jobQueue.Add(key)
-		}
-	}
-}
-
-// refusal says why the last sync of node left the job key out, if it did.
-func (c *Controller) refusal(node, key string) (string, bool) {
-	c.refusalsMu.RLock()
-	defer c.refusalsMu.RUnlock()
-	why, ok := c.refusals[node][key]
-	return why, ok
-}
-
 // reportFull records a NodeImageFull Event on the job when its request
 // was left out of a node it was not left out of at its previous sync.
 func (c *Controller) reportFull(job *v1beta1.ImagePullJob, old *plan, e evaluation) {

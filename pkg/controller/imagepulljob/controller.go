@@ -133,10 +133,9 @@ type Controller struct {
 	// plans holds the latest plan of each job.
 	plans *planStore
 
-	// refusals holds, per node, the jobs (by key) whose request the last
-	// node sync left out for lack of room, and why (budget.go).
-	refusalsMu sync.RWMutex
-	refusals   map[string]map[string]string
+	// refusals holds, per node, the jobs whose request the last node sync
+	// left out for lack of room, and why (budget.go).
+	refusals *refusals
 }
 
 // New builds the controller and registers its event handlers and indexes. It
@@ -166,7 +165,7 @@ func New(cfg Config) (*Controller, error) {
 		jobQueue:     workers.NewQueue(Name, clk),
 		nodeQueue:    workers.NewQueue(Name+"-nodeimage", clk),
 		plans:        newPlanStore(),
-		refusals:     map[string]map[string]string{},
+		refusals:     newRefusals(),
 	}
 	c.rechecks = newRechecks(clk, c.jobQueue.Add)
 	c.results = newResultTimes()

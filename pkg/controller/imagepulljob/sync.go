@@ -357,7 +357,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 		}
 		if old != nil {
 			v, planned := old.nodes[n]
-			if why, full := c.refusal(n, old.key); planned && full {
+			if why, full := c.refusals.get(n, old.key); planned && full {
 				// The node's NodeImage had no room for the request
 				// (budget.go): failed while so; it stays planned, so a
 				// node sync that finds room adds it.
