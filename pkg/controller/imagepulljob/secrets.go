@@ -1,13 +1,8 @@
 package imagepulljob
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
@@ -17,53 +12,12 @@ import (
 // kruise-daemon (pkg/controller/pullsecrets), so a job's request leaves
 // them out: the NodeImage must not point at a copy that will never exist.
 // The job's status message says which were left out and why (the
-// pullsecrets controller records the InvalidPullSecret Event).
-
-// indexPullSecret maps unfinished jobs to the "namespace/name" of each
-// secret in spec.pullSecrets.
-const indexPullSecret = "imagepulljob.apps.kruise.io/pull-secret"
+// pullsecrets controller records the InvalidPullSecret Event). A change to
+// a secret queues the unfinished jobs naming it (secretChanged in
+// handlers.go, by the indexPullSecret index of index.go).
 
 // maxSecretNotes is how many unusable secrets the status message names.
 const maxSecretNotes = 3
-
-func pullSecretIndex(obj any) ([]string, error) {
-	job, ok := obj.(*v1beta1.ImagePullJob)
-	if !ok || job.Status.CompletionTime != nil {
-		return nil, nil
-	}
-	out := make([]string, 0, len(job.Spec.PullSecrets))
-	for _, s := range job.Spec.PullSecrets {
-		if s != "" {
-			out = append(out, job.Namespace+"/"+s)
-		}
-	}
-	return out, nil
-}
-
-// secretChanged queues the unfinished jobs naming a secret whose type or
-// data changed (or that appeared or went): whether it is usable may have.
-func (c *Controller) secretChanged(oldObj, newObj any) {
-	if tomb, ok := newObj.(cache.DeletedFinalStateUnknown); ok {
-		newObj = tomb.Obj
-	}
-	cur, ok := newObj.(*corev1.Secret)
-	if !ok {
-		return
-	}
-	if old, ok := oldObj.(*corev1.Secret); ok && old.Type == cur.Type &&
-		maps.EqualFunc(old.Data, cur.Data, bytes.Equal) {
-		return
-	}
-	objs, err := c.jobIndexer.ByIndex(indexPullSecret, cur.Namespace+"/"+cur.Name)
-	if err != nil {
-		return
-	}
-	for _, o := range objs {
-		if j, ok := o.(*v1beta1.ImagePullJob); ok {
-			c.enqueueJob(j)
-		}
-	}
-}
 
 // unusableSecrets lists, as "name (why)", the job's pull secrets that exist
 // and are not registry credentials. A secret that does not exist is not

@@ -710,9 +710,3 @@ func toSet(list []string) map[string]bool {
 	}
 	return out
 }
-
-func (c *Controller) enqueueNodes(nodes map[string]bool) {
-	for n := range nodes {
-		c.nodeQueue.Add(n)
-	}
-}
