@@ -7,9 +7,6 @@ import (
 // What changed between two versions of a NodeImage, and which jobs the
 // change concerns: the event handlers (handlers.go) queue those jobs only.
 
-// tagKey names a tag of an image: repo + "\x00" + tag.
-func tagKey(repo, tag string) string { return repo + "\x00" + tag }
-
 // changedTags lists the tags whose status entries differ between old and cur.
 func changedTags(old, cur *v1beta1.NodeImage) map[string]bool {
 	out := map[string]bool{}

@@ -3,7 +3,6 @@ package imagepulljob
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -104,12 +103,6 @@ func pullSecretIndex(obj any) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// isJobRef reports whether an owner reference names an ImagePullJob (of any
-// apps.kruise.io version: OpenKruise wrote v1alpha1).
-func isJobRef(ref corev1.ObjectReference) bool {
-	return ref.Kind == "ImagePullJob" && (ref.APIVersion == v1beta1.SchemeGroupVersion.String() || ref.APIVersion == "apps.kruise.io/v1alpha1")
 }
 
 // nodesOwnedBy lists the NodeImages with a tag owned by the job UID.

@@ -2,11 +2,6 @@ package imagepulljob
 
 import (
 	"sync"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // plan is a job's latest decision: which nodes carry its request, and the
@@ -27,16 +22,6 @@ type plan struct {
 	request request
 	// full: the planned nodes whose NodeImage had no room for the request.
 	full map[string]bool
-}
-
-// request is what a job contributes to a NodeImage tag and image.
-type request struct {
-	owner           corev1.ObjectReference
-	created         time.Time
-	pullPolicy      v1beta1.ImageTagPullPolicy
-	imagePullPolicy v1beta1.ImagePullPolicy
-	secrets         []v1beta1.ReferenceObject
-	sandbox         *v1beta1.SandboxConfig
 }
 
 // planStore holds the latest plan of each job (by "namespace/name") and,

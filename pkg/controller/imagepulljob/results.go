@@ -120,3 +120,16 @@ func (r *resultTimes) since(node, repo string, st *v1beta1.ImageTagStatus, now t
 	}
 	return now
 }
+
+// resultTime is when a pull result was reached (its start if it has no
+// end), on the node's clock: see results.go before comparing it with
+// anything.
+func resultTime(st *v1beta1.ImageTagStatus) time.Time {
+	switch {
+	case st.CompletionTime != nil:
+		return st.CompletionTime.Time
+	case st.StartTime != nil:
+		return st.StartTime.Time
+	}
+	return time.Time{}
+}

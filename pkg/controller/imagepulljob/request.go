@@ -1,0 +1,90 @@
+package imagepulljob
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+)
+
+// request is what a job contributes to a NodeImage tag and image.
+type request struct {
+	owner           corev1.ObjectReference
+	created         time.Time
+	pullPolicy      v1beta1.ImageTagPullPolicy
+	imagePullPolicy v1beta1.ImagePullPolicy
+	secrets         []v1beta1.ReferenceObject
+	sandbox         *v1beta1.SandboxConfig
+}
+
+// Defaults of the request fields (the CRD defaults them too).
+const (
+	defaultTimeoutSeconds = int32(600)
+	defaultBackoffLimit   = int32(3)
+)
+
+// buildRequest is the job's contribution to a NodeImage; the pull secrets
+// in unusable are left out (they are never copied for the daemon).
+func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request {
+	r := request{
+		owner: corev1.ObjectReference{
+			APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "ImagePullJob",
+			Namespace: job.Namespace, Name: job.Name, UID: job.UID,
+		},
+		created:         job.CreationTimestamp.Time,
+		imagePullPolicy: job.Spec.ImagePullPolicy,
+		pullPolicy: v1beta1.ImageTagPullPolicy{
+			TimeoutSeconds: ptr.To(defaultTimeoutSeconds),
+			BackoffLimit:   ptr.To(defaultBackoffLimit),
+		},
+	}
+	if r.imagePullPolicy == "" {
+		r.imagePullPolicy = v1beta1.PullIfNotPresent
+	}
+	if pp := job.Spec.PullPolicy; pp != nil {
+		if pp.TimeoutSeconds != nil {
+			r.pullPolicy.TimeoutSeconds = ptr.To(*pp.TimeoutSeconds)
+		}
+		if pp.BackoffLimit != nil {
+			r.pullPolicy.BackoffLimit = ptr.To(*pp.BackoffLimit)
+		}
+	}
+	if cp := job.Spec.CompletionPolicy; cp.Type != v1beta1.Never && cp.ActiveDeadlineSeconds != nil {
+		r.pullPolicy.ActiveDeadlineSeconds = ptr.To(*cp.ActiveDeadlineSeconds)
+		if cp.TTLSecondsAfterFinished != nil {
+			// The tag's ttl counts from the pull's end on that node, the
+			// job's from the job's end: deadline + ttl after the pull ends
+			// is never before the job itself is deleted, so the safety net
+			// cannot remove a tag the running job still reads.
+			r.pullPolicy.TTLSecondsAfterFinished = ptr.To(int32(min(*cp.ActiveDeadlineSeconds+int64(*cp.TTLSecondsAfterFinished), math.MaxInt32)))
+		}
+	}
+	for _, s := range job.Spec.PullSecrets {
+		if _, bad := unusable[s]; !bad {
+			r.secrets = append(r.secrets, copyRef(job.Namespace, s))
+		}
+	}
+	sortRefs(r.secrets)
+	if job.Spec.SandboxConfig != nil {
+		r.sandbox = job.Spec.SandboxConfig.DeepCopy()
+	}
+	return r
+}
+
+// copyRef references the daemon-config copy of the pull secret ns/name
+// (kept by pkg/controller/pullsecrets).
+func copyRef(ns, name string) v1beta1.ReferenceObject { return pullsecrets.CopyRef(ns, name) }
+
+func sortRefs(refs []v1beta1.ReferenceObject) {
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].Namespace != refs[j].Namespace {
+			return refs[i].Namespace < refs[j].Namespace
+		}
+		return refs[i].Name < refs[j].Name
+	})
+}
