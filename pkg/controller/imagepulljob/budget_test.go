@@ -2,15 +2,14 @@ package imagepulljob
 
 import (
 	"encoding/json"
-
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
