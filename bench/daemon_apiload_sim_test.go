@@ -28,7 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 	"github.com/nodekruise/kruise/test/nodesim"
 )
 
@@ -261,7 +261,7 @@ func deleteSimRun(ctx context.Context, c nodesim.Clients, run string, nodes []st
 		errs = append(errs, fmt.Errorf("deleting the NodeImages of run %s: %w", run, err))
 	}
 	for _, n := range nodes {
-		err := c.Kube.CoordinationV1().Leases(simDaemonNamespace).Delete(ctx, heartbeat.LeaseName(n), metav1.DeleteOptions{})
+		err := c.Kube.CoordinationV1().Leases(simDaemonNamespace).Delete(ctx, daemonlease.Name(n), metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}

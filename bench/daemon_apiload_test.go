@@ -19,7 +19,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 	"github.com/nodekruise/kruise/test/nodesim"
 )
 
@@ -351,13 +351,13 @@ func checkOpenWatches(t *testing.T, daemons []*simDaemon, perNode map[string][]a
 // checkSteady reports the daemons' requests in the steady window and asserts their bounds.
 //
 // The bound: in a window of W, a daemon renews its heartbeat Lease at most ⌊W/10s⌋+1 times (one
-// renewal, then heartbeat.RenewInterval after each completes), each a GET and an UPDATE of the
+// renewal, then daemonlease.RenewInterval after each completes), each a GET and an UPDATE of the
 // Lease; each of its five informers re-opens its watch at most ⌈W/5min⌉ times (client-go's
 // reflector: a random 5–10 min timeout, then a WATCH from the last resource version). Nothing else
 // happens on a node with no CRR and no image to pull. The floor: at least half the renewals a
 // punctual heartbeat would make, or the controller would start to see the node's daemon as dead.
 func checkSteady(t *testing.T, daemons []*simDaemon, perNode map[string][]auditEvent, w apiWindow) {
-	renewals := int(w.to.Sub(w.from)/heartbeat.RenewInterval) + 1
+	renewals := int(w.to.Sub(w.from)/daemonlease.RenewInterval) + 1
 	rewatches := len(daemonWatches) * int((w.to.Sub(w.from)+reflectorMinWatch-1)/reflectorMinWatch)
 	bound := 2*renewals + rewatches
 	floor := renewals / 2

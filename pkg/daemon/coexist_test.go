@@ -26,7 +26,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 )
 
 var (
@@ -103,7 +103,7 @@ func startFullDaemon(t *testing.T, client *fake.Clientset) (*running, *critest.F
 
 func heartbeatLease(t *testing.T, client *fake.Clientset) bool {
 	t.Helper()
-	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), heartbeat.LeaseName("node-a"), metav1.GetOptions{})
+	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), daemonlease.Name("node-a"), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}

@@ -29,7 +29,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 	"github.com/nodekruise/kruise/pkg/events"
 )
 
@@ -355,7 +355,7 @@ func admittedCondition(at time.Time) metav1.Condition {
 // lease is the node's heartbeat, last renewed ago.
 func lease(node string, ago time.Duration) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: heartbeat.LeaseName(node), Namespace: kruiseNS},
+		ObjectMeta: metav1.ObjectMeta{Name: daemonlease.Name(node), Namespace: kruiseNS},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To(node),
 			RenewTime:      ptr.To(metav1.NewMicroTime(now.Add(-ago))),

@@ -1,20 +1,19 @@
 package recreate
 
 import (
-	"strings"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/daemon/heartbeat"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 )
 
 // daemonLiveFor is how long after this controller last saw a node's
 // heartbeat Lease renewed its daemon counts as live, and how long after
 // admission an admitted CRR may wait for one.
-const daemonLiveFor = heartbeat.LeaseDuration
+const daemonLiveFor = daemonlease.Duration
 
 // liveness tells whether a node's kruise-daemon is live, the way leader
 // election and the node lifecycle controller judge a Lease: by when this
@@ -43,8 +42,8 @@ func newLiveness(clk clock.Clock) *liveness {
 // of a Lease counts as a renewal: a controller that just started gives
 // every daemon one lease duration before it judges it.
 func (l *liveness) observe(lease *coordinationv1.Lease) string {
-	node, ok := strings.CutPrefix(lease.Name, heartbeat.LeasePrefix)
-	if !ok || node == "" {
+	node, ok := daemonlease.Node(lease.Name)
+	if !ok {
 		return ""
 	}
 	renew := renewMark(lease)
@@ -59,8 +58,8 @@ func (l *liveness) observe(lease *coordinationv1.Lease) string {
 
 // forget drops a deleted Lease.
 func (l *liveness) forget(lease *coordinationv1.Lease) string {
-	node, ok := strings.CutPrefix(lease.Name, heartbeat.LeasePrefix)
-	if !ok || node == "" {
+	node, ok := daemonlease.Node(lease.Name)
+	if !ok {
 		return ""
 	}
 	l.mu.Lock()

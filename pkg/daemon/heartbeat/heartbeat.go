@@ -1,6 +1,8 @@
 // Package heartbeat keeps a coordination.k8s.io Lease per node renewed while
 // kruise-daemon runs, so that kruise-controller can tell whether a node has a
-// live daemon to execute the ContainerRecreateRequests routed to it.
+// live daemon to execute the ContainerRecreateRequests routed to it. The
+// Lease's name and timing, which the controller shares, are in
+// pkg/daemonlease.
 package heartbeat
 
 import (
@@ -18,23 +20,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 )
 
-const (
-	// LeasePrefix starts the name of every daemon Lease: kruise-daemon-<node>.
-	LeasePrefix = "kruise-daemon-"
-	// RenewInterval is how often the Lease is renewed.
-	RenewInterval = 10 * time.Second
-	// LeaseDuration is how long after its last renewal a daemon counts as
-	// live. The controller uses the same value.
-	LeaseDuration = 40 * time.Second
-	// maxAttempts bounds the re-read-and-retry loop of one renewal when the
-	// Lease changed under us (conflict) or appeared while we created it.
-	maxAttempts = 3
-)
-
-// LeaseName is the name of the heartbeat Lease of node.
-func LeaseName(node string) string { return LeasePrefix + node }
+// maxAttempts bounds the re-read-and-retry loop of one renewal when the
+// Lease changed under us (conflict) or appeared while we created it.
+const maxAttempts = 3
 
 // Heartbeat renews the Lease of one node.
 type Heartbeat struct {
@@ -52,16 +43,16 @@ type Heartbeat struct {
 
 // New returns a Heartbeat for node whose Lease lives in namespace.
 func New(client kube.Interface, node, namespace string, clk clock.Clock) *Heartbeat {
-	return &Heartbeat{client: client, node: node, namespace: namespace, clock: clk, interval: RenewInterval}
+	return &Heartbeat{client: client, node: node, namespace: namespace, clock: clk, interval: daemonlease.RenewInterval}
 }
 
-// Run renews the Lease at once and then every RenewInterval until ctx ends.
+// Run renews the Lease at once and then every daemonlease.RenewInterval until ctx ends.
 // Failures are logged and retried at the next tick; they never stop the
 // daemon.
 func (h *Heartbeat) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(h.namespace, LeaseName(h.node)))
+	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(h.namespace, daemonlease.Name(h.node)))
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting node heartbeat", "interval", h.interval, "leaseDuration", LeaseDuration)
+	logger.Info("Starting node heartbeat", "interval", h.interval, "leaseDuration", daemonlease.Duration)
 	failing := false
 	for {
 		// One renewal may not outlast the interval, so a hung request
@@ -104,7 +95,7 @@ func (h *Heartbeat) Renew(ctx context.Context) error {
 
 func (h *Heartbeat) renewOnce(ctx context.Context) error {
 	leases := h.client.Leases(h.namespace)
-	name := LeaseName(h.node)
+	name := daemonlease.Name(h.node)
 	now := metav1.NewMicroTime(h.clock.Now())
 	cur, err := h.last, error(nil)
 	h.last = nil
@@ -116,7 +107,7 @@ func (h *Heartbeat) renewOnce(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.namespace},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(h.node),
-				LeaseDurationSeconds: ptr.To(int32(LeaseDuration / time.Second)),
+				LeaseDurationSeconds: ptr.To(int32(daemonlease.Duration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
@@ -142,7 +133,7 @@ func (h *Heartbeat) renewOnce(ctx context.Context) error {
 
 	lease := cur.DeepCopy()
 	lease.Spec.HolderIdentity = ptr.To(h.node)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(LeaseDuration / time.Second))
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(daemonlease.Duration / time.Second))
 	lease.Spec.RenewTime = &now
 	if lease.Spec.AcquireTime == nil {
 		lease.Spec.AcquireTime = &now

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
+	"github.com/nodekruise/kruise/pkg/daemonlease"
 )
 
 const (
@@ -38,7 +39,7 @@ func testNode() *corev1.Node {
 
 func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
-	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), LeaseName(node), metav1.GetOptions{})
+	l, err := c.CoordinationV1().Leases(ns).Get(context.Background(), daemonlease.Name(node), metav1.GetOptions{})
 	require.NoError(t, err)
 	return l
 }
@@ -46,7 +47,7 @@ func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 func TestRenew(t *testing.T) {
 	old := metav1.NewMicroTime(t0.Add(-time.Minute))
 	existing := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(node), Namespace: ns, ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: daemonlease.Name(node), Namespace: ns, ResourceVersion: "7"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone"), AcquireTime: &old, RenewTime: &old},
 	}
 	conflictOnce := func(c *fake.Clientset) {
@@ -54,7 +55,7 @@ func TestRenew(t *testing.T) {
 		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 			n++
 			if n == 1 {
-				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaseName(node), errors.New("changed"))
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, daemonlease.Name(node), errors.New("changed"))
 			}
 			return false, nil, nil
 		})
@@ -63,7 +64,7 @@ func TestRenew(t *testing.T) {
 		c.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 			// Someone else created it between our Get and Create.
 			require.NoError(t, c.Tracker().Add(existing.DeepCopy()))
-			return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaseName(node))
+			return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, daemonlease.Name(node))
 		})
 	}
 	tests := []struct {
@@ -134,23 +135,23 @@ func TestRenewReadsOnlyAfterConflict(t *testing.T) {
 	}
 	require.NoError(t, h.Renew(ctx)) // creates it
 	assert.Equal(t, 1, gets())
-	clk.Step(RenewInterval)
+	clk.Step(daemonlease.RenewInterval)
 	require.NoError(t, h.Renew(ctx))
 	assert.Equal(t, 1, gets(), "a renewal after our own write must not read the Lease")
-	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(RenewInterval)))
+	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(daemonlease.RenewInterval)))
 
 	n := 0
 	c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if n++; n == 1 {
-			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaseName(node), errors.New("changed"))
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, daemonlease.Name(node), errors.New("changed"))
 		}
 		return false, nil, nil
 	})
-	clk.Step(RenewInterval)
+	clk.Step(daemonlease.RenewInterval)
 	before := gets() // getLease above reads it too
 	require.NoError(t, h.Renew(ctx))
 	assert.Equal(t, before+1, gets(), "a conflict must make the retry read the Lease")
-	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(2*RenewInterval)))
+	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(2*daemonlease.RenewInterval)))
 }
 
 // Run renews at once, then on every tick of the clock, and keeps going after
@@ -190,13 +191,13 @@ func TestRunRenewsEveryInterval(t *testing.T) {
 	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0))
 
 	fail <- true
-	clk.Step(RenewInterval)
+	clk.Step(daemonlease.RenewInterval)
 	waitForTimer()
 	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0), "failed renewal changed the lease")
 
-	clk.Step(RenewInterval)
+	clk.Step(daemonlease.RenewInterval)
 	waitForTimer()
-	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(2*RenewInterval)))
+	assert.True(t, getLease(t, c).Spec.RenewTime.Time.Equal(t0.Add(2*daemonlease.RenewInterval)))
 
 	cancel()
 	<-done
