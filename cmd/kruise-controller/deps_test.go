@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// unwanted are packages kruise-controller must not link. The controller
+// decides and writes API objects; the node daemons talk to the container
+// runtime. What both sides share (the heartbeat Lease's name and timing,
+// pkg/daemonlease) lives outside the daemon's packages.
+var unwanted = map[string]string{
+	"github.com/nodekruise/kruise/pkg/daemon": "kruise-daemon's code; share through a package both import (e.g. pkg/daemonlease)",
+	"github.com/nodekruise/kruise/pkg/cri":    "the CRI boundary is the daemon's",
+	"k8s.io/cri-api":                          "CRI protocol: only the daemon talks to the container runtime",
+	"k8s.io/cri-client":                       "CRI client: only the daemon talks to the container runtime",
+	"github.com/containerd":                   "containerd client libraries: only the daemon talks to the container runtime",
+}
+
+// TestNoUnwantedDependencies lists kruise-controller's dependencies and
+// fails on any of unwanted (the package itself or one below it).
+func TestNoUnwantedDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 100 {
+		t.Fatalf("go list -deps printed %d packages; expected the controller's whole graph", len(deps))
+	}
+	for _, dep := range deps {
+		for prefix, why := range unwanted {
+			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
+				t.Errorf("kruise-controller links %s (%s)", dep, why)
+			}
+		}
+	}
+}
