@@ -122,3 +122,37 @@ func shortID(id string) string {
 	}
 	return id
 }
+
+// CRI connects to the node's container runtime, which the e2e tests share the machine with
+// (env KRUISE_E2E_CRI_ENDPOINT, default the local cluster's containerd), and closes it when the
+// test ends.
+func CRI(ctx context.Context, t testing.TB) cri.Runtime {
+	t.Helper()
+	endpoint := envOr("KRUISE_E2E_CRI_ENDPOINT", "/var/tmp/kruise-local/containerd/containerd.sock")
+	rt, _, err := cri.Connect(ctx, endpoint, 10*time.Second)
+	if err != nil {
+		t.Fatalf("connecting to the container runtime at %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// ContainerStatusOf returns the status of the named regular container, or nil.
+func ContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// ContainerSpecOf returns the spec of the named regular container, or nil.
+func ContainerSpecOf(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}

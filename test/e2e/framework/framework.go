@@ -1,5 +1,27 @@
 // Package framework holds the helpers every e2e test uses: clients for the cluster in KUBECONFIG,
 // throwaway namespaces, object builders and condition waits with deadlines (never fixed sleeps).
+//
+// One file per topic:
+//
+//	framework.go    clients (typed, kruise, dynamic), namespaces, the test's context
+//	wait.go         WaitFor, Poll, Consistently: every wait goes through them
+//	pods.go         busybox pods, pod waits, pod descriptions
+//	containers.go   the CRI connection, killing a container, container status helpers
+//	jobs.go         Jobs: builders, completion and failure waits
+//	events.go       Events of pods and other objects, waiting for one
+//	logs.go         pod logs, following a container's log, parsing klog lines
+//	nodes.go        the real node's name, fake and virtual-kubelet Node objects
+//	crr.go          waiting for a ContainerRecreateRequest
+//	sidecar.go      the sidecar terminator's contract, sidecar Jobs and pods
+//	imagepull.go    the image pull contract, ImagePullJob builders and waits
+//	nodeimage.go    NodeImage tags: statuses, a watch of one tag, writing a status as a daemon would
+//	pullrecords.go  what the recording CRI proxy and the credential plugin saw
+//	registry.go     the loopback registry: credentials, pushing images, its request log
+//	daemon.go       kruise-daemon's pods and its /readyz
+//	restarts.go     restart counts of kruise's own containers
+//	tokens.go       service account tokens and clients acting with them
+//	cluster.go      stopping and starting the local cluster's components (hack/cluster.sh)
+//	runtimehang.go  making the CRI proxy hold the daemon's runtime calls
 package framework
 
 import (
@@ -14,9 +36,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 )
 
 // KruiseNamespace is where deploy/ installs kruise.
@@ -100,4 +125,32 @@ func (f *Framework) NewNamespace(ctx context.Context, t testing.TB, prefix strin
 		return err == nil, "ready", err
 	})
 	return name
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// KruiseClient returns a typed client for the apps.kruise.io kinds.
+func (f *Framework) KruiseClient(t testing.TB) versioned.Interface {
+	t.Helper()
+	c, err := versioned.NewForConfig(f.Config)
+	if err != nil {
+		t.Fatalf("creating kruise client: %v", err)
+	}
+	return c
+}
+
+// Dynamic returns a dynamic client, for objects a typed client cannot express (a string where
+// the schema wants a boolean, a number too large for an int32 field).
+func (f *Framework) Dynamic(t testing.TB) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(f.Config)
+	if err != nil {
+		t.Fatalf("creating dynamic client: %v", err)
+	}
+	return c
 }

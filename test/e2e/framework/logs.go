@@ -146,3 +146,21 @@ func LogValue(line, key string) string {
 	}
 	return ""
 }
+
+// PreviousPodLogs returns the logs of the previous instance of one container of a pod.
+func (f *Framework) PreviousPodLogs(ctx context.Context, namespace, pod, container string) (string, error) {
+	raw, err := f.Client.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: true}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("previous logs of %s/%s[%s]: %w", namespace, pod, container, err)
+	}
+	return string(raw), nil
+}
+
+// PodLogs returns the logs of one container of a pod (through the API server and the kubelet).
+func (f *Framework) PodLogs(ctx context.Context, namespace, pod, container string) (string, error) {
+	raw, err := f.Client.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("logs of %s/%s[%s]: %w", namespace, pod, container, err)
+	}
+	return string(raw), nil
+}

@@ -4,22 +4,25 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 )
 
 // Credentials of the loopback registry's protected prefixes (hack/lib.sh sets the same defaults).
 type Credentials struct{ Username, Password string }
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
 
 // BasicCredentials open repositories under basic/.
 func BasicCredentials() Credentials {
@@ -49,4 +52,87 @@ func (f *Framework) CreatePullSecret(ctx context.Context, t testing.TB, namespac
 	if err != nil {
 		t.Fatalf("creating pull secret %s/%s: %v", namespace, name, err)
 	}
+}
+
+// RegistryLog is the loopback registry's log on the local cluster (one line per request, with the
+// injected faults of the flaky/, drop/, broken/ and stall/ prefixes noted in its auth field).
+var RegistryLog = envOr("KRUISE_E2E_REGISTRY_LOG", "/var/tmp/kruise-local/logs/registry.log")
+
+// RegistryLogLines returns the lines of the registry's log about blobs of repo (the repository
+// path without the registry host, e.g. "flaky/2/e2e-abc") that contain note (e.g.
+// "injected 503"). It returns nil when the log is not there (another kind of cluster).
+func RegistryLogLines(t testing.TB, repo, note string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(RegistryLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("reading the registry's log: %v", err)
+	}
+	var out []string
+	blobs := "/v2/" + repo + "/blobs/"
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, blobs) && strings.Contains(line, note) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// UniqueImage returns a reference to a new image of the loopback registry under prefix (e.g.
+// "public/"), with a random repository name and tag so that no node has it yet.
+func (f *Framework) UniqueImage(prefix string) string {
+	return f.Image(fmt.Sprintf("%se2e-%s:v-%s", prefix, rand.String(8), rand.String(5)))
+}
+
+// PushImage pushes a tiny random image (one small layer) to ref, with creds or anonymously, and
+// returns its digest.
+func PushImage(t testing.TB, ref string, creds *Credentials) string {
+	t.Helper()
+	digest, err := pushImage(ref, creds)
+	if err != nil {
+		t.Fatalf("pushing image %s: %v", ref, err)
+	}
+	return digest
+}
+
+func pushImage(ref string, creds *Credentials) (string, error) {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return "", err
+	}
+	img, err := random.Image(512, 1)
+	if err != nil {
+		return "", err
+	}
+	auth := authn.Anonymous
+	if creds != nil {
+		auth = &authn.Basic{Username: creds.Username, Password: creds.Password}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := remote.Write(r, img, remote.WithAuth(auth), remote.WithContext(ctx)); err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return d.String(), nil
+}
+
+// RegistryHasPrefix pushes a probe image under prefix and reports whether the registry serves
+// that prefix (false when it answers 404 NAME_UNKNOWN), failing the test on other errors.
+func (f *Framework) RegistryHasPrefix(t testing.TB, prefix string) bool {
+	t.Helper()
+	_, err := pushImage(f.Image(prefix+"e2e-probe:"+rand.String(5)), nil)
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode == 404 {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("probing registry prefix %s: %v", prefix, err)
+	}
+	return true
 }

@@ -7,48 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 )
-
-// Dynamic returns a dynamic client, for objects a typed client cannot express (a string where
-// the schema wants a boolean, a number too large for an int32 field).
-func (f *Framework) Dynamic(t testing.TB) dynamic.Interface {
-	t.Helper()
-	c, err := dynamic.NewForConfig(f.Config)
-	if err != nil {
-		t.Fatalf("creating dynamic client: %v", err)
-	}
-	return c
-}
-
-// ObjectEvents lists the Events in namespace about the object of kind and name ("" namespace
-// for a cluster-scoped object's Events, which live in "default").
-func (f *Framework) ObjectEvents(ctx context.Context, namespace, kind, name string) ([]corev1.Event, error) {
-	if namespace == "" {
-		namespace = metav1.NamespaceDefault
-	}
-	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}
-	list, err := f.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
-	if err != nil {
-		return nil, fmt.Errorf("listing events of %s %s/%s: %w", kind, namespace, name, err)
-	}
-	return list.Items, nil
-}
-
-// HasEvent reports whether events hold one with reason whose message contains every one of
-// substrings, and describes them all for failure messages.
-func HasEvent(events []corev1.Event, reason string, substrings ...string) (bool, string) {
-	for _, e := range events {
-		if e.Reason == reason && containsAll(e.Message, substrings) {
-			return true, ""
-		}
-	}
-	return false, "events: " + describeEvents(events)
-}
 
 // RestartSnapshot records, per started kruise-system pod, the restart count of each of its
 // containers.
