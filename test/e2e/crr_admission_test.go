@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -122,63 +121,6 @@ func TestCRRExampleWaitsForItsPod(t *testing.T) {
 	}
 }
 
-// Two CRRs for one pod created in the same second run in creation order, not
-// name order: the second starts only once the first has completed.
-func TestCRRsOfOnePodRunInCreationOrder(t *testing.T) {
-	t.Parallel()
-	f := framework.New(t)
-	kc := f.KruiseClient(t)
-	ctx := framework.Context(t, 4*time.Minute)
-	ns := f.NewNamespace(ctx, t, "crr-order")
-	f.RunningBusyboxPod(ctx, t, ns, "web", "main", "sidecar")
-
-	w, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("watching CRRs: %v", err)
-	}
-	defer w.Stop()
-	// "z-first" sorts after "a-second" by name; it is created first.
-	for _, c := range []*appsv1alpha1.ContainerRecreateRequest{crrFor(ns, "z-first", "web", "main"), crrFor(ns, "a-second", "web", "sidecar")} {
-		if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating CRR %s: %v", c.Name, err)
-		}
-	}
-	firstDone := false
-	var seen []string
-	deadline := time.After(2 * time.Minute)
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("watch closed; seen %v", seen)
-			}
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			crr := ev.Object.(*appsv1alpha1.ContainerRecreateRequest)
-			seen = append(seen, fmt.Sprintf("%s:%s", crr.Name, crr.Status.Phase))
-			switch {
-			case crr.Name == "z-first" && completed(crr):
-				firstDone = true
-			case crr.Name == "a-second" && crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestRecreating && !firstDone:
-				t.Fatalf("a-second started before z-first completed (created first, in the same second); seen %v", seen)
-			case crr.Name == "a-second" && completed(crr):
-				if !firstDone {
-					t.Fatalf("a-second completed first; seen %v", seen)
-				}
-				if crr.Status.Message != "recreated 1 container" {
-					t.Fatalf("a-second: %q", crr.Status.Message)
-				}
-				return
-			}
-		case <-deadline:
-			t.Fatalf("both CRRs did not complete in time; seen %v", seen)
-		case <-ctx.Done():
-			t.Fatalf("%v; seen %v", ctx.Err(), seen)
-		}
-	}
-}
-
 // A CRR copied from an admitted one (kubectl get -o yaml, renamed) carries its
 // statusContext, preStop and routing labels: the API server refuses it.
 func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
@@ -211,5 +153,84 @@ func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
 	_, err = kc.AppsV1alpha1().ContainerRecreateRequests(ns).Patch(ctx, "late", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 	if err == nil || !strings.Contains(err.Error(), "written by kruise-controller only") {
 		t.Fatalf("adding a statusContext later: %v, want it refused by kruise-crr-read-only-fields", err)
+	}
+}
+
+// The controller admits a CRR for a running pod: routing labels and, per container, the
+// instance to replace.
+func TestCRRAdmissionFillsLabelsAndContext(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-admit")
+	pod := f.RunningBusyboxPod(ctx, t, ns, "web", "main", "sidecar")
+
+	_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "sidecar"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CRR: %v", err)
+	}
+	crr := framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return c.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] != ""
+	})
+	want := map[string]string{
+		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
+		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
+		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	}
+	for k, v := range want {
+		if crr.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, crr.Labels[k], v)
+		}
+	}
+	var wantID string
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == "sidecar" {
+			wantID = st.ContainerID
+		}
+	}
+	sc := crr.Spec.Containers[0].StatusContext
+	if sc == nil || sc.ContainerID != wantID || wantID == "" {
+		t.Errorf("statusContext = %+v, want containerID %q", sc, wantID)
+	}
+	if completed(crr) {
+		t.Errorf("admitted CRR is Completed: %q", crr.Status.Message)
+	}
+}
+
+// A CRR that cannot be carried out completes at once with a message that says why.
+func TestCRRRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-reject")
+	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+
+	cases := []struct {
+		crr     *appsv1alpha1.ContainerRecreateRequest
+		message string
+	}{
+		{crrFor(ns, "missing-pod", "nope", "main"), `pod "nope" not found`},
+		{crrFor(ns, "unknown-container", "web", "main", "ghost"), `containers not found in pod "web": ghost`},
+	}
+	for _, tc := range cases {
+		if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, tc.crr, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CRR %s: %v", tc.crr.Name, err)
+		}
+	}
+	for _, tc := range cases {
+		got := framework.WaitCRR(ctx, t, kc, ns, tc.crr.Name, 30*time.Second, "CRR "+tc.crr.Name+" completed", completed)
+		if got.Status.Message != tc.message {
+			t.Errorf("%s: message %q, want %q", tc.crr.Name, got.Status.Message, tc.message)
+		}
+		if _, routed := got.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; routed {
+			t.Errorf("%s: a rejected CRR carries the active label", tc.crr.Name)
+		}
+		for _, st := range got.Status.ContainerRecreateStates {
+			if st.Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+				t.Errorf("%s: container %s is %s, want Failed", tc.crr.Name, st.Name, st.Phase)
+			}
+		}
 	}
 }

@@ -1,8 +1,5 @@
 //go:build e2e
 
-// Package disruptive holds e2e tests that take kruise out of service on the node for a while.
-// They run after the main suite (test/e2e), alone: nothing else may depend on the daemon
-// meanwhile.
 package disruptive
 
 import (

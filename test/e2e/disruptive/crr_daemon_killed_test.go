@@ -14,10 +14,6 @@ import (
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
-// crrKillPreStopSeconds is each container's preStop hook: long enough that the test sees the
-// daemon in the second container's hook and kills it there, well before the hook ends.
-const crrKillPreStopSeconds = 15
-
 // The daemon is SIGKILLed in the middle of a CRR of two containers: it has stopped the first and
 // is running the second's preStop hook. The kubelet restarts the daemon, which finishes the CRR
 // from what the runtime and the pod show: the first container is not stopped again, the second

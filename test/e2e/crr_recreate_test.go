@@ -5,13 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -19,48 +17,57 @@ import (
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
-func crrContainerState(crr *appsv1alpha1.ContainerRecreateRequest, name string) appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
-	for _, st := range crr.Status.ContainerRecreateStates {
-		if st.Name == name {
-			return st
-		}
-	}
-	return appsv1alpha1.ContainerRecreateRequestContainerRecreateState{}
-}
-
-// An httpGet preStop hook is sent by the daemon (host network) to the pod IP before the stop:
-// the previous instance's httpd logged the request. busybox httpd logs request URLs with -vv
-// (-v logs only the response code).
-func TestCRRPreStopHTTP(t *testing.T) {
+// A CRR recreates a container in place: new container ID, restart count +1, same pod IP.
+func TestCRRRecreatesContainer(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 4*time.Minute)
-	ns := f.NewNamespace(ctx, t, "crr-prestop-http")
+	ns := f.NewNamespace(ctx, t, "crr-simple")
+	before := f.RunningBusyboxPod(ctx, t, ns, "web", "main")
+
+	got := runCRR(ctx, t, kc, crrFor(ns, "r", "web", "main"))
+	requireSucceeded(t, got, "main")
+	if got.Status.Message != "recreated 1 container" {
+		t.Errorf("message %q, want %q", got.Status.Message, "recreated 1 container")
+	}
+	after := getPod(ctx, t, f, ns, "web")
+	b, a := containerStatus(before, "main"), containerStatus(after, "main")
+	if a.ContainerID == b.ContainerID {
+		t.Errorf("container ID unchanged: %s", a.ContainerID)
+	}
+	if a.RestartCount != b.RestartCount+1 {
+		t.Errorf("restartCount %d, want %d", a.RestartCount, b.RestartCount+1)
+	}
+	if after.Status.PodIP != before.Status.PodIP || after.UID != before.UID {
+		t.Errorf("pod changed: IP %s -> %s, UID %s -> %s", before.Status.PodIP, after.Status.PodIP, before.UID, after.UID)
+	}
+}
+
+// A container whose PID 1 ignores SIGTERM is killed when the CRR's grace period ends and then
+// recreated.
+func TestCRRKillsContainerIgnoringSIGTERM(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "crr-sigterm")
 	pod := f.BusyboxPod(ns, "web", "main")
-	c := &pod.Spec.Containers[0]
-	c.Command = []string{"sh", "-c", `trap "exit 0" TERM; httpd -f -vv -p 8080 & wait`}
-	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
-	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		HTTPGet: &corev1.HTTPGetAction{Path: "/prestop-marker", Port: intstr.FromInt32(8080)},
-	}}
+	pod.Spec.Containers[0].Command = []string{"sleep", "3600"}
 	before := f.CreateRunningPod(ctx, t, pod)
 
 	crr := crrFor(ns, "r", "web", "main")
-	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](10)}
+	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](2)}
 	got := runCRR(ctx, t, kc, crr)
 	requireSucceeded(t, got, "main")
 	after := getPod(ctx, t, f, ns, "web")
-	if containerStatus(after, "main").ContainerID == containerStatus(before, "main").ContainerID {
-		t.Fatalf("container ID unchanged")
+	st := containerStatus(after, "main")
+	if st.ContainerID == containerStatus(before, "main").ContainerID {
+		t.Errorf("container ID unchanged: %s", st.ContainerID)
 	}
-	framework.WaitFor(ctx, t, 30*time.Second, "the previous instance's log to show the preStop request", func(ctx context.Context) (bool, string, error) {
-		logs, err := f.PreviousPodLogs(ctx, ns, "web", "main")
-		if err != nil {
-			return false, "", framework.Retry(err)
-		}
-		return strings.Contains(logs, "url:/prestop-marker"), logs, nil
-	})
+	if term := st.LastTerminationState.Terminated; term == nil || term.ExitCode != 137 {
+		t.Errorf("last termination %+v, want exit code 137 (SIGKILL after the grace)", st.LastTerminationState.Terminated)
+	}
 }
 
 // forceRecreate stops an instance that is still in its postStart hook. On this kubelet a

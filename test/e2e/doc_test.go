@@ -1,0 +1,28 @@
+//go:build e2e
+
+// Package e2e holds the end-to-end tests run against the local cluster with kruise deployed
+// (make e2e). One file per topic:
+//
+//	install_test.go          both components rolled out and Ready, the daemon's runtime, the CRDs
+//	harness_test.go          the cluster itself: Jobs with images from the loopback registry
+//	network_test.go          the local cluster's network-safety rules
+//	nodescope_test.go        a daemon may write only its own node's objects (node scope)
+//	crr_recreate_test.go     a CRR recreates containers: plain, SIGTERM ignored, force during postStart
+//	crr_prestop_test.go      preStop hooks a CRR runs before the stop: exec, httpGet, sleep
+//	crr_order_test.go        several CRRs of one pod, and ordered recreation of containers
+//	crr_admission_test.go    what the controller fills in or refuses when it admits a CRR
+//	crr_lifecycle_test.go    activeDeadlineSeconds, ttlSecondsAfterFinished, the pod deleted
+//	crr_failure_test.go      failurePolicy Fail and Ignore
+//	crr_unready_test.go      unreadyGracePeriodSeconds, with and without the readiness gate
+//	crr_helpers_test.go      CRR builders and waits the CRR files share
+//	sidecar_test.go          the Job sidecar terminator
+//	imagepull_auth_test.go   pulls anonymous, with a pull secret, via the credential provider, wrong credentials
+//	imagepull_test.go        ImagePullJob and ImageListPullJob behaviour: failures, parallelism, policy, TTL, deletion
+//	imagepull_helpers_test.go  the environment and checks the image pull files share
+//	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
+//	malformed_cases_test.go  its table of malformed objects
+//	malformed_expect_test.go what kruise must answer to each row
+//
+// The helpers every e2e test uses are in package framework; the tests that take kruise out of
+// service for a while are in disruptive/, the Helm uninstall check in uninstall/.
+package e2e
