@@ -90,5 +90,5 @@ generate: ## Regenerate deepcopy, clients, listers, informers, CRDs, and deploy/
 	@hack/update-codegen.sh
 	@hack/update-deploy.sh
 
-verify: ## Fail on stale generated files, gofmt or go vet findings.
+verify: ## Fail on stale generated files, gofmt, go vet, untidy go.mod or shellcheck findings; changes nothing.
 	@hack/verify.sh

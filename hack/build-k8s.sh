@@ -55,7 +55,7 @@ import (
 	_ "k8s.io/kubectl/pkg/cmd"
 )
 GO
-  (cd "${mod}" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true)
+  (cd "${mod}" && { GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true; })
   (cd "${mod}" && GOFLAGS=-mod=mod go mod download)
 
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"

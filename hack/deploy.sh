@@ -101,7 +101,8 @@ else
     --set manager.image.digest="$(cat "${KRUISE_WORK}/images/kruise-controller.digest")" \
     --set daemon.image.digest="$(cat "${KRUISE_WORK}/images/kruise-daemon.digest")" >/dev/null
 fi
-kubectl wait --for=condition=Established --timeout=60s $(kubectl get crd -o name | grep "\.apps\.kruise\.io$") >/dev/null
+mapfile -t crds < <(kubectl get crd -o name | grep "\.apps\.kruise\.io$")
+kubectl wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null
 kubectl -n kruise-system rollout status daemonset/kruise-daemon --timeout=180s
 kubectl -n kruise-system rollout status deployment/kruise-controller --timeout=180s
 kubectl -n kruise-system get pods -o wide

@@ -2,7 +2,8 @@
 # Installs the Debian packages the local cluster needs. Idempotent: does nothing when all are present.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 openssl curl ca-certificates)
+# The shellcheck package is for `make verify` (hack/verify.sh), not for the cluster.
+PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 openssl curl ca-certificates shellcheck)
 
 missing=()
 for p in "${PKGS[@]}"; do

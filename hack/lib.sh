@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Shared settings for the hack/ scripts. Source it; do not run it.
+# The settings below are read by the scripts that source this file, which shellcheck cannot see.
+# shellcheck disable=SC2034
 set -euo pipefail
 
 KRUISE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
-# Fails when formatting, vet, generated files or script syntax are off. Runs every check and
-# reports each, rather than stopping at the first.
+# Fails when formatting, vet, go.mod/go.sum, generated files or scripts are off. Runs every check
+# and reports each, rather than stopping at the first. Changes nothing in the tree: each check
+# says what to run to fix what it found, and the last one fails if any check wrote to the tree.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set +e
-cd "${KRUISE_ROOT}"
+cd "${KRUISE_ROOT}" || exit 1
 rc=0
 check() {
   local name="$1"; shift
   if "$@"; then log "verify: ${name} ok"; else log "verify: ${name} FAILED"; rc=1; fi
 }
+# The check functions below are only called through check(), which shellcheck does not follow.
+# shellcheck disable=SC2317
 gofmt_clean() {
   local out
-  out=$(gofmt -l cmd pkg hack test 2>&1)
-  [[ -z "${out}" ]] || { echo "gofmt would change:"; echo "${out}"; return 1; }
+  out=$(gofmt -l cmd pkg hack test bench 2>&1)
+  [[ -z "${out}" ]] || { echo "gofmt would change (run gofmt -w on them):"; echo "${out}"; return 1; }
 }
+# go mod tidy -diff prints what tidy would change, and fails, without writing go.mod or go.sum.
+# shellcheck disable=SC2317
 go_mod_tidy() {
-  local before
-  before=$(cat go.mod go.sum)
-  go mod tidy || return 1
-  [[ "$(cat go.mod go.sum)" == "${before}" ]] || { echo "go.mod/go.sum were not tidy (now fixed: commit them)"; return 1; }
+  local out
+  out=$(go mod tidy -diff 2>&1) && return 0
+  echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit the result. It would change:"
+  echo "${out}" | head -60
+  return 1
 }
+# shellcheck disable=SC2317
 scripts_parse() {
   local f ok=0
-  for f in hack/*.sh .ci/run; do bash -n "${f}" || { echo "syntax error in ${f}"; ok=1; }; done
+  for f in "${SCRIPTS[@]}"; do bash -n "${f}" || { echo "syntax error in ${f}"; ok=1; }; done
   return "${ok}"
 }
+# Settings in .shellcheckrc: a sourced file (lib.sh) is found next to the script that sources it.
+# shellcheck disable=SC2317
+scripts_lint() {
+  if ! command -v shellcheck >/dev/null; then
+    echo "shellcheck is not installed: run hack/install-deps.sh (make deps) as root"
+    return 1
+  fi
+  shellcheck "${SCRIPTS[@]}"
+}
 # deploy/base is rendered from the Helm chart (hack/update-deploy.sh): the two must not drift.
+# shellcheck disable=SC2317
 rendered_base() {
   local tmp
   tmp=$(mktemp -d) || return 1
@@ -35,6 +52,17 @@ rendered_base() {
   rm -rf "${tmp}"
   [[ -z "${out}" ]] || { echo "deploy/base differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
 }
+# What git sees of the tree: the changes to tracked files and the untracked files.
+tree_state() {
+  { git status --porcelain=v1 --untracked-files=all; git diff HEAD; } 2>/dev/null | sha256sum
+}
+# shellcheck disable=SC2317
+tree_untouched() {
+  [[ "$(tree_state)" == "${before}" ]] || { echo "a check changed the tree (git status):"; git status --short; return 1; }
+}
+
+SCRIPTS=(hack/*.sh .ci/run)
+before=$(tree_state)
 check gofmt gofmt_clean
 check "go vet" go vet ./...
 check "go vet (e2e)" go vet -tags e2e ./test/e2e/...
@@ -42,5 +70,7 @@ check "go vet (bench)" go vet -tags bench ./bench/...
 check "go mod tidy" go_mod_tidy
 check "generated code" bash hack/verify-codegen.sh
 check "script syntax" scripts_parse
+check "shellcheck" scripts_lint
 check "deploy/base rendered from the chart" rendered_base
+check "tree untouched by verify" tree_untouched
 exit "${rc}"
