@@ -68,8 +68,9 @@ deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl a
 	@hack/install-deps.sh
 	@hack/build-k8s.sh
 
-build: ## Build kruise-daemon and kruise-controller into _output/bin.
-	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags '-s -w' -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
+build: ## Build kruise-daemon and kruise-controller into _output/bin, stamped with the commit and its date.
+	ld="$$(go run ./hack/tools/buildinfo)" && \
+	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-s -w $$ld" -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
 
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up

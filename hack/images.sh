@@ -8,7 +8,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MKIMAGE="${OUT_BIN}/mkimage"
 IMAGES_DIR="${KRUISE_WORK}/images"
-VERSION="${KRUISE_VERSION:-$(git -C "${KRUISE_ROOT}" describe --always --dirty 2>/dev/null || echo dev)}"
 KRUISE_IMAGE_TAG="${KRUISE_IMAGE_TAG:-local}"
 
 ctr_k8s() { ctr --address "${CTR_SOCK}" --namespace k8s.io "$@"; }
@@ -38,8 +37,13 @@ local_node() {
 
 kruise() {
   mkdir -p "${OUT_BIN}" "${IMAGES_DIR}"
-  log "building kruise binaries (${VERSION})"
-  local ld="-s -w -X github.com/nodekruise/kruise/pkg/version.gitVersion=${VERSION}"
+  # Stamped with the version, commit and the commit's date (not the time of the build, so that one
+  # commit always gives the same binaries, the same digests and no needless rollout); KRUISE_VERSION
+  # overrides the version.
+  local stamp
+  stamp=$(cd "${KRUISE_ROOT}" && go run ./hack/tools/buildinfo)
+  log "building kruise binaries: ${stamp//-X github.com\/nodekruise\/kruise\/pkg\/version./}"
+  local ld="-s -w ${stamp}"
   # grpcnotrace: gRPC's optional golang.org/x/net/trace support (off unless grpc.EnableTracing) links
   # html/template, whose reflective method calls keep every exported method of every type in the
   # binary: 57 -> 35 MB for kruise-daemon and 11 MB less resident (BENCHMARKS.md, "Daemon footprint").

@@ -1,10 +1,10 @@
 // Package version reports the build identity of the kruise binaries.
 //
-// The variables are set at link time, for example:
+// The variables are set at link time by hack/tools/buildinfo (make build, hack/images.sh), from
+// the git checkout: the commit, "-dirty" when the tree has changes, and the commit's date as the
+// build date, so that one commit always gives the same binary:
 //
-//	go build -ldflags "-X github.com/nodekruise/kruise/pkg/version.gitVersion=v0.1.0 \
-//	  -X github.com/nodekruise/kruise/pkg/version.gitCommit=$(git rev-parse HEAD) \
-//	  -X github.com/nodekruise/kruise/pkg/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+//	go build -trimpath -ldflags "$(go run ./hack/tools/buildinfo)" ./cmd/...
 package version
 
 import (
