@@ -3,7 +3,7 @@
 // Package e2e holds the end-to-end tests run against the local cluster with kruise deployed
 // (make e2e). One file per topic:
 //
-//	install_test.go          both components rolled out and Ready, the daemon's runtime, the CRDs
+//	install_test.go          both components Ready and stamped with their commit, the daemon's runtime, the CRDs
 //	harness_test.go          the cluster itself: Jobs with images from the loopback registry
 //	network_test.go          the local cluster's network-safety rules
 //	nodescope_test.go        a daemon may write only its own node's objects (node scope)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,49 @@ func TestDaemonReportsRuntime(t *testing.T) {
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("daemon /metrics lacks %s", want)
+		}
+	}
+}
+
+// Both components' images are stamped by hack/tools/buildinfo with the commit they were built from
+// and that commit's date: their start-up line says so, rather than commit "unknown" built
+// 1970-01-01.
+func TestComponentsStampedWithTheirCommit(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, 2*time.Minute)
+	commit := regexp.MustCompile(`^[0-9a-f]{40}(-dirty)?$`)
+
+	for _, c := range []struct{ name, container string }{{"kruise-controller", "controller"}, {"kruise-daemon", "daemon"}} {
+		var starting string
+		framework.WaitFor(ctx, t, time.Minute, c.name+" to have logged its start-up line", func(ctx context.Context) (bool, string, error) {
+			pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + c.name})
+			if err != nil {
+				return false, "", err
+			}
+			for _, p := range pods.Items {
+				if !framework.PodReady(&p) {
+					continue
+				}
+				logs, err := f.PodLogs(ctx, framework.KruiseNamespace, p.Name, c.container)
+				if err != nil {
+					return false, "", framework.Retry(err)
+				}
+				for _, line := range strings.Split(logs, "\n") {
+					if e, ok := framework.ParseLogEntry(line); ok && e.Msg == "Starting" {
+						starting = line
+						return true, "", nil
+					}
+				}
+			}
+			return false, "no Ready pod has a Starting line in its log", nil
+		})
+		if got := framework.LogValue(starting, "commit"); !commit.MatchString(got) {
+			t.Errorf("%s: commit %q, want the 40-hex commit it was built from: %s", c.name, got, starting)
+		}
+		date := framework.LogValue(starting, "buildDate")
+		if at, err := time.Parse(time.RFC3339, date); err != nil || at.Year() < 2000 {
+			t.Errorf("%s: buildDate %q, want the date of the commit it was built from: %s", c.name, date, starting)
 		}
 	}
 }
