@@ -75,10 +75,10 @@ build: ## Build kruise-daemon and kruise-controller into _output/bin, stamped wi
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up
 
-deploy: cluster-up ## Build kruise images, push them to the loopback registry and deploy with kustomize.
+deploy: cluster-up ## Build kruise images, push them to the loopback registry and deploy with kustomize (removes a Helm install).
 	@hack/deploy.sh
 
-deploy-helm: cluster-up ## The same, installed with the Helm chart (replaces a kustomize install).
+deploy-helm: cluster-up ## The same, installed with the Helm chart (removes a kustomize install: its CRDs and every kruise object).
 	@KRUISE_INSTALL=helm hack/deploy.sh
 
 down: ## Stop the local cluster and remove every trace of it.

@@ -3,7 +3,10 @@
 # digests, then waits until both components are Ready. KRUISE_INSTALL picks how:
 #   kustomize (default)  kubectl apply -k of deploy/overlays/local
 #   helm                 helm upgrade --install of deploy/charts/kruise with deploy/overlays/local/values.yaml
-# Switching removes the other method's install first (CRDs and kruise objects included).
+# Switching removes the other method's install first, because Helm will not adopt objects it did not
+# create and a release left behind would go stale. kruise's namespaces go either way; kubectl
+# delete -k (kustomize -> helm) also deletes the CRDs and so every kruise object in the cluster,
+# while helm uninstall (helm -> kustomize) keeps the CRDs and the objects.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export KUBECONFIG="${KRUISE_WORK}/admin.kubeconfig" KUBECACHEDIR="${KRUISE_WORK}/kube-cache"
 kubectl() { "${K8S_BIN}/kubectl" "$@"; }
