@@ -46,8 +46,8 @@ type component struct {
 	// /readyz?verbose.
 	check server.Checker
 	// gate, if set, holds every gated component back until it returns
-	// nil; it runs once the informers have started. An error stops the
-	// daemon.
+	// nil; it runs once the component's informers have synced. An error
+	// stops the daemon.
 	gate func(ctx context.Context) error
 	// run, if set, runs until ctx ends. Returning nil earlier means the
 	// component has nothing more to do; an error stops the daemon.
@@ -89,6 +89,9 @@ type componentCheck struct {
 	name     string
 	starting string
 	built    atomic.Pointer[component]
+	// synced is set by the loop when it has seen the informers synced, as
+	// it starts the component's gate and run.
+	synced atomic.Bool
 }
 
 // Name implements server.Checker.
@@ -103,7 +106,13 @@ func (k *componentCheck) Check(req *http.Request) error {
 		}
 		return errors.New("not started yet")
 	}
-	if names := unsynced(c.informers); len(names) > 0 {
+	if !k.synced.Load() && len(c.informers) > 0 {
+		names := unsynced(c.informers)
+		if len(names) == 0 { // synced, and the loop is about to see it
+			for _, inf := range c.informers {
+				names = append(names, inf.name)
+			}
+		}
 		return fmt.Errorf("informers have not synced: %s", strings.Join(names, ", "))
 	}
 	if c.check != nil {

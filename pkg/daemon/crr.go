@@ -1,49 +1,50 @@
 package daemon
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
-	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 )
 
-// crrWatch holds the node-scoped informers of the CRR executor: the
-// admitted, unfinished CRRs of this node (label selector) and this node's
-// pods (field selector spec.nodeName). Nothing is listed cluster-wide.
-type crrWatch struct {
-	*informerSet
-	pods     cache.SharedIndexInformer
-	executor *recreate.Executor
-}
-
-func newCRRWatch(client kube.Interface, kruiseClient kube.CRRGetter, nodeName string,
-	rt recreate.Runtime, metrics *recreate.Metrics, rec recorder.EventRecorder) (*crrWatch, error) {
-	pods := nodePodInformer(client, nodeName)
-	crrSelector := labels.SelectorFromSet(labels.Set{
-		appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
-		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
-	}).String()
-	crrs := kube.NewInformer(kruiseClient.ContainerRecreateRequests(metav1.NamespaceAll), &appsv1alpha1.ContainerRecreateRequest{},
-		func(o *metav1.ListOptions) { o.LabelSelector = crrSelector }, kube.StripManagedFields)
-
+// buildCRRExecutor makes the CRR executor. It reads the admitted,
+// unfinished CRRs of this node (label selector) and this node's pods (field
+// selector spec.nodeName); nothing is listed cluster-wide.
+func buildCRRExecutor(_ context.Context, e *env) (*component, error) {
+	metrics := recreate.NewMetrics()
+	if err := e.register(metrics.Collectors()...); err != nil {
+		return nil, err
+	}
 	ex, err := recreate.New(recreate.Config{
-		KruiseClient: kruiseClient,
-		CRRs:         crrs,
-		Pods:         pods,
-		Runtime:      rt,
-		Recorder:     rec,
+		KruiseClient: e.kruiseClient,
+		CRRs:         e.nodeCRRs(),
+		Pods:         e.nodePods(),
+		Runtime:      e.runtime,
+		Recorder:     e.recorder,
 		Metrics:      metrics,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &crrWatch{informerSet: newInformerSet(pods, crrs), pods: pods, executor: ex}, nil
+	workers := e.opts.CRRWorkers
+	return &component{
+		informers: e.crrInformers(),
+		run: func(ctx context.Context) error {
+			klog.FromContext(ctx).Info("CRR informers synced; starting the CRR executor", "workers", workers)
+			return ex.Run(ctx, workers)
+		},
+	}, nil
+}
+
+// crrInformers are what the CRR executor reads.
+func (e *env) crrInformers() []informer {
+	return []informer{{name: "pods", syncer: e.nodePods()}, {name: "containerrecreaterequests", syncer: e.nodeCRRs()}}
 }
 
 // nodePodInformer is an informer on the pods of node only (field selector

@@ -56,13 +56,17 @@ func (l *loop) readyz() []server.Checker {
 type member struct {
 	entry
 	*component
+	check *componentCheck
+	// synced is set once the loop has seen the component's informers
+	// synced; waiting once it has said it waits for them.
+	synced, waiting bool
 	// cancel stops run; done is closed once run has returned. Both nil
 	// until run starts.
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// firstError keeps the first error reported to it.
+// firstError keeps the first error reported to it; safe for concurrent use.
 type firstError struct {
 	mu  sync.Mutex
 	err error
@@ -82,111 +86,118 @@ func (f *firstError) get() error {
 	return f.err
 }
 
-// run builds the components in list order, starts their informers, then
-// starts each component as soon as its informers have synced (and, if it
-// is gated, once every gate has opened), in list order among those ready
-// together. It runs until ctx ends or a component fails; then it stops the
+// run builds the components in list order and starts their informers.
+// Once a component's informers have synced it marks it synced for its
+// /readyz check, starts its gate, and starts its run, or, if it is gated,
+// does so once every gate has opened; components ready together start in
+// list order. It runs until ctx ends or a component fails; then it stops the
 // components one at a time in reverse list order, each after the one
 // listed after it has returned, then the informers. It returns the first
 // failure, or nil after a shutdown asked for by ctx, also while building.
 func (l *loop) run(ctx context.Context, e *env) (err error) {
-	logger := klog.FromContext(ctx)
-	// What the loop starts outlives ctx: it is stopped below, in order.
-	base := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var failure firstError
-	fail := func(err error) {
-		failure.set(err)
-		cancel()
-	}
-
-	members := make([]*member, 0, len(l.entries))
-	var informers wait.Group
+	// What the loop starts outlives ctx: it is stopped in order, by stop.
+	base := context.WithoutCancel(ctx)
 	informersCtx, stopInformers := context.WithCancel(base)
-	var gates sync.WaitGroup
+	r := &loopRun{loop: l, logger: klog.FromContext(ctx), base: base, cancel: cancel, stopInformers: stopInformers}
 	defer func() {
-		cancel()
-		gates.Wait()
-		for i := len(members) - 1; i >= 0; i-- {
-			members[i].stop(logger)
-		}
-		stopInformers()
-		informers.Wait()
+		r.stop()
 		if err == nil {
 			// A component may also fail while it stops.
-			err = failure.get()
+			err = r.failure.get()
 		}
 	}()
+	if err := r.build(ctx, e); err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down while a component was being built
+		}
+		return err
+	}
+	r.startInformers(informersCtx.Done())
+	r.schedule(ctx)
+	return nil // the first failure, if any, is returned once all has stopped
+}
 
-	for i, en := range l.entries {
+// loopRun is one run of a loop.
+type loopRun struct {
+	*loop
+	logger klog.Logger
+	// base parents the components' contexts: they are not cancelled with
+	// the loop's, but one at a time by stop.
+	base          context.Context
+	cancel        context.CancelFunc
+	stopInformers context.CancelFunc
+	failure       firstError
+
+	members   []*member
+	informers wait.Group
+	gates     sync.WaitGroup
+}
+
+// fail records err as the daemon's failure, unless there is an earlier one,
+// and starts the shutdown.
+func (r *loopRun) fail(err error) {
+	r.failure.set(err)
+	r.cancel()
+}
+
+// build builds the entries in list order.
+func (r *loopRun) build(ctx context.Context, e *env) error {
+	for i, en := range r.entries {
 		c, err := en.build(ctx, e)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil // shutting down while it waited
-			}
 			return fmt.Errorf("starting component %q: %w", en.name, err)
 		}
 		if c == nil {
 			return fmt.Errorf("starting component %q: it built nothing", en.name)
 		}
-		members = append(members, &member{entry: en, component: c})
-		if l.checks[i] != nil {
-			l.checks[i].built.Store(c)
+		r.members = append(r.members, &member{entry: en, component: c, check: r.checks[i]})
+		if r.checks[i] != nil {
+			r.checks[i].built.Store(c)
 		}
 	}
+	return nil
+}
 
+// startInformers runs every informer the components name, each once.
+func (r *loopRun) startInformers(stop <-chan struct{}) {
 	started := map[syncer]bool{}
-	for _, m := range members {
+	for _, m := range r.members {
 		for _, inf := range m.informers {
 			if !started[inf.syncer] {
 				started[inf.syncer] = true
-				informers.StartWithChannel(informersCtx.Done(), inf.Run)
+				r.informers.StartWithChannel(stop, inf.Run)
 			}
 		}
 	}
+}
 
-	openGates := 0
-	gateDone := make(chan error, len(members))
-	for _, m := range members {
-		if m.gate == nil {
-			continue
-		}
-		openGates++
-		gates.Add(1)
-		go func() {
-			defer gates.Done()
-			err := m.gate(ctx)
-			if err != nil {
-				err = fmt.Errorf("component %q: %w", m.name, err)
-			}
-			gateDone <- err
-		}()
-	}
-
-	var pending []*member
-	for _, m := range members {
-		if m.run != nil {
-			pending = append(pending, m)
+// schedule starts each component when it may start (see run) and returns
+// when ctx ends.
+func (r *loopRun) schedule(ctx context.Context) {
+	closedGates := 0
+	for _, m := range r.members {
+		if m.gate != nil {
+			closedGates++
 		}
 	}
-	waiting := map[*member]bool{}
-	ticker := time.NewTicker(l.poll)
+	gateDone := make(chan error, closedGates)
+	pending := append([]*member(nil), r.members...)
+	ticker := time.NewTicker(r.poll)
 	defer ticker.Stop()
 	for {
 		rest := pending[:0]
 		for _, m := range pending {
-			switch {
-			case len(unsynced(m.informers)) > 0:
-				if !waiting[m] {
-					waiting[m] = true
-					logger.Info("Waiting for informers to sync", "component", m.name, "informers", unsynced(m.informers))
-				}
+			if !m.synced && !r.markSynced(ctx, m, gateDone) {
 				rest = append(rest, m)
-			case m.gated && openGates > 0:
+				continue
+			}
+			switch {
+			case m.run == nil:
+			case m.gated && closedGates > 0:
 				rest = append(rest, m)
 			default:
-				m.start(base, logger, fail)
+				m.start(r.base, r.logger, r.fail)
 			}
 		}
 		pending = rest
@@ -196,18 +207,59 @@ func (l *loop) run(ctx context.Context, e *env) (err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil // the first failure, if any, is returned once all has stopped
+			return
 		case err := <-gateDone:
 			if err != nil {
 				if ctx.Err() == nil {
-					fail(err)
+					r.fail(err)
 				}
 				continue
 			}
-			openGates--
+			closedGates--
 		case <-tick:
 		}
 	}
+}
+
+// markSynced reports whether m's informers have synced; the first time they
+// have, it tells m's /readyz check and starts m's gate, which reports to
+// gateDone.
+func (r *loopRun) markSynced(ctx context.Context, m *member, gateDone chan<- error) bool {
+	if names := unsynced(m.informers); len(names) > 0 {
+		if !m.waiting {
+			m.waiting = true
+			r.logger.Info("Waiting for informers to sync", "component", m.name, "informers", names)
+		}
+		return false
+	}
+	m.synced = true
+	if m.check != nil {
+		m.check.synced.Store(true)
+	}
+	if m.gate != nil {
+		r.gates.Add(1)
+		go func() {
+			defer r.gates.Done()
+			err := m.gate(ctx)
+			if err != nil {
+				err = fmt.Errorf("component %q: %w", m.name, err)
+			}
+			gateDone <- err
+		}()
+	}
+	return true
+}
+
+// stop ends the gates, then stops and closes the components one at a time
+// in reverse list order, then stops the informers.
+func (r *loopRun) stop() {
+	r.cancel()
+	r.gates.Wait()
+	for i := len(r.members) - 1; i >= 0; i-- {
+		r.members[i].stop(r.logger)
+	}
+	r.stopInformers()
+	r.informers.Wait()
 }
 
 // start runs the component until its own context is cancelled by stop.

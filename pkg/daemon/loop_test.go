@@ -363,7 +363,10 @@ func TestLoopChecksPassTheComponentsCheckAndDetail(t *testing.T) {
 	},
 		10*time.Second, time.Millisecond)
 	inf.synced.Store(true)
-	assert.EqualError(t, r.check("node"), `node "node-a" does not exist`, "the component's own check once its informers have synced")
+	require.Eventually(t, func() bool {
+		err := r.check("node")
+		return err != nil && err.Error() == `node "node-a" does not exist`
+	}, 10*time.Second, time.Millisecond, "the component's own check once its informers have synced")
 	fail.Store(false)
 	assert.NoError(t, r.check("node"))
 	assert.Equal(t, "detail", r.l.readyz()[0].(server.Detailer).Detail())

@@ -20,7 +20,6 @@ import (
 // daemon never lists cluster-wide.
 type nodeWatch struct {
 	name     string
-	set      *informerSet
 	informer cache.SharedIndexInformer
 	lister   corelisters.NodeLister
 }
@@ -28,7 +27,7 @@ type nodeWatch struct {
 func newNodeWatch(client kube.Interface, nodeName string, logger klog.Logger) (*nodeWatch, error) {
 	selector := fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
 	inf := kube.NewInformer(client.Nodes(), &corev1.Node{}, func(o *metav1.ListOptions) { o.FieldSelector = selector }, nodeMetaOnly)
-	w := &nodeWatch{name: nodeName, set: newInformerSet(inf), informer: inf, lister: corelisters.NewNodeLister(inf.GetIndexer())}
+	w := &nodeWatch{name: nodeName, informer: inf, lister: corelisters.NewNodeLister(inf.GetIndexer())}
 
 	_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -4,31 +4,21 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/cri/credentials"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )
-
-// pullWatch holds what the image puller watches: this node's NodeImage
-// (field selector metadata.name) and the pull-secret copies in
-// kruise-daemon-config. Nothing else, and nothing cluster-wide.
-type pullWatch struct {
-	*informerSet
-	puller *imagepull.Puller
-	// reloader keeps the credential-provider plugins in step with their
-	// config file; nil without one.
-	reloader *credentials.Reloader
-}
 
 // Events on the Node about the credential-provider config.
 const (
@@ -36,8 +26,16 @@ const (
 	ReasonInvalidCredentialProviderConfig  = "InvalidCredentialProviderConfig"
 )
 
-func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImageGetter,
-	rt cri.ImageService, metrics *imagepull.Metrics, rec recorder.EventRecorder) (*pullWatch, error) {
+// buildImagePuller makes the image puller: it watches this node's NodeImage
+// (field selector metadata.name) and the pull-secret copies in
+// kruise-daemon-config, nothing else and nothing cluster-wide, and keeps the
+// credential-provider plugins in step with their config file, if any.
+func buildImagePuller(_ context.Context, e *env) (*component, error) {
+	o, rec := e.opts, e.recorder
+	metrics := imagepull.NewMetrics()
+	if err := e.register(metrics.Collectors()...); err != nil {
+		return nil, err
+	}
 	resolver := credentials.NewResolver(nil)
 	var reloader *credentials.Reloader
 	if o.CredentialProviderConfig != "" {
@@ -60,16 +58,16 @@ func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImage
 		}
 	}
 	nodeSelector := fields.OneTermEqualSelector(metav1.ObjectNameField, o.NodeName).String()
-	nodeImages := kube.NewInformer(kruiseClient.NodeImages(), &appsv1beta1.NodeImage{},
+	nodeImages := kube.NewInformer(e.kruiseClient.NodeImages(), &appsv1beta1.NodeImage{},
 		func(lo *metav1.ListOptions) { lo.FieldSelector = nodeSelector }, kube.StripManagedFields)
-	secrets := kube.NewInformer(client.Secrets(appsv1beta1.DaemonConfigNamespace), &corev1.Secret{}, nil, kube.StripManagedFields)
+	secrets := kube.NewInformer(e.client.Secrets(appsv1beta1.DaemonConfigNamespace), &corev1.Secret{}, nil, kube.StripManagedFields)
 
 	p, err := imagepull.New(imagepull.Config{
-		KruiseClient:       kruiseClient,
+		KruiseClient:       e.kruiseClient,
 		NodeName:           o.NodeName,
 		NodeImages:         nodeImages,
 		Secrets:            corelisters.NewSecretLister(secrets.GetIndexer()).Secrets(appsv1beta1.DaemonConfigNamespace),
-		Images:             rt,
+		Images:             e.runtime,
 		Keyring:            keyring{resolver},
 		MaxConcurrentPulls: o.MaxConcurrentPulls,
 		Metrics:            metrics,
@@ -78,7 +76,22 @@ func newPullWatch(o *Options, client kube.Interface, kruiseClient kube.NodeImage
 	if err != nil {
 		return nil, err
 	}
-	return &pullWatch{informerSet: newInformerSet(nodeImages, secrets), puller: p, reloader: reloader}, nil
+	return &component{
+		informers: []informer{{name: "nodeimages", syncer: nodeImages}, {name: "secrets", syncer: secrets}},
+		run: func(ctx context.Context) error {
+			klog.FromContext(ctx).Info("NodeImage informer synced; starting the image puller", "maxConcurrentPulls", o.MaxConcurrentPulls)
+			if reloader == nil {
+				return p.Run(ctx)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { reloader.Run(ctx, clock.RealClock{}, o.CredentialProviderReloadPeriod) })
+			err := p.Run(ctx)
+			cancel()
+			wg.Wait()
+			return err
+		},
+	}, nil
 }
 
 // keyring adapts the credentials resolver to the puller's boundary.
