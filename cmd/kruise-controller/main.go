@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekruise/kruise/pkg/controller"
-	"github.com/nodekruise/kruise/pkg/options"
+	"github.com/nodekruise/kruise/pkg/options/cli"
 )
 
 func main() {
 	o := controller.NewOptions()
-	cmd := options.NewCommand(options.Component{
+	cmd := cli.NewCommand(cli.Component{
 		Name:  "kruise-controller",
 		Short: "Central controller manager of kruise",
 		Long: `kruise-controller makes the cluster-level decisions of kruise and writes the
@@ -69,5 +69,5 @@ within --shutdown-grace-period).`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },
 	})
-	os.Exit(options.Main(cmd))
+	os.Exit(cli.Main(cmd))
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/features"
-	"github.com/nodekruise/kruise/pkg/options"
+	"github.com/nodekruise/kruise/pkg/options/cli"
 )
 
 const (
@@ -28,7 +28,7 @@ const (
 
 // Options configures the controller process.
 type Options struct {
-	Kube options.KubeOptions
+	Kube cli.KubeOptions
 	// Addr is the health and metrics listen address.
 	Addr string
 	// Workers is the number of workers each controller runs.
@@ -66,7 +66,7 @@ func NewOptions() *Options {
 		ns = DefaultNamespace
 	}
 	return &Options{
-		Kube:           options.NewKubeOptions(),
+		Kube:           cli.NewKubeOptions(),
 		Addr:           DefaultAddr,
 		Workers:        2,
 		LeaderElect:    true,

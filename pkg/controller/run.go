@@ -46,7 +46,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
 	}
-	cfg, client, err := o.Kube.Client(componentName)
+	cfg, client, err := newClient(&o.Kube, componentName)
 	if err != nil {
 		return err
 	}

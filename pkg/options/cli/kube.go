@@ -2,8 +2,8 @@
 // Kubernetes client settings and the command skeleton (logging, version,
 // signals, the probe subcommand). It builds a rest.Config, never a
 // clientset: kruise-daemon imports it and must not link client-go's
-// all-groups clientset (see pkg/daemon/kube). Package options adds the
-// clientset for kruise-controller.
+// all-groups clientset (see pkg/daemon/kube); pkg/controller builds its
+// clientset on the rest.Config itself.
 package cli
 
 import (

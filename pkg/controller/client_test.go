@@ -1,4 +1,4 @@
-package options
+package controller
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestClient(t *testing.T) {
+func TestNewClient(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
 kind: Config
@@ -18,15 +18,15 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `), 0o600))
-	o := NewKubeOptions()
-	o.Kubeconfig = path
-	cfg, client, err := o.Client("kruise-test")
+	o := NewOptions()
+	o.Kube.Kubeconfig = path
+	cfg, client, err := newClient(&o.Kube, "kruise-test")
 	require.NoError(t, err)
 	assert.Equal(t, "https://127.0.0.1:6443", cfg.Host)
 	assert.Equal(t, float32(20), cfg.QPS, "defaults come from cli.NewKubeOptions")
 	assert.NotNil(t, client.CoreV1())
 
-	o.Kubeconfig = filepath.Join(t.TempDir(), "missing")
-	_, _, err = o.Client("kruise-test")
+	o.Kube.Kubeconfig = filepath.Join(t.TempDir(), "missing")
+	_, _, err = newClient(&o.Kube, "kruise-test")
 	assert.ErrorContains(t, err, "loading kubeconfig")
 }
