@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/daemon"
 	"github.com/nodekruise/kruise/pkg/options/cli"
@@ -35,7 +34,9 @@ beside OpenKruise's daemon on the host network; unix:///abs/path serves them on 
 unix socket):
   /healthz         the process is alive
   /readyz          the runtime answered CRI Version recently, the node informer has
-                   synced and the node exists, the CRR informers have synced (?verbose lists each check and the runtime)
+                   synced and the node exists, no other node daemon runs on the node,
+                   the CRR and the NodeImage informers have synced (?verbose lists each
+                   check and the runtime)
   /metrics         Prometheus metrics, including kruise_daemon_cri_up,
                    kruise_daemon_runtime_info{runtime,version} and
                    kruise_feature_enabled{name}
@@ -58,14 +59,7 @@ small and most of Go's default headroom would be resident memory on every node.
 
 SIGTERM or SIGINT stops the daemon gracefully.`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
-		Run: func(ctx context.Context) error {
-			// Here and not in daemon.Run: it sets the whole process's
-			// collector, which tests running the daemon in-process must keep.
-			if daemon.ApplyGCDefaults() {
-				klog.FromContext(ctx).Info("GOGC is not set; using the daemon's default", "gogc", daemon.DefaultGCPercent)
-			}
-			return daemon.Run(ctx, o)
-		},
+		Run:      func(ctx context.Context) error { return daemon.RunProcess(ctx, o) },
 	})
 	os.Exit(cli.Main(cmd))
 }

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
+
+	"k8s.io/klog/v2"
 )
 
 // DefaultGCPercent is the daemon's GOGC unless the environment sets one.
@@ -20,12 +23,20 @@ import (
 // heartbeat), so collections stay rare.
 const DefaultGCPercent = 25
 
-// ApplyGCDefaults sets DefaultGCPercent unless $GOGC is set, so that an
-// operator's value always wins. It reports whether it set it.
-func ApplyGCDefaults() bool {
-	return applyGCDefaults(os.LookupEnv, debug.SetGCPercent)
+// RunProcess runs the daemon as the kruise-daemon process does: Run, after
+// setting the garbage collector's target to DefaultGCPercent unless $GOGC is
+// set, so that an operator's value always wins. Run itself leaves the
+// collector alone: it is the whole process's, which tests running the daemon
+// in-process must keep.
+func RunProcess(ctx context.Context, o *Options) error {
+	if applyGCDefaults(os.LookupEnv, debug.SetGCPercent) {
+		klog.FromContext(ctx).Info("GOGC is not set; using the daemon's default", "gogc", DefaultGCPercent)
+	}
+	return Run(ctx, o)
 }
 
+// applyGCDefaults sets DefaultGCPercent through setPercent unless lookup
+// finds $GOGC. It reports whether it set it.
 func applyGCDefaults(lookup func(string) (string, bool), setPercent func(int) int) bool {
 	if _, ok := lookup("GOGC"); ok {
 		return false

@@ -1,9 +1,13 @@
 package daemon
 
 import (
+	"os"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestApplyGCDefaults(t *testing.T) {
@@ -24,4 +28,22 @@ func TestApplyGCDefaults(t *testing.T) {
 			assert.Equal(t, len(tc.want) > 0, applied)
 		})
 	}
+}
+
+// The process sets the GC default before running the daemon; $GOGC wins.
+func TestRunProcessSetsTheGCDefault(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	t.Setenv(NodeNameEnv, "")
+	_, ctx := ktesting.NewTestContext(t)
+
+	t.Setenv("GOGC", "")
+	require.NoError(t, os.Unsetenv("GOGC"))
+	// Invalid options: Run returns at once.
+	require.ErrorContains(t, RunProcess(ctx, NewOptions()), "node name is empty")
+	assert.Equal(t, DefaultGCPercent, debug.SetGCPercent(100))
+
+	t.Setenv("GOGC", "100")
+	require.ErrorContains(t, RunProcess(ctx, NewOptions()), "node name is empty")
+	assert.Equal(t, 100, debug.SetGCPercent(100), "an operator's GOGC is left alone")
 }
