@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/nodekruise/kruise/pkg/controller"
@@ -13,15 +14,21 @@ import (
 )
 
 func main() {
+	os.Exit(cli.Main(newCommand()))
+}
+
+func newCommand() *cobra.Command {
 	o := controller.NewOptions()
-	cmd := cli.NewCommand(cli.Component{
+	return cli.NewCommand(cli.Component{
 		Name:  "kruise-controller",
 		Short: "Central controller manager of kruise",
 		Long: `kruise-controller makes the cluster-level decisions of kruise and writes the
 objects the node daemons act on. Run it as a Deployment; with --leader-elect (the
 default) replicas compete for a coordination.k8s.io Lease and only the leader runs
-controllers. A leader that cannot renew its lease exits with status 1 so that it is
-restarted as a standby.
+controllers. A leader that cannot renew its lease (the API server out of reach, say)
+stops its controllers and campaigns again in the same process, as a standby; it exits
+with status 1 only if the controllers do not stop within --shutdown-grace-period, so
+that two sets of controllers never act at once.
 
 The Lease namespace comes from --leader-elect-resource-namespace, else $POD_NAMESPACE
 (set it from metadata.namespace with the downward API), else kruise-system.
@@ -69,5 +76,4 @@ within --shutdown-grace-period).`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },
 	})
-	os.Exit(cli.Main(cmd))
 }

@@ -104,7 +104,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration,
 		"How long a standby waits after the last renewal before taking over the lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline,
-		"How long the leader keeps retrying to renew before it gives up leadership (and exits). Must be less than the lease duration.")
+		"How long the leader keeps retrying to renew before it gives up leadership: it stops its controllers and campaigns again. Must be less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod,
 		"How long to wait between attempts to acquire or renew the lease.")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace-period", o.ShutdownGrace,
