@@ -12,7 +12,7 @@ import (
 )
 
 // entry is one part of kruise-daemon: the list in components.go names them
-// all, and runLoop (loop.go) builds, starts and stops them.
+// all, and the loop (loop.go) builds, starts and stops them.
 type entry struct {
 	// name names the component in logs and errors, and its /readyz check.
 	name string

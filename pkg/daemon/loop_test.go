@@ -87,8 +87,7 @@ func fakeEntry(name string, j *journal, informers ...*fakeInformer) entry {
 	}}
 }
 
-// runLoop runs l in the background with a buffered test logger; stop cancels
-// it and returns its result.
+// runningLoop is a loop run in the background with a buffered test logger.
 type runningLoop struct {
 	l      *loop
 	logger klog.Logger
