@@ -1,7 +1,6 @@
 // Package events builds kruise-controller's Event recorder (client-go's, on a
 // scheme that knows core and apps.kruise.io objects, Events written through
-// the core/v1 API and logged at verbosity 4) and helps tests read a
-// FakeRecorder.
+// the core/v1 API and logged at verbosity 4).
 package events
 
 import (
@@ -50,6 +49,10 @@ func Ensure(ctx context.Context, client kubernetes.Interface, rec *record.EventR
 }
 
 // Drain returns the Events a FakeRecorder holds, emptying it (for tests).
+//
+// Deprecated: test code belongs in test/unit/gen: use gen.DrainEvents. Drain
+// stays only until the tests of pkg/controller/imagepulljob and
+// pkg/controller/imagelistpulljob move to gen.DrainEvents, then goes.
 func Drain(rec *record.FakeRecorder) []string {
 	var out []string
 	for {

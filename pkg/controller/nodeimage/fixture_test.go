@@ -23,7 +23,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -187,7 +187,7 @@ func (f *fixture) liveNodeImage(t *testing.T) *appsv1beta1.NodeImage {
 }
 
 func (f *fixture) events() []string {
-	return events.Drain(f.recorder)
+	return gen.DrainEvents(f.recorder)
 }
 
 // decodePatch returns the merge patch a write sent, decoded.

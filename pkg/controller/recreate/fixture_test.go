@@ -30,7 +30,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/daemonlease"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -251,7 +251,7 @@ func (f *fixture) writes() []k8stesting.Action {
 }
 
 func (f *fixture) events() []string {
-	return events.Drain(f.recorder)
+	return gen.DrainEvents(f.recorder)
 }
 
 func (f *fixture) getCRR(t *testing.T) *appsv1alpha1.ContainerRecreateRequest {

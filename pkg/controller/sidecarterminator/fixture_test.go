@@ -22,7 +22,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -292,7 +292,7 @@ func (f *fixture) patches() []k8stesting.PatchAction {
 }
 
 func (f *fixture) events() []string {
-	return events.Drain(f.recorder)
+	return gen.DrainEvents(f.recorder)
 }
 
 func (f *fixture) listCRRs(t *testing.T) []appsv1alpha1.ContainerRecreateRequest {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const waitFor = 5 * time.Second
@@ -154,7 +154,7 @@ func TestGuardWaitsUntilOpenKruiseDaemonIsGone(t *testing.T) {
 	require.NoError(t, f.waitAlone())
 	require.NoError(t, f.guard.Check(nil))
 
-	evs := events.Drain(f.recorder)
+	evs := gen.DrainEvents(f.recorder)
 	require.Len(t, evs, 1, "one Event per conflicting pod: %v", evs)
 	assert.True(t, strings.HasPrefix(evs[0], "Warning ConflictingDaemon Pod kruise-system/kruise-daemon-ok1 is OpenKruise's kruise-daemon"), evs[0])
 	assert.Contains(t, evs[0], "kruise-daemon does not act on node node-a while it runs")
@@ -190,7 +190,7 @@ func TestGuardAloneAtOnce(t *testing.T) {
 			f := newFixture(t, tc.podName, tc.pods...)
 			require.NoError(t, f.waitAlone())
 			require.NoError(t, f.guard.Check(nil))
-			assert.Empty(t, events.Drain(f.recorder))
+			assert.Empty(t, gen.DrainEvents(f.recorder))
 		})
 	}
 }
@@ -236,7 +236,7 @@ func TestGuardStopsOnConflictWhileRunning(t *testing.T) {
 			assert.Contains(t, err.Error(), "kruise-daemon stops so that only one daemon acts on this node")
 			require.Error(t, f.guard.Check(nil))
 
-			evs := events.Drain(f.recorder)
+			evs := gen.DrainEvents(f.recorder)
 			require.Len(t, evs, 1, "%v", evs)
 			assert.Contains(t, evs[0], "Warning ConflictingDaemon Pod "+tc.pod.Namespace+"/"+tc.pod.Name+" is ")
 			assert.Equal(t, 1, podListCalls(f.client))

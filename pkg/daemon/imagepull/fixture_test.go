@@ -27,7 +27,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -357,7 +357,7 @@ func (f *fixture) inFlight() float64 {
 }
 
 func (f *fixture) events() []string {
-	return events.Drain(f.recorder)
+	return gen.DrainEvents(f.recorder)
 }
 
 // phases is the in-memory phase per "repo:tag".
