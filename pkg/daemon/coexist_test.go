@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -26,45 +24,39 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
+	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var (
 	ownPodName = types.NamespacedName{Namespace: "kruise-system", Name: "kruise-daemon-me"}
 	// openKruiseDaemon is a pod of OpenKruise's chart on node-a.
-	openKruiseDaemon = &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-daemon-ok", UID: "ok-uid",
-			Labels: map[string]string{"control-plane": "daemon"}},
-		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{
-			{Name: "daemon", Image: "openkruise/kruise-manager:v1.9.0", Command: []string{"/kruise-daemon"}},
-		}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	openKruiseDaemon = gen.Pod("kruise-daemon-ok", gen.SetPodNamespace("kruise-system"), gen.SetPodUID("ok-uid"),
+		gen.AddPodLabels(map[string]string{"control-plane": "daemon"}), gen.SetPodNodeName("node-a"),
+		gen.AddPodContainer(corev1.Container{Name: "daemon", Image: "openkruise/kruise-manager:v1.9.0", Command: []string{"/kruise-daemon"}}),
+		gen.SetPodPhase(corev1.PodRunning))
 )
 
 // ownDaemonPod is this daemon's pod, of DaemonSet UID ds-ours.
 func ownDaemonPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ownPodName.Namespace, Name: ownPodName.Name, UID: "me-uid",
-			Labels: map[string]string{coexist.NameLabel: coexist.NameValue, coexist.PartOfLabel: coexist.PartOfValue},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "kruise-daemon",
-				UID: "ds-ours", Controller: ptr.To(true)}}},
-		Spec:   corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "daemon", Image: "kruise-daemon"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	return gen.Pod(ownPodName.Name, gen.SetPodNamespace(ownPodName.Namespace), gen.SetPodUID("me-uid"),
+		gen.AddPodLabels(map[string]string{coexist.NameLabel: coexist.NameValue, coexist.PartOfLabel: coexist.PartOfValue}),
+		gen.SetPodOwnerReferences(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "kruise-daemon",
+			UID: "ds-ours", Controller: ptr.To(true)}),
+		gen.SetPodNodeName("node-a"), gen.AddPodContainer(corev1.Container{Name: "daemon", Image: "kruise-daemon"}),
+		gen.SetPodPhase(corev1.PodRunning))
 }
 
 // webPod runs container main (CRI ID aaa) on node-a; admittedCRR asks to
 // recreate it.
 func webPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "web-uid"},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+	return gen.Pod("web", gen.SetPodNamespace("default"), gen.SetPodUID("web-uid"), gen.SetPodNodeName("node-a"),
+		gen.AddPodContainer(corev1.Container{Name: "main", Image: "busybox"}), gen.SetPodPhase(corev1.PodRunning),
+		gen.SetPodContainerStatus(corev1.ContainerStatus{
 			Name: "main", ContainerID: "containerd://aaa", Ready: true,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
-		}}},
-	}
+		}))
 }
 
 func admittedCRR() *appsv1alpha1.ContainerRecreateRequest {

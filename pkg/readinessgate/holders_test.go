@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var (
@@ -15,12 +17,9 @@ var (
 )
 
 func podWith(status corev1.ConditionStatus, reason, message string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-			Type: "KruisePodReady", Status: status, Reason: reason, Message: message, LastTransitionTime: t0,
-		}}},
-	}
+	return gen.Pod("", gen.SetPodNamespace("ns"), gen.SetPodCondition(corev1.PodCondition{
+		Type: "KruisePodReady", Status: status, Reason: reason, Message: message, LastTransitionTime: t0,
+	}))
 }
 
 func TestHolders(t *testing.T) {

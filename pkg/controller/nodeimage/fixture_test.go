@@ -36,38 +36,20 @@ var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // ---- nodes ----
 
-type nodeBuilder struct{ node *corev1.Node }
-
-// newNode is a Ready node named nodeName with the labels.
-func newNode(labels map[string]string) *nodeBuilder {
-	return &nodeBuilder{node: &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: nodeUID, Labels: labels, ResourceVersion: "3"},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(now)},
-		}},
-	}}
+// newNode is a Ready node named nodeName with the labels, changed by mods.
+func newNode(labels map[string]string, mods ...gen.NodeModifier) *corev1.Node {
+	n := gen.Node(nodeName, gen.SetNodeUID(nodeUID), gen.SetNodeLabels(labels), gen.SetNodeResourceVersion("3"),
+		gen.SetNodeCondition(corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}),
+		gen.SetNodeCondition(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(now)}))
+	return gen.NodeFrom(n, mods...)
 }
 
-func (b *nodeBuilder) notReady() *nodeBuilder {
-	b.node.Status.Conditions[1].Status = corev1.ConditionUnknown
-	return b
-}
-
-func (b *nodeBuilder) virtual() *nodeBuilder {
-	if b.node.Labels == nil {
-		b.node.Labels = map[string]string{}
-	}
-	b.node.Labels[VirtualKubeletLabel] = VirtualKubeletValue
-	return b
-}
-
-func (b *nodeBuilder) uid(u types.UID) *nodeBuilder {
-	b.node.UID = u
-	return b
-}
-
-func (b *nodeBuilder) build() *corev1.Node { return b.node }
+var (
+	// notReady makes the node's Ready condition Unknown.
+	notReady = gen.SetNodeCondition(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastHeartbeatTime: metav1.NewTime(now)})
+	// virtual labels the node as a virtual-kubelet one.
+	virtual = gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)
+)
 
 // ---- NodeImages ----
 

@@ -21,12 +21,13 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var nodeLabels = map[string]string{"kubernetes.io/hostname": nodeName, "zone": "a"}
 
 func TestSyncCreatesForReadyNode(t *testing.T) {
-	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
+	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
 	f.mustSync(t)
 
 	writes := f.writes()
@@ -48,7 +49,7 @@ func TestSyncCreatesForReadyNode(t *testing.T) {
 
 func TestSyncCreateAlreadyExists(t *testing.T) {
 	// The API server has it, the cache not yet: no error, no second try.
-	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
+	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
 	_, err := f.kruise.AppsV1beta1().NodeImages().Create(t.Context(), newNodeImage(nodeLabels), metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.kruise.ClearActions()
@@ -59,7 +60,7 @@ func TestSyncCreateAlreadyExists(t *testing.T) {
 }
 
 func TestSyncCreateFails(t *testing.T) {
-	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
+	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
 	f.kruise.PrependReactor("create", "nodeimages", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps.kruise.io", Resource: "nodeimages"}, nodeName, errors.New("no RBAC"))
 	})
@@ -71,7 +72,7 @@ func TestSyncCreateFails(t *testing.T) {
 	assert.Contains(t, events[0], "Warning "+ReasonNodeImageFailed+" Failed creating NodeImage node-a")
 
 	// A transient error is retried without an Event.
-	f2 := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
+	f2 := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
 	f2.kruise.PrependReactor("create", "nodeimages", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd")
 	})
@@ -81,13 +82,13 @@ func TestSyncCreateFails(t *testing.T) {
 
 func TestSyncNotReady(t *testing.T) {
 	t.Run("without NodeImage: none is created", func(t *testing.T) {
-		f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).notReady().build()}})
+		f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels, notReady)}})
 		f.mustSync(t)
 		assert.Empty(t, f.writes())
 		assert.Nil(t, f.liveNodeImage(t))
 	})
 	t.Run("no Ready condition at all: none is created", func(t *testing.T) {
-		n := newNode(nodeLabels).build()
+		n := newNode(nodeLabels)
 		n.Status.Conditions = nil
 		f := newFixture(t, objects{nodes: []*corev1.Node{n}})
 		f.mustSync(t)
@@ -95,7 +96,7 @@ func TestSyncNotReady(t *testing.T) {
 	})
 	t.Run("with NodeImage: it is kept", func(t *testing.T) {
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(nodeLabels).notReady().build()},
+			nodes:      []*corev1.Node{newNode(nodeLabels, notReady)},
 			nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nodeLabels)},
 		})
 		f.mustSync(t)
@@ -104,7 +105,7 @@ func TestSyncNotReady(t *testing.T) {
 	})
 	t.Run("with NodeImage: labels still followed", func(t *testing.T) {
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "b"}).notReady().build()},
+			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "b"}, notReady)},
 			nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nodeLabels)},
 		})
 		f.mustSync(t)
@@ -115,14 +116,14 @@ func TestSyncNotReady(t *testing.T) {
 
 func TestSyncVirtualKubelet(t *testing.T) {
 	t.Run("none is created", func(t *testing.T) {
-		f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nil).virtual().build()}})
+		f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nil, virtual)}})
 		f.mustSync(t)
 		assert.Empty(t, f.writes())
 		assert.Nil(t, f.liveNodeImage(t))
 	})
 	t.Run("an existing one is deleted", func(t *testing.T) {
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "a"}).virtual().build()},
+			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "a"}, virtual)},
 			nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nodeLabels)},
 		})
 		f.mustSync(t)
@@ -158,7 +159,7 @@ func TestSyncNodeDeleted(t *testing.T) {
 	})
 	t.Run("node not cached yet but exists: kept", func(t *testing.T) {
 		f := newFixture(t, objects{
-			apiNodes:   []*corev1.Node{newNode(nodeLabels).build()},
+			apiNodes:   []*corev1.Node{newNode(nodeLabels)},
 			nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nodeLabels)},
 		})
 		f.mustSync(t)
@@ -192,7 +193,7 @@ func TestSyncLabelsChanged(t *testing.T) {
 	old := newNodeImage(map[string]string{"zone": "a", "gone": "x", "kubernetes.io/hostname": nodeName})
 	want := map[string]string{"zone": "b", "new": "y", "kubernetes.io/hostname": nodeName}
 	f := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(want).build()},
+		nodes:      []*corev1.Node{newNode(want)},
 		nodeImages: []*appsv1beta1.NodeImage{old},
 	})
 	f.mustSync(t)
@@ -214,7 +215,7 @@ func TestSyncLabelsChanged(t *testing.T) {
 
 func TestSyncNodeWithoutLabels(t *testing.T) {
 	f := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(nil).build()},
+		nodes:      []*corev1.Node{newNode(nil)},
 		nodeImages: []*appsv1beta1.NodeImage{newNodeImage(map[string]string{"a": "1"})},
 	})
 	f.mustSync(t)
@@ -227,7 +228,7 @@ func TestSyncInSyncNoWrite(t *testing.T) {
 	ni.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "Other", Name: "x", UID: "o"}},
 		ni.OwnerReferences...)
 	f := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(nodeLabels).build()},
+		nodes:      []*corev1.Node{newNode(nodeLabels)},
 		nodeImages: []*appsv1beta1.NodeImage{ni},
 	})
 	f.mustSync(t)
@@ -236,7 +237,7 @@ func TestSyncInSyncNoWrite(t *testing.T) {
 
 	// nil and empty label maps are the same.
 	f2 := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(map[string]string{}).build()},
+		nodes:      []*corev1.Node{newNode(map[string]string{})},
 		nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nil)},
 	})
 	f2.mustSync(t)
@@ -250,7 +251,7 @@ func TestSyncOwnerReference(t *testing.T) {
 		ni.OwnerReferences = append(ni.OwnerReferences, other,
 			metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "stray", UID: "s"})
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(nodeLabels).uid("node-uid-2").build()},
+			nodes:      []*corev1.Node{newNode(nodeLabels, gen.SetNodeUID("node-uid-2"))},
 			nodeImages: []*appsv1beta1.NodeImage{ni},
 		})
 		f.mustSync(t)
@@ -270,7 +271,7 @@ func TestSyncOwnerReference(t *testing.T) {
 		ni := newNodeImage(nodeLabels)
 		ni.OwnerReferences = nil
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(nodeLabels).build()},
+			nodes:      []*corev1.Node{newNode(nodeLabels)},
 			nodeImages: []*appsv1beta1.NodeImage{ni},
 		})
 		f.mustSync(t)
@@ -282,7 +283,7 @@ func TestSyncOwnerReference(t *testing.T) {
 func TestSyncPatchErrors(t *testing.T) {
 	setup := func(t *testing.T, err error) *fixture {
 		f := newFixture(t, objects{
-			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "b"}).build()},
+			nodes:      []*corev1.Node{newNode(map[string]string{"zone": "b"})},
 			nodeImages: []*appsv1beta1.NodeImage{newNodeImage(nodeLabels)},
 		})
 		f.kruise.PrependReactor("patch", "nodeimages", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -307,7 +308,7 @@ func TestSyncBeingDeleted(t *testing.T) {
 	ni.DeletionTimestamp = ptr.To(metav1.NewTime(now))
 	ni.Finalizers = []string{"example.com/hold"}
 	f := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(nodeLabels).build()},
+		nodes:      []*corev1.Node{newNode(nodeLabels)},
 		nodeImages: []*appsv1beta1.NodeImage{ni},
 	})
 	f.mustSync(t)
@@ -315,7 +316,7 @@ func TestSyncBeingDeleted(t *testing.T) {
 
 	// A virtual node's NodeImage already going is not deleted again.
 	f2 := newFixture(t, objects{
-		nodes:      []*corev1.Node{newNode(nil).virtual().build()},
+		nodes:      []*corev1.Node{newNode(nil, virtual)},
 		nodeImages: []*appsv1beta1.NodeImage{ni},
 	})
 	f2.mustSync(t)
@@ -325,7 +326,7 @@ func TestSyncBeingDeleted(t *testing.T) {
 func TestNodeUpdated(t *testing.T) {
 	f := newFixture(t, objects{})
 	q := f.ctrl.queue
-	base := newNode(nodeLabels).build()
+	base := newNode(nodeLabels)
 
 	heartbeat := base.DeepCopy()
 	heartbeat.ResourceVersion = "4"
@@ -364,16 +365,16 @@ func TestEnqueueNodeAndNodeImage(t *testing.T) {
 		q.Done(key)
 		return key
 	}
-	f.ctrl.enqueueNode(newNode(nil).build())
+	f.ctrl.enqueueNode(newNode(nil))
 	assert.Equal(t, nodeName, take())
-	f.ctrl.enqueueNode(cache.DeletedFinalStateUnknown{Key: nodeName, Obj: newNode(nil).build()})
+	f.ctrl.enqueueNode(cache.DeletedFinalStateUnknown{Key: nodeName, Obj: newNode(nil)})
 	assert.Equal(t, nodeName, take())
 	f.ctrl.enqueueNodeImage(newNodeImage(nil))
 	assert.Equal(t, nodeName, take())
 	f.ctrl.enqueueNodeImage(cache.DeletedFinalStateUnknown{Key: nodeName, Obj: newNodeImage(nil)})
 	assert.Equal(t, nodeName, take())
 	f.ctrl.enqueueNode("junk")
-	f.ctrl.enqueueNodeImage(newNode(nil).build())
+	f.ctrl.enqueueNodeImage(newNode(nil))
 	assert.Zero(t, q.Len())
 
 	// NodeImage updates: spec and status (others' writes) are not ours.
@@ -399,17 +400,17 @@ func TestEnqueueNodeAndNodeImage(t *testing.T) {
 
 func TestProcessNextWorkItem(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
-	f.ctrl.enqueueNode(newNode(nodeLabels).build())
+	f := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
+	f.ctrl.enqueueNode(newNode(nodeLabels))
 	require.True(t, f.ctrl.processNextWorkItem(ctx))
 	assert.NotNil(t, f.liveNodeImage(t))
 	assert.Zero(t, f.ctrl.queue.Len())
 
-	f2 := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels).build()}})
+	f2 := newFixture(t, objects{nodes: []*corev1.Node{newNode(nodeLabels)}})
 	f2.kruise.PrependReactor("create", "nodeimages", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("boom"))
 	})
-	f2.ctrl.enqueueNode(newNode(nodeLabels).build())
+	f2.ctrl.enqueueNode(newNode(nodeLabels))
 	require.True(t, f2.ctrl.processNextWorkItem(ctx))
 	assert.Equal(t, 1, f2.ctrl.queue.NumRequeues(nodeName), "retried with backoff")
 

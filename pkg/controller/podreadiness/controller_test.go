@@ -20,20 +20,22 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// pod is a running pod "default/web", with the KruisePodReady gate when gated.
+// pod is a running pod "default/web", with the KruisePodReady gate when
+// gated, and the conditions.
 func pod(gated bool, conds ...corev1.PodCondition) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", ResourceVersion: "7"},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: conds},
-	}
+	mods := []gen.PodModifier{gen.SetPodNamespace("default"), gen.SetPodResourceVersion("7"), gen.SetPodPhase(corev1.PodRunning)}
 	if gated {
-		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
+		mods = append(mods, gen.AddPodReadinessGate(appsv1alpha1.KruisePodReadyConditionType))
 	}
-	return p
+	for _, c := range conds {
+		mods = append(mods, gen.SetPodCondition(c))
+	}
+	return gen.Pod("web", mods...)
 }
 
 // fixture is a controller over a fake clientset holding pods, with the

@@ -46,17 +46,17 @@ func TestAdmitRejects(t *testing.T) {
 		},
 		{
 			name: "pod finished", containers: []string{"main"},
-			pod:     withPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 			message: `pod "web" has finished (phase "Succeeded"): its containers will not run again`,
 		},
 		{
 			name: "pod failed, even before it was scheduled", containers: []string{"main"},
-			pod:     withPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodFailed} }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodFailed} }),
 			message: `pod "web" has finished (phase "Failed"): its containers will not run again`,
 		},
 		{
 			name: "pod being deleted", containers: []string{"main"},
-			pod:     withPod(func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)); p.Finalizers = []string{"x"} }),
+			pod:     runningPod(func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.NewTime(now)); p.Finalizers = []string{"x"} }),
 			message: `pod "web" is being deleted`,
 		},
 		{
@@ -70,7 +70,7 @@ func TestAdmitRejects(t *testing.T) {
 		},
 		{
 			name: "unknown container of a pod still starting", containers: []string{"nope"},
-			pod:     withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
 			message: `containers not found in pod "web": nope`,
 		},
 		{
@@ -154,17 +154,17 @@ func TestAdmitWaitsForThePodToStart(t *testing.T) {
 	}{
 		{
 			name:    "not scheduled",
-			pod:     withPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Spec.NodeName = ""; p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
 			message: `waiting for the pod to start: pod "web" is not scheduled to a node yet`,
 		},
 		{
 			name:    "pending",
-			pod:     withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
 			message: `waiting for the pod to start: pod "web" is not running yet (phase "Pending")`,
 		},
 		{
 			name:    "a container without a containerID",
-			pod:     withPod(func(p *corev1.Pod) { p.Status.ContainerStatuses[1].ContainerID = "" }),
+			pod:     runningPod(func(p *corev1.Pod) { p.Status.ContainerStatuses[1].ContainerID = "" }),
 			message: `waiting for the pod to start: containers of pod "web" have not started yet: sidecar`,
 		},
 	}
@@ -214,7 +214,7 @@ func TestAdmitWaitsForThePodToStart(t *testing.T) {
 
 // The wait is bounded: by activeDeadlineSeconds, else by defaultPodStartWait.
 func TestAdmitWaitIsBounded(t *testing.T) {
-	pending := withPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} })
+	pending := runningPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} })
 	t.Run("default bound", func(t *testing.T) {
 		f := newFixture(t, objects{apiOnly: []*corev1.Pod{pending}, crrs: []*appsv1alpha1.ContainerRecreateRequest{newCRR(defaultPodStartWait, "main")}})
 		_, err := f.sync(t)
@@ -263,7 +263,7 @@ func TestAdmitFills(t *testing.T) {
 	crr.Labels = map[string]string{"user": "label"}
 	// A sleep hook has no field in the OpenKruise-compatible ProbeHandler:
 	// it is left out of the copy (the daemon runs the pod's own hook).
-	pod := withPod(func(p *corev1.Pod) {
+	pod := runningPod(func(p *corev1.Pod) {
 		p.Spec.Containers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
 	})
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
@@ -524,7 +524,7 @@ func TestAdmitCutShortForAReplacedPod(t *testing.T) {
 	for i := range crr.Spec.Containers {
 		crr.Spec.Containers[i].StatusContext = nil
 	}
-	f := newFixture(t, objects{apiOnly: []*corev1.Pod{withPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 	_, err := f.sync(t)
 	require.NoError(t, err)
 	got := f.getCRR(t)

@@ -262,35 +262,19 @@ func (f *fixture) getCRR(t *testing.T) *appsv1alpha1.ContainerRecreateRequest {
 }
 
 // runningPod is a running pod with containers main (preStop exec, a port)
-// and sidecar.
-func runningPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: testNS, UID: podUID},
-		Spec: corev1.PodSpec{
-			NodeName: nodeName,
-			Containers: []corev1.Container{
-				{
-					Name:      "main",
-					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 1"}}}},
-				},
-				{Name: "sidecar"},
-			},
-		},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning,
-			ContainerStatuses: []corev1.ContainerStatus{
-				{Name: "main", ContainerID: mainID, RestartCount: 2},
-				{Name: "sidecar", ContainerID: sidecarID},
-			},
-		},
-	}
-}
-
-func withPod(mut func(*corev1.Pod)) *corev1.Pod {
-	p := runningPod()
-	mut(p)
-	return p
+// and sidecar, changed by mods.
+func runningPod(mods ...gen.PodModifier) *corev1.Pod {
+	p := gen.Pod(podName, gen.SetPodNamespace(testNS), gen.SetPodUID(podUID), gen.SetPodNodeName(nodeName),
+		gen.AddPodContainer(corev1.Container{
+			Name:      "main",
+			Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 1"}}}},
+		}),
+		gen.AddPodContainer(corev1.Container{Name: "sidecar"}),
+		gen.SetPodPhase(corev1.PodRunning),
+		gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "main", ContainerID: mainID, RestartCount: 2}),
+		gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "sidecar", ContainerID: sidecarID}))
+	return gen.PodFrom(p, mods...)
 }
 
 // newCRR is a fresh request for the given containers, created age ago, as

@@ -53,9 +53,9 @@ func TestEventHandlersUseIndexes(t *testing.T) {
 	f.ctrl.podChanged(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: pod})
 	assert.ElementsMatch(t, []string{"default/active", "default/new", "default/other-node"}, drain(f), "pod deleted")
 
-	f.ctrl.podUpdated(pod, withPod(func(p *corev1.Pod) { p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}} }))
+	f.ctrl.podUpdated(pod, runningPod(func(p *corev1.Pod) { p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}} }))
 	assert.Empty(t, drain(f), "status churn concerns no CRR")
-	f.ctrl.podUpdated(pod, withPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }))
+	f.ctrl.podUpdated(pod, runningPod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }))
 	assert.ElementsMatch(t, []string{"default/active", "default/new", "default/other-node"}, drain(f), "pod stopped running")
 
 	f.ctrl.leaseChanged(lease(nodeName, 0))

@@ -21,6 +21,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func unreadyGrace(s int64) func(*appsv1alpha1.ContainerRecreateRequest) {
@@ -29,28 +30,22 @@ func unreadyGrace(s int64) func(*appsv1alpha1.ContainerRecreateRequest) {
 	}
 }
 
-func gatedPod(mut ...func(*corev1.Pod)) *corev1.Pod {
-	return withPod(func(p *corev1.Pod) {
-		p.ResourceVersion = "7"
-		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
-		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-			{Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		}
-		for _, m := range mut {
-			m(p)
-		}
-	})
+// gatedPod is runningPod with the KruisePodReady readiness gate, Ready and
+// KruisePodReady (for an hour), changed by mods.
+func gatedPod(mods ...gen.PodModifier) *corev1.Pod {
+	p := runningPod(gen.SetPodResourceVersion("7"),
+		gen.AddPodReadinessGate(appsv1alpha1.KruisePodReadyConditionType),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}),
+		gen.SetPodCondition(corev1.PodCondition{Type: appsv1alpha1.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}))
+	return gen.PodFrom(p, mods...)
 }
 
 // kruiseCondition sets the pod's KruisePodReady condition.
-func kruiseCondition(status corev1.ConditionStatus, reason, message string, since time.Time) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Status.Conditions[1] = corev1.PodCondition{
-			Type: appsv1alpha1.KruisePodReadyConditionType, Status: status, Reason: reason, Message: message,
-			LastTransitionTime: metav1.NewTime(since),
-		}
-	}
+func kruiseCondition(status corev1.ConditionStatus, reason, message string, since time.Time) gen.PodModifier {
+	return gen.SetPodCondition(corev1.PodCondition{
+		Type: appsv1alpha1.KruisePodReadyConditionType, Status: status, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(since),
+	})
 }
 
 // podPatches returns the pod status patches the controller sent, decoded.

@@ -31,7 +31,7 @@ func TestSyncActive(t *testing.T) {
 			{Name: "sidecar", Phase: appsv1alpha1.ContainerRecreateRequestRecreating, IsKilled: true},
 		}
 	}
-	replaced := withPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })
+	replaced := runningPod(func(p *corev1.Pod) { p.UID = "pod-uid-2" })
 	live := []*coordinationv1.Lease{lease(nodeName, 5*time.Second)}
 
 	tests := []struct {

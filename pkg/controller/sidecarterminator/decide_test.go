@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestDecide(t *testing.T) {
@@ -25,151 +27,151 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name:     "restartPolicy Always is ignored",
-			pod:      newPod(always).main("m", exited(0)).sidecar("s", running()).build(),
+			pod:      newPod(always, withMain("m", exited(0)), withSidecar("s", running())),
 			wantStep: stepNone, wantWhy: "Always",
 		},
 		{
 			name:     "empty restartPolicy (defaulted to Always) is ignored",
-			pod:      newPod("").main("m", exited(0)).sidecar("s", running()).build(),
+			pod:      newPod("", withMain("m", exited(0)), withSidecar("s", running())),
 			wantStep: stepNone, wantWhy: "Always",
 		},
 		{
 			name:     "pod being deleted is ignored",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s", running()).deleting().build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s", running()), deleting),
 			wantStep: stepNone, wantWhy: "deleted",
 		},
 		{
 			name:     "Pending pod is ignored",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s", waiting()).phase(corev1.PodPending).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s", waiting()), gen.SetPodPhase(corev1.PodPending)),
 			wantStep: stepNone, wantWhy: "Pending", wantSidecars: []string{"s"},
 		},
 		{
 			name:     "no marking",
-			pod:      newPod(never).main("m", exited(0)).main("n", running()).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withMain("n", running())),
 			wantStep: stepNone, wantWhy: "no container is marked",
 		},
 		{
 			name: "env false marks nothing and is no problem",
-			pod: newPod(never).main("m", exited(0)).
-				container("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running()).build(),
+			pod: newPod(never, withMain("m", exited(0)),
+				withContainer("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running())),
 			wantStep: stepNone, wantWhy: "no container is marked",
 		},
 		{
 			name: "invalid env value: the container is a main, with a problem",
-			pod: newPod(never).main("m", exited(0)).
-				container("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "yes"}}, running()).build(),
+			pod: newPod(never, withMain("m", exited(0)),
+				withContainer("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "yes"}}, running())),
 			wantStep: stepNone, wantWhy: "no container is marked", wantProblem: `"yes"`,
 		},
 		{
 			name:     "Never, main running: wait",
-			pod:      newPod(never).main("m", running()).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("m", running()), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name:     "Never, main not started: wait",
-			pod:      newPod(never).main("m", waiting()).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("m", waiting()), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name:     "Never, main without a status: wait",
-			pod:      newPod(never).main("m", noStatus()).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("m", noStatus()), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name:     "Never, main exited 0: Succeeded",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s", running())),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s"}, wantSummary: "m exited 0",
 		},
 		{
 			name:     "Never, main exited 1: Failed",
-			pod:      newPod(never).main("m", exited(1)).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("m", exited(1)), withSidecar("s", running())),
 			wantStep: stepTerminate, wantPhase: corev1.PodFailed, wantSidecars: []string{"s"}, wantSummary: "m exited 1",
 		},
 		{
 			name:     "Never, one of two mains failed: Failed",
-			pod:      newPod(never).main("a", exited(0)).sidecar("s", running()).main("b", exited(2)).build(),
+			pod:      newPod(never, withMain("a", exited(0)), withSidecar("s", running()), withMain("b", exited(2))),
 			wantStep: stepTerminate, wantPhase: corev1.PodFailed, wantSidecars: []string{"s"}, wantSummary: "a exited 0, b exited 2",
 		},
 		{
 			name:     "OnFailure, main exited 1: the kubelet restarts it, wait",
-			pod:      newPod(onFailure).main("m", exited(1)).sidecar("s", running()).build(),
+			pod:      newPod(onFailure, withMain("m", exited(1)), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name:     "OnFailure, main waiting to restart: wait",
-			pod:      newPod(onFailure).main("m", waiting()).sidecar("s", running()).build(),
+			pod:      newPod(onFailure, withMain("m", waiting()), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name:     "OnFailure, main exited 0: Succeeded",
-			pod:      newPod(onFailure).main("m", exited(0)).sidecar("s", running()).build(),
+			pod:      newPod(onFailure, withMain("m", exited(0)), withSidecar("s", running())),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s"}, wantSummary: "m exited 0",
 		},
 		{
 			name:     "several mains, one still running: wait",
-			pod:      newPod(never).main("a", exited(0)).main("b", running()).main("c", exited(1)).sidecar("s", running()).build(),
+			pod:      newPod(never, withMain("a", exited(0)), withMain("b", running()), withMain("c", exited(1)), withSidecar("s", running())),
 			wantStep: stepWait, wantSidecars: []string{"s"},
 		},
 		{
 			name: "several sidecars, one already terminated: only the others",
-			pod: newPod(never).sidecar("s1", running()).main("m", exited(0)).sidecar("s2", exited(0)).
-				sidecar("s3", noStatus()).sidecarWithImage("s4", "busybox", waiting()).build(),
+			pod: newPod(never, withSidecar("s1", running()), withMain("m", exited(0)), withSidecar("s2", exited(0)),
+				withSidecar("s3", noStatus()), withSidecarImage("s4", "busybox", waiting())),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s1", "s3", "s4"}, wantSummary: "m exited 0",
 		},
 		{
 			name:     "a sidecar's own failure does not decide the phase",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s1", exited(1)).sidecar("s2", running()).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s1", exited(1)), withSidecar("s2", running())),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s2"}, wantSummary: "m exited 0",
 		},
 		{
 			name:     "every sidecar terminated already: nothing",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s1", exited(0)).sidecar("s2", exited(143)).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s1", exited(0)), withSidecar("s2", exited(143))),
 			wantStep: stepNone, wantWhy: "every sidecar has already terminated", wantSummary: "m exited 0",
 		},
 		{
 			name:     "only sidecars, no main: nothing, with a problem",
-			pod:      newPod(never).sidecar("s1", running()).sidecar("s2", exited(0)).build(),
+			pod:      newPod(never, withSidecar("s1", running()), withSidecar("s2", exited(0))),
 			wantStep: stepNone, wantWhy: "no main", wantProblem: "every container is marked as a sidecar",
 		},
 		{
 			name: "Succeeded with our condition: follow-up",
-			pod: newPod(never).main("m", exited(0)).sidecar("s1", running()).sidecar("s2", exited(137)).
-				phase(corev1.PodSucceeded).recorded(now).build(),
+			pod: newPod(never, withMain("m", exited(0)), withSidecar("s1", running()), withSidecar("s2", exited(137)),
+				gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now)),
 			wantStep: stepFollowUp, wantSidecars: []string{"s1"},
 		},
 		{
 			name: "Failed with our condition, all sidecars ended: follow-up with none left",
-			pod: newPod(never).main("m", exited(3)).sidecar("s", exited(137)).
-				phase(corev1.PodFailed).recorded(now).build(),
+			pod: newPod(never, withMain("m", exited(3)), withSidecar("s", exited(137)),
+				gen.SetPodPhase(corev1.PodFailed), withRecorded(now)),
 			wantStep: stepFollowUp,
 		},
 		{
 			name:     "Succeeded without our condition: nothing",
-			pod:      newPod(never).main("m", exited(0)).sidecar("s", running()).phase(corev1.PodSucceeded).build(),
+			pod:      newPod(never, withMain("m", exited(0)), withSidecar("s", running()), gen.SetPodPhase(corev1.PodSucceeded)),
 			wantStep: stepNone, wantWhy: "finished", wantSidecars: []string{"s"},
 		},
 		{
 			name: "Failed with our condition False: nothing",
-			pod: newPod(never).main("m", exited(1)).sidecar("s", running()).phase(corev1.PodFailed).
-				condition(corev1.ConditionFalse, now).build(),
+			pod: newPod(never, withMain("m", exited(1)), withSidecar("s", running()), gen.SetPodPhase(corev1.PodFailed),
+				withCondition(corev1.ConditionFalse, now)),
 			wantStep: stepNone, wantWhy: "finished", wantSidecars: []string{"s"},
 		},
 		{
 			name: "phase back to Running with our condition: terminate again",
-			pod: newPod(never).main("m", exited(0)).sidecar("s", running()).
-				recorded(now).build(),
+			pod: newPod(never, withMain("m", exited(0)), withSidecar("s", running()),
+				withRecorded(now)),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s"}, wantSummary: "m exited 0",
 		},
 		{
 			name: "init containers carrying the env are not looked at",
-			pod: newPod(never).initContainer("init", false, envTrue()).initContainer("native", true, envImage("busybox")).
-				main("m", exited(0)).main("n", running()).build(),
+			pod: newPod(never, withInit("init", false, envTrue()), withInit("native", true, envImage("busybox")),
+				withMain("m", exited(0)), withMain("n", running())),
 			wantStep: stepNone, wantWhy: "no container is marked",
 		},
 		{
 			name: "native sidecars are neither sidecars nor mains",
-			pod: newPod(never).initContainer("native", true, envTrue()).
-				main("m", exited(0)).sidecar("s", running()).build(),
+			pod: newPod(never, withInit("native", true, envTrue()),
+				withMain("m", exited(0)), withSidecar("s", running())),
 			wantStep: stepTerminate, wantPhase: corev1.PodSucceeded, wantSidecars: []string{"s"}, wantSummary: "m exited 0",
 		},
 	}
@@ -214,7 +216,7 @@ func nilIfEmpty(s []string) []string {
 
 // decide does not write to the pod it reads: it is called on cached objects.
 func TestDecideDoesNotMutate(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).main("m", exited(0)).sidecar("s", running()).build()
+	pod := newPod(corev1.RestartPolicyNever, withMain("m", exited(0)), withSidecar("s", running()))
 	before := pod.DeepCopy()
 	_ = decide(pod)
 	assert.Equal(t, before, pod)
@@ -222,11 +224,11 @@ func TestDecideDoesNotMutate(t *testing.T) {
 
 func TestRecorded(t *testing.T) {
 	never := corev1.RestartPolicyNever
-	assert.False(t, recorded(newPod(never).build()), "no condition")
-	assert.True(t, recorded(newPod(never).recorded(now).build()))
-	assert.False(t, recorded(newPod(never).condition(corev1.ConditionFalse, now).build()))
-	assert.False(t, recorded(newPod(never).condition(corev1.ConditionUnknown, now).build()))
-	other := newPod(never).build()
+	assert.False(t, recorded(newPod(never)), "no condition")
+	assert.True(t, recorded(newPod(never, withRecorded(now))))
+	assert.False(t, recorded(newPod(never, withCondition(corev1.ConditionFalse, now))))
+	assert.False(t, recorded(newPod(never, withCondition(corev1.ConditionUnknown, now))))
+	other := newPod(never)
 	other.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	assert.False(t, recorded(other), "another condition type")
 }
@@ -307,7 +309,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newPod(corev1.RestartPolicyNever).main("first", running()).container("c", tc.env, running()).main("last", running()).build()
+			pod := newPod(corev1.RestartPolicyNever, withMain("first", running()), withContainer("c", tc.env, running()), withMain("last", running()))
 			got := classify(pod)
 			if tc.wantSidecar {
 				assert.Equal(t, []string{"first", "last"}, got.mains)
@@ -332,13 +334,12 @@ func TestClassify(t *testing.T) {
 const sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 func TestClassifyKeepsOrderAndReportsEachContainer(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).
-		sidecarWithImage("b", "busybox", running()).
-		main("m", running()).
-		container("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "on"}}, running()).
-		sidecar("a", running()).
-		sidecarWithImage("bad", "Not/Valid:::", running()).
-		build()
+	pod := newPod(corev1.RestartPolicyNever,
+		withSidecarImage("b", "busybox", running()),
+		withMain("m", running()),
+		withContainer("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "on"}}, running()),
+		withSidecar("a", running()),
+		withSidecarImage("bad", "Not/Valid:::", running()))
 	got := classify(pod)
 	assert.Equal(t, []string{"m", "x"}, got.mains)
 	assert.Equal(t, []sidecar{{name: "b", image: "busybox"}, {name: "a"}, {name: "bad"}}, got.sidecars)
@@ -352,12 +353,12 @@ func TestClassifyKeepsOrderAndReportsEachContainer(t *testing.T) {
 
 func TestHasMarking(t *testing.T) {
 	never := corev1.RestartPolicyNever
-	assert.False(t, hasMarking(newPod(never).main("m", running()).build()))
-	assert.True(t, hasMarking(newPod(never).main("m", running()).sidecar("s", running()).build()))
-	assert.True(t, hasMarking(newPod(never).sidecarWithImage("s", "busybox", running()).build()))
-	assert.True(t, hasMarking(newPod(never).container("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running()).build()),
+	assert.False(t, hasMarking(newPod(never, withMain("m", running()))))
+	assert.True(t, hasMarking(newPod(never, withMain("m", running()), withSidecar("s", running()))))
+	assert.True(t, hasMarking(newPod(never, withSidecarImage("s", "busybox", running()))))
+	assert.True(t, hasMarking(newPod(never, withContainer("s", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running()))),
 		"any value is a marking worth a look")
-	assert.False(t, hasMarking(newPod(never).initContainer("i", true, envTrue()).main("m", running()).build()),
+	assert.False(t, hasMarking(newPod(never, withInit("i", true, envTrue()), withMain("m", running()))),
 		"init containers do not count")
 }
 

@@ -38,7 +38,7 @@ const (
 // now is the fake clock's time in every test.
 var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// ---- pod builder ----
+// ---- pods ----
 
 // state is what a container's status says (nil: no status at all).
 type state func(name string) *corev1.ContainerStatus
@@ -79,16 +79,12 @@ func waiting() state {
 // noStatus leaves the container out of the pod's status.
 func noStatus() state { return func(string) *corev1.ContainerStatus { return nil } }
 
-type podBuilder struct{ pod *corev1.Pod }
-
-// newPod is a Running pod on nodeName with the restart policy and no
-// containers yet.
-func newPod(policy corev1.RestartPolicy) *podBuilder {
-	return &podBuilder{pod: &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: testNS, UID: podUID, ResourceVersion: "7"},
-		Spec:       corev1.PodSpec{RestartPolicy: policy, NodeName: nodeName},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}}
+// newPod is a Running pod on nodeName with the restart policy and, but for
+// what mods add, no containers.
+func newPod(policy corev1.RestartPolicy, mods ...gen.PodModifier) *corev1.Pod {
+	p := gen.Pod(podName, gen.SetPodNamespace(testNS), gen.SetPodUID(podUID), gen.SetPodResourceVersion("7"),
+		gen.SetPodRestartPolicy(policy), gen.SetPodNodeName(nodeName), gen.SetPodPhase(corev1.PodRunning))
+	return gen.PodFrom(p, mods...)
 }
 
 func envTrue() []corev1.EnvVar {
@@ -99,81 +95,54 @@ func envImage(image string) []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: EnvTerminateSidecarWithImage, Value: image}}
 }
 
-// container adds a regular container with the env and status.
-func (b *podBuilder) container(name string, env []corev1.EnvVar, st state) *podBuilder {
-	b.pod.Spec.Containers = append(b.pod.Spec.Containers, corev1.Container{Name: name, Image: name + ":v1", Env: env})
-	if s := st(name); s != nil {
-		b.pod.Status.ContainerStatuses = append(b.pod.Status.ContainerStatuses, *s)
+// withContainer adds a regular container with the env and status.
+func withContainer(name string, env []corev1.EnvVar, st state) gen.PodModifier {
+	return func(p *corev1.Pod) {
+		gen.AddPodContainer(corev1.Container{Name: name, Image: name + ":v1", Env: env})(p)
+		if s := st(name); s != nil {
+			gen.SetPodContainerStatus(*s)(p)
+		}
 	}
-	return b
 }
 
-// main adds an unmarked container.
-func (b *podBuilder) main(name string, st state) *podBuilder { return b.container(name, nil, st) }
+// withMain adds an unmarked container.
+func withMain(name string, st state) gen.PodModifier { return withContainer(name, nil, st) }
 
-// sidecar adds a container marked with KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true.
-func (b *podBuilder) sidecar(name string, st state) *podBuilder {
-	return b.container(name, envTrue(), st)
+// withSidecar adds a container marked with KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true.
+func withSidecar(name string, st state) gen.PodModifier { return withContainer(name, envTrue(), st) }
+
+// withSidecarImage adds a container marked with the _WITH_IMAGE env only.
+func withSidecarImage(name, image string, st state) gen.PodModifier {
+	return withContainer(name, envImage(image), st)
 }
 
-// sidecarWithImage adds a container marked with the _WITH_IMAGE env only.
-func (b *podBuilder) sidecarWithImage(name, image string, st state) *podBuilder {
-	return b.container(name, envImage(image), st)
-}
-
-// initContainer adds an init container (native sidecar when always) with the env.
-func (b *podBuilder) initContainer(name string, always bool, env []corev1.EnvVar) *podBuilder {
+// withInit adds an init container (native sidecar when always) with the env.
+func withInit(name string, always bool, env []corev1.EnvVar) gen.PodModifier {
 	c := corev1.Container{Name: name, Image: name + ":v1", Env: env}
 	if always {
 		c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	}
-	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, c)
-	return b
+	return gen.AddPodInitContainer(c)
 }
 
-func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder {
-	b.pod.Status.Phase = p
-	return b
-}
+// deleting marks the pod as being deleted since now.
+var deleting = gen.SetPodDeletionTimestamp(now)
 
-func (b *podBuilder) deleting() *podBuilder {
-	b.pod.DeletionTimestamp = ptr.To(metav1.NewTime(now))
-	return b
-}
-
-func (b *podBuilder) node(n string) *podBuilder {
-	b.pod.Spec.NodeName = n
-	return b
-}
-
-func (b *podBuilder) grace(s int64) *podBuilder {
-	b.pod.Spec.TerminationGracePeriodSeconds = ptr.To(s)
-	return b
-}
-
-// condition adds the SidecarTerminated condition with the status, become so at.
-func (b *podBuilder) condition(status corev1.ConditionStatus, at time.Time) *podBuilder {
-	b.pod.Status.Conditions = append(b.pod.Status.Conditions, corev1.PodCondition{
+// withCondition adds the SidecarTerminated condition with the status, become so at.
+func withCondition(status corev1.ConditionStatus, at time.Time) gen.PodModifier {
+	return gen.SetPodCondition(corev1.PodCondition{
 		Type: ConditionSidecarTerminated, Status: status, Reason: reasonMainsSucceeded,
 		LastTransitionTime: metav1.NewTime(at),
 	})
-	return b
 }
 
-// recorded is condition(True, at).
-func (b *podBuilder) recorded(at time.Time) *podBuilder { return b.condition(corev1.ConditionTrue, at) }
-
-func (b *podBuilder) build() *corev1.Pod { return b.pod }
+// withRecorded is withCondition(True, at).
+func withRecorded(at time.Time) gen.PodModifier { return withCondition(corev1.ConditionTrue, at) }
 
 // ---- nodes ----
 
-func realNode(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
-
-func virtualNode(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{VirtualKubeletLabel: VirtualKubeletValue}}}
-}
+// virtualKubelet labels a node as a virtual-kubelet one.
+var virtualKubelet = gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)
 
 // ---- fixture ----
 

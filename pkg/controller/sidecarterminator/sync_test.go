@@ -23,6 +23,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var podsGR = schema.GroupResource{Resource: "pods"}
@@ -51,8 +52,8 @@ func forbidden() error {
 
 // finishedPod is a Never pod on a real node whose main exited with code
 // and whose sidecar s still runs.
-func finishedPod(code int32) *podBuilder {
-	return newPod(corev1.RestartPolicyNever).main("m", exited(code)).sidecar("s", running())
+func finishedPod(code int32, mods ...gen.PodModifier) *corev1.Pod {
+	return gen.PodFrom(newPod(corev1.RestartPolicyNever, withMain("m", exited(code)), withSidecar("s", running())), mods...)
 }
 
 func TestSyncRecordsPhase(t *testing.T) {
@@ -65,19 +66,19 @@ func TestSyncRecordsPhase(t *testing.T) {
 		wantEvent  string
 	}{
 		{
-			name: "Never, main succeeded", pod: finishedPod(0).build(), nodes: []*corev1.Node{realNode(nodeName)},
+			name: "Never, main succeeded", pod: finishedPod(0), nodes: []*corev1.Node{gen.Node(nodeName)},
 			wantPhase: corev1.PodSucceeded, wantReason: reasonMainsSucceeded,
 			wantEvent: "Normal TerminatingSidecars Recorded phase Succeeded: Main containers finished (m exited 0); stopping sidecars s",
 		},
 		{
-			name: "Never, main failed", pod: finishedPod(2).build(), nodes: []*corev1.Node{realNode(nodeName)},
+			name: "Never, main failed", pod: finishedPod(2), nodes: []*corev1.Node{gen.Node(nodeName)},
 			wantPhase: corev1.PodFailed, wantReason: reasonMainsFailed,
 			wantEvent: "Normal TerminatingSidecars Recorded phase Failed: Main containers finished (m exited 2); stopping sidecars s",
 		},
 		{
 			name: "OnFailure, two sidecars, node object gone",
-			pod: newPod(corev1.RestartPolicyOnFailure).sidecar("a", running()).main("m", exited(0)).
-				sidecarWithImage("b", "busybox", running()).build(),
+			pod: newPod(corev1.RestartPolicyOnFailure, withSidecar("a", running()), withMain("m", exited(0)),
+				withSidecarImage("b", "busybox", running())),
 			wantPhase: corev1.PodSucceeded, wantReason: reasonMainsSucceeded,
 			wantEvent: "Normal TerminatingSidecars Recorded phase Succeeded: Main containers finished (m exited 0); stopping sidecars a, b",
 		},
@@ -136,8 +137,8 @@ func TestSyncRecordsPhase(t *testing.T) {
 // the kubelet wrote back to Running is recorded again; a recorded pod is
 // only followed up.
 func TestSyncRecordsPhaseIdempotence(t *testing.T) {
-	pod := finishedPod(0).build()
-	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+	pod := finishedPod(0)
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	f.mustSync(t)
 	require.Len(t, f.patches(), 2)
 	f.mustSync(t)
@@ -164,8 +165,8 @@ func TestSyncRecordsPhaseIdempotence(t *testing.T) {
 	assert.Positive(t, after, "the follow-up looks again later")
 	assert.Len(t, f.patches(), 4)
 
-	done := finishedPod(0).phase(corev1.PodSucceeded).recorded(now).build()
-	f = newFixture(t, objects{pods: []*corev1.Pod{done}, nodes: []*corev1.Node{realNode(nodeName)}})
+	done := finishedPod(0, gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now))
+	f = newFixture(t, objects{pods: []*corev1.Pod{done}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	after = f.mustSync(t)
 	assert.Positive(t, after, "the follow-up looks again later")
 	assert.Empty(t, f.writes())
@@ -178,17 +179,17 @@ func TestSyncNoWrite(t *testing.T) {
 		name string
 		pod  *corev1.Pod
 	}{
-		{name: "main running", pod: newPod(never).main("m", running()).sidecar("s", running()).build()},
-		{name: "OnFailure main failed", pod: newPod(corev1.RestartPolicyOnFailure).main("m", exited(1)).sidecar("s", running()).build()},
-		{name: "Always", pod: newPod(corev1.RestartPolicyAlways).main("m", exited(0)).sidecar("s", running()).build()},
-		{name: "deleting", pod: finishedPod(0).deleting().build()},
-		{name: "sidecars all done", pod: newPod(never).main("m", exited(0)).sidecar("s", exited(143)).build()},
-		{name: "finished without us", pod: finishedPod(0).phase(corev1.PodSucceeded).build()},
-		{name: "pending", pod: finishedPod(0).phase(corev1.PodPending).build()},
+		{name: "main running", pod: newPod(never, withMain("m", running()), withSidecar("s", running()))},
+		{name: "OnFailure main failed", pod: newPod(corev1.RestartPolicyOnFailure, withMain("m", exited(1)), withSidecar("s", running()))},
+		{name: "Always", pod: newPod(corev1.RestartPolicyAlways, withMain("m", exited(0)), withSidecar("s", running()))},
+		{name: "deleting", pod: finishedPod(0, deleting)},
+		{name: "sidecars all done", pod: newPod(never, withMain("m", exited(0)), withSidecar("s", exited(143)))},
+		{name: "finished without us", pod: finishedPod(0, gen.SetPodPhase(corev1.PodSucceeded))},
+		{name: "pending", pod: finishedPod(0, gen.SetPodPhase(corev1.PodPending))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, objects{pods: []*corev1.Pod{tc.pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+			f := newFixture(t, objects{pods: []*corev1.Pod{tc.pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 			assert.Zero(t, f.mustSync(t))
 			assert.Empty(t, f.writes())
 			assert.Empty(t, f.events())
@@ -197,7 +198,7 @@ func TestSyncNoWrite(t *testing.T) {
 }
 
 func TestSyncPodMissing(t *testing.T) {
-	f := newFixture(t, objects{apiOnly: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f := newFixture(t, objects{apiOnly: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	assert.Zero(t, f.mustSync(t))
 	assert.Empty(t, f.kube.Actions(), "the cache decides: not even a read")
 	assert.Empty(t, f.kruise.Actions())
@@ -214,8 +215,8 @@ func TestSyncStatusPatchRefused(t *testing.T) {
 		field.ErrorList{field.Forbidden(field.NewPath("status", "phase"), "not allowed")})
 	for name, refusal := range map[string]error{"forbidden": forbidden(), "invalid": invalid} {
 		t.Run(name, func(t *testing.T) {
-			pod := newPod(corev1.RestartPolicyNever).main("m", exited(0)).sidecar("s", running()).sidecar("w", waiting()).build()
-			f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+			pod := newPod(corev1.RestartPolicyNever, withMain("m", exited(0)), withSidecar("s", running()), withSidecar("w", waiting()))
+			f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 			failPatch(f, "status", refusal)
 			assert.Zero(t, f.mustSync(t))
 
@@ -248,14 +249,14 @@ func TestSyncStatusPatchRefused(t *testing.T) {
 // A refusal because the pod was replaced (or deleted) under its name is
 // left to the new pod's own sync.
 func TestSyncStatusPatchRefusedPodReplaced(t *testing.T) {
-	replacement := finishedPod(0).build()
+	replacement := finishedPod(0)
 	replacement.UID = "pod-uid-2"
 	for name, o := range map[string]objects{
-		"replaced": {cacheOnly: []*corev1.Pod{finishedPod(0).build()}, apiOnly: []*corev1.Pod{replacement}},
-		"deleted":  {cacheOnly: []*corev1.Pod{finishedPod(0).build()}},
+		"replaced": {cacheOnly: []*corev1.Pod{finishedPod(0)}, apiOnly: []*corev1.Pod{replacement}},
+		"deleted":  {cacheOnly: []*corev1.Pod{finishedPod(0)}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o.nodes = []*corev1.Node{realNode(nodeName)}
+			o.nodes = []*corev1.Node{gen.Node(nodeName)}
 			f := newFixture(t, o)
 			failPatch(f, "status", forbidden())
 			assert.Zero(t, f.mustSync(t))
@@ -267,7 +268,7 @@ func TestSyncStatusPatchRefusedPodReplaced(t *testing.T) {
 }
 
 func TestSyncStatusPatchFails(t *testing.T) {
-	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	failPatch(f, "status", apierrors.NewInternalError(errors.New("etcd is down")))
 	_, err := f.sync(t)
 	require.Error(t, err)
@@ -277,7 +278,7 @@ func TestSyncStatusPatchFails(t *testing.T) {
 	assert.Empty(t, f.events())
 
 	// A conflict (the uid no longer matches) is returned as a conflict.
-	f = newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f = newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	failPatch(f, "status", apierrors.NewConflict(podsGR, podName, errors.New("uid mismatch")))
 	_, err = f.sync(t)
 	require.Error(t, err)
@@ -288,7 +289,7 @@ func TestSyncStatusPatchFails(t *testing.T) {
 // The phase is written but the annotation is not: an error to retry, and
 // no event claiming the sidecars are being stopped.
 func TestSyncAnnotationPatchFails(t *testing.T) {
-	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	failPatch(f, "", apierrors.NewServiceUnavailable("try later"))
 	_, err := f.sync(t)
 	require.Error(t, err)
@@ -302,7 +303,7 @@ func TestSyncAnnotationPatchFails(t *testing.T) {
 // pods patch), the phase has been recorded: no CRR fallback, no claim that
 // the phase could not be recorded, an error to retry and one warning.
 func TestSyncAnnotationPatchForbidden(t *testing.T) {
-	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	failPatch(f, "", forbidden())
 	_, err := f.sync(t)
 	require.Error(t, err)
@@ -316,15 +317,14 @@ func TestSyncAnnotationPatchForbidden(t *testing.T) {
 }
 
 func TestSyncCRRMechanism(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).
-		sidecar("s1", running()).
-		main("m", exited(1)).
-		sidecar("s2", waiting()).
-		sidecar("s3", exited(0)).
-		sidecarWithImage("s4", "busybox", running()).
-		sidecar("s5", noStatus()).
-		build()
-	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+	pod := newPod(corev1.RestartPolicyNever,
+		withSidecar("s1", running()),
+		withMain("m", exited(1)),
+		withSidecar("s2", waiting()),
+		withSidecar("s3", exited(0)),
+		withSidecarImage("s4", "busybox", running()),
+		withSidecar("s5", noStatus()))
+	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	assert.Zero(t, f.mustSync(t))
 
 	assert.Empty(t, f.patches(), "the crr mechanism leaves the pod to the kubelet")
@@ -368,7 +368,7 @@ func TestSyncCRRMechanism(t *testing.T) {
 }
 
 func TestSyncCRRCreateFails(t *testing.T) {
-	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	f.kruise.PrependReactor("create", "containerrecreaterequests", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("webhook down")
 	})
@@ -380,8 +380,8 @@ func TestSyncCRRCreateFails(t *testing.T) {
 }
 
 func TestSyncCRRNoStartedSidecar(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).main("m", exited(0)).sidecar("s", waiting()).build()
-	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+	pod := newPod(corev1.RestartPolicyNever, withMain("m", exited(0)), withSidecar("s", waiting()))
+	f := newFixture(t, objects{mechanism: MechanismCRR, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	assert.Zero(t, f.mustSync(t))
 	assert.Zero(t, f.mustSync(t))
 	assert.Empty(t, f.writes())
@@ -393,14 +393,13 @@ func TestSyncCRRNoStartedSidecar(t *testing.T) {
 func TestSyncVirtualKubelet(t *testing.T) {
 	for _, mech := range []Mechanism{MechanismPhase, MechanismCRR} {
 		t.Run(string(mech), func(t *testing.T) {
-			pod := newPod(corev1.RestartPolicyNever).node(vkNode).
-				main("m", exited(0)).
-				sidecarWithImage("s1", "127.0.0.1:5000/public/exit:1", running()).
-				sidecar("s2", running()).
-				sidecarWithImage("s3", "UPPER CASE::x", running()).
-				sidecarWithImage("s4", "busybox", running()).
-				build()
-			f := newFixture(t, objects{mechanism: mech, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{virtualNode(vkNode), realNode(nodeName)}})
+			pod := newPod(corev1.RestartPolicyNever, gen.SetPodNodeName(vkNode),
+				withMain("m", exited(0)),
+				withSidecarImage("s1", "127.0.0.1:5000/public/exit:1", running()),
+				withSidecar("s2", running()),
+				withSidecarImage("s3", "UPPER CASE::x", running()),
+				withSidecarImage("s4", "busybox", running()))
+			f := newFixture(t, objects{mechanism: mech, pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(vkNode, virtualKubelet), gen.Node(nodeName)}})
 			assert.Zero(t, f.mustSync(t))
 
 			patches := f.patches()
@@ -451,18 +450,18 @@ func TestSyncVirtualKubelet(t *testing.T) {
 // Images already swapped (the cache caught up, the sidecar restarts): no
 // second patch.
 func TestSyncVirtualKubeletAlreadyReplaced(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).node(vkNode).main("m", exited(0)).
-		sidecarWithImage("s", "busybox", running()).build()
+	pod := newPod(corev1.RestartPolicyNever, gen.SetPodNodeName(vkNode), withMain("m", exited(0)),
+		withSidecarImage("s", "busybox", running()))
 	pod.Spec.Containers[1].Image = "busybox"
-	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{virtualNode(vkNode)}})
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(vkNode, virtualKubelet)}})
 	assert.Zero(t, f.mustSync(t))
 	assert.Empty(t, f.writes())
 	assert.Empty(t, f.events())
 }
 
 func TestSyncVirtualKubeletSidecarWithoutImage(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).node(vkNode).main("m", exited(0)).sidecar("s", running()).build()
-	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{virtualNode(vkNode)}})
+	pod := newPod(corev1.RestartPolicyNever, gen.SetPodNodeName(vkNode), withMain("m", exited(0)), withSidecar("s", running()))
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(vkNode, virtualKubelet)}})
 	assert.Zero(t, f.mustSync(t))
 	assert.Zero(t, f.mustSync(t))
 	assert.Empty(t, f.writes(), "nothing can be done")
@@ -473,10 +472,10 @@ func TestSyncVirtualKubeletSidecarWithoutImage(t *testing.T) {
 }
 
 func TestSyncInvalidEnv(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).main("m", running()).
-		container("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "yes"}}, running()).
-		sidecar("s", running()).build()
-	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+	pod := newPod(corev1.RestartPolicyNever, withMain("m", running()),
+		withContainer("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "yes"}}, running()),
+		withSidecar("s", running()))
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	f.mustSync(t)
 	f.mustSync(t)
 	events := f.events()
@@ -499,17 +498,17 @@ func TestSyncInvalidEnv(t *testing.T) {
 }
 
 func TestSyncInvalidEnvNotReportedOnFinishedPod(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).main("m", exited(0)).
-		container("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "1"}}, exited(0)).
-		phase(corev1.PodSucceeded).build()
+	pod := newPod(corev1.RestartPolicyNever, withMain("m", exited(0)),
+		withContainer("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "1"}}, exited(0)),
+		gen.SetPodPhase(corev1.PodSucceeded))
 	f := newFixture(t, objects{pods: []*corev1.Pod{pod}})
 	f.mustSync(t)
 	assert.Empty(t, f.events())
 }
 
 func TestSyncOnlySidecars(t *testing.T) {
-	pod := newPod(corev1.RestartPolicyNever).sidecar("a", running()).sidecar("b", running()).build()
-	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+	pod := newPod(corev1.RestartPolicyNever, withSidecar("a", running()), withSidecar("b", running()))
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 	f.mustSync(t)
 	f.mustSync(t)
 	assert.Empty(t, f.writes())
@@ -533,10 +532,10 @@ func TestFollowUpKilled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newPod(corev1.RestartPolicyNever).main("m", exited(1)).
-				sidecar("s", exitedAt(tc.code, tc.finished)).sidecar("ok", exited(0)).
-				phase(corev1.PodFailed).recorded(now.Add(-time.Minute)).build()
-			f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+			pod := newPod(corev1.RestartPolicyNever, withMain("m", exited(1)),
+				withSidecar("s", exitedAt(tc.code, tc.finished)), withSidecar("ok", exited(0)),
+				gen.SetPodPhase(corev1.PodFailed), withRecorded(now.Add(-time.Minute)))
+			f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 			assert.Zero(t, f.mustSync(t))
 			assert.Zero(t, f.mustSync(t))
 			assert.Empty(t, f.writes())
@@ -554,8 +553,8 @@ func TestFollowUpKilled(t *testing.T) {
 
 func TestFollowUpStillRunning(t *testing.T) {
 	t.Run("grace period from the spec", func(t *testing.T) {
-		pod := finishedPod(0).sidecar("done", exited(0)).grace(10).phase(corev1.PodSucceeded).recorded(now).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(0, withSidecar("done", exited(0)), gen.SetPodTerminationGracePeriodSeconds(10), gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		assert.Equal(t, 40*time.Second, f.mustSync(t), "grace 10s + 30s")
 		f.clock.Step(39 * time.Second)
 		assert.Equal(t, time.Second, f.mustSync(t))
@@ -572,8 +571,8 @@ func TestFollowUpStillRunning(t *testing.T) {
 		assert.Empty(t, f.writes())
 	})
 	t.Run("default grace period", func(t *testing.T) {
-		pod := finishedPod(1).phase(corev1.PodFailed).recorded(now.Add(-10 * time.Second)).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(1, gen.SetPodPhase(corev1.PodFailed), withRecorded(now.Add(-10*time.Second)))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		assert.Equal(t, 50*time.Second, f.mustSync(t), "30s + 30s, 10s of them gone")
 		f.clock.Step(50 * time.Second)
 		assert.Zero(t, f.mustSync(t))
@@ -584,8 +583,8 @@ func TestFollowUpStillRunning(t *testing.T) {
 	// report() promises one warning per pod however often it is synced; the
 	// pod is synced again on any update of it.
 	t.Run("a later sync does not warn again", func(t *testing.T) {
-		pod := finishedPod(0).grace(0).phase(corev1.PodSucceeded).recorded(now).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(0, gen.SetPodTerminationGracePeriodSeconds(0), gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		f.clock.Step(followUpSlack)
 		assert.Zero(t, f.mustSync(t))
 		require.Len(t, f.events(), 1)
@@ -594,14 +593,14 @@ func TestFollowUpStillRunning(t *testing.T) {
 		assert.Empty(t, f.events(), "SidecarStillRunning is reported once per pod")
 	})
 	t.Run("long past the deadline: not reported", func(t *testing.T) {
-		pod := finishedPod(0).grace(0).phase(corev1.PodSucceeded).recorded(now.Add(-followUpSlack - recentExit)).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(0, gen.SetPodTerminationGracePeriodSeconds(0), gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now.Add(-followUpSlack-recentExit)))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		assert.Zero(t, f.mustSync(t))
 		assert.Empty(t, f.events())
 	})
 	t.Run("a killed sidecar waits for the others", func(t *testing.T) {
-		pod := finishedPod(0).sidecar("k", exitedAt(137, now)).phase(corev1.PodSucceeded).recorded(now).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(0, withSidecar("k", exitedAt(137, now)), gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		assert.Equal(t, time.Minute, f.mustSync(t))
 		assert.Empty(t, f.events())
 	})
@@ -610,20 +609,20 @@ func TestFollowUpStillRunning(t *testing.T) {
 func TestEnqueuePod(t *testing.T) {
 	f := newFixture(t, objects{})
 	q := f.ctrl.queue
-	f.ctrl.enqueuePod(newPod(corev1.RestartPolicyAlways).main("m", running()).sidecar("s", running()).build())
-	f.ctrl.enqueuePod(newPod(corev1.RestartPolicyNever).main("m", running()).main("n", running()).build())
-	f.ctrl.enqueuePod(cache.DeletedFinalStateUnknown{Key: podKey, Obj: finishedPod(0).build()})
+	f.ctrl.enqueuePod(newPod(corev1.RestartPolicyAlways, withMain("m", running()), withSidecar("s", running())))
+	f.ctrl.enqueuePod(newPod(corev1.RestartPolicyNever, withMain("m", running()), withMain("n", running())))
+	f.ctrl.enqueuePod(cache.DeletedFinalStateUnknown{Key: podKey, Obj: finishedPod(0)})
 	f.ctrl.enqueuePod("not a pod")
 	assert.Zero(t, q.Len(), "Always, unmarked and non-pods are not queued")
 
-	f.ctrl.enqueuePod(finishedPod(0).build())
+	f.ctrl.enqueuePod(finishedPod(0))
 	require.Equal(t, 1, q.Len())
 	key, _ := q.Get()
 	assert.Equal(t, podKey, key)
 	q.Done(key)
 
-	onFailure := newPod(corev1.RestartPolicyOnFailure).main("m", running()).
-		container("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running()).build()
+	onFailure := newPod(corev1.RestartPolicyOnFailure, withMain("m", running()),
+		withContainer("x", []corev1.EnvVar{{Name: EnvTerminateSidecar, Value: "false"}}, running()))
 	onFailure.Name = "other"
 	f.ctrl.enqueuePod(onFailure)
 	require.Equal(t, 1, q.Len(), "any marking is worth a look")
@@ -636,23 +635,23 @@ func TestProcessNextWorkItem(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 
 	t.Run("queued pod is synced", func(t *testing.T) {
-		f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
-		f.ctrl.enqueuePod(finishedPod(0).build())
+		f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
+		f.ctrl.enqueuePod(finishedPod(0))
 		require.True(t, f.ctrl.processNextWorkItem(ctx))
 		assert.Len(t, f.patches(), 2)
 		assert.Zero(t, f.ctrl.queue.Len())
 		assert.Zero(t, f.ctrl.queue.NumRequeues(podKey))
 	})
 	t.Run("error is retried", func(t *testing.T) {
-		f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0).build()}, nodes: []*corev1.Node{realNode(nodeName)}})
+		f := newFixture(t, objects{pods: []*corev1.Pod{finishedPod(0)}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		failPatch(f, "status", apierrors.NewInternalError(errors.New("boom")))
-		f.ctrl.enqueuePod(finishedPod(0).build())
+		f.ctrl.enqueuePod(finishedPod(0))
 		require.True(t, f.ctrl.processNextWorkItem(ctx))
 		assert.Equal(t, 1, f.ctrl.queue.NumRequeues(podKey))
 	})
 	t.Run("follow-up comes back after its delay", func(t *testing.T) {
-		pod := finishedPod(0).grace(0).phase(corev1.PodSucceeded).recorded(now).build()
-		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{realNode(nodeName)}})
+		pod := finishedPod(0, gen.SetPodTerminationGracePeriodSeconds(0), gen.SetPodPhase(corev1.PodSucceeded), withRecorded(now))
+		f := newFixture(t, objects{pods: []*corev1.Pod{pod}, nodes: []*corev1.Node{gen.Node(nodeName)}})
 		f.ctrl.enqueuePod(pod)
 		require.True(t, f.ctrl.processNextWorkItem(ctx))
 		assert.Zero(t, f.ctrl.queue.Len(), "not at once")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -20,19 +21,12 @@ const (
 	ourDSUID = types.UID("ds-ours")
 )
 
-// podOpt changes a test pod.
-type podOpt func(*corev1.Pod)
-
-func makePod(ns, name string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name)},
-		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "busybox:1.35"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return slim(p)
+// makePod is a running pod on node with a main container, changed by mods,
+// as the daemon's pod cache holds it.
+func makePod(ns, name string, mods ...gen.PodModifier) *corev1.Pod {
+	p := gen.Pod(name, gen.SetPodNamespace(ns), gen.SetPodUID(types.UID("uid-"+name)), gen.SetPodNodeName(node),
+		gen.AddPodContainer(corev1.Container{Name: "main", Image: "busybox:1.35"}), gen.SetPodPhase(corev1.PodRunning))
+	return slim(gen.PodFrom(p, mods...))
 }
 
 // slim returns p as the daemon's pod cache holds it (kube.SlimPod), so that
@@ -45,39 +39,19 @@ func slim(p *corev1.Pod) *corev1.Pod {
 	return out.(*corev1.Pod)
 }
 
-func labels(kv ...string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			p.Labels[kv[i]] = kv[i+1]
-		}
-	}
+// container makes the pod's only container name, running image (and command).
+func container(name, image string, command ...string) gen.PodModifier {
+	return gen.SetPodContainers(corev1.Container{Name: name, Image: image, Command: command})
 }
 
-func container(name, image string, command ...string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.Containers = []corev1.Container{{Name: name, Image: image, Command: command}}
-	}
-}
-
-func ownedBy(kind, name string, uid types.UID) podOpt {
-	return func(p *corev1.Pod) {
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
-	}
-}
-
-func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
-
-func terminating(p *corev1.Pod) {
-	now := metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	p.DeletionTimestamp = &now
+func ownedBy(kind, name string, uid types.UID) gen.PodModifier {
+	return gen.SetPodOwnerReferences(metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)})
 }
 
 var (
-	openKruiseLabels = labels("control-plane", "daemon")
-	kruiseLabels     = labels(NameLabel, NameValue, PartOfLabel, PartOfValue)
+	terminating      = gen.SetPodDeletionTimestamp(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	openKruiseLabels = gen.AddPodLabels(map[string]string{"control-plane": "daemon"})
+	kruiseLabels     = gen.AddPodLabels(map[string]string{NameLabel: NameValue, PartOfLabel: PartOfValue})
 	// openKruiseChart is the daemon container of OpenKruise's Helm chart.
 	openKruiseChart = container("daemon", "openkruise/kruise-manager:v1.9.0", "/kruise-daemon")
 )
@@ -124,7 +98,7 @@ func TestConflicting(t *testing.T) {
 		},
 		{
 			name: "OpenKruise pod still Pending counts", self: found, want: true, wantKind: OpenKruise,
-			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, phase(corev1.PodPending)),
+			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, gen.SetPodPhase(corev1.PodPending)),
 		},
 		{
 			name: "control-plane=daemon with another image and command", self: found,
@@ -140,11 +114,11 @@ func TestConflicting(t *testing.T) {
 		},
 		{
 			name: "completed OpenKruise pod", self: found,
-			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, phase(corev1.PodSucceeded)),
+			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, gen.SetPodPhase(corev1.PodSucceeded)),
 		},
 		{
 			name: "failed OpenKruise pod", self: found,
-			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, phase(corev1.PodFailed)),
+			pod: makePod("kruise-system", "kruise-daemon-xyz", openKruiseLabels, openKruiseChart, gen.SetPodPhase(corev1.PodFailed)),
 		},
 		{name: "our own pod", self: found, pod: ourPod()},
 		{name: "our own pod, owner unknown", self: notFound, pod: ourPod()},
@@ -190,11 +164,11 @@ func TestConflicting(t *testing.T) {
 		},
 		{
 			name: "only one of our labels", self: found,
-			pod: makePod(ourNS, "kruise-daemon-x", labels(NameLabel, NameValue), ownedBy("DaemonSet", "kruise-daemon", "ds-other")),
+			pod: makePod(ourNS, "kruise-daemon-x", gen.AddPodLabels(map[string]string{NameLabel: NameValue}), ownedBy("DaemonSet", "kruise-daemon", "ds-other")),
 		},
 		{
 			name: "completed kruise daemon of another DaemonSet", self: found,
-			pod: makePod("kruise-2", "kruise-daemon-zzz", kruiseLabels, ownedBy("DaemonSet", "kruise-daemon", "ds-other"), phase(corev1.PodFailed)),
+			pod: makePod("kruise-2", "kruise-daemon-zzz", kruiseLabels, ownedBy("DaemonSet", "kruise-daemon", "ds-other"), gen.SetPodPhase(corev1.PodFailed)),
 		},
 		{name: "unrelated pod", self: found, pod: makePod("default", "web")},
 	}
@@ -267,7 +241,7 @@ func TestImageRepoBase(t *testing.T) {
 
 func TestIsCandidate(t *testing.T) {
 	assert.True(t, IsCandidate(makePod("x", "y", openKruiseLabels), ourNS, ourName))
-	assert.True(t, IsCandidate(makePod("x", "y", labels(NameLabel, NameValue)), ourNS, ourName))
+	assert.True(t, IsCandidate(makePod("x", "y", gen.AddPodLabels(map[string]string{NameLabel: NameValue})), ourNS, ourName))
 	assert.True(t, IsCandidate(makePod(ourNS, ourName), ourNS, ourName))
 	assert.False(t, IsCandidate(makePod("x", "y"), ourNS, ourName))
 	assert.False(t, IsCandidate(makePod(ourNS, ""), ourNS, ""))

@@ -174,11 +174,11 @@ func TestGuardAloneAtOnce(t *testing.T) {
 		},
 		{
 			name: "completed OpenKruise daemon", podName: ourName,
-			pods: []*corev1.Pod{ourPod(), makePod("kruise-system", "okd", openKruiseLabels, openKruiseChart, phase(corev1.PodSucceeded))},
+			pods: []*corev1.Pod{ourPod(), makePod("kruise-system", "okd", openKruiseLabels, openKruiseChart, gen.SetPodPhase(corev1.PodSucceeded))},
 		},
 		{
 			name: "OpenKruise daemon on another node", podName: ourName,
-			pods: []*corev1.Pod{ourPod(), makePod("kruise-system", "okd", openKruiseLabels, openKruiseChart, func(p *corev1.Pod) { p.Spec.NodeName = "node-b" })},
+			pods: []*corev1.Pod{ourPod(), makePod("kruise-system", "okd", openKruiseLabels, openKruiseChart, gen.SetPodNodeName("node-b"))},
 		},
 		{
 			name: "pod name unknown, other kruise DaemonSet not judged",

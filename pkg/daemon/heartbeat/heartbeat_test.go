@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -33,9 +34,7 @@ const (
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func testNode() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}}
-}
+func testNode() *corev1.Node { return gen.Node(node, gen.SetNodeUID("node-uid")) }
 
 func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()

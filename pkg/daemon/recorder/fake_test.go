@@ -15,6 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // t0 has nanoseconds so that the name's hex UnixNano is checked in full.
@@ -206,14 +208,15 @@ func testScheme() *runtime.Scheme {
 	return s
 }
 
+// pod is a pod of namespace team-a whose UID and resourceVersion the
+// Events must carry.
 func pod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "team-a", Name: name, UID: types.UID("uid-pod-" + name), ResourceVersion: "42",
-	}}
+	return gen.Pod(name, gen.SetPodNamespace("team-a"), gen.SetPodUID(types.UID("uid-pod-"+name)), gen.SetPodResourceVersion("42"))
 }
 
+// node is a node whose UID the Events must carry.
 func node(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-node-" + name)}}
+	return gen.Node(name, gen.SetNodeUID(types.UID("uid-node-"+name)))
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

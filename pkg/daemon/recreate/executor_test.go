@@ -20,6 +20,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // kubeletRestarts models the kubelet replacing main's stopped instance with
@@ -27,9 +28,7 @@ import (
 func kubeletRestarts(t *testing.T, f *fixture, name, newID string, started time.Time, ready bool) {
 	t.Helper()
 	f.rt.restart(name, newID, 1)
-	f.setPod(t, runningPod(func(p *corev1.Pod) {
-		setStatus(p, name, "containerd://"+newID, 1, ready, started)
-	}))
+	f.setPod(t, runningPod(gen.SetPodContainerStatus(runningStatus(name, "containerd://"+newID, 1, ready, started))))
 }
 
 func TestRecreateOneContainer(t *testing.T) {
@@ -73,7 +72,7 @@ func TestAlreadyRecreated(t *testing.T) {
 		{name: "force leaves a ready new instance alone", force: true, ready: true, wantState: "Succeeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := runningPod(func(p *corev1.Pod) { setStatus(p, "main", "containerd://ccc", 1, tc.ready, tNow.Add(-time.Second)) })
+			pod := runningPod(gen.SetPodContainerStatus(runningStatus("main", "containerd://ccc", 1, tc.ready, tNow.Add(-time.Second))))
 			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
 				s.ForceRecreate = tc.force
 			})
@@ -101,7 +100,7 @@ func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
 			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
 				s.TerminationGracePeriodSeconds = ptr.To(tc.grace)
 			})
-			f := newFixture(t, runningPod(preStop("main", execHook("touch", "/x"))), crr)
+			f := newFixture(t, runningPod(gen.SetPodContainerPreStop("main", execHook("touch", "/x"))), crr)
 			f.rt.execFn = func(context.Context) (cri.ExecResult, error) {
 				f.clock.Step(tc.hookTime)
 				return cri.ExecResult{}, nil
@@ -121,7 +120,7 @@ func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
 func TestPreStopFailureAndTCPStillStop(t *testing.T) {
 	crr := newCRR("r", time.Minute, "main", "sidecar")
 	pod := runningPod(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5) },
-		preStop("main", execHook("false")), preStop("sidecar", &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{}}))
+		gen.SetPodContainerPreStop("main", execHook("false")), gen.SetPodContainerPreStop("sidecar", &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{}}))
 	f := newFixture(t, pod, crr)
 	f.rt.execFn = func(context.Context) (cri.ExecResult, error) { return cri.ExecResult{ExitCode: 1}, nil }
 	f.sync(t)
@@ -284,7 +283,7 @@ func TestUnadmittedIsNotActedOn(t *testing.T) {
 // hook runs: the hook returns at once and nothing is stopped.
 func TestCancelledMidKill(t *testing.T) {
 	crr := newCRR("r", time.Minute, "main")
-	f := newFixture(t, runningPod(preStop("main", execHook("sleep", "100"))), crr)
+	f := newFixture(t, runningPod(gen.SetPodContainerPreStop("main", execHook("sleep", "100"))), crr)
 	f.rt.execFn = func(ctx context.Context) (cri.ExecResult, error) {
 		done := f.get(t, "r").DeepCopy()
 		done.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
@@ -400,7 +399,7 @@ func TestHandlers(t *testing.T) {
 // CRR on the node is carried out meanwhile, and the slow one finishes when
 // its hook does.
 func TestLongKillDoesNotHoldTheWorker(t *testing.T) {
-	slow := runningPod(preStop("main", execHook("drain")))
+	slow := runningPod(gen.SetPodContainerPreStop("main", execHook("drain")))
 	other := runningPod(func(p *corev1.Pod) {
 		p.Name, p.UID = "other", "other-uid"
 		p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1]

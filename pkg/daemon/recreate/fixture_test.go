@@ -242,38 +242,23 @@ func states(crr *appsv1alpha1.ContainerRecreateRequest) map[string]string {
 }
 
 // runningPod has containers main (instance aaa) and sidecar (bbb), both
-// running and ready since a minute ago.
-func runningPod(mut ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pName, Namespace: ns, UID: pUID},
-		Spec: corev1.PodSpec{
-			NodeName:      "node-a",
-			RestartPolicy: corev1.RestartPolicyAlways,
-			Containers:    []corev1.Container{{Name: "main"}, {Name: "sidecar"}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.0.5"},
-	}
-	setStatus(p, "main", "containerd://"+mainID, 0, true, tNow.Add(-time.Minute))
-	setStatus(p, "sidecar", "containerd://"+sideID, 0, true, tNow.Add(-time.Minute))
-	for _, m := range mut {
-		m(p)
-	}
-	return p
+// running and ready since a minute ago, changed by mods.
+func runningPod(mods ...gen.PodModifier) *corev1.Pod {
+	p := gen.Pod(pName, gen.SetPodNamespace(ns), gen.SetPodUID(pUID), gen.SetPodNodeName("node-a"),
+		gen.SetPodRestartPolicy(corev1.RestartPolicyAlways),
+		gen.AddPodContainer(corev1.Container{Name: "main"}), gen.AddPodContainer(corev1.Container{Name: "sidecar"}),
+		gen.SetPodPhase(corev1.PodRunning), gen.SetPodIP("10.1.0.5"),
+		gen.SetPodContainerStatus(runningStatus("main", "containerd://"+mainID, 0, true, tNow.Add(-time.Minute))),
+		gen.SetPodContainerStatus(runningStatus("sidecar", "containerd://"+sideID, 0, true, tNow.Add(-time.Minute))))
+	return gen.PodFrom(p, mods...)
 }
 
-// setStatus sets (or adds) the pod status of a running container.
-func setStatus(p *corev1.Pod, name, id string, restarts int32, ready bool, started time.Time) {
-	st := corev1.ContainerStatus{
+// runningStatus is the status of a running container.
+func runningStatus(name, id string, restarts int32, ready bool, started time.Time) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
 		Name: name, ContainerID: id, RestartCount: restarts, Ready: ready,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}},
 	}
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == name {
-			p.Status.ContainerStatuses[i] = st
-			return
-		}
-	}
-	p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, st)
 }
 
 // criFor is the runtime's view of the pod's current instances.
@@ -326,16 +311,4 @@ func newCRR(name string, age time.Duration, containers ...string) *appsv1alpha1.
 func withStrategy(crr *appsv1alpha1.ContainerRecreateRequest, mut func(*appsv1alpha1.ContainerRecreateRequestStrategy)) *appsv1alpha1.ContainerRecreateRequest {
 	mut(crr.Spec.Strategy)
 	return crr
-}
-
-// preStop gives the pod's container name the preStop hook h: the hook the
-// daemon runs.
-func preStop(name string, h *corev1.LifecycleHandler) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		for i := range p.Spec.Containers {
-			if p.Spec.Containers[i].Name == name {
-				p.Spec.Containers[i].Lifecycle = &corev1.Lifecycle{PreStop: h}
-			}
-		}
-	}
 }

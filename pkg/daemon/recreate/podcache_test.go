@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // The daemon's pod cache keeps only some fields of each pod
@@ -80,9 +81,7 @@ func TestPodOwnHTTPPreStopWithoutPodIP(t *testing.T) {
 // A restart count above the one recorded at admission means the container
 // was restarted already, even under the same container ID.
 func TestHigherRestartCountCountsAsRecreated(t *testing.T) {
-	pod := runningPod(func(p *corev1.Pod) {
-		setStatus(p, "main", "containerd://"+mainID, 1, true, tNow.Add(-time.Minute))
-	})
+	pod := runningPod(gen.SetPodContainerStatus(runningStatus("main", "containerd://"+mainID, 1, true, tNow.Add(-time.Minute))))
 	f := newFixture(t, pod, newCRR("r", time.Minute, "main"))
 	f.sync(t)
 	assert.Empty(t, f.rt.calls(), "not stopped a second time")

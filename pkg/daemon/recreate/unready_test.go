@@ -12,6 +12,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func withUnreadyGrace(crr *appsv1alpha1.ContainerRecreateRequest, seconds int64) *appsv1alpha1.ContainerRecreateRequest {
@@ -19,17 +20,13 @@ func withUnreadyGrace(crr *appsv1alpha1.ContainerRecreateRequest, seconds int64)
 }
 
 // gated declares the KruisePodReady readiness gate.
-func gated(p *corev1.Pod) {
-	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: appsv1alpha1.KruisePodReadyConditionType}}
-}
+var gated = gen.AddPodReadinessGate(appsv1alpha1.KruisePodReadyConditionType)
 
 // kruiseReady sets the pod's KruisePodReady condition, last changed at since.
-func kruiseReady(status corev1.ConditionStatus, since time.Time) func(*corev1.Pod) {
-	return func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{
-			Type: appsv1alpha1.KruisePodReadyConditionType, Status: status, LastTransitionTime: metav1.NewTime(since),
-		}}
-	}
+func kruiseReady(status corev1.ConditionStatus, since time.Time) gen.PodModifier {
+	return gen.SetPodCondition(corev1.PodCondition{
+		Type: appsv1alpha1.KruisePodReadyConditionType, Status: status, LastTransitionTime: metav1.NewTime(since),
+	})
 }
 
 func countEvents(events []string, reason string) int {
@@ -73,9 +70,7 @@ func TestUnreadyGraceOnlyFirstKillWaits(t *testing.T) {
 	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())
 
 	f.rt.restart("main", "ccc", 1)
-	f.setPod(t, runningPod(gated, kruiseReady(corev1.ConditionTrue, tNow), func(p *corev1.Pod) {
-		setStatus(p, "main", "containerd://ccc", 1, true, tNow)
-	}))
+	f.setPod(t, runningPod(gated, kruiseReady(corev1.ConditionTrue, tNow), gen.SetPodContainerStatus(runningStatus("main", "containerd://ccc", 1, true, tNow))))
 	f.sync(t)
 	assert.Equal(t, []string{"stop " + mainID, "stop " + sideID}, f.rt.calls())
 }

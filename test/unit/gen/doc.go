@@ -23,9 +23,12 @@
 // there is no builder value to forget to build or to share by mistake
 // between cases.
 //
-// To add a kind, add one file: its Modifier type, the constructor, a From
-// function when tests copy a base, and a SetKindField modifier for each
-// field some test sets. Add a modifier only with its first user.
+// To add a kind, add one file (cloneset.go for CloneSet): its Modifier type,
+// the constructor and, when tests copy a base, a From function (both one
+// call of apply), and a SetKindField, AddKindThing or SetKindThing modifier
+// (upsert keeps list entries keyed by name or type) for each field some
+// test sets. Set replaces, Add appends or merges. Add a modifier only with
+// its first user.
 //
 // Production code must not import this package (TestNotLinkedByBinaries).
 package gen
