@@ -60,21 +60,10 @@ func webPod() *corev1.Pod {
 }
 
 func admittedCRR() *appsv1alpha1.ContainerRecreateRequest {
-	return &appsv1alpha1.ContainerRecreateRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "r", UID: "crr-uid", CreationTimestamp: metav1.Now(),
-			Labels: map[string]string{
-				appsv1alpha1.ContainerRecreateRequestNodeNameKey: "node-a",
-				appsv1alpha1.ContainerRecreateRequestPodUIDKey:   "web-uid",
-				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
-			}},
-		Spec: appsv1alpha1.ContainerRecreateRequestSpec{PodName: "web", Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{
-			Name: "main", StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://aaa"},
-		}}},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{Phase: appsv1alpha1.ContainerRecreateRequestPending, Conditions: []metav1.Condition{{
-			Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue, Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted,
-			LastTransitionTime: metav1.Now(),
-		}}},
-	}
+	return gen.CRR("r", gen.SetCRRNamespace("default"), gen.SetCRRUID("crr-uid"), gen.SetCRRCreationTimestamp(time.Now()),
+		gen.SetCRRRoutingLabels("node-a", "web-uid"), gen.SetCRRPodName("web"), gen.SetCRRContainers("main"),
+		gen.SetCRRContainerContext("main", appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://aaa"}),
+		gen.SetCRRAdmitted(time.Now(), ""))
 }
 
 // startFullDaemon runs the daemon with the CRR executor, the image puller

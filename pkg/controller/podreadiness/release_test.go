@@ -23,6 +23,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // held is the pod's KruisePodReady condition, False since a minute ago,
@@ -34,12 +35,9 @@ func held(message string) corev1.PodCondition {
 	}
 }
 
+// crr is a request of pod default/web in phase.
 func crr(name string, phase appsv1alpha1.ContainerRecreateRequestPhase) *appsv1alpha1.ContainerRecreateRequest {
-	return &appsv1alpha1.ContainerRecreateRequest{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec:       appsv1alpha1.ContainerRecreateRequestSpec{PodName: "web"},
-		Status:     appsv1alpha1.ContainerRecreateRequestStatus{Phase: phase},
-	}
+	return gen.CRR(name, gen.SetCRRNamespace("default"), gen.SetCRRPodName("web"), gen.SetCRRPhase(phase))
 }
 
 type releaseFixture struct {

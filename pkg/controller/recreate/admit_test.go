@@ -27,6 +27,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestAdmitRejects(t *testing.T) {
@@ -364,8 +365,7 @@ func TestAdmitLabelOps(t *testing.T) {
 // The unready-acquired annotation is added next to the creator's, and
 // overwrites a value the creator gave it.
 func TestAdmitAnnotationOps(t *testing.T) {
-	crr := newCRR(time.Second, "sidecar")
-	unreadyGrace(5)(crr)
+	crr := gen.CRRFrom(newCRR(time.Second, "sidecar"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	crr.Annotations = map[string]string{"user/note": "kept", appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: "not-a-time"}
 	crr.Labels = map[string]string{"user": "label"}
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{gatedPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
@@ -612,9 +612,9 @@ func TestAdmitRefusedAsInvalidRejects(t *testing.T) {
 // younger one admitted first waits for the older one's routing.
 func TestAdmitRoutesInCreationOrder(t *testing.T) {
 	// Created in the same second; the older one sorts after by name.
-	first := named("z-first", newCRR(time.Second, "main"))
+	first := gen.CRRFrom(newCRR(time.Second, "main"), gen.SetCRRName("z-first"))
 	first.UID, first.ResourceVersion = "uid-first", "5"
-	second := named("a-second", newCRR(time.Second, "sidecar"))
+	second := gen.CRRFrom(newCRR(time.Second, "sidecar"), gen.SetCRRName("a-second"))
 	second.UID, second.ResourceVersion = "uid-second", "6"
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{runningPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{first, second}})
 	drain(f)

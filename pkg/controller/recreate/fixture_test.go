@@ -280,60 +280,33 @@ func runningPod(mods ...gen.PodModifier) *corev1.Pod {
 // newCRR is a fresh request for the given containers, created age ago, as
 // its creator wrote it (the API server drops status on create).
 func newCRR(age time.Duration, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
-	crr := &appsv1alpha1.ContainerRecreateRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: crrName, Namespace: testNS, UID: "crr-uid", ResourceVersion: "5",
-			CreationTimestamp: metav1.NewTime(now.Add(-age)),
-		},
-		Spec: appsv1alpha1.ContainerRecreateRequestSpec{PodName: podName},
-	}
-	for _, c := range containers {
-		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{Name: c})
-	}
-	return crr
+	return gen.CRR(crrName, gen.SetCRRNamespace(testNS), gen.SetCRRUID("crr-uid"), gen.SetCRRResourceVersion("5"),
+		gen.SetCRRCreationTimestamp(now.Add(-age)), gen.SetCRRPodName(podName), gen.SetCRRContainers(containers...))
 }
 
-// admittedCRR is a request already admitted for runningPod.
-func admittedCRR(age time.Duration, mut ...func(*appsv1alpha1.ContainerRecreateRequest)) *appsv1alpha1.ContainerRecreateRequest {
-	crr := newCRR(age, "main", "sidecar")
-	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestPending
-	crr.Status.CreationRevision = "4"
-	crr.Status.Conditions = []metav1.Condition{admittedCondition(now.Add(-age))}
-	crr.Labels = map[string]string{
-		appsv1alpha1.ContainerRecreateRequestNodeNameKey: nodeName,
-		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   podUID,
-		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
-	}
-	crr.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 2}
-	crr.Spec.Containers[1].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: sidecarID}
-	for _, m := range mut {
-		m(crr)
-	}
-	return crr
+// admittedCRR is a request already admitted for runningPod, changed by mods.
+func admittedCRR(age time.Duration, mods ...gen.CRRModifier) *appsv1alpha1.ContainerRecreateRequest {
+	crr := gen.CRRFrom(newCRR(age, "main", "sidecar"),
+		gen.SetCRRAdmitted(now.Add(-age), `pod "web" (uid pod-uid-1) runs on node "node-a"`),
+		func(c *appsv1alpha1.ContainerRecreateRequest) { c.Status.CreationRevision = "4" },
+		gen.SetCRRRoutingLabels(nodeName, podUID),
+		gen.SetCRRContainerContext("main", appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 2}),
+		gen.SetCRRContainerContext("sidecar", appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: sidecarID}))
+	return gen.CRRFrom(crr, mods...)
 }
 
-func completedCRR(finishedAgo time.Duration, mut ...func(*appsv1alpha1.ContainerRecreateRequest)) *appsv1alpha1.ContainerRecreateRequest {
-	crr := admittedCRR(finishedAgo+time.Minute, func(c *appsv1alpha1.ContainerRecreateRequest) {
-		c.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
-		c.Status.CompletionTime = ptr.To(metav1.NewTime(now.Add(-finishedAgo)))
-		c.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
-			{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
-			{Name: "sidecar", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
-		}
-	})
-	for _, m := range mut {
-		m(crr)
-	}
-	return crr
-}
-
-// admittedCondition is the Admitted condition written for runningPod at.
-func admittedCondition(at time.Time) metav1.Condition {
-	return metav1.Condition{
-		Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue,
-		Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted, Message: `pod "web" (uid pod-uid-1) runs on node "node-a"`,
-		LastTransitionTime: metav1.NewTime(at),
-	}
+// completedCRR is admittedCRR finished finishedAgo, both containers
+// recreated, changed by mods.
+func completedCRR(finishedAgo time.Duration, mods ...gen.CRRModifier) *appsv1alpha1.ContainerRecreateRequest {
+	crr := admittedCRR(finishedAgo+time.Minute, gen.SetCRRPhase(appsv1alpha1.ContainerRecreateRequestCompleted),
+		func(c *appsv1alpha1.ContainerRecreateRequest) {
+			c.Status.CompletionTime = ptr.To(metav1.NewTime(now.Add(-finishedAgo)))
+			c.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
+				{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
+				{Name: "sidecar", Phase: appsv1alpha1.ContainerRecreateRequestSucceeded},
+			}
+		})
+	return gen.CRRFrom(crr, mods...)
 }
 
 // lease is the node's heartbeat, last renewed ago.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // drain empties the queue and returns what it held.
@@ -30,20 +31,15 @@ func drain(f *fixture) []string {
 	return keys
 }
 
-func named(name string, c *appsv1alpha1.ContainerRecreateRequest) *appsv1alpha1.ContainerRecreateRequest {
-	c.Name = name
-	return c
-}
-
 func TestEventHandlersUseIndexes(t *testing.T) {
-	onOtherPod := named("other-pod", admittedCRR(time.Minute))
+	onOtherPod := gen.CRRFrom(admittedCRR(time.Minute), gen.SetCRRName("other-pod"))
 	onOtherPod.Spec.PodName = "db"
-	onOtherNode := named("other-node", admittedCRR(time.Minute))
+	onOtherNode := gen.CRRFrom(admittedCRR(time.Minute), gen.SetCRRName("other-node"))
 	onOtherNode.Labels[appsv1alpha1.ContainerRecreateRequestNodeNameKey] = "node-b"
 	crrs := []*appsv1alpha1.ContainerRecreateRequest{
-		named("active", admittedCRR(time.Minute)),
-		named("new", newCRR(time.Second, "main")),
-		named("done", completedCRR(time.Second)),
+		gen.CRRFrom(admittedCRR(time.Minute), gen.SetCRRName("active")),
+		gen.CRRFrom(newCRR(time.Second, "main"), gen.SetCRRName("new")),
+		gen.CRRFrom(completedCRR(time.Second), gen.SetCRRName("done")),
 		onOtherPod, onOtherNode,
 	}
 	f := newFixture(t, objects{crrs: crrs})

@@ -24,12 +24,6 @@ import (
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
-func unreadyGrace(s int64) func(*appsv1alpha1.ContainerRecreateRequest) {
-	return func(c *appsv1alpha1.ContainerRecreateRequest) {
-		c.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{UnreadyGracePeriodSeconds: ptr.To(s)}
-	}
-}
-
 // gatedPod is runningPod with the KruisePodReady readiness gate, Ready and
 // KruisePodReady (for an hour), changed by mods.
 func gatedPod(mods ...gen.PodModifier) *corev1.Pod {
@@ -86,8 +80,7 @@ func (f *fixture) livePod(t *testing.T) *corev1.Pod {
 }
 
 func TestAdmitMarksUnready(t *testing.T) {
-	crr := newCRR(time.Second, "main")
-	unreadyGrace(5)(crr)
+	crr := gen.CRRFrom(newCRR(time.Second, "main"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{gatedPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 
 	_, err := f.sync(t)
@@ -160,7 +153,7 @@ func TestAdmitMarksUnreadyOnlyWithGateAndGrace(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			crr := newCRR(time.Second, "main")
 			if tc.grace != nil {
-				unreadyGrace(*tc.grace)(crr)
+				crr = gen.CRRFrom(crr, gen.SetCRRUnreadyGracePeriodSeconds(*tc.grace))
 			}
 			f := newFixture(t, objects{apiOnly: []*corev1.Pod{tc.pod}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 			_, err := f.sync(t)
@@ -194,8 +187,7 @@ func TestAdmitMarksUnreadyOnlyWithGateAndGrace(t *testing.T) {
 // A pod changed since it was read fails the patch with a conflict: the CRR
 // is not admitted and is decided again.
 func TestAdmitMarkUnreadyConflict(t *testing.T) {
-	crr := newCRR(time.Second, "main")
-	unreadyGrace(5)(crr)
+	crr := gen.CRRFrom(newCRR(time.Second, "main"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	f := newFixture(t, objects{apiOnly: []*corev1.Pod{gatedPod()}, crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
 	f.kube.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, podName, errors.New("changed"))

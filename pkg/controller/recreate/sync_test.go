@@ -18,12 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestSyncActive(t *testing.T) {
-	deadline := func(s int64) func(*appsv1alpha1.ContainerRecreateRequest) {
-		return func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.ActiveDeadlineSeconds = ptr.To(s) }
-	}
 	inProgress := func(c *appsv1alpha1.ContainerRecreateRequest) {
 		c.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
 		c.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
@@ -54,18 +52,18 @@ func TestSyncActive(t *testing.T) {
 		},
 		{
 			name: "deadline before heartbeat expiry: requeued exactly at the deadline",
-			crr:  admittedCRR(8*time.Second, deadline(10)), pods: []*corev1.Pod{runningPod()}, leases: live,
+			crr:  admittedCRR(8*time.Second, gen.SetCRRActiveDeadlineSeconds(10)), pods: []*corev1.Pod{runningPod()}, leases: live,
 			wantAfter: 2 * time.Second,
 		},
 		{
 			// 18446744074 s would wrap round to 290 ms as a Duration: it must not end the CRR.
 			name: "a deadline too large for a Duration is far away, not past",
-			crr:  admittedCRR(time.Minute, deadline(18446744074)), pods: []*corev1.Pod{runningPod()}, leases: live,
+			crr:  admittedCRR(time.Minute, gen.SetCRRActiveDeadlineSeconds(18446744074)), pods: []*corev1.Pod{runningPod()}, leases: live,
 			wantAfter: 35 * time.Second,
 		},
 		{
 			name: "deadline passed: completed, remaining containers Failed",
-			crr:  admittedCRR(10*time.Second, deadline(10), inProgress), pods: []*corev1.Pod{runningPod()}, leases: live,
+			crr:  admittedCRR(10*time.Second, gen.SetCRRActiveDeadlineSeconds(10), inProgress), pods: []*corev1.Pod{runningPod()}, leases: live,
 			wantMessage: "exceeded activeDeadlineSeconds (10s)", wantReason: ReasonDeadlineExceeded,
 		},
 		{
@@ -110,7 +108,7 @@ func TestSyncActive(t *testing.T) {
 		},
 		{
 			name: "deadline wins over a missing pod",
-			crr:  admittedCRR(time.Minute, deadline(30)), leases: live,
+			crr:  admittedCRR(time.Minute, gen.SetCRRActiveDeadlineSeconds(30)), leases: live,
 			wantMessage: "exceeded activeDeadlineSeconds (30s)", wantReason: ReasonDeadlineExceeded,
 		},
 	}
@@ -174,9 +172,6 @@ func TestSyncActiveConflict(t *testing.T) {
 }
 
 func TestSyncFinished(t *testing.T) {
-	ttl := func(s int32) func(*appsv1alpha1.ContainerRecreateRequest) {
-		return func(c *appsv1alpha1.ContainerRecreateRequest) { c.Spec.TTLSecondsAfterFinished = ptr.To(s) }
-	}
 	inactive := func(c *appsv1alpha1.ContainerRecreateRequest) {
 		delete(c.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
 	}
@@ -189,14 +184,14 @@ func TestSyncFinished(t *testing.T) {
 	}{
 		{name: "active label removed", crr: completedCRR(time.Second), wantUnlabel: true},
 		{name: "nothing left to do", crr: completedCRR(time.Second, inactive)},
-		{name: "ttl not reached: next look at expiry", crr: completedCRR(3*time.Second, inactive, ttl(10)), wantAfter: 7 * time.Second},
-		{name: "label removed and ttl not reached", crr: completedCRR(3*time.Second, ttl(10)), wantUnlabel: true, wantAfter: 7 * time.Second},
-		{name: "ttl reached: deleted", crr: completedCRR(10*time.Second, inactive, ttl(10)), wantDeletion: true},
-		{name: "ttl zero: deleted at once after unlabelling", crr: completedCRR(0, ttl(0)), wantUnlabel: true, wantDeletion: true},
-		{name: "ttl without completionTime counts from creation", crr: completedCRR(0, inactive, ttl(30), func(c *appsv1alpha1.ContainerRecreateRequest) {
+		{name: "ttl not reached: next look at expiry", crr: completedCRR(3*time.Second, inactive, gen.SetCRRTTLSecondsAfterFinished(10)), wantAfter: 7 * time.Second},
+		{name: "label removed and ttl not reached", crr: completedCRR(3*time.Second, gen.SetCRRTTLSecondsAfterFinished(10)), wantUnlabel: true, wantAfter: 7 * time.Second},
+		{name: "ttl reached: deleted", crr: completedCRR(10*time.Second, inactive, gen.SetCRRTTLSecondsAfterFinished(10)), wantDeletion: true},
+		{name: "ttl zero: deleted at once after unlabelling", crr: completedCRR(0, gen.SetCRRTTLSecondsAfterFinished(0)), wantUnlabel: true, wantDeletion: true},
+		{name: "ttl without completionTime counts from creation", crr: completedCRR(0, inactive, gen.SetCRRTTLSecondsAfterFinished(30), func(c *appsv1alpha1.ContainerRecreateRequest) {
 			c.Status.CompletionTime = nil
 		}), wantDeletion: true},
-		{name: "rejected at admission (never labelled)", crr: completedCRR(time.Second, ttl(5), func(c *appsv1alpha1.ContainerRecreateRequest) {
+		{name: "rejected at admission (never labelled)", crr: completedCRR(time.Second, gen.SetCRRTTLSecondsAfterFinished(5), func(c *appsv1alpha1.ContainerRecreateRequest) {
 			c.Labels = nil
 		}), wantAfter: 4 * time.Second},
 	}

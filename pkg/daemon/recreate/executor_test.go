@@ -73,9 +73,7 @@ func TestAlreadyRecreated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := runningPod(gen.SetPodContainerStatus(runningStatus("main", "containerd://ccc", 1, tc.ready, tNow.Add(-time.Second))))
-			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-				s.ForceRecreate = tc.force
-			})
+			crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRForceRecreate(tc.force))
 			f := newFixture(t, pod, crr)
 			f.sync(t)
 			assert.Equal(t, tc.wantStops, f.rt.calls())
@@ -97,9 +95,7 @@ func TestPreStopThenStopWithRemainingGrace(t *testing.T) {
 		{name: "zero grace: floor of 2s", grace: 0, want: 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-				s.TerminationGracePeriodSeconds = ptr.To(tc.grace)
-			})
+			crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRTerminationGracePeriodSeconds(tc.grace))
 			f := newFixture(t, runningPod(gen.SetPodContainerPreStop("main", execHook("touch", "/x"))), crr)
 			f.rt.execFn = func(context.Context) (cri.ExecResult, error) {
 				f.clock.Step(tc.hookTime)
@@ -134,9 +130,7 @@ func TestPreStopFailureAndTCPStillStop(t *testing.T) {
 func TestOrderedRecreate(t *testing.T) {
 	for _, ordered := range []bool{true, false} {
 		t.Run(map[bool]string{true: "ordered", false: "unordered"}[ordered], func(t *testing.T) {
-			crr := withStrategy(newCRR("r", time.Minute, "main", "sidecar"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-				s.OrderedRecreate = ordered
-			})
+			crr := gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRROrderedRecreate(ordered))
 			f := newFixture(t, runningPod(), crr)
 			f.sync(t)
 			if ordered {
@@ -155,9 +149,7 @@ func TestFailurePolicy(t *testing.T) {
 		appsv1alpha1.ContainerRecreateRequestFailurePolicyFail, appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore,
 	} {
 		t.Run(string(policy), func(t *testing.T) {
-			crr := withStrategy(newCRR("r", time.Minute, "main", "sidecar"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-				s.FailurePolicy = policy
-			})
+			crr := gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRRFailurePolicy(policy))
 			f := newFixture(t, runningPod(), crr)
 			f.rt.stopErr = map[string]error{mainID: errors.New("runtime says no")}
 			f.sync(t)
@@ -193,7 +185,7 @@ func TestContainerNotInRuntimeFails(t *testing.T) {
 }
 
 func TestMinStartedSeconds(t *testing.T) {
-	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.MinStartedSeconds = 10 })
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRMinStartedSeconds(10))
 	f := newFixture(t, runningPod(), crr)
 	f.sync(t)
 	kubeletRestarts(t, f, "main", "ccc", tNow.Add(-3*time.Second), true)
@@ -365,7 +357,7 @@ func TestRestartMidCRRDoesNotStopTwice(t *testing.T) {
 // Restarted daemon, and the kubelet already replaced the instance (pod
 // status shows the new one): still no second stop, even with force.
 func TestRestartAfterKilledWithForce(t *testing.T) {
-	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.ForceRecreate = true })
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRForceRecreate(true))
 	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
 	crr.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
 		{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestRecreating},

@@ -276,39 +276,13 @@ func criFor(p *corev1.Pod) []cri.Container {
 // newCRR is an admitted request, created age before tNow, for containers
 // of runningPod.
 func newCRR(name string, age time.Duration, containers ...string) *appsv1alpha1.ContainerRecreateRequest {
-	crr := &appsv1alpha1.ContainerRecreateRequest{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns, UID: types.UID("uid-" + name), ResourceVersion: "5",
-			CreationTimestamp: metav1.NewTime(tNow.Add(-age)),
-			Labels: map[string]string{
-				appsv1alpha1.ContainerRecreateRequestNodeNameKey: "node-a",
-				appsv1alpha1.ContainerRecreateRequestPodUIDKey:   pUID,
-				appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
-			},
-		},
-		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
-			PodName:  pName,
-			Strategy: &appsv1alpha1.ContainerRecreateRequestStrategy{FailurePolicy: appsv1alpha1.ContainerRecreateRequestFailurePolicyFail},
-		},
-		Status: appsv1alpha1.ContainerRecreateRequestStatus{
-			Phase: appsv1alpha1.ContainerRecreateRequestPending,
-			Conditions: []metav1.Condition{{
-				Type: appsv1alpha1.ContainerRecreateRequestAdmitted, Status: metav1.ConditionTrue,
-				Reason: appsv1alpha1.ContainerRecreateRequestReasonAdmitted, LastTransitionTime: metav1.NewTime(tNow.Add(-age)),
-			}},
-		},
-	}
+	mods := []gen.CRRModifier{gen.SetCRRNamespace(ns), gen.SetCRRUID(types.UID("uid-" + name)), gen.SetCRRResourceVersion("5"),
+		gen.SetCRRCreationTimestamp(tNow.Add(-age)), gen.SetCRRRoutingLabels("node-a", pUID), gen.SetCRRPodName(pName),
+		gen.SetCRRFailurePolicy(appsv1alpha1.ContainerRecreateRequestFailurePolicyFail), gen.SetCRRAdmitted(tNow.Add(-age), ""),
+		gen.SetCRRContainers(containers...)}
 	ids := map[string]string{"main": mainID, "sidecar": sideID}
 	for _, c := range containers {
-		crr.Spec.Containers = append(crr.Spec.Containers, appsv1alpha1.ContainerRecreateRequestContainer{
-			Name:          c,
-			StatusContext: &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://" + ids[c]},
-		})
+		mods = append(mods, gen.SetCRRContainerContext(c, appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: "containerd://" + ids[c]}))
 	}
-	return crr
-}
-
-func withStrategy(crr *appsv1alpha1.ContainerRecreateRequest, mut func(*appsv1alpha1.ContainerRecreateRequestStrategy)) *appsv1alpha1.ContainerRecreateRequest {
-	mut(crr.Spec.Strategy)
-	return crr
+	return gen.CRR(name, mods...)
 }

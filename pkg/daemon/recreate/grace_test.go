@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestGrace(t *testing.T) {
@@ -40,9 +41,7 @@ func TestGrace(t *testing.T) {
 // A grace the size of the largest Duration must not reach the runtime: the
 // call's deadline (grace plus a margin) would wrap round into the past.
 func TestHugeGraceStopsWithBoundedTimeout(t *testing.T) {
-	crr := withStrategy(newCRR("r", time.Minute, "main"), func(s *appsv1alpha1.ContainerRecreateRequestStrategy) {
-		s.TerminationGracePeriodSeconds = ptr.To[int64](math.MaxInt64)
-	})
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRTerminationGracePeriodSeconds(math.MaxInt64))
 	f := newFixture(t, runningPod(), crr)
 	f.sync(t)
 	assert.Equal(t, []string{"stop " + mainID}, f.rt.calls())

@@ -8,16 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
-
-func withUnreadyGrace(crr *appsv1alpha1.ContainerRecreateRequest, seconds int64) *appsv1alpha1.ContainerRecreateRequest {
-	return withStrategy(crr, func(s *appsv1alpha1.ContainerRecreateRequestStrategy) { s.UnreadyGracePeriodSeconds = ptr.To(seconds) })
-}
 
 // gated declares the KruisePodReady readiness gate.
 var gated = gen.AddPodReadinessGate(appsv1alpha1.KruisePodReadyConditionType)
@@ -43,7 +38,7 @@ func countEvents(events []string, reason string) int {
 // grace has passed since it became False; it is requeued for exactly the
 // rest, and nothing is stopped or marked before.
 func TestUnreadyGraceWaitsForFalseThenGrace(t *testing.T) {
-	crr := withUnreadyGrace(newCRR("r", time.Minute, "main", "sidecar"), 5)
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	f := newFixture(t, runningPod(gated, kruiseReady(corev1.ConditionTrue, tNow.Add(-time.Hour))), crr)
 
 	assert.Zero(t, f.sync(t), "still ready: wait for the pod update, no timer")
@@ -63,7 +58,7 @@ func TestUnreadyGraceWaitsForFalseThenGrace(t *testing.T) {
 // Only the first kill waits: with orderedRecreate the second container is
 // stopped as soon as the first is recreated, even if the pod is ready again.
 func TestUnreadyGraceOnlyFirstKillWaits(t *testing.T) {
-	crr := withUnreadyGrace(newCRR("r", time.Minute, "main", "sidecar"), 5)
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	crr.Spec.Strategy.OrderedRecreate = true
 	f := newFixture(t, runningPod(gated, kruiseReady(corev1.ConditionFalse, tNow.Add(-5*time.Second))), crr)
 	f.sync(t)
@@ -77,7 +72,7 @@ func TestUnreadyGraceOnlyFirstKillWaits(t *testing.T) {
 
 // A restarted daemon that finds a kill begun does not wait again.
 func TestUnreadyGraceNotAfterKillBegan(t *testing.T) {
-	crr := withUnreadyGrace(newCRR("r", time.Minute, "main", "sidecar"), 30)
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRRUnreadyGracePeriodSeconds(30))
 	crr.Status.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
 	crr.Status.ContainerRecreateStates = []appsv1alpha1.ContainerRecreateRequestContainerRecreateState{
 		{Name: "main", Phase: appsv1alpha1.ContainerRecreateRequestRecreating, IsKilled: true},
@@ -92,7 +87,7 @@ func TestUnreadyGraceNotAfterKillBegan(t *testing.T) {
 // The controller records when the unready period began; a pod cache showing
 // an older False (readiness restored and lost since) is not trusted.
 func TestUnreadyGraceStalePodCache(t *testing.T) {
-	crr := withUnreadyGrace(newCRR("r", time.Minute, "main"), 5)
+	crr := gen.CRRFrom(newCRR("r", time.Minute, "main"), gen.SetCRRUnreadyGracePeriodSeconds(5))
 	crr.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: tNow.Add(-time.Second).Format(time.RFC3339)}
 	f := newFixture(t, runningPod(gated, kruiseReady(corev1.ConditionFalse, tNow.Add(-time.Hour))), crr)
 	assert.Zero(t, f.sync(t))
@@ -108,7 +103,7 @@ func TestUnreadyGraceStalePodCache(t *testing.T) {
 // A pod without the readiness gate cannot be made not-ready: one Event per
 // CRR, and the containers are stopped at once.
 func TestUnreadyGateMissing(t *testing.T) {
-	f := newFixture(t, runningPod(), withUnreadyGrace(newCRR("r", time.Minute, "main", "sidecar"), 5))
+	f := newFixture(t, runningPod(), gen.CRRFrom(newCRR("r", time.Minute, "main", "sidecar"), gen.SetCRRUnreadyGracePeriodSeconds(5)))
 	assert.Zero(t, f.sync(t))
 	f.sync(t)
 	assert.Equal(t, []string{"stop " + mainID, "stop " + sideID}, f.rt.calls(), "no wait")
