@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var tCoexist = time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
@@ -25,15 +27,15 @@ var tCoexist = time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
 // managerLease is OpenKruise's leader-election Lease in ns, renewed age
 // before tCoexist by holder (no holder when empty).
 func managerLease(ns, holder string, age time.Duration, durationSeconds *int32) *coordv1.Lease {
-	renewed := metav1.NewMicroTime(tCoexist.Add(-age))
-	l := &coordv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: openKruiseLeaseName},
-		Spec:       coordv1.LeaseSpec{AcquireTime: &renewed, RenewTime: &renewed, LeaseDurationSeconds: durationSeconds},
+	renewed := tCoexist.Add(-age)
+	mods := []gen.LeaseModifier{gen.SetLeaseNamespace(ns), gen.SetLeaseAcquireTime(renewed), gen.SetLeaseRenewTime(renewed)}
+	if durationSeconds != nil {
+		mods = append(mods, gen.SetLeaseDurationSeconds(*durationSeconds))
 	}
 	if holder != "" {
-		l.Spec.HolderIdentity = ptr.To(holder)
+		mods = append(mods, gen.SetLeaseHolder(holder))
 	}
-	return l
+	return gen.Lease(openKruiseLeaseName, mods...)
 }
 
 func managerLeaseGets(c *fake.Clientset) int {

@@ -23,6 +23,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func testOptions() *Options {
@@ -238,12 +240,9 @@ func TestShutdownWithWorkersStuckDoesNotRelease(t *testing.T) {
 
 func TestStandbyWaitsForTheLease(t *testing.T) {
 	other := "other-replica_abcd"
-	now := metav1.NewMicroTime(time.Now())
-	secs := int32(3600)
-	client := fake.NewClientset(&coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: DefaultLeaseName, Namespace: "kruise-system"},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
-	})
+	now := time.Now()
+	client := fake.NewClientset(gen.Lease(DefaultLeaseName, gen.SetLeaseNamespace("kruise-system"), gen.SetLeaseHolder(other),
+		gen.SetLeaseDurationSeconds(3600), gen.SetLeaseAcquireTime(now), gen.SetLeaseRenewTime(now)))
 	c := newFake("x")
 	r := start(t, testOptions(), client, c)
 

@@ -311,11 +311,6 @@ func completedCRR(finishedAgo time.Duration, mods ...gen.CRRModifier) *appsv1alp
 
 // lease is the node's heartbeat, last renewed ago.
 func lease(node string, ago time.Duration) *coordinationv1.Lease {
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: daemonlease.Name(node), Namespace: kruiseNS},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity: ptr.To(node),
-			RenewTime:      ptr.To(metav1.NewMicroTime(now.Add(-ago))),
-		},
-	}
+	return gen.Lease(daemonlease.Name(node), gen.SetLeaseNamespace(kruiseNS), gen.SetLeaseHolder(node),
+		gen.SetLeaseRenewTime(now.Add(-ago)))
 }

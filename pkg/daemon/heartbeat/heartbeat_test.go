@@ -45,10 +45,8 @@ func getLease(t *testing.T, c *fake.Clientset) *coordinationv1.Lease {
 
 func TestRenew(t *testing.T) {
 	old := metav1.NewMicroTime(t0.Add(-time.Minute))
-	existing := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: daemonlease.Name(node), Namespace: ns, ResourceVersion: "7"},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("someone"), AcquireTime: &old, RenewTime: &old},
-	}
+	existing := gen.Lease(daemonlease.Name(node), gen.SetLeaseNamespace(ns), gen.SetLeaseResourceVersion("7"), gen.SetLeaseHolder("someone"),
+		gen.SetLeaseAcquireTime(old.Time), gen.SetLeaseRenewTime(old.Time))
 	conflictOnce := func(c *fake.Clientset) {
 		n := 0
 		c.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
