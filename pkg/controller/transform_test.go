@@ -28,6 +28,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var (
@@ -757,7 +758,7 @@ func TestImagePullJobPodSelectorOnTransformedCache(t *testing.T) {
 	done.Name, done.UID, done.Spec.NodeName, done.Status.Phase = "done", "pod-uid-3", "node-c", corev1.PodSucceeded
 	nis := []runtime.Object{job}
 	for _, n := range []string{"node-a", "node-b", "node-c"} {
-		nis = append(nis, &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: n, ResourceVersion: "1"}})
+		nis = append(nis, gen.NodeImage(n, gen.SetNodeImageResourceVersion("1")))
 	}
 	x := newTransformed([]runtime.Object{fullPod(), elsewhere, done}, nis)
 	x.run(t, buildImagePullJob)

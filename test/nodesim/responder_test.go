@@ -15,6 +15,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -23,13 +24,12 @@ const (
 )
 
 func simNodeImage(name string, tags ...appsv1beta1.ImageTagSpec) *appsv1beta1.NodeImage {
-	ni := &appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{
-		Name: name, UID: types.UID("uid-" + name), Generation: 1, Labels: map[string]string{Label: testRun},
-	}}
+	mods := []gen.NodeImageModifier{gen.SetNodeImageUID(types.UID("uid-" + name)), gen.SetNodeImageGeneration(1),
+		gen.SetNodeImageLabels(map[string]string{Label: testRun})}
 	if len(tags) > 0 {
-		ni.Spec.Images = map[string]appsv1beta1.ImageSpec{testRepo: {Tags: tags}}
+		mods = append(mods, gen.AddNodeImageTags(testRepo, tags...))
 	}
-	return ni
+	return gen.NodeImage(name, mods...)
 }
 
 // harness drives a responder's respond step by step on a fake clock, with the informer's

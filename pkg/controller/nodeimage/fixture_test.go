@@ -56,18 +56,12 @@ var (
 // newNodeImage is nodeName's NodeImage with the labels, owned by the node,
 // with a spec and a status written by others.
 func newNodeImage(labels map[string]string) *appsv1beta1.NodeImage {
-	return &appsv1beta1.NodeImage{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: nodeName, UID: niUID, Labels: labels, ResourceVersion: "11",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: nodeUID}},
-		},
-		Spec: appsv1beta1.NodeImageSpec{Images: map[string]appsv1beta1.ImageSpec{
-			"nginx": {Tags: []appsv1beta1.ImageTagSpec{{Tag: "1.27", Version: 2}}},
-		}},
-		Status: appsv1beta1.NodeImageStatus{Desired: 1, Succeeded: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
+	return gen.NodeImage(nodeName, gen.SetNodeImageUID(niUID), gen.SetNodeImageLabels(labels), gen.SetNodeImageResourceVersion("11"),
+		gen.SetNodeImageOwnerReferences(metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: nodeUID}),
+		gen.AddNodeImageTags("nginx", appsv1beta1.ImageTagSpec{Tag: "1.27", Version: 2}),
+		gen.SetNodeImageStatus(appsv1beta1.NodeImageStatus{Desired: 1, Succeeded: 1, ImageStatuses: map[string]appsv1beta1.ImageStatus{
 			"nginx": {Tags: []appsv1beta1.ImageTagStatus{{Tag: "1.27", Phase: appsv1beta1.ImagePhaseSucceeded, Version: 2}}},
-		}},
-	}
+		}}))
 }
 
 // ---- fixture ----

@@ -371,14 +371,6 @@ func (f *fixture) phases() map[string]appsv1beta1.ImagePullPhase {
 	return out
 }
 
-// newNodeImage builds the node's NodeImage with the images given.
-func newNodeImage(images map[string]appsv1beta1.ImageSpec) *appsv1beta1.NodeImage {
-	return &appsv1beta1.NodeImage{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec:       appsv1beta1.NodeImageSpec{Images: images},
-	}
-}
-
 // tagSpec is a tag of version 1, created at tNow.
 func tagSpec(tag string, mut ...func(*appsv1beta1.ImageTagSpec)) appsv1beta1.ImageTagSpec {
 	created := metav1.NewTime(tNow)
@@ -399,10 +391,6 @@ func withPolicy(timeout, backoffLimit int32, deadline int64) func(*appsv1beta1.I
 		}
 		t.PullPolicy = pp
 	}
-}
-
-func image(tags ...appsv1beta1.ImageTagSpec) appsv1beta1.ImageSpec {
-	return appsv1beta1.ImageSpec{Tags: tags}
 }
 
 func corev1ObjectRef(name string) corev1.ObjectReference {

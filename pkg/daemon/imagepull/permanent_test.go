@@ -11,6 +11,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func unauthorized(tag string) error {
@@ -49,11 +50,12 @@ func TestPermanentFailuresAreNotRetried(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := image(tagSpec("v1", withPolicy(600, backoffLimit, 0)))
+			var secrets []appsv1beta1.ReferenceObject
 			for _, s := range tc.secrets {
-				spec.PullSecrets = append(spec.PullSecrets, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: s})
+				secrets = append(secrets, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: s})
 			}
-			f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+			f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, backoffLimit, 0))),
+				gen.SetNodeImagePullSecrets(repo, secrets...)))
 			for _, s := range tc.present {
 				f.addSecret(s)
 			}

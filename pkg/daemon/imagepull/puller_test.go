@@ -16,6 +16,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const repo = "registry.example.com/app"
@@ -34,7 +35,7 @@ func notFound(tag string) error {
 }
 
 func TestIfNotPresentAlreadyPresent(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", ifNotPresent))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", ifNotPresent))))
 	f.images.present[img("v1")] = "sha256:old"
 	f.start()
 
@@ -47,7 +48,7 @@ func TestIfNotPresentAlreadyPresent(t *testing.T) {
 }
 
 func TestIfNotPresentAbsentPulls(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", ifNotPresent))})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", ifNotPresent)))).start()
 
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
 	assert.Equal(t, "sha256:id-of-"+img("v1"), got.ImageID)
@@ -66,7 +67,7 @@ func TestIfNotPresentAbsentPulls(t *testing.T) {
 }
 
 func TestAlwaysPullsEvenIfPresent(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"))))
 	f.images.present[img("v1")] = "sha256:old"
 	f.start()
 
@@ -80,7 +81,7 @@ func TestAlwaysPullsEvenIfPresent(t *testing.T) {
 
 func TestDigestTagJoinsWithAt(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("a", 64)
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec(digest))})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec(digest)))).start()
 	f.waitPhase(repo, digest, appsv1beta1.ImagePhaseSucceeded)
 	assert.Equal(t, []string{repo + "@" + digest}, f.images.pulled())
 }
@@ -93,7 +94,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		tags = append(tags, tagSpec(tag))
 		gates[tag] = make(chan struct{})
 	}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tags...)}), func(c *Config) { c.MaxConcurrentPulls = 2 })
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tags...)), func(c *Config) { c.MaxConcurrentPulls = 2 })
 	for tag, g := range gates {
 		f.images.set(img(tag), &behaviour{gate: g})
 	}
@@ -135,7 +136,7 @@ func TestConcurrencyLimit(t *testing.T) {
 }
 
 func TestAttemptTimeoutThenFailed(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(10, 1, 0)))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(10, 1, 0)))))
 	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
 	f.start()
 
@@ -157,7 +158,7 @@ func TestAttemptTimeoutThenFailed(t *testing.T) {
 
 func TestRetriesWithBackoffThenFailed(t *testing.T) {
 	var backoffs []int
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 2, 0)))}),
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 2, 0)))),
 		func(c *Config) {
 			c.Backoff = func(n int) time.Duration {
 				backoffs = append(backoffs, n)
@@ -182,7 +183,7 @@ func TestRetriesWithBackoffThenFailed(t *testing.T) {
 }
 
 func TestSuccessAfterFailedAttempt(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"))))
 	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unavailable, "connection refused")}})
 	f.start()
 
@@ -196,7 +197,7 @@ func TestSuccessAfterFailedAttempt(t *testing.T) {
 // the tag's retries: with backoffLimit 1, four Unavailable answers and then
 // a failed attempt still leave one retry, and the status says what it waits for.
 func TestRuntimeUnavailableDoesNotUseUpRetries(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 1, 0)))}),
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 1, 0)))),
 		func(c *Config) { c.Backoff = func(int) time.Duration { return time.Second } })
 	down := status.Error(codes.Unavailable, "connection error: dial unix /run/containerd/containerd.sock: connect: connection refused")
 	f.images.set(img("v1"), &behaviour{errs: []error{down, down, down, down, blobError("v1")}})
@@ -215,7 +216,7 @@ func TestRuntimeUnavailableDoesNotUseUpRetries(t *testing.T) {
 }
 
 func TestActiveDeadline(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30)))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 3, 30)))))
 	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
 	f.start()
 
@@ -241,7 +242,7 @@ func startedEarlier(ni *appsv1beta1.NodeImage, tag string, when time.Time) *apps
 // The deadline counts on this node's clock from when a daemon of this node
 // began the pull: a restarted daemon keeps the time its predecessor wrote.
 func TestActiveDeadlinePassedBeforeStart(t *testing.T) {
-	ni := newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30)))})
+	ni := gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 3, 30))))
 	f := newFixture(t, startedEarlier(ni, "v1", tNow.Add(-time.Hour))).start()
 
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
@@ -255,8 +256,8 @@ func TestActiveDeadlineIgnoresTheControllerClock(t *testing.T) {
 	for _, skew := range []time.Duration{-time.Hour, -40 * time.Second, 40 * time.Second, time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
 			created := metav1.NewTime(tNow.Add(skew))
-			f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 3, 30),
-				func(s *appsv1beta1.ImageTagSpec) { s.CreatedAt = &created }))}))
+			f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 3, 30),
+				func(s *appsv1beta1.ImageTagSpec) { s.CreatedAt = &created }))))
 			f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
 			f.start()
 			f.waitFor(func() bool { return f.images.calls() == 1 }, "pull started")
@@ -271,10 +272,7 @@ func TestActiveDeadlineIgnoresTheControllerClock(t *testing.T) {
 }
 
 func TestRemovedTagCancelsPull(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{
-		repo:    image(tagSpec("v1")),
-		"other": image(tagSpec("keep")),
-	}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")), gen.AddNodeImageTags("other", tagSpec("keep"))))
 	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
 	f.start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhasePulling)
@@ -296,7 +294,7 @@ func TestRemovedTagCancelsPull(t *testing.T) {
 }
 
 func TestVersionBumpRepulls(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")))).start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
 
 	gate := make(chan struct{})
@@ -320,9 +318,9 @@ func TestVersionBumpRepulls(t *testing.T) {
 
 func TestRestartKeepsFinishedAndRedoesTheRest(t *testing.T) {
 	done := metav1.NewTime(tNow.Add(-time.Minute))
-	ni := newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(
+	ni := gen.NodeImage(node, gen.AddNodeImageTags(repo,
 		tagSpec("ok"), tagSpec("bad"), tagSpec("pulling"), tagSpec("old", func(s *appsv1beta1.ImageTagSpec) { s.Version = 2 }),
-	)})
+	))
 	ni.Status = appsv1beta1.NodeImageStatus{
 		Desired: 4, Succeeded: 2, Failed: 1, Pulling: 1,
 		ImageStatuses: map[string]appsv1beta1.ImageStatus{repo: {Tags: []appsv1beta1.ImageTagStatus{
@@ -350,7 +348,7 @@ func TestRestartKeepsFinishedAndRedoesTheRest(t *testing.T) {
 }
 
 func TestRestartOfTheDaemon(t *testing.T) {
-	ni := newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("fast"), tagSpec("slow"))})
+	ni := gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("fast"), tagSpec("slow")))
 	f := newFixture(t, ni)
 	f.images.set(img("slow"), &behaviour{gate: make(chan struct{})})
 	f.start()
@@ -367,12 +365,10 @@ func TestRestartOfTheDaemon(t *testing.T) {
 }
 
 func TestSandboxConfigReachesTheRequest(t *testing.T) {
-	spec := image(tagSpec("v1"))
-	spec.SandboxConfig = &appsv1beta1.SandboxConfig{
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")), gen.SetNodeImageSandboxConfig(repo, &appsv1beta1.SandboxConfig{
 		Labels:      map[string]string{"team": "a"},
 		Annotations: map[string]string{"io.containerd.snapshotter": "stargz"},
-	}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec})).start()
+	}))).start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
 
 	reqs := f.images.requests()
@@ -386,16 +382,15 @@ func TestSandboxConfigReachesTheRequest(t *testing.T) {
 }
 
 func TestPullingImageByAnnotationWithoutSandboxConfig(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")))).start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
 	assert.Equal(t, map[string]string{appsv1beta1.PullingImageByAnnotation: appsv1beta1.PullingImageByValue},
 		f.images.requests()[0].SandboxAnnotations)
 }
 
 func TestCredentialsTriedInOrder(t *testing.T) {
-	spec := image(tagSpec("v1"))
-	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "regcred"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")),
+		gen.SetNodeImagePullSecrets(repo, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: "regcred"})))
 	f.addSecret("regcred")
 	f.keyring.creds = []Credential{
 		{Auth: cri.Auth{Username: "first", Password: "p1"}, Source: "secret a"},
@@ -415,7 +410,7 @@ func TestCredentialsTriedInOrder(t *testing.T) {
 }
 
 func TestAllCredentialsFailAndProblemsAreReported(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 0, 0)))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 0, 0)))))
 	f.keyring.creds = []Credential{{Auth: cri.Auth{Username: "u", Password: "s3cr3t"}, Source: "secret a"}}
 	f.keyring.problems = []error{errors.New("secret kruise-daemon-config/broken: no .dockerconfigjson")}
 	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, "pull access denied, repository does not exist or may require authorization")}})
@@ -431,9 +426,8 @@ func TestAllCredentialsFailAndProblemsAreReported(t *testing.T) {
 }
 
 func TestSecretOutsideDaemonNamespaceRefused(t *testing.T) {
-	spec := image(tagSpec("v1"))
-	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: "default", Name: "regcred"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")),
+		gen.SetNodeImagePullSecrets(repo, appsv1beta1.ReferenceObject{Namespace: "default", Name: "regcred"}))).start()
 
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
 	assert.Contains(t, got.Message, `pull secret "default/regcred" is not in namespace kruise-daemon-config`)
@@ -445,9 +439,8 @@ func TestSecretOutsideDaemonNamespaceRefused(t *testing.T) {
 // other credentials can pull) is pulled at once, as the kubelet does. The
 // image's secrets are those of every job pulling it.
 func TestMissingSecretDoesNotStopThePull(t *testing.T) {
-	spec := image(tagSpec("v1"))
-	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "gone"}, {Namespace: daemonNS, Name: "here"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")),
+		gen.SetNodeImagePullSecrets(repo, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: "gone"}, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: "here"})))
 	f.addSecret("here")
 	f.start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseSucceeded)
@@ -459,9 +452,8 @@ func TestMissingSecretDoesNotStopThePull(t *testing.T) {
 // registry's answer and the missing secret named, and is pulled once the
 // secret appears.
 func TestMissingSecretIsRetriedUntilItAppears(t *testing.T) {
-	spec := image(tagSpec("v1"))
-	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "regcred"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}),
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1")),
+		gen.SetNodeImagePullSecrets(repo, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: "regcred"})),
 		func(c *Config) { c.Backoff = func(int) time.Duration { return 10 * time.Second } })
 	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, "failed to authorize: 401 Unauthorized")}})
 	f.start()
@@ -477,9 +469,8 @@ func TestMissingSecretIsRetriedUntilItAppears(t *testing.T) {
 }
 
 func TestMissingSecretFails(t *testing.T) {
-	spec := image(tagSpec("v1", withPolicy(600, 0, 0)))
-	spec.PullSecrets = []appsv1beta1.ReferenceObject{{Namespace: daemonNS, Name: "gone"}}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: spec}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 0, 0))),
+		gen.SetNodeImagePullSecrets(repo, appsv1beta1.ReferenceObject{Namespace: daemonNS, Name: "gone"})))
 	f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, "pull access denied, repository does not exist or may require authorization")}})
 	f.start()
 	got := f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
@@ -488,11 +479,11 @@ func TestMissingSecretFails(t *testing.T) {
 }
 
 func TestStatusCountersAndFirstSync(t *testing.T) {
-	f := newFixture(t, startedEarlier(newNodeImage(map[string]appsv1beta1.ImageSpec{
+	f := newFixture(t, startedEarlier(gen.NodeImage(node,
 		// ok is present, bad is past its deadline: neither needs a slot.
-		repo:    image(tagSpec("ok", ifNotPresent), tagSpec("slow"), tagSpec("bad", withPolicy(600, 0, 30))),
-		"other": image(tagSpec("w1"), tagSpec("w2")),
-	}), "bad", tNow.Add(-time.Hour)), func(c *Config) { c.MaxConcurrentPulls = 2 })
+		gen.AddNodeImageTags(repo, tagSpec("ok", ifNotPresent), tagSpec("slow"), tagSpec("bad", withPolicy(600, 0, 30))),
+		gen.AddNodeImageTags("other", tagSpec("w1"), tagSpec("w2")),
+	), "bad", tNow.Add(-time.Hour)), func(c *Config) { c.MaxConcurrentPulls = 2 })
 	f.images.present[img("ok")] = "sha256:ok"
 	slow := make(chan struct{})
 	for _, i := range []string{img("slow"), "other:w1", "other:w2"} {
@@ -518,7 +509,7 @@ func TestStatusCountersAndFirstSync(t *testing.T) {
 }
 
 func TestNoStatusWriteWhenNothingChanged(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"), tagSpec("v2"))})).start()
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"), tagSpec("v2")))).start()
 	f.waitFor(func() bool { return f.status().Succeeded == 2 }, "pulled")
 
 	before := f.statusPatches()
@@ -543,7 +534,7 @@ func TestStatusWritesBatchedUnderBurst(t *testing.T) {
 	for i := range 20 {
 		tags = append(tags, tagSpec(fmt.Sprintf("v%d", i), ifNotPresent))
 	}
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tags...)}),
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tags...)),
 		func(c *Config) { c.StatusQPS, c.StatusBurst = 1, 1 })
 	for i := range 20 {
 		f.images.present[img(fmt.Sprintf("v%d", i))] = "sha256:x"
@@ -564,7 +555,7 @@ func TestStatusWritesBatchedUnderBurst(t *testing.T) {
 }
 
 func TestFirstStatusWriteIsImmediate(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))}),
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"))),
 		func(c *Config) { c.StatusQPS, c.StatusBurst = 5, 10 })
 	gate := make(chan struct{})
 	f.images.set(img("v1"), &behaviour{gate: gate})
@@ -576,14 +567,14 @@ func TestFirstStatusWriteIsImmediate(t *testing.T) {
 }
 
 func TestStatusWriteErrorIsRetried(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"))))
 	failOnce(f)
 	f.start()
 	f.stepUntil(time.Second, func() bool { return f.tag(repo, "v1").Phase == appsv1beta1.ImagePhaseSucceeded }, "written after the error")
 }
 
 func TestNodeImageDeletedCancelsAll(t *testing.T) {
-	f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1"))}))
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1"))))
 	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
 	f.start()
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhasePulling)

@@ -22,6 +22,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri/credentials"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // resolverKeyring is the daemon's adapter of the credentials resolver.
@@ -92,7 +93,7 @@ providers:
 
 	for _, v := range []int{2, 10} {
 		t.Run(fmt.Sprintf("v=%d", v), func(t *testing.T) {
-			f := newFixture(t, newNodeImage(map[string]appsv1beta1.ImageSpec{repo: image(tagSpec("v1", withPolicy(600, 0, 0)))}),
+			f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 0, 0)))),
 				func(c *Config) { c.Keyring = resolverKeyring{credentials.NewResolver(plugins)} })
 			f.images.set(img("v1"), &behaviour{errs: []error{status.Error(codes.Unknown, registryAnswer)}})
 			var logs syncBuffer
