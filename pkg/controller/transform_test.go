@@ -742,15 +742,9 @@ func TestNodeImageOnTransformedCache(t *testing.T) {
 }
 
 func TestImagePullJobPodSelectorOnTransformedCache(t *testing.T) {
-	job := &appsv1beta1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "warm", Namespace: "jobs", UID: "job-uid", Generation: 1, CreationTimestamp: tHourAgo},
-		Spec: appsv1beta1.ImagePullJobSpec{
-			Image: "registry.example.com/team/next:2.0",
-			ImagePullJobTemplate: appsv1beta1.ImagePullJobTemplate{
-				PodSelector: &appsv1beta1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}},
-			},
-		},
-	}
+	job := gen.ImagePullJob("warm", gen.SetImagePullJobNamespace("jobs"), gen.SetImagePullJobUID("job-uid"), gen.SetImagePullJobGeneration(1),
+		gen.SetImagePullJobCreationTimestamp(tHourAgo.Time), gen.SetImagePullJobImage("registry.example.com/team/next:2.0"),
+		gen.SetImagePullJobPodSelector(map[string]string{"app": "batch"}))
 	elsewhere := fullPod()
 	elsewhere.Name, elsewhere.UID, elsewhere.Spec.NodeName = "other", "pod-uid-2", "node-b"
 	elsewhere.Labels = map[string]string{"app": "web"}

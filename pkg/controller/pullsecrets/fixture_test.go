@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
@@ -38,15 +37,10 @@ var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // source is a dockerconfigjson secret in testNS.
 func source(name string, data string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("src-" + name), ResourceVersion: "5",
-			Labels: map[string]string{"app": "registry"}},
-		Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(data)},
-	}
+	return gen.Secret(name, gen.SetSecretNamespace(testNS), gen.SetSecretUID(types.UID("src-"+name)), gen.SetSecretResourceVersion("5"),
+		gen.SetSecretLabels(map[string]string{"app": "registry"}), gen.SetSecretDockerConfigJSON(data))
 }
 
-// copyOf is the copy the controller would have made of src.
 // copyOf is the controller's copy of src, referenced by the jobs named
 // (in testNS; by default j1, as most tests have).
 func copyOf(src *corev1.Secret, jobs ...string) *corev1.Secret {
@@ -57,42 +51,28 @@ func copyOf(src *corev1.Secret, jobs ...string) *corev1.Secret {
 	for i, j := range jobs {
 		refs[i] = testNS + "/" + j
 	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: CopyName(src.Namespace, src.Name), Namespace: copyNS, UID: types.UID("copy-" + src.Name), ResourceVersion: "9",
-			Labels: map[string]string{ManagedByLabel: "true"},
-			Annotations: map[string]string{
-				SourceNamespaceAnnotation: src.Namespace,
-				SourceNameAnnotation:      src.Name,
-				SourceKeyAnnotation:       src.Namespace + "/" + src.Name,
-				ReferencesAnnotation:      strings.Join(refs, ","),
-			},
-		},
-		Type: src.Type,
-		Data: src.DeepCopy().Data,
-	}
+	return gen.Secret(CopyName(src.Namespace, src.Name), gen.SetSecretNamespace(copyNS), gen.SetSecretUID(types.UID("copy-"+src.Name)),
+		gen.SetSecretResourceVersion("9"), gen.SetSecretLabels(map[string]string{ManagedByLabel: "true"}),
+		gen.SetSecretAnnotations(map[string]string{
+			SourceNamespaceAnnotation: src.Namespace,
+			SourceNameAnnotation:      src.Name,
+			SourceKeyAnnotation:       src.Namespace + "/" + src.Name,
+			ReferencesAnnotation:      strings.Join(refs, ","),
+		}),
+		gen.SetSecretType(src.Type), gen.SetSecretData(src.Data))
 }
-
-type jobBuilder struct{ job *appsv1beta1.ImagePullJob }
 
 // newJob is an unfinished job in testNS referencing the secrets.
-func newJob(name string, secrets ...string) *jobBuilder {
-	return &jobBuilder{job: &appsv1beta1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("job-" + name), ResourceVersion: "1"},
-		Spec: appsv1beta1.ImagePullJobSpec{
-			Image:                "nginx:1.27",
-			ImagePullJobTemplate: appsv1beta1.ImagePullJobTemplate{PullSecrets: secrets},
-		},
-		Status: appsv1beta1.ImagePullJobStatus{StartTime: ptr.To(metav1.NewTime(now))},
-	}}
+func newJob(name string, secrets ...string) *appsv1beta1.ImagePullJob {
+	return gen.ImagePullJob(name, gen.SetImagePullJobNamespace(testNS), gen.SetImagePullJobUID(types.UID("job-"+name)),
+		gen.SetImagePullJobResourceVersion("1"), gen.SetImagePullJobImage("nginx:1.27"), gen.SetImagePullJobPullSecrets(secrets...),
+		gen.SetImagePullJobStartTime(now))
 }
 
-func (b *jobBuilder) finished() *jobBuilder {
-	b.job.Status.CompletionTime = ptr.To(metav1.NewTime(now))
-	return b
+// finishedJob is newJob, completed.
+func finishedJob(name string, secrets ...string) *appsv1beta1.ImagePullJob {
+	return gen.ImagePullJobFrom(newJob(name, secrets...), gen.SetImagePullJobCompletionTime(now))
 }
-
-func (b *jobBuilder) build() *appsv1beta1.ImagePullJob { return b.job }
 
 // ---- fixture ----
 

@@ -39,7 +39,7 @@ func TestSyncCreatesCopy(t *testing.T) {
 		t.Run(map[bool]string{false: "one secret informer", true: "separate copy informer"}[separate], func(t *testing.T) {
 			f := newFixture(t, objects{
 				secrets:                []*corev1.Secret{source(secretName, dockerCfg)},
-				jobs:                   []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+				jobs:                   []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 				separateDaemonInformer: separate,
 			})
 			f.mustSync(t)
@@ -68,7 +68,7 @@ func TestSyncUnchangedNoWrite(t *testing.T) {
 	src := source(secretName, dockerCfg)
 	f := newFixture(t, objects{
 		secrets: []*corev1.Secret{src, copyOf(src)},
-		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 	})
 	f.mustSync(t)
 	assert.Empty(t, f.writes())
@@ -83,7 +83,7 @@ func TestSyncSourceUpdated(t *testing.T) {
 	updated.Data = map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`), "extra": []byte("x")}
 	f := newFixture(t, objects{
 		secrets: []*corev1.Secret{updated, cp},
-		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 	})
 	f.mustSync(t)
 
@@ -105,7 +105,7 @@ func TestSyncSourceTypeChanged(t *testing.T) {
 	changed.Data = map[string][]byte{corev1.DockerConfigKey: []byte(`{}`)}
 	f := newFixture(t, objects{
 		secrets: []*corev1.Secret{changed, cp},
-		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 	})
 	f.mustSync(t)
 	assert.Equal(t, []string{"delete", "create"}, f.verbs(), "a secret's type cannot be updated")
@@ -117,14 +117,14 @@ func TestSyncSourceTypeChanged(t *testing.T) {
 
 func TestSyncSharedSecret(t *testing.T) {
 	src := source(secretName, dockerCfg)
-	j1 := newJob("j1", secretName, "other").build()
-	j2 := newJob("j2", secretName).build()
+	j1 := newJob("j1", secretName, "other")
+	j2 := newJob("j2", secretName)
 	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src, "j1", "j2")}, jobs: []*appsv1beta1.ImagePullJob{j1, j2}})
 	f.mustSync(t)
 	assert.Empty(t, f.writes(), "the copy names both jobs already")
 
 	// One finishes: the other still needs the copy, which now names it alone.
-	require.NoError(t, f.jobIndexer.Update(newJob("j1", secretName, "other").finished().build()))
+	require.NoError(t, f.jobIndexer.Update(finishedJob("j1", secretName, "other")))
 	f.mustSync(t)
 	assert.Equal(t, []string{"update"}, f.verbs())
 	live := f.liveCopy(t, secretName)
@@ -134,7 +134,7 @@ func TestSyncSharedSecret(t *testing.T) {
 	f.kube.ClearActions()
 
 	// Both finished: deleted.
-	require.NoError(t, f.jobIndexer.Update(newJob("j2", secretName).finished().build()))
+	require.NoError(t, f.jobIndexer.Update(finishedJob("j2", secretName)))
 	f.mustSync(t)
 	require.Equal(t, []string{"delete"}, f.verbs())
 	del := f.writes()[0].(k8stesting.DeleteAction)
@@ -146,7 +146,7 @@ func TestSyncSharedSecret(t *testing.T) {
 
 func TestSyncJobDeleted(t *testing.T) {
 	src := source(secretName, dockerCfg)
-	job := newJob("j1", secretName).build()
+	job := newJob("j1", secretName)
 	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src)}, jobs: []*appsv1beta1.ImagePullJob{job}})
 	require.NoError(t, f.jobIndexer.Delete(job))
 	f.mustSync(t)
@@ -157,7 +157,7 @@ func TestSyncJobDeleted(t *testing.T) {
 func TestSyncFinishedJobOnlyNoCopy(t *testing.T) {
 	f := newFixture(t, objects{
 		secrets: []*corev1.Secret{source(secretName, dockerCfg)},
-		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).finished().build()},
+		jobs:    []*appsv1beta1.ImagePullJob{finishedJob("j1", secretName)},
 	})
 	f.mustSync(t)
 	assert.Empty(t, f.writes())
@@ -166,7 +166,7 @@ func TestSyncFinishedJobOnlyNoCopy(t *testing.T) {
 
 func TestSyncSourceDeleted(t *testing.T) {
 	src := source(secretName, dockerCfg)
-	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src)}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()}})
+	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src)}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName)}})
 	require.NoError(t, f.secretIndexer.Delete(src))
 	f.mustSync(t)
 	assert.Equal(t, []string{"delete"}, f.verbs())
@@ -178,9 +178,9 @@ func TestSyncSourceDeleted(t *testing.T) {
 
 func TestSyncMissingSource(t *testing.T) {
 	f := newFixture(t, objects{jobs: []*appsv1beta1.ImagePullJob{
-		newJob("j1", secretName).build(),
-		newJob("j2", secretName).build(),
-		newJob("done", secretName).finished().build(),
+		newJob("j1", secretName),
+		newJob("j2", secretName),
+		finishedJob("done", secretName),
 	}})
 	f.mustSync(t)
 	assert.Empty(t, f.writes(), "no copy")
@@ -194,7 +194,7 @@ func TestSyncMissingSource(t *testing.T) {
 	assert.Empty(t, f.events(), "once per job per process")
 
 	// A job deleted and created again under the same name is a new job.
-	j1 := newJob("j1", secretName).build()
+	j1 := newJob("j1", secretName)
 	f.ctrl.jobDeleted(cache.DeletedFinalStateUnknown{Key: testNS + "/j1", Obj: j1})
 	f.drain()
 	f.mustSync(t)
@@ -204,7 +204,7 @@ func TestSyncMissingSource(t *testing.T) {
 func TestSyncLongName(t *testing.T) {
 	long := strings.Repeat("n", 250)
 	src := source(long, dockerCfg)
-	f := newFixture(t, objects{secrets: []*corev1.Secret{src}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", long).build()}})
+	f := newFixture(t, objects{secrets: []*corev1.Secret{src}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", long)}})
 	require.NoError(t, f.syncKey(t, testNS+"/"+long))
 	cp := f.liveCopy(t, long)
 	require.NotNil(t, cp)
@@ -227,7 +227,7 @@ func TestSyncCopyNameTaken(t *testing.T) {
 			taken := copyOf(src)
 			taken.Data = map[string][]byte{"mine": []byte("1")}
 			mut(taken)
-			f := newFixture(t, objects{secrets: []*corev1.Secret{src, taken}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()}})
+			f := newFixture(t, objects{secrets: []*corev1.Secret{src, taken}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName)}})
 			f.mustSync(t)
 			assert.Empty(t, f.writes(), "left alone")
 			events := f.events()
@@ -235,7 +235,7 @@ func TestSyncCopyNameTaken(t *testing.T) {
 			assert.Contains(t, events[0], "Warning "+ReasonCopyConflict)
 
 			// Not even deleted when nothing references the source.
-			require.NoError(t, f.jobIndexer.Delete(newJob("j1", secretName).build()))
+			require.NoError(t, f.jobIndexer.Delete(newJob("j1", secretName)))
 			f.mustSync(t)
 			assert.Empty(t, f.writes())
 			assert.Empty(t, f.events())
@@ -246,7 +246,7 @@ func TestSyncCopyNameTaken(t *testing.T) {
 func TestSyncNamespaceMissing(t *testing.T) {
 	f := newFixture(t, objects{
 		secrets: []*corev1.Secret{source(secretName, dockerCfg)},
-		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+		jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 	})
 	f.kube.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, copyNS)
@@ -265,7 +265,7 @@ func TestSyncCreateErrors(t *testing.T) {
 	t.Run("already exists: the cache catches up", func(t *testing.T) {
 		f := newFixture(t, objects{
 			secrets: []*corev1.Secret{source(secretName, dockerCfg)},
-			jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+			jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 		})
 		f.kube.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, "team.regcred")
@@ -276,7 +276,7 @@ func TestSyncCreateErrors(t *testing.T) {
 	t.Run("other errors are returned", func(t *testing.T) {
 		f := newFixture(t, objects{
 			secrets: []*corev1.Secret{source(secretName, dockerCfg)},
-			jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+			jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 		})
 		f.kube.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewInternalError(errors.New("etcd"))
@@ -298,7 +298,7 @@ func TestSyncSourceIsACopy(t *testing.T) {
 	// A job in the copies' namespace naming one of the copies.
 	src := source(secretName, dockerCfg)
 	cp := copyOf(src)
-	job := newJob("j1", cp.Name).build()
+	job := newJob("j1", cp.Name)
 	job.Namespace = copyNS
 	f := newFixture(t, objects{secrets: []*corev1.Secret{src, cp}, jobs: []*appsv1beta1.ImagePullJob{job}})
 	require.NoError(t, f.syncKey(t, copyNS+"/"+cp.Name))
@@ -309,7 +309,7 @@ func TestSyncSourceIsACopy(t *testing.T) {
 
 func TestJobHandlers(t *testing.T) {
 	f := newFixture(t, objects{})
-	job := newJob("j1", secretName, "b", secretName, "").build()
+	job := newJob("j1", secretName, "b", secretName, "")
 	f.ctrl.jobAdded(job)
 	assert.Equal(t, []string{secretKey, testNS + "/b"}, f.drain(), "each referenced secret once, empty names skipped")
 
@@ -341,9 +341,9 @@ func TestJobHandlers(t *testing.T) {
 
 func TestIndexOnlyUnfinished(t *testing.T) {
 	f := newFixture(t, objects{jobs: []*appsv1beta1.ImagePullJob{
-		newJob("j1", secretName).build(),
-		newJob("j2", secretName).finished().build(),
-		newJob("j3", "other").build(),
+		newJob("j1", secretName),
+		finishedJob("j2", secretName),
+		newJob("j3", "other"),
 	}})
 	jobs, err := f.ctrl.jobsReferencing(secretKey)
 	require.NoError(t, err)
@@ -360,7 +360,7 @@ func TestSecretHandlers(t *testing.T) {
 			orphanSrc := source("orphan", dockerCfg)
 			f := newFixture(t, objects{
 				secrets:                []*corev1.Secret{src, orphanSrc, copyOf(orphanSrc)},
-				jobs:                   []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+				jobs:                   []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 				separateDaemonInformer: separate,
 			})
 
@@ -477,13 +477,13 @@ func TestNew(t *testing.T) {
 // The references annotation is sorted, without repeats, and bounded: a
 // secret shared by very many jobs still fits in a Secret's annotations.
 func TestReferencesValue(t *testing.T) {
-	jobs := []*appsv1beta1.ImagePullJob{newJob("b", secretName).build(), newJob("a", secretName).build(), newJob("b", secretName).build()}
+	jobs := []*appsv1beta1.ImagePullJob{newJob("b", secretName), newJob("a", secretName), newJob("b", secretName)}
 	assert.Equal(t, "team/a,team/b", referencesValue(jobs))
 	assert.Empty(t, referencesValue(nil))
 
 	many := make([]*appsv1beta1.ImagePullJob, 0, 5000)
 	for i := range 5000 {
-		many = append(many, newJob(fmt.Sprintf("job-%04d-%s", i, strings.Repeat("x", 40)), secretName).build())
+		many = append(many, newJob(fmt.Sprintf("job-%04d-%s", i, strings.Repeat("x", 40)), secretName))
 	}
 	v := referencesValue(many)
 	assert.LessOrEqual(t, len(v), maxReferences)

@@ -61,9 +61,9 @@ func TestSyncNotACredentialIsNotCopied(t *testing.T) {
 			f := newFixture(t, objects{
 				secrets: []*corev1.Secret{tc.secret},
 				jobs: []*appsv1beta1.ImagePullJob{
-					newJob("j1", secretName).build(),
-					newJob("j2", secretName, "other").build(),
-					newJob("done", secretName).finished().build(),
+					newJob("j1", secretName),
+					newJob("j2", secretName, "other"),
+					finishedJob("done", secretName),
 				},
 			})
 			f.mustSync(t)
@@ -89,7 +89,7 @@ func TestSyncCopyOfNotACredentialIsDeleted(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, objects{
 				secrets: []*corev1.Secret{tc.secret, copyOf(tc.secret)},
-				jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()},
+				jobs:    []*appsv1beta1.ImagePullJob{newJob("j1", secretName)},
 			})
 			f.mustSync(t)
 			assert.Equal(t, []string{"delete"}, f.verbs())
@@ -105,7 +105,7 @@ func TestSyncCopyOfNotACredentialIsDeleted(t *testing.T) {
 	cp := copyOf(src)
 	now := src.DeepCopy()
 	now.Type = corev1.SecretTypeOpaque
-	f := newFixture(t, objects{secrets: []*corev1.Secret{now, cp}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName).build()}})
+	f := newFixture(t, objects{secrets: []*corev1.Secret{now, cp}, jobs: []*appsv1beta1.ImagePullJob{newJob("j1", secretName)}})
 	f.mustSync(t)
 	assert.Equal(t, []string{"delete"}, f.verbs())
 	assert.Nil(t, f.liveCopy(t, secretName))

@@ -10,20 +10,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // fuzzSecret is a pull secret of the given type holding data.
 func fuzzSecret(dockercfg bool, data []byte) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fuzz"}}
 	if dockercfg {
-		s.Type = corev1.SecretTypeDockercfg
-		s.Data = map[string][]byte{corev1.DockerConfigKey: data}
-	} else {
-		s.Type = corev1.SecretTypeDockerConfigJson
-		s.Data = map[string][]byte{corev1.DockerConfigJsonKey: data}
+		return gen.Secret("fuzz", gen.SetSecretNamespace("ns"), gen.SetSecretDockercfg(string(data)))
 	}
-	return s
+	return gen.Secret("fuzz", gen.SetSecretNamespace("ns"), gen.SetSecretDockerConfigJSON(string(data)))
 }
 
 // secretValues lists the credential material of a docker config entry: the

@@ -9,25 +9,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
+// dockerConfigJSONSecret is a dockerconfigjson pull secret in namespace
+// ns whose "auths" are auths.
 func dockerConfigJSONSecret(name, auths string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":` + auths + `}`)},
-	}
+	return gen.Secret(name, gen.SetSecretNamespace("ns"), gen.SetSecretDockerConfigJSON(`{"auths":`+auths+`}`))
 }
 
+// dockercfgSecret is a dockercfg pull secret in namespace ns holding cfg.
 func dockercfgSecret(name, cfg string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-		Type:       corev1.SecretTypeDockercfg,
-		Data:       map[string][]byte{corev1.DockerConfigKey: []byte(cfg)},
-	}
+	return gen.Secret(name, gen.SetSecretNamespace("ns"), gen.SetSecretDockercfg(cfg))
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -126,11 +121,8 @@ func TestSecretsLookup(t *testing.T) {
 		{
 			name:  "wrong secret type is a problem",
 			image: "registry.io/app",
-			secrets: []*corev1.Secret{{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "opaque"},
-				Type:       corev1.SecretTypeOpaque,
-				Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.io":{"username":"u","password":"hunter2"}}}`)},
-			}},
+			secrets: []*corev1.Secret{gen.Secret("opaque", gen.SetSecretNamespace("ns"), gen.SetSecretType(corev1.SecretTypeOpaque),
+				gen.SetSecretData(map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.io":{"username":"u","password":"hunter2"}}}`)}))},
 			wantProblems: []string{`secret ns/opaque: type "Opaque" is not a pull secret`},
 		},
 		{
@@ -146,12 +138,9 @@ func TestSecretsLookup(t *testing.T) {
 			wantProblems: []string{"secret ns/shape: .dockerconfigjson: invalid JSON"},
 		},
 		{
-			name:  "missing data key is a problem",
-			image: "registry.io/app",
-			secrets: []*corev1.Secret{{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nokey"},
-				Type:       corev1.SecretTypeDockerConfigJson,
-			}},
+			name:         "missing data key is a problem",
+			image:        "registry.io/app",
+			secrets:      []*corev1.Secret{gen.Secret("nokey", gen.SetSecretNamespace("ns"), gen.SetSecretType(corev1.SecretTypeDockerConfigJson))},
 			wantProblems: []string{"secret ns/nokey: has no .dockerconfigjson key"},
 		},
 		{

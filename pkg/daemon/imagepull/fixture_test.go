@@ -291,7 +291,7 @@ func (f *fixture) edit(mut func(*appsv1beta1.NodeImageSpec)) {
 }
 
 func (f *fixture) addSecret(name string) {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: daemonNS, Name: name}}
+	s := gen.Secret(name, gen.SetSecretNamespace(daemonNS))
 	require.NoError(f.t, f.secInf.Core().V1().Secrets().Informer().GetIndexer().Add(s))
 }
 
