@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const ns = "kruise-it"
@@ -276,16 +277,10 @@ func testDefaults(t *testing.T, c *cluster) {
 }
 
 func newCRR(name string) *v1alpha1.ContainerRecreateRequest {
-	return &v1alpha1.ContainerRecreateRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			v1alpha1.ContainerRecreateRequestNodeNameKey: "node-1",
-			v1alpha1.ContainerRecreateRequestActiveKey:   "true",
-		}},
-		Spec: v1alpha1.ContainerRecreateRequestSpec{
-			PodName:    "pod-1",
-			Containers: []v1alpha1.ContainerRecreateRequestContainer{{Name: "app"}, {Name: "sidecar"}},
-		},
-	}
+	return gen.CRR(name, gen.SetCRRNamespace(ns), gen.SetCRRLabels(map[string]string{
+		v1alpha1.ContainerRecreateRequestNodeNameKey: "node-1",
+		v1alpha1.ContainerRecreateRequestActiveKey:   "true",
+	}), gen.SetCRRPodName("pod-1"), gen.SetCRRContainers("app", "sidecar"))
 }
 
 func testCRRValidation(t *testing.T, c *cluster) {
@@ -419,10 +414,7 @@ func testCRRStatus(t *testing.T, c *cluster) {
 }
 
 func newJob(name string) *v1beta1.ImagePullJob {
-	return &v1beta1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       v1beta1.ImagePullJobSpec{Image: "registry.example/app:v1"},
-	}
+	return gen.ImagePullJob(name, gen.SetImagePullJobNamespace(ns), gen.SetImagePullJobImage("registry.example/app:v1"))
 }
 
 func testImagePullJobValidation(t *testing.T, c *cluster) {

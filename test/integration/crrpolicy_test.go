@@ -22,6 +22,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -48,17 +49,9 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 
 	tenantCRRs := tenant.AppsV1alpha1().ContainerRecreateRequests(policyNS)
 	controllerCRRs := controller.AppsV1alpha1().ContainerRecreateRequests(policyNS)
-	newCRR := func(name string, mut func(*v1alpha1.ContainerRecreateRequest)) *v1alpha1.ContainerRecreateRequest {
-		crr := &v1alpha1.ContainerRecreateRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: policyNS},
-			Spec: v1alpha1.ContainerRecreateRequestSpec{PodName: "web", Containers: []v1alpha1.ContainerRecreateRequestContainer{
-				{Name: "main"}, {Name: "sidecar"},
-			}},
-		}
-		if mut != nil {
-			mut(crr)
-		}
-		return crr
+	newCRR := func(name string, mods ...gen.CRRModifier) *v1alpha1.ContainerRecreateRequest {
+		crr := gen.CRR(name, gen.SetCRRNamespace(policyNS), gen.SetCRRPodName("web"), gen.SetCRRContainers("main", "sidecar"))
+		return gen.CRRFrom(crr, mods...)
 	}
 	hook := &v1alpha1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"}}}
 
@@ -80,7 +73,7 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 		require.Contains(t, err.Error(), want)
 	}
 	t.Run("create with a preStop, ports or statusContext is refused", func(t *testing.T) {
-		for name, mut := range map[string]func(*v1alpha1.ContainerRecreateRequest){
+		for name, mut := range map[string]gen.CRRModifier{
 			"prestop": func(c *v1alpha1.ContainerRecreateRequest) { c.Spec.Containers[0].PreStop = hook },
 			"ports": func(c *v1alpha1.ContainerRecreateRequest) {
 				c.Spec.Containers[1].Ports = []corev1.ContainerPort{{ContainerPort: 80}}
