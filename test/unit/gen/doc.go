@@ -30,5 +30,7 @@
 // test sets. Set replaces, Add appends or merges. Add a modifier only with
 // its first user.
 //
+// DrainEvents reads what a record.FakeRecorder holds.
+//
 // Production code must not import this package (TestNotLinkedByBinaries).
 package gen
