@@ -43,6 +43,7 @@ func TestAPI(t *testing.T) {
 	t.Run("ImagePullJobValidation", func(t *testing.T) { testImagePullJobValidation(t, c) })
 	t.Run("NodeImageValidation", func(t *testing.T) { testNodeImageValidation(t, c) })
 	t.Run("SharedObjectBounds", func(t *testing.T) { testSharedObjectBounds(t, c) })
+	t.Run("ReferenceRules", func(t *testing.T) { testReferenceRules(t, c) })
 	t.Run("PrinterColumns", func(t *testing.T) { testPrinterColumns(t, c) })
 	t.Run("ReapplyCRDs", func(t *testing.T) { testReapplyCRDs(t, c) })
 	t.Run("DaemonClient", func(t *testing.T) { testDaemonClient(t, c) })
@@ -455,7 +456,7 @@ func testImagePullJobValidation(t *testing.T, c *cluster) {
 		{"never", func(j *v1beta1.ImagePullJob) { j.Spec.CompletionPolicy = v1beta1.CompletionPolicy{Type: v1beta1.Never} }, ""},
 		{"deadline-below-timeout", func(j *v1beta1.ImagePullJob) {
 			j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](300) // default timeout is 600
-		}, "must be greater than pullPolicy.timeoutSeconds"},
+		}, "must be at least pullPolicy.timeoutSeconds"},
 		{"deadline-above-timeout", func(j *v1beta1.ImagePullJob) { j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](601) }, ""},
 		{"bad-completion-type", func(j *v1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = "Sometimes" }, "spec.completionPolicy.type"},
 		{"bad-pull-policy", func(j *v1beta1.ImagePullJob) { j.Spec.ImagePullPolicy = "Never" }, "spec.imagePullPolicy"},

@@ -7,8 +7,6 @@ package imagelistpulljob
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -20,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -170,18 +167,6 @@ func summary(j *v1beta1.ImagePullJob) jobSummary {
 	return jobSummary{j.Status.CompletionTime != nil, j.Status.Desired, j.Status.Succeeded, j.Status.Failed, j.Status.Message}
 }
 
-// ChildName is the name of the list job's ImagePullJob for image: the list
-// job's name (shortened if needed) and 10 hex digits of the image's
-// SHA-256, at most 253 characters.
-func ChildName(list, image string) string {
-	sum := sha256.Sum256([]byte(image))
-	suffix := "-" + hex.EncodeToString(sum[:5])
-	if len(list)+len(suffix) > 253 {
-		list = list[:253-len(suffix)]
-	}
-	return list + suffix
-}
-
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -214,7 +199,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if _, ok := children[img]; ok {
 			continue
 		}
-		child, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Create(ctx, newChild(list, img), metav1.CreateOptions{})
+		newJob, lowered := newChild(list, img)
+		child, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Create(ctx, newJob, metav1.CreateOptions{})
 		if err != nil {
 			permanent := !isTransient(err)
 			if apierrors.IsAlreadyExists(err) {
@@ -239,7 +225,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			}
 			return 0, err
 		}
-		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCreated, "Created ImagePullJob %s for %s", child.Name, img)
+		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCreated, "Created ImagePullJob %s for %s%s", child.Name, img, lowered)
 		children[img] = child
 	}
 	for img, child := range children {
@@ -364,38 +350,6 @@ func (c *Controller) existingChild(ctx context.Context, list *v1beta1.ImageListP
 		return nil, fmt.Sprintf("no controller, image %q", live.Spec.Image), nil
 	}
 	return nil, fmt.Sprintf("controller %s %s uid %s, image %q", ref.Kind, ref.Name, ref.UID, live.Spec.Image), nil
-}
-
-// newChild is the ImagePullJob for image: the list job's template, with no
-// ttl of its own (the list job's ttl deletes it, through the garbage
-// collector, once the aggregate is final).
-func newChild(list *v1beta1.ImageListPullJob, image string) *v1beta1.ImagePullJob {
-	tmpl := *list.Spec.ImagePullJobTemplate.DeepCopy()
-	tmpl.CompletionPolicy.TTLSecondsAfterFinished = nil
-	return &v1beta1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      ChildName(list.Name, image),
-			Namespace: list.Namespace,
-			Labels:    childLabels(list),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(list,
-				v1beta1.SchemeGroupVersion.WithKind(kind))},
-		},
-		Spec: v1beta1.ImagePullJobSpec{Image: image, ImagePullJobTemplate: tmpl},
-	}
-}
-
-// listJobLabel names a child's list job, for users' selectors (children
-// are found by their owner reference).
-const listJobLabel = "apps.kruise.io/image-list-pull-job"
-
-// childLabels labels a child with its list job's name, unless that name (up
-// to 253 characters) cannot be a label value: the child is then created
-// without the label rather than never.
-func childLabels(list *v1beta1.ImageListPullJob) map[string]string {
-	if len(validation.IsValidLabelValue(list.Name)) > 0 {
-		return nil
-	}
-	return map[string]string{listJobLabel: list.Name}
 }
 
 // isTransient reports whether a create failed in a way a plain retry may

@@ -265,7 +265,7 @@ func TestForeignObjectOfChildNameIsReported(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			list := newList("nginx:1")
-			foreign := newChild(list, "nginx:1")
+			foreign, _ := newChild(list, "nginx:1")
 			mutate(foreign)
 			f := newFixture(t, list)
 			_, err := f.kruise.AppsV1beta1().ImagePullJobs("default").Create(context.Background(), foreign, metav1.CreateOptions{})

@@ -24,7 +24,8 @@ type request struct {
 
 // Defaults of the request fields (the CRD defaults them too).
 const (
-	defaultTimeoutSeconds = int32(600)
+	// DefaultTimeoutSeconds is the default of pullPolicy.timeoutSeconds.
+	DefaultTimeoutSeconds = int32(600)
 	defaultBackoffLimit   = int32(3)
 )
 
@@ -39,7 +40,7 @@ func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request
 		created:         job.CreationTimestamp.Time,
 		imagePullPolicy: job.Spec.ImagePullPolicy,
 		pullPolicy: v1beta1.ImageTagPullPolicy{
-			TimeoutSeconds: ptr.To(defaultTimeoutSeconds),
+			TimeoutSeconds: ptr.To(DefaultTimeoutSeconds),
 			BackoffLimit:   ptr.To(defaultBackoffLimit),
 		},
 	}

@@ -121,8 +121,10 @@ type CompletionPolicy struct {
 	Type CompletionPolicyType `json:"type,omitempty" protobuf:"bytes,1,opt,name=type,casttype=CompletionPolicyType"`
 
 	// ActiveDeadlineSeconds bounds the job's run time, counted from
-	// status.startTime; when it passes the job is finished. It must be larger
-	// than pullPolicy.timeoutSeconds. Only with type Always.
+	// status.startTime; when it passes the job is finished. On an
+	// ImagePullJob it must be at least pullPolicy.timeoutSeconds; on an
+	// ImageListPullJob a shorter deadline lowers the timeoutSeconds of the
+	// ImagePullJobs it creates to the deadline. Only with type Always.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,2,opt,name=activeDeadlineSeconds"`
@@ -209,7 +211,7 @@ type ImagePullJobNodeSelector struct {
 // ImagePullJobSpec is the desired state of an ImagePullJob.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.selector) && has(self.podSelector))",message="selector and podSelector are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.activeDeadlineSeconds) || !has(self.pullPolicy) || !has(self.pullPolicy.timeoutSeconds) || self.completionPolicy.activeDeadlineSeconds > self.pullPolicy.timeoutSeconds",message="completionPolicy.activeDeadlineSeconds must be greater than pullPolicy.timeoutSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.activeDeadlineSeconds) || !has(self.pullPolicy) || !has(self.pullPolicy.timeoutSeconds) || self.completionPolicy.activeDeadlineSeconds >= self.pullPolicy.timeoutSeconds",message="completionPolicy.activeDeadlineSeconds must be at least pullPolicy.timeoutSeconds (default 600)"
 type ImagePullJobSpec struct {
 	// Image is the image reference to pull, for example registry/repo:tag or
 	// repo@sha256:digest.

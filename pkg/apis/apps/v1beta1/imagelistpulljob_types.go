@@ -7,7 +7,6 @@ import (
 // ImageListPullJobSpec is the desired state of an ImageListPullJob.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.selector) && has(self.podSelector))",message="selector and podSelector are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="!has(self.completionPolicy.activeDeadlineSeconds) || !has(self.pullPolicy) || !has(self.pullPolicy.timeoutSeconds) || self.completionPolicy.activeDeadlineSeconds > self.pullPolicy.timeoutSeconds",message="completionPolicy.activeDeadlineSeconds must be greater than pullPolicy.timeoutSeconds"
 type ImageListPullJobSpec struct {
 	// Images lists the images to pull; one ImagePullJob is created per image,
 	// all sharing the settings below. An empty name is refused (as for

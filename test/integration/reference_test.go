@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+)
+
+// verdict is what the API server must answer to one object: "" accepts it,
+// anything else is a text its refusal must contain.
+type verdict string
+
+const accepted verdict = ""
+
+// jobVerdicts is the answer for each of the four ways to write an image
+// job template: ImagePullJob and ImageListPullJob, each as v1beta1 and as
+// v1alpha1.
+type jobVerdicts struct{ pullJob, listJob verdict }
+
+// createJobs writes tmpl as an ImagePullJob and an ImageListPullJob, each in
+// both versions, and checks the API server's answers.
+func createJobs(t *testing.T, c *cluster, name string, tmpl v1beta1.ImagePullJobTemplate, want jobVerdicts) {
+	t.Helper()
+	check := func(t *testing.T, err error, want verdict) {
+		t.Helper()
+		if want == accepted {
+			require.NoError(t, err)
+			return
+		}
+		requireInvalid(t, err, string(want))
+	}
+	job := &v1beta1.ImagePullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1beta1.ImagePullJobSpec{Image: "registry.example/app:v1", ImagePullJobTemplate: *tmpl.DeepCopy()},
+	}
+	list := &v1beta1.ImageListPullJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1beta1.ImageListPullJobSpec{Images: []string{"registry.example/app:v1"}, ImagePullJobTemplate: *tmpl.DeepCopy()},
+	}
+	t.Run("ImagePullJob/v1beta1", func(t *testing.T) {
+		_, err := c.kruise.AppsV1beta1().ImagePullJobs(ns).Create(ctx(t), job, metav1.CreateOptions{})
+		check(t, err, want.pullJob)
+	})
+	t.Run("ImagePullJob/v1alpha1", func(t *testing.T) {
+		alpha := v1alpha1.ImagePullJobFromV1beta1(job)
+		alpha.Name += "-alpha"
+		_, err := c.kruise.AppsV1alpha1().ImagePullJobs(ns).Create(ctx(t), alpha, metav1.CreateOptions{})
+		check(t, err, want.pullJob)
+	})
+	t.Run("ImageListPullJob/v1beta1", func(t *testing.T) {
+		_, err := c.kruise.AppsV1beta1().ImageListPullJobs(ns).Create(ctx(t), list, metav1.CreateOptions{})
+		check(t, err, want.listJob)
+	})
+	t.Run("ImageListPullJob/v1alpha1", func(t *testing.T) {
+		alpha := v1alpha1.ImageListPullJobFromV1beta1(list)
+		alpha.Name += "-alpha"
+		_, err := c.kruise.AppsV1alpha1().ImageListPullJobs(ns).Create(ctx(t), alpha, metav1.CreateOptions{})
+		check(t, err, want.listJob)
+	})
+}
+
+// testReferenceRules: the API server admits what OpenKruise v1.9.0's
+// admission admits, and refuses what it refuses, wherever a rule of ours
+// and one of the reference's meet (docs/api.md, "Validation compared with
+// OpenKruise").
+func testReferenceRules(t *testing.T, c *cluster) {
+	deadline := func(timeout *int32, ads int64) v1beta1.ImagePullJobTemplate {
+		tmpl := v1beta1.ImagePullJobTemplate{CompletionPolicy: v1beta1.CompletionPolicy{ActiveDeadlineSeconds: ptr.To(ads)}}
+		if timeout != nil {
+			tmpl.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: timeout}
+		}
+		return tmpl
+	}
+	const tooShort verdict = "completionPolicy.activeDeadlineSeconds must be at least pullPolicy.timeoutSeconds (default 600)"
+	for _, tc := range []struct {
+		name string
+		tmpl v1beta1.ImagePullJobTemplate
+		want jobVerdicts
+	}{
+		// OpenKruise refuses an ImagePullJob whose timeout is greater than
+		// its deadline; a deadline equal to the timeout is admitted.
+		{"deadline-equal-to-timeout", deadline(ptr.To[int32](50), 50), jobVerdicts{accepted, accepted}},
+		{"deadline-equal-to-default-timeout", deadline(nil, 600), jobVerdicts{accepted, accepted}},
+		// It has no such rule on an ImageListPullJob: kruise lowers the
+		// timeout of the list's ImagePullJobs to the deadline.
+		{"deadline-below-timeout", deadline(ptr.To[int32](60), 59), jobVerdicts{tooShort, accepted}},
+		{"deadline-below-default-timeout", deadline(nil, 30), jobVerdicts{tooShort, accepted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			createJobs(t, c, "ref-"+strings.ToLower(tc.name), tc.tmpl, tc.want)
+		})
+	}
+}
