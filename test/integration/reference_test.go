@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -94,6 +96,26 @@ func testReferenceRules(t *testing.T, c *cluster) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			createJobs(t, c, "ref-"+strings.ToLower(tc.name), tc.tmpl, tc.want)
+		})
+	}
+
+	// parallelism as a string: OpenKruise takes what strconv.ParseInt(s,
+	// 10, 32) reads as a number of at least 0 (a sign, leading zeros, ten
+	// digits), and refuses a percentage.
+	const badParallelism verdict = "parallelism must be a non-negative integer of at most 2147483647"
+	for i, tc := range []struct {
+		value string
+		want  verdict
+	}{
+		{"5", accepted}, {"+5", accepted}, {"007", accepted}, {"0", accepted}, {"-0", accepted},
+		{"2147483647", accepted}, {"000000000002147483647", accepted},
+		{"2147483648", badParallelism}, {"99999999999999999999", badParallelism}, {"-1", badParallelism},
+		{"50%", badParallelism}, {" 5", badParallelism}, {"5.0", badParallelism}, {"1e3", badParallelism},
+		{"", badParallelism}, {"+", badParallelism}, {"-", badParallelism}, {"1_000", badParallelism},
+	} {
+		t.Run("parallelism="+tc.value, func(t *testing.T) {
+			tmpl := v1beta1.ImagePullJobTemplate{Parallelism: ptr.To(intstr.FromString(tc.value))}
+			createJobs(t, c, fmt.Sprintf("ref-parallelism-%d", i), tmpl, jobVerdicts{tc.want, tc.want})
 		})
 	}
 }

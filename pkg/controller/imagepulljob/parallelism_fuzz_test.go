@@ -12,8 +12,23 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// schemaParallelism is the string form the CRD's CEL rule admits.
-var schemaParallelism = regexp.MustCompile(`^[0-9]{1,9}$`)
+// The string forms the CRD's CEL rule admits: what strconv.ParseInt reads
+// as a number from 0 to MaxInt32 (OpenKruise's webhook parses it so).
+var (
+	schemaParallelism     = regexp.MustCompile(`^[+]?0*[0-9]{1,10}$`)
+	schemaParallelismZero = regexp.MustCompile(`^-0+$`)
+)
+
+func schemaAdmits(s string) bool {
+	if schemaParallelismZero.MatchString(s) {
+		return true
+	}
+	if !schemaParallelism.MatchString(s) {
+		return false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && v <= math.MaxInt32
+}
 
 // FuzzParallelismOf checks how spec.parallelism (an IntOrString, percent
 // included although the schema forbids it) becomes a number of nodes.
@@ -31,6 +46,11 @@ func FuzzParallelismOf(f *testing.F) {
 	f.Add(false, int32(0), "0", int32(10))
 	f.Add(false, int32(0), "999999999", int32(10))
 	f.Add(false, int32(0), "9999999999", int32(10))
+	f.Add(false, int32(0), "2147483647", int32(10))
+	f.Add(false, int32(0), "2147483648", int32(10))
+	f.Add(false, int32(0), "+5", int32(10))
+	f.Add(false, int32(0), "0007", int32(10))
+	f.Add(false, int32(0), "-0", int32(10))
 	f.Add(false, int32(0), "50%", int32(3))
 	f.Add(false, int32(0), "100%", int32(7))
 	f.Add(false, int32(0), "0%", int32(7))
@@ -64,7 +84,7 @@ func FuzzParallelismOf(f *testing.F) {
 			return
 		}
 		s := strings.TrimSpace(strVal)
-		if schemaParallelism.MatchString(s) {
+		if schemaAdmits(s) {
 			want, _ := strconv.ParseInt(s, 10, 32)
 			if int64(got) != want {
 				t.Fatalf("parallelismOf(%q) = %d, want %d", strVal, got, want)

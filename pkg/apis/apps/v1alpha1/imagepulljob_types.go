@@ -161,9 +161,11 @@ type ImagePullJobTemplate struct {
 	PodSelector *ImagePullJobPodSelector `json:"podSelector,omitempty"`
 
 	// Parallelism is how many nodes may pull at the same time: a non-negative
-	// integer (a percentage is not accepted). Zero pauses the job. Defaults to 1.
+	// integer, or a string of one as Go's strconv.ParseInt reads it (a sign
+	// and leading zeros allowed, as OpenKruise accepts them; a percentage is
+	// not accepted). Zero pauses the job. Defaults to 1.
 	// +kubebuilder:default=1
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^[0-9]{1,9}$')",message="parallelism must be a non-negative integer of at most 2147483647"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : (self.matches('^[+]?0*[0-9]{1,10}$') && int(self) <= 2147483647) || self.matches('^-0+$')",message="parallelism must be a non-negative integer of at most 2147483647"
 	// +optional
 	Parallelism *intstr.IntOrString `json:"parallelism,omitempty"`
 
