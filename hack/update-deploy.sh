@@ -36,12 +36,12 @@ awk -v out="${out}" '
   echo "kind: Kustomization"
   echo "resources:"
   echo "  - crds"
-  for f in namespace rbac-daemon rbac-controller admission-policy crr-policy daemon controller; do
+  for f in namespace rbac-daemon rbac-controller admission-policy crr-policy api-warnings daemon controller; do
     [[ -f "${out}/${f}.yaml" ]] && echo "  - ${f}.yaml"
   done
   for f in "${out}"/*.yaml; do
     case "$(basename "${f}" .yaml)" in
-      namespace | rbac-daemon | rbac-controller | admission-policy | crr-policy | daemon | controller | kustomization) ;;
+      namespace | rbac-daemon | rbac-controller | admission-policy | crr-policy | api-warnings | daemon | controller | kustomization) ;;
       *) echo "  - $(basename "${f}")" ;;
     esac
   done

@@ -143,8 +143,10 @@ func TestRenderDefaults(t *testing.T) {
 		"RoleBinding/kruise-system/kruise-daemon-heartbeat",
 		"ServiceAccount/kruise-system/kruise-controller",
 		"ServiceAccount/kruise-system/kruise-daemon",
+		"ValidatingAdmissionPolicy//kruise-api-warnings",
 		"ValidatingAdmissionPolicy//kruise-crr-read-only-fields",
 		"ValidatingAdmissionPolicy//kruise-daemon-node-scope",
+		"ValidatingAdmissionPolicyBinding//kruise-api-warnings",
 		"ValidatingAdmissionPolicyBinding//kruise-crr-read-only-fields",
 		"ValidatingAdmissionPolicyBinding//kruise-daemon-node-scope",
 	}, objs.keys())
@@ -325,6 +327,23 @@ func TestRenderWithoutCRRPolicy(t *testing.T) {
 	assert.NotContains(t, objs, "ValidatingAdmissionPolicy//kruise-crr-read-only-fields")
 	assert.NotContains(t, objs, "ValidatingAdmissionPolicyBinding//kruise-crr-read-only-fields")
 	assert.Contains(t, objs, "ValidatingAdmissionPolicy//kruise-daemon-node-scope")
+}
+
+// The warnings policy only warns, and never stands in the way of a write;
+// apiWarningsPolicy=false leaves it out.
+func TestRenderAPIWarnings(t *testing.T) {
+	objs := render(t)
+	binding, ok := objs["ValidatingAdmissionPolicyBinding//kruise-api-warnings"].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+	require.True(t, ok)
+	assert.Equal(t, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, binding.Spec.ValidationActions)
+	policy, ok := objs["ValidatingAdmissionPolicy//kruise-api-warnings"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	require.True(t, ok)
+	require.NotNil(t, policy.Spec.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Ignore, *policy.Spec.FailurePolicy)
+
+	objs = render(t, "--set", "apiWarningsPolicy=false")
+	assert.NotContains(t, objs, "ValidatingAdmissionPolicy//kruise-api-warnings")
+	assert.NotContains(t, objs, "ValidatingAdmissionPolicyBinding//kruise-api-warnings")
 }
 
 func TestRenderRejectsBadLoggingFormat(t *testing.T) {

@@ -85,8 +85,6 @@ func malCases() []malCase {
 			reject: []string{"spec.strategy.orderedRecreate", "must be of type boolean"}},
 		{name: "crr/terminationGracePeriodSeconds-negative", write: create(gvrCRR, crr("neg-grace", "web", "main"), set("spec.strategy.terminationGracePeriodSeconds", int64(-1))),
 			reject: []string{"spec.strategy.terminationGracePeriodSeconds", "greater than or equal to 0"}},
-		{name: "crr/minStartedSeconds-negative", write: create(gvrCRR, crr("neg-min-started", "web", "main"), set("spec.strategy.minStartedSeconds", int64(-1))),
-			reject: []string{"spec.strategy.minStartedSeconds", "greater than or equal to 0"}},
 		// Larger than an int32: stored, it would make every list of CRRs undecodable.
 		{name: "crr/minStartedSeconds-over-int32", write: create(gvrCRR, crr("huge-min-started", "web", "main"), set("spec.strategy.minStartedSeconds", huge)),
 			reject: []string{"spec.strategy.minStartedSeconds", over}},
@@ -98,8 +96,6 @@ func malCases() []malCase {
 			reject: []string{"spec.activeDeadlineSeconds", "greater than or equal to 3"}},
 		{name: "crr/activeDeadlineSeconds-over-int64", write: create(gvrCRR, crr("float-deadline", "web", "main"), set("spec.activeDeadlineSeconds", 1e20)),
 			reject: []string{"spec.activeDeadlineSeconds", "must be of type integer"}},
-		{name: "crr/ttlSecondsAfterFinished-negative", write: create(gvrCRR, crr("neg-ttl", "web", "main"), set("spec.ttlSecondsAfterFinished", int64(-1))),
-			reject: []string{"spec.ttlSecondsAfterFinished", "greater than or equal to 0"}},
 		{name: "crr/ttlSecondsAfterFinished-over-int32", write: create(gvrCRR, crr("huge-ttl", "web", "main"), set("spec.ttlSecondsAfterFinished", huge)),
 			reject: []string{"spec.ttlSecondsAfterFinished", over}},
 		{name: "crr/statusContext-restartCount-over-int32", write: create(gvrCRR, crr("huge-restart-count", "web", "main"),
@@ -216,6 +212,26 @@ func malCases() []malCase {
 			_, err := e.createMap(ctx, t, gvrCRR, c)
 			return err
 		}, expect: crrCompleted("huge-grace", "recreated 1 container", true, "")},
+		// Values below the range OpenKruise admits too (it bounds neither): a negative
+		// minStartedSeconds is read as 0, a negative ttl deletes the request at once.
+		{name: "crr/minStartedSeconds-negative", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			e.ownPod(ctx, t, "neg-min-started")
+			c := malCRR(e, "neg-min-started", "neg-min-started", "main")
+			c.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{MinStartedSeconds: -1}
+			_, err := e.createMap(ctx, t, gvrCRR, c)
+			return err
+		}, expect: crrCompleted("neg-min-started", "recreated 1 container", true, "")},
+		{name: "crr/ttlSecondsAfterFinished-negative", write: create(gvrCRR, crr("neg-ttl", "nope", "main"), set("spec.ttlSecondsAfterFinished", int64(-1))),
+			expect: func(ctx context.Context, e *malEnv) (bool, string, error) {
+				crr, err := e.kc.AppsV1alpha1().ContainerRecreateRequests(e.ns).Get(ctx, "neg-ttl", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return true, "", nil // completed (its pod is missing), then deleted at once
+				}
+				if err != nil {
+					return false, "", err
+				}
+				return false, fmt.Sprintf("phase=%q message=%q", crr.Status.Phase, crr.Status.Message), nil
+			}},
 		// The pod's own preStop hook, as the daemon runs it, that cannot run as written: reported,
 		// and the container recreated anyway.
 		podPreStop("prestop-port-name-unknown", &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("no-such-port")}},
@@ -247,12 +263,8 @@ func malCases() []malCase {
 			reject: []string{"spec.parallelism", "parallelism must be a non-negative integer"}},
 		{name: "pulljob/parallelism-over-int32", write: create(gvrPullJob, pullJob("par-huge", "busybox"), set("spec.parallelism", huge)),
 			reject: []string{"spec.parallelism", "parallelism must be a non-negative integer"}},
-		{name: "pulljob/backoffLimit-negative", write: create(gvrPullJob, pullJob("backoff-neg", "busybox"), set("spec.pullPolicy.backoffLimit", int64(-1))),
-			reject: []string{"spec.pullPolicy.backoffLimit", "greater than or equal to 0"}},
 		{name: "pulljob/backoffLimit-over-int32", write: create(gvrPullJob, pullJob("backoff-huge", "busybox"), set("spec.pullPolicy.backoffLimit", huge)),
 			reject: []string{"spec.pullPolicy.backoffLimit", over}},
-		{name: "pulljob/timeoutSeconds-negative", write: create(gvrPullJob, pullJob("timeout-neg", "busybox"), set("spec.pullPolicy.timeoutSeconds", int64(-1))),
-			reject: []string{"spec.pullPolicy.timeoutSeconds", "greater than or equal to 1"}},
 		{name: "pulljob/timeoutSeconds-over-int32", write: create(gvrPullJob, pullJob("timeout-huge", "busybox"), set("spec.pullPolicy.timeoutSeconds", huge)),
 			reject: []string{"spec.pullPolicy.timeoutSeconds", over}},
 		{name: "pulljob/ttlSecondsAfterFinished-over-int32", write: create(gvrPullJob, pullJob("ttl-huge", "busybox"), set("spec.completionPolicy.ttlSecondsAfterFinished", huge)),
@@ -305,6 +317,20 @@ func malCases() []malCase {
 			_, err := e.createMap(ctx, t, gvrPullJob, j)
 			return err
 		}, expect: pullJobEvent("secret-missing", "PullSecretNotFound", "no-such-secret")},
+		// Values below the range, which OpenKruise admits too: a timeout below 1 is read as
+		// the default (600), a backoff limit below 0 as the default (3). The job simply runs.
+		{name: "pulljob/timeoutSeconds-negative", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			j := freshPullJob(t, e, "timeout-neg")
+			j.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](-1)
+			_, err := e.createMap(ctx, t, gvrPullJob, j)
+			return err
+		}, expect: pullJobFinished(gvrPullJob, "timeout-neg", "Completed: 1/1 nodes succeeded", "Completed", "")},
+		{name: "pulljob/backoffLimit-negative", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			j := freshPullJob(t, e, "backoff-neg")
+			j.Spec.PullPolicy.BackoffLimit = ptr.To[int32](-1)
+			_, err := e.createMap(ctx, t, gvrPullJob, j)
+			return err
+		}, expect: pullJobFinished(gvrPullJob, "backoff-neg", "Completed: 1/1 nodes succeeded", "Completed", "")},
 		// The largest values the schema allows are taken as they come: the job simply runs.
 		{name: "pulljob/largest-values", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
 			j := freshPullJob(t, e, "largest")
@@ -341,6 +367,27 @@ func malCases() []malCase {
 				return fmt.Errorf("want desired=1 succeeded=1 and no failed image")
 			}
 			return nil
+		})},
+
+		// A deadline shorter than the pull timeout, which OpenKruise admits on a list job (not
+		// on an ImagePullJob): the list's ImagePullJob pulls with the timeout lowered to the
+		// deadline, and the creation Event says so.
+		{name: "listjob/deadline-below-timeout", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			image := e.f.UniqueImage("public/")
+			framework.PushImage(t, image, nil)
+			l := malListJob(e, "short-deadline", image)
+			l.Spec.PullPolicy.TimeoutSeconds = ptr.To[int32](600)
+			l.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](120)
+			_, err := e.createMap(ctx, t, gvrListJob, l)
+			return err
+		}, expect: both(listJobFinished("short-deadline", func(j *appsv1beta1.ImageListPullJob) error {
+			if s := j.Status; s.Desired != 1 || s.Succeeded != 1 {
+				return fmt.Errorf("want desired=1 succeeded=1")
+			}
+			return nil
+		}), func(ctx context.Context, e *malEnv) (bool, string, error) {
+			return hasEvent(ctx, e, e.ns, "ImageListPullJob", "short-deadline", "CreatedImagePullJob",
+				"pullPolicy.timeoutSeconds 600 lowered to completionPolicy.activeDeadlineSeconds 120")
 		})},
 
 		// A valid object name longer than a label value (63 characters).

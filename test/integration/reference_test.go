@@ -99,6 +99,51 @@ func testReferenceRules(t *testing.T, c *cluster) {
 		})
 	}
 
+	// Values below a field's sensible range that OpenKruise admits (it
+	// bounds none of these): kruise admits them too, reads them in a defined
+	// way and warns (kruise-api-warnings, see warnings_test.go).
+	for _, tc := range []struct {
+		name string
+		tmpl v1beta1.ImagePullJobTemplate
+		want jobVerdicts
+	}{
+		{"timeout-zero", v1beta1.ImagePullJobTemplate{PullPolicy: &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)}}, jobVerdicts{accepted, accepted}},
+		{"timeout-negative", v1beta1.ImagePullJobTemplate{PullPolicy: &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](-5)}}, jobVerdicts{accepted, accepted}},
+		{"backoff-negative", v1beta1.ImagePullJobTemplate{PullPolicy: &v1beta1.PullPolicy{BackoffLimit: ptr.To[int32](-1)}}, jobVerdicts{accepted, accepted}},
+		{"ttl-negative", v1beta1.ImagePullJobTemplate{CompletionPolicy: v1beta1.CompletionPolicy{TTLSecondsAfterFinished: ptr.To[int32](-1)}}, jobVerdicts{accepted, accepted}},
+		// A deadline below 1: on an ImagePullJob only with a timeout no
+		// greater (OpenKruise compares them), on a list job always.
+		{"deadline-zero-timeout-zero", v1beta1.ImagePullJobTemplate{PullPolicy: &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)},
+			CompletionPolicy: v1beta1.CompletionPolicy{ActiveDeadlineSeconds: ptr.To[int64](0)}}, jobVerdicts{accepted, accepted}},
+		{"deadline-negative", deadline(nil, -5), jobVerdicts{tooShort, accepted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			createJobs(t, c, "ref-"+tc.name, tc.tmpl, tc.want)
+		})
+	}
+	t.Run("NodeImage-tag-values-below-range", func(t *testing.T) {
+		ni := &v1beta1.NodeImage{
+			ObjectMeta: metav1.ObjectMeta{Name: "ref-below-range"},
+			Spec: v1beta1.NodeImageSpec{Images: map[string]v1beta1.ImageSpec{"registry.example/app": {Tags: []v1beta1.ImageTagSpec{{
+				Tag: "v1", PullPolicy: &v1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](0), BackoffLimit: ptr.To[int32](-1),
+					TTLSecondsAfterFinished: ptr.To[int32](-1), ActiveDeadlineSeconds: ptr.To[int64](0)},
+			}}}}},
+		}
+		_, err := c.kruise.AppsV1beta1().NodeImages().Create(ctx(t), ni, metav1.CreateOptions{})
+		require.NoError(t, err)
+		alpha := v1alpha1.NodeImageFromV1beta1(ni)
+		alpha.Name += "-alpha"
+		_, err = c.kruise.AppsV1alpha1().NodeImages().Create(ctx(t), alpha, metav1.CreateOptions{})
+		require.NoError(t, err)
+	})
+	t.Run("ContainerRecreateRequest-values-below-range", func(t *testing.T) {
+		crr := newCRR("ref-below-range")
+		crr.Spec.Strategy = &v1alpha1.ContainerRecreateRequestStrategy{MinStartedSeconds: -1}
+		crr.Spec.TTLSecondsAfterFinished = ptr.To[int32](-1)
+		_, err := c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx(t), crr, metav1.CreateOptions{})
+		require.NoError(t, err)
+	})
+
 	// parallelism as a string: OpenKruise takes what strconv.ParseInt(s,
 	// 10, 32) reads as a number of at least 0 (a sign, leading zeros, ten
 	// digits), and refuses a percentage.

@@ -47,22 +47,30 @@ func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request
 	if r.imagePullPolicy == "" {
 		r.imagePullPolicy = v1beta1.PullIfNotPresent
 	}
+	// The schema admits what OpenKruise admits, out-of-range values
+	// included; the shared NodeImage gets them as they are read (the
+	// daemon reads a tag's the same way): a timeout below 1 as the
+	// default, a backoff limit below 0 as the default, a deadline below 1
+	// as one that has passed, a ttl below 0 as 0.
 	if pp := job.Spec.PullPolicy; pp != nil {
-		if pp.TimeoutSeconds != nil {
+		if pp.TimeoutSeconds != nil && *pp.TimeoutSeconds > 0 {
 			r.pullPolicy.TimeoutSeconds = ptr.To(*pp.TimeoutSeconds)
 		}
-		if pp.BackoffLimit != nil {
+		if pp.BackoffLimit != nil && *pp.BackoffLimit >= 0 {
 			r.pullPolicy.BackoffLimit = ptr.To(*pp.BackoffLimit)
 		}
 	}
 	if cp := job.Spec.CompletionPolicy; cp.Type != v1beta1.Never && cp.ActiveDeadlineSeconds != nil {
-		r.pullPolicy.ActiveDeadlineSeconds = ptr.To(*cp.ActiveDeadlineSeconds)
+		ads := max(*cp.ActiveDeadlineSeconds, 1)
+		r.pullPolicy.ActiveDeadlineSeconds = ptr.To(ads)
 		if cp.TTLSecondsAfterFinished != nil {
 			// The tag's ttl counts from the pull's end on that node, the
 			// job's from the job's end: deadline + ttl after the pull ends
 			// is never before the job itself is deleted, so the safety net
-			// cannot remove a tag the running job still reads.
-			r.pullPolicy.TTLSecondsAfterFinished = ptr.To(int32(min(*cp.ActiveDeadlineSeconds+int64(*cp.TTLSecondsAfterFinished), math.MaxInt32)))
+			// cannot remove a tag the running job still reads. Both are
+			// capped first, so the sum cannot overflow.
+			ttl := min(ads, math.MaxInt32) + int64(max(*cp.TTLSecondsAfterFinished, 0))
+			r.pullPolicy.TTLSecondsAfterFinished = ptr.To(int32(min(ttl, math.MaxInt32)))
 		}
 	}
 	for _, s := range job.Spec.PullSecrets {

@@ -99,8 +99,9 @@ type ContainerRecreateRequestSpec struct {
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
 	// TTLSecondsAfterFinished, when set, deletes the request this many seconds
-	// after it reached the Completed phase.
-	// +kubebuilder:validation:Minimum=0
+	// after it reached the Completed phase; zero (or less, which OpenKruise
+	// admits) deletes it at once.
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
@@ -213,8 +214,9 @@ type ContainerRecreateRequestStrategy struct {
 
 	// MinStartedSeconds is how long a new container must have been running and
 	// ready, without crashing, before it counts as Succeeded. Defaults to 0:
-	// Succeeded as soon as it is started and ready.
-	// +kubebuilder:validation:Minimum=0
+	// Succeeded as soon as it is started and ready. A value below 0 (which
+	// OpenKruise admits) is read as 0.
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	MinStartedSeconds int32 `json:"minStartedSeconds,omitempty"`

@@ -81,17 +81,19 @@ type SandboxConfig struct {
 
 // PullPolicy bounds a single pull of the image on one node.
 type PullPolicy struct {
-	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600.
+	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600;
+	// a value below 1 (which OpenKruise admits) is read as 600.
 	// +kubebuilder:default=600
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 
 	// BackoffLimit is how many times a failed pull is retried on a node before
-	// that node counts as failed. Defaults to 3.
+	// that node counts as failed. Defaults to 3; a value below 0 (which
+	// OpenKruise admits) is read as 3.
 	// +kubebuilder:default=3
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
@@ -124,14 +126,15 @@ type CompletionPolicy struct {
 	// status.startTime; when it passes the job is finished. On an
 	// ImagePullJob it must be at least pullPolicy.timeoutSeconds; on an
 	// ImageListPullJob a shorter deadline lowers the timeoutSeconds of the
-	// ImagePullJobs it creates to the deadline. Only with type Always.
-	// +kubebuilder:validation:Minimum=1
+	// ImagePullJobs it creates to the deadline. A value below 1 (which
+	// OpenKruise admits) has passed when the job starts. Only with type Always.
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty" protobuf:"varint,2,opt,name=activeDeadlineSeconds"`
 
 	// TTLSecondsAfterFinished, when set, deletes the job this many seconds
-	// after it finished; zero deletes it at once. Only with type Always.
-	// +kubebuilder:validation:Minimum=0
+	// after it finished; zero (or less, which OpenKruise admits) deletes it
+	// at once. Only with type Always.
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty" protobuf:"varint,4,opt,name=ttlSecondsAfterFinished"`

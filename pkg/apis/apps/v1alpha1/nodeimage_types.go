@@ -98,31 +98,33 @@ type ImageTagSpec struct {
 
 // ImageTagPullPolicy bounds the pull of one tag on the node.
 type ImageTagPullPolicy struct {
-	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600.
+	// TimeoutSeconds is how long one pull attempt may take. Defaults to 600;
+	// a value below 1 is read as 600.
 	// +kubebuilder:default=600
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
 
 	// BackoffLimit is how many times a failed pull is retried before the tag
-	// counts as failed. Defaults to 3.
+	// counts as failed. Defaults to 3; a value below 0 is read as 3.
 	// +kubebuilder:default=3
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
 	// TTLSecondsAfterFinished, when set, removes the tag this many seconds
-	// after its pull finished (succeeded or failed); zero removes it at once.
-	// +kubebuilder:validation:Minimum=0
+	// after its pull finished (succeeded or failed); zero (or less) removes
+	// it at once.
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 
 	// ActiveDeadlineSeconds bounds the time the pull may take in all,
-	// retries included, counted from its start. Unset means no bound.
-	// +kubebuilder:validation:Minimum=1
+	// retries included, counted from its start. Unset, or below 1, means no
+	// bound.
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 }
