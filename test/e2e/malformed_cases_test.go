@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -278,8 +279,6 @@ func malCases() []malCase {
 		{name: "pulljob/completionPolicy-missing", write: create(gvrPullJob, pullJob("cp-missing", "busybox"), func(m map[string]any) {
 			unstructured.RemoveNestedField(m, "spec", "completionPolicy")
 		}), reject: []string{"spec.completionPolicy: Required value"}},
-		{name: "pulljob/imagePullPolicy-unknown", write: create(gvrPullJob, pullJob("ipp-never", "busybox"), set("spec.imagePullPolicy", "Never")),
-			reject: []string{"spec.imagePullPolicy", `Unsupported value: "Never"`}},
 		{name: "pulljob/selector-names-and-labels", write: create(gvrPullJob, pullJob("names-and-labels", "busybox"), set("spec.selector.matchLabels", map[string]any{"a": "b"})),
 			reject: []string{"spec.selector", "selector.names cannot be combined with matchLabels or matchExpressions"}},
 		{name: "pulljob/selector-and-podSelector", write: create(gvrPullJob, pullJob("both-selectors", "busybox"), set("spec.podSelector.matchLabels", map[string]any{"a": "b"})),
@@ -331,6 +330,13 @@ func malCases() []malCase {
 			_, err := e.createMap(ctx, t, gvrPullJob, j)
 			return err
 		}, expect: pullJobFinished(gvrPullJob, "backoff-neg", "Completed: 1/1 nodes succeeded", "Completed", "")},
+		// Any imagePullPolicy, as in OpenKruise: one other than IfNotPresent pulls as Always.
+		{name: "pulljob/imagePullPolicy-unknown", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
+			j := freshPullJob(t, e, "ipp-never")
+			j.Spec.ImagePullPolicy = "Never"
+			_, err := e.createMap(ctx, t, gvrPullJob, j)
+			return err
+		}, expect: pullJobFinished(gvrPullJob, "ipp-never", "Completed: 1/1 nodes succeeded", "Completed", "")},
 		// The largest values the schema allows are taken as they come: the job simply runs.
 		{name: "pulljob/largest-values", write: func(ctx context.Context, t *testing.T, e *malEnv) error {
 			j := freshPullJob(t, e, "largest")
@@ -421,8 +427,14 @@ func malCases() []malCase {
 		}(),
 		{name: "nodeimage/timeoutSeconds-over-int32", write: editNodeImage(repo("timeout"), map[string]any{"tag": "v1", "pullPolicy": map[string]any{"timeoutSeconds": huge}}),
 			reject: []string{"pullPolicy.timeoutSeconds", over}},
-		{name: "nodeimage/imagePullPolicy-unknown", write: editNodeImage(repo("policy"), map[string]any{"tag": "v1", "imagePullPolicy": "Sometimes"}),
-			reject: []string{"imagePullPolicy", `Unsupported value: "Sometimes"`}},
+		// Any imagePullPolicy, as in OpenKruise: the daemon pulls (as Always) and reports.
+		func() malCase {
+			r := repo("policy")
+			t := tag("v1")
+			t["imagePullPolicy"] = "Sometimes"
+			return malCase{name: "nodeimage/imagePullPolicy-unknown", write: editNodeImage(r, t),
+				expect: nodeImageTagFailed(r, "v1", "failed to pull")}
+		}(),
 		{name: "nodeimage/createdAt-not-a-time", write: editNodeImage(repo("created"), map[string]any{"tag": "v1", "createdAt": "yesterday"}),
 			reject: []string{"createdAt", "must be of type date-time"}},
 

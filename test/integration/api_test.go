@@ -459,7 +459,7 @@ func testImagePullJobValidation(t *testing.T, c *cluster) {
 		}, "must be at least pullPolicy.timeoutSeconds"},
 		{"deadline-above-timeout", func(j *v1beta1.ImagePullJob) { j.Spec.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](601) }, ""},
 		{"bad-completion-type", func(j *v1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = "Sometimes" }, "spec.completionPolicy.type"},
-		{"bad-pull-policy", func(j *v1beta1.ImagePullJob) { j.Spec.ImagePullPolicy = "Never" }, "spec.imagePullPolicy"},
+		{"other-pull-policy", func(j *v1beta1.ImagePullJob) { j.Spec.ImagePullPolicy = "Never" }, ""}, // pulls as Always, as in OpenKruise
 		{"empty-image", func(j *v1beta1.ImagePullJob) { j.Spec.Image = "" }, "spec.image"},
 		{"zero-timeout", func(j *v1beta1.ImagePullJob) {
 			j.Spec.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)}
@@ -496,15 +496,16 @@ func testImagePullJobValidation(t *testing.T, c *cluster) {
 func testNodeImageValidation(t *testing.T, c *cluster) {
 	cx := ctx(t)
 	nis := c.kruise.AppsV1beta1().NodeImages()
-	ni, err := nis.Create(cx, &v1beta1.NodeImage{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-validation"},
+	// Any imagePullPolicy, as in OpenKruise (another value pulls as Always).
+	_, err := nis.Create(cx, &v1beta1.NodeImage{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-other-policy"},
 		Spec: v1beta1.NodeImageSpec{Images: map[string]v1beta1.ImageSpec{
 			"registry.example/app": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1", ImagePullPolicy: "Sometimes"}}},
 		}},
 	}, metav1.CreateOptions{})
-	requireInvalid(t, err, "imagePullPolicy")
+	require.NoError(t, err)
 
-	ni, err = nis.Create(cx, &v1beta1.NodeImage{
+	ni, err := nis.Create(cx, &v1beta1.NodeImage{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-validation"},
 		Spec: v1beta1.NodeImageSpec{Images: map[string]v1beta1.ImageSpec{
 			"registry.example/app": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1"}}},

@@ -116,6 +116,9 @@ func testReferenceRules(t *testing.T, c *cluster) {
 		{"deadline-zero-timeout-zero", v1beta1.ImagePullJobTemplate{PullPolicy: &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)},
 			CompletionPolicy: v1beta1.CompletionPolicy{ActiveDeadlineSeconds: ptr.To[int64](0)}}, jobVerdicts{accepted, accepted}},
 		{"deadline-negative", deadline(nil, -5), jobVerdicts{tooShort, accepted}},
+		// OpenKruise takes any imagePullPolicy (anything but IfNotPresent
+		// pulls every time).
+		{"imagepullpolicy-never", v1beta1.ImagePullJobTemplate{ImagePullPolicy: "Never"}, jobVerdicts{accepted, accepted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			createJobs(t, c, "ref-"+tc.name, tc.tmpl, tc.want)
@@ -125,8 +128,8 @@ func testReferenceRules(t *testing.T, c *cluster) {
 		ni := &v1beta1.NodeImage{
 			ObjectMeta: metav1.ObjectMeta{Name: "ref-below-range"},
 			Spec: v1beta1.NodeImageSpec{Images: map[string]v1beta1.ImageSpec{"registry.example/app": {Tags: []v1beta1.ImageTagSpec{{
-				Tag: "v1", PullPolicy: &v1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](0), BackoffLimit: ptr.To[int32](-1),
-					TTLSecondsAfterFinished: ptr.To[int32](-1), ActiveDeadlineSeconds: ptr.To[int64](0)},
+				Tag: "v1", ImagePullPolicy: "Sometimes", PullPolicy: &v1beta1.ImageTagPullPolicy{TimeoutSeconds: ptr.To[int32](0),
+					BackoffLimit: ptr.To[int32](-1), TTLSecondsAfterFinished: ptr.To[int32](-1), ActiveDeadlineSeconds: ptr.To[int64](0)},
 			}}}}},
 		}
 		_, err := c.kruise.AppsV1beta1().NodeImages().Create(ctx(t), ni, metav1.CreateOptions{})

@@ -110,6 +110,9 @@ func TestAPIWarnings(t *testing.T) {
 			tp.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](-1)}
 			tp.CompletionPolicy.ActiveDeadlineSeconds = ptr.To[int64](0)
 		}, "spec.completionPolicy.activeDeadlineSeconds 0 is below 1: the deadline has passed when the job starts"},
+		{"imagepullpolicy-never", func(tp *v1beta1.ImagePullJobTemplate) {
+			tp.ImagePullPolicy = "Never"
+		}, "spec.imagePullPolicy 'Never' is neither Always nor IfNotPresent: kruise pulls as with Always (as OpenKruise does)"},
 		{"ttl-negative", func(tp *v1beta1.ImagePullJobTemplate) {
 			tp.CompletionPolicy.TTLSecondsAfterFinished = ptr.To[int32](-1)
 		}, "spec.completionPolicy.ttlSecondsAfterFinished -1 is below 0: the job is deleted as soon as it finishes, as with 0"},
@@ -153,10 +156,16 @@ func TestAPIWarnings(t *testing.T) {
 			"registry.example/good": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1"}}},
 			"registry.example/bad": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1"}, {Tag: "v2", PullPolicy: &v1beta1.ImageTagPullPolicy{
 				ActiveDeadlineSeconds: ptr.To[int64](0)}}}},
+			"registry.example/odd": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1", ImagePullPolicy: "Sometimes"}}},
 		}}}
 		_, err := user.AppsV1beta1().NodeImages().Create(ctx(t), ni, metav1.CreateOptions{})
 		require.NoError(t, err)
-		requireWarning(t, warned.take(), "spec.images registry.example/bad: a tag pullPolicy value below its range is read by kruise-daemon as follows")
+		seen := warned.take()
+		require.Len(t, seen, 1, "warnings: %q", seen)
+		requireWarning(t, seen, "registry.example/bad")
+		requireWarning(t, seen, "registry.example/odd")
+		requireWarning(t, seen, "a tag value out of its range is read by kruise-daemon as follows")
+		assert.NotContains(t, seen[0], "registry.example/good")
 	})
 
 	t.Run("ContainerRecreateRequest", func(t *testing.T) {

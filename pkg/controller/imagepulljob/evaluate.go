@@ -128,7 +128,7 @@ func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targe
 			// Reached since the job started, on the controller's clock
 			// (results.go): the node's own dates are not comparable.
 			fresh := c.results.freshSince(n, repo, st, start)
-			if st.Phase == v1beta1.ImagePhaseSucceeded && (fresh || job.Spec.ImagePullPolicy != v1beta1.PullAlways) {
+			if st.Phase == v1beta1.ImagePhaseSucceeded && (fresh || !pullsAlways(job)) {
 				e.succeeded++
 				if never {
 					// Keep the image: own the tag too, no pull needed.
@@ -226,6 +226,15 @@ func parallelismOf(job *v1beta1.ImagePullJob, desired int32) int32 {
 		return 1
 	}
 	return int32(v)
+}
+
+// pullsAlways reports whether the job pulls its image even where it is
+// present. As in OpenKruise, only IfNotPresent (the default) skips a
+// present image: any other value, which the schema admits as OpenKruise's
+// does, pulls as Always does.
+func pullsAlways(job *v1beta1.ImagePullJob) bool {
+	p := job.Spec.ImagePullPolicy
+	return p != "" && p != v1beta1.PullIfNotPresent
 }
 
 func neverPolicy(job *v1beta1.ImagePullJob) bool {

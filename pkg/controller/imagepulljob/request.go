@@ -38,14 +38,14 @@ func buildRequest(job *v1beta1.ImagePullJob, unusable map[string]string) request
 			Namespace: job.Namespace, Name: job.Name, UID: job.UID,
 		},
 		created:         job.CreationTimestamp.Time,
-		imagePullPolicy: job.Spec.ImagePullPolicy,
+		imagePullPolicy: v1beta1.PullIfNotPresent,
 		pullPolicy: v1beta1.ImageTagPullPolicy{
 			TimeoutSeconds: ptr.To(DefaultTimeoutSeconds),
 			BackoffLimit:   ptr.To(defaultBackoffLimit),
 		},
 	}
-	if r.imagePullPolicy == "" {
-		r.imagePullPolicy = v1beta1.PullIfNotPresent
+	if pullsAlways(job) {
+		r.imagePullPolicy = v1beta1.PullAlways
 	}
 	// The schema admits what OpenKruise admits, out-of-range values
 	// included; the shared NodeImage gets them as they are read (the

@@ -84,3 +84,40 @@ func TestNegativeTTLDeletesAtOnce(t *testing.T) {
 	_, err := f.kruise.AppsV1beta1().ImagePullJobs(testNS).Get(context.Background(), "j", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "deleted: %v", err)
 }
+
+// imagePullPolicy: the schema admits any string, as OpenKruise's does. As in
+// OpenKruise, only IfNotPresent (the default) skips a present image; any
+// other value pulls as Always does, and the NodeImage gets Always.
+func TestImagePullPolicyOtherThanIfNotPresentPullsAlways(t *testing.T) {
+	for policy, want := range map[v1beta1.ImagePullPolicy]v1beta1.ImagePullPolicy{
+		"":                       v1beta1.PullIfNotPresent,
+		v1beta1.PullIfNotPresent: v1beta1.PullIfNotPresent,
+		v1beta1.PullAlways:       v1beta1.PullAlways,
+		"Never":                  v1beta1.PullAlways,
+		"ifnotpresent":           v1beta1.PullAlways,
+	} {
+		job := &v1beta1.ImagePullJob{Spec: v1beta1.ImagePullJobSpec{Image: "app:v1",
+			ImagePullJobTemplate: v1beta1.ImagePullJobTemplate{ImagePullPolicy: policy}}}
+		assert.Equal(t, want, buildRequest(job, nil).imagePullPolicy, "imagePullPolicy %q", policy)
+		assert.Equal(t, want == v1beta1.PullAlways, pullsAlways(job), "imagePullPolicy %q", policy)
+	}
+}
+
+// A job whose imagePullPolicy is neither Always nor IfNotPresent does not
+// take another job's earlier result for its own: it pulls again, and asks
+// the node for Always.
+func TestUnknownImagePullPolicyPullsAgain(t *testing.T) {
+	a := newJob("a", image).names("n1").build()
+	b := newJob("b", image).names("n1").build()
+	b.Spec.ImagePullPolicy = "Never"
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f.step(t, "a")
+	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
+	f.clock.Step(20 * time.Second)
+	f.step(t, "b")
+	tag := f.tagOn(t, "n1", repo, "v1")
+	assert.True(t, hasOwner(tag, b.UID))
+	assert.Equal(t, int64(2), tag.Version, "pulled again for b")
+	assert.Equal(t, v1beta1.PullAlways, tag.ImagePullPolicy)
+	assert.Nil(t, f.job(t, "b").Status.CompletionTime)
+}

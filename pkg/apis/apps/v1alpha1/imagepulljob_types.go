@@ -187,8 +187,8 @@ type ImagePullJobTemplate struct {
 	SandboxConfig *SandboxConfig `json:"sandboxConfig,omitempty"`
 
 	// ImagePullPolicy is Always (pull even if present) or IfNotPresent.
-	// Defaults to IfNotPresent.
-	// +kubebuilder:validation:Enum=Always;IfNotPresent
+	// Defaults to IfNotPresent. Any other value (OpenKruise admits any)
+	// pulls as Always does, as in OpenKruise.
 	// +kubebuilder:default=IfNotPresent
 	// +optional
 	ImagePullPolicy ImagePullPolicy `json:"imagePullPolicy,omitempty"`

@@ -90,8 +90,8 @@ type ImageTagSpec struct {
 	// +optional
 	Version int64 `json:"version,omitempty"`
 
-	// ImagePullPolicy is Always (pull even if present) or IfNotPresent.
-	// +kubebuilder:validation:Enum=Always;IfNotPresent
+	// ImagePullPolicy is Always (pull even if present) or IfNotPresent; any
+	// other value, or none, pulls as Always does.
 	// +optional
 	ImagePullPolicy ImagePullPolicy `json:"imagePullPolicy,omitempty"`
 }
