@@ -147,6 +147,22 @@ func testReferenceRules(t *testing.T, c *cluster) {
 		require.NoError(t, err)
 	})
 
+	// A CRR names up to 1024 containers (OpenKruise has no bound; the CEL
+	// rules need one, far beyond any real pod).
+	t.Run("ContainerRecreateRequest-containers-bound", func(t *testing.T) {
+		crr := newCRR("ref-many-containers")
+		crr.Spec.Containers = nil
+		for i := range v1alpha1.MaxContainersPerRequest {
+			crr.Spec.Containers = append(crr.Spec.Containers, v1alpha1.ContainerRecreateRequestContainer{Name: fmt.Sprintf("c%d", i)})
+		}
+		_, err := c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx(t), crr, metav1.CreateOptions{})
+		require.NoError(t, err)
+		crr.Name = "ref-too-many-containers"
+		crr.Spec.Containers = append(crr.Spec.Containers, v1alpha1.ContainerRecreateRequestContainer{Name: "one-more"})
+		_, err = c.kruise.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx(t), crr, metav1.CreateOptions{})
+		requireInvalid(t, err, "spec.containers: Too many: 1025: must have at most 1024 items")
+	})
+
 	// parallelism as a string: OpenKruise takes what strconv.ParseInt(s,
 	// 10, 32) reads as a number of at least 0 (a sign, leading zeros, ten
 	// digits), and refuses a percentage.

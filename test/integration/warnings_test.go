@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -183,10 +184,16 @@ func TestAPIWarnings(t *testing.T) {
 	t.Run("kruise-controller is not warned", func(t *testing.T) {
 		grantAll(t, kube, controllerUser)
 		controller, controllerWarned := warnedClient(t, c.config, controllerUser)
-		_, err := controller.AppsV1beta1().ImagePullJobs(warningsNS).Create(ctx(t), job("by-controller", func(tp *v1beta1.ImagePullJobTemplate) {
-			tp.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)}
-		}), metav1.CreateOptions{})
-		require.NoError(t, err)
+		// The grant takes effect once the API server's RBAC cache has it.
+		waitFor(t, "the grant to the controller", func(ctx context.Context) (bool, error) {
+			_, err := controller.AppsV1beta1().ImagePullJobs(warningsNS).Create(ctx, job("by-controller", func(tp *v1beta1.ImagePullJobTemplate) {
+				tp.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](0)}
+			}), metav1.CreateOptions{})
+			if apierrors.IsForbidden(err) {
+				return false, nil
+			}
+			return true, err
+		})
 		assert.Empty(t, controllerWarned.take())
 	})
 }

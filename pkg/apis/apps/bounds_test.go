@@ -82,3 +82,17 @@ func TestSharedObjectBounds(t *testing.T) {
 		})
 	}
 }
+
+// A ContainerRecreateRequest's list bounds (needed by the API server to
+// estimate the cost of the CEL rules) are in the generated CRD with the
+// numbers kruise-controller works with.
+func TestCRRBounds(t *testing.T) {
+	limit := func(n int) *int64 { v := int64(n); return &v }
+	for _, v := range readOurCRDs(t)["containerrecreaterequests.apps.kruise.io"].Spec.Versions {
+		t.Run(v.Name, func(t *testing.T) {
+			containers := at(t, v.Schema.OpenAPIV3Schema, "spec.containers")
+			assert.Equal(t, limit(v1alpha1.MaxContainersPerRequest), containers.MaxItems)
+			assert.Equal(t, limit(v1alpha1.MaxPortsPerContainer), at(t, containers, "[].ports").MaxItems)
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -301,10 +302,34 @@ func fillContainer(path string, ctr *appsv1alpha1.ContainerRecreateRequestContai
 			patch.add(path+"/preStop", h)
 		}
 	}
-	if len(spec.Ports) > 0 {
-		patch.add(path+"/ports", spec.Ports)
+	if ports := portsToCopy(spec); len(ports) > 0 {
+		patch.add(path+"/ports", ports)
 	}
 	return patch
+}
+
+// portsToCopy is what a request keeps of a container's ports: all of them,
+// as OpenKruise copies them, when they fit the request's bound; else only
+// the ports the container's httpGet preStop hook names (by name or number).
+// A pod has no such bound, and OpenKruise admits a request for such a
+// container: copying them all would have the API server refuse the whole
+// admission. The copy is informational (kruise-daemon resolves the hook's
+// port from the pod itself).
+func portsToCopy(spec *corev1.Container) []corev1.ContainerPort {
+	if len(spec.Ports) <= appsv1alpha1.MaxPortsPerContainer {
+		return spec.Ports
+	}
+	if spec.Lifecycle == nil || spec.Lifecycle.PreStop == nil || spec.Lifecycle.PreStop.HTTPGet == nil {
+		return nil
+	}
+	want := spec.Lifecycle.PreStop.HTTPGet.Port
+	var out []corev1.ContainerPort
+	for _, p := range spec.Ports {
+		if (want.Type == intstr.String && p.Name == want.StrVal) || (want.Type == intstr.Int && p.ContainerPort == want.IntVal) {
+			out = append(out, p)
+		}
+	}
+	return out // a name, or a number and protocol, is unique in a container
 }
 
 // jsonPatch is an RFC 6902 JSON patch.

@@ -56,6 +56,19 @@ const (
 // spec.readinessGates.
 const KruisePodReadyConditionType corev1.PodConditionType = "KruisePodReady"
 
+// Bounds of a ContainerRecreateRequest's lists. The CEL rules on the
+// containers and their ports need bounds for the API server to estimate
+// their cost; these are far beyond any real pod (which has no such bound:
+// see docs/api.md). The markers below repeat these numbers.
+const (
+	// MaxContainersPerRequest bounds spec.containers.
+	MaxContainersPerRequest = 1024
+	// MaxPortsPerContainer bounds spec.containers[].ports. kruise-controller
+	// copies a container's ports only when it declares at most this many;
+	// otherwise it copies those its httpGet preStop hook names.
+	MaxPortsPerContainer = 128
+)
+
 // ContainerRecreateRequestSpec is what the user asks to be recreated.
 //
 // The whole spec is immutable once created, with one exception: per container,
@@ -81,7 +94,7 @@ type ContainerRecreateRequestSpec struct {
 	// +patchMergeKey=name
 	// +patchStrategy=merge
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:XValidation:rule="self.map(c, c.name) == oldSelf.map(c, c.name)",message="the containers of a ContainerRecreateRequest cannot be added, removed or reordered"
 	Containers []ContainerRecreateRequestContainer `json:"containers" patchStrategy:"merge" patchMergeKey:"name"`
 
@@ -127,8 +140,9 @@ type ContainerRecreateRequestContainer struct {
 	PreStop *ProbeHandler `json:"preStop,omitempty"`
 
 	// Ports is a copy of the container's ports, taken from the pod spec, so that
-	// a named port in an httpGet preStop hook can be resolved. Filled in by the
-	// system; read-only once set.
+	// a named port in an httpGet preStop hook can be resolved (at most 128: of
+	// a container with more, the ports its httpGet hook names). Filled in by
+	// the system; read-only once set.
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:XValidation:rule="self.all(p, p.containerPort >= -2147483648 && p.containerPort <= 2147483647 && (!has(p.hostPort) || (p.hostPort >= -2147483648 && p.hostPort <= 2147483647)))",message="containerPort and hostPort must be 32-bit integers"
 	// +optional

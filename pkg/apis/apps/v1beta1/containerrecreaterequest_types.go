@@ -45,7 +45,7 @@ type ContainerRecreateRequestSpec struct {
 	// +patchMergeKey=name
 	// +patchStrategy=merge
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:XValidation:rule="self.map(c, c.name) == oldSelf.map(c, c.name)",message="the containers of a ContainerRecreateRequest cannot be added, removed or reordered"
 	Containers []ContainerRecreateRequestContainer `json:"containers" patchStrategy:"merge" patchMergeKey:"name"`
 
@@ -61,8 +61,9 @@ type ContainerRecreateRequestSpec struct {
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
-	// TTLSecondsAfterFinished deletes the request this long after it completed.
-	// +kubebuilder:validation:Minimum=0
+	// TTLSecondsAfterFinished deletes the request this long after it
+	// completed (at once when 0 or less).
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
@@ -86,7 +87,8 @@ type ContainerRecreateRequestContainer struct {
 	// +optional
 	PreStop *CRRProbeHandler `json:"preStop,omitempty"`
 
-	// Ports is a copy of the container's ports.
+	// Ports is a copy of the container's ports (at most 128: of a container
+	// with more, the ports its httpGet hook names).
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:XValidation:rule="self.all(p, p.containerPort >= -2147483648 && p.containerPort <= 2147483647 && (!has(p.hostPort) || (p.hostPort >= -2147483648 && p.hostPort <= 2147483647)))",message="containerPort and hostPort must be 32-bit integers"
 	// +optional
@@ -150,8 +152,8 @@ type ContainerRecreateRequestStrategy struct {
 	// +optional
 	UnreadyGracePeriodSeconds *int64 `json:"unreadyGracePeriodSeconds,omitempty"`
 	// MinStartedSeconds a new container must run ready before it counts as
-	// Succeeded.
-	// +kubebuilder:validation:Minimum=0
+	// Succeeded (a value below 0 is read as 0).
+	// +kubebuilder:validation:Minimum=-2147483648
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	MinStartedSeconds int32 `json:"minStartedSeconds,omitempty"`
