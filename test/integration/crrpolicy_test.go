@@ -112,12 +112,10 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 	})
 	t.Run("the creator cannot add the fields later, nor change the routing", func(t *testing.T) {
 		for name, patch := range map[string]string{
-			"statusContext":       `[{"op":"add","path":"/spec/containers/0/statusContext","value":{"containerID":"containerd://x","restartCount":0}}]`,
-			"preStop":             `[{"op":"add","path":"/spec/containers/1/preStop","value":{"exec":{"command":["id"]}}}]`,
-			"node label":          `[{"op":"replace","path":"/metadata/labels/crr.apps.kruise.io~1node-name","value":"elsewhere"}]`,
-			"pod-uid label":       `[{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1pod-uid","value":"u"}]`,
-			"unready annotation":  `[{"op":"add","path":"/metadata/annotations","value":{"crr.apps.kruise.io/unready-acquired":"2025-01-01T00:00:00Z"}}]`,
-			"active label (adds)": `[{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1active","value":"true"}]`,
+			"statusContext": `[{"op":"add","path":"/spec/containers/0/statusContext","value":{"containerID":"containerd://x","restartCount":0}}]`,
+			"preStop":       `[{"op":"add","path":"/spec/containers/1/preStop","value":{"exec":{"command":["id"]}}}]`,
+			"node label":    `[{"op":"replace","path":"/metadata/labels/crr.apps.kruise.io~1node-name","value":"elsewhere"}]`,
+			"pod-uid label": `[{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1pod-uid","value":"u"}]`,
 		} {
 			t.Run(name, func(t *testing.T) {
 				_, err := tenantCRRs.Patch(ctx(t), "plain", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
@@ -128,20 +126,45 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 		_, err := tenantCRRs.Patch(ctx(t), "plain", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 	})
+	// What OpenKruise's webhook admits, this policy admits too: an absent
+	// routing label counts as "", the active label is not protected
+	// (kruise-controller puts it back on an unfinished request), and the
+	// unready-acquired annotation is protected only once set.
+	t.Run("the creator may do what OpenKruise admits", func(t *testing.T) {
+		_, err := tenantCRRs.Create(ctx(t), newCRR("lenient"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		for _, tc := range []struct{ name, patch string }{ // in this order
+			{"empty pod-uid label", `[{"op":"add","path":"/metadata/labels","value":{"crr.apps.kruise.io/pod-uid":""}}]`},
+			{"active label (adds)", `[{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1active","value":"true"}]`},
+			{"active label (drops)", `[{"op":"remove","path":"/metadata/labels/crr.apps.kruise.io~1active"}]`},
+			{"unready annotation", `[{"op":"add","path":"/metadata/annotations","value":{"crr.apps.kruise.io/unready-acquired":"2025-01-01T00:00:00Z"}}]`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := tenantCRRs.Patch(ctx(t), "lenient", types.JSONPatchType, []byte(tc.patch), metav1.PatchOptions{})
+				require.NoError(t, err)
+			})
+		}
+	})
 	t.Run("kruise-controller admits", func(t *testing.T) {
 		patch := `[
 			{"op":"replace","path":"/metadata/labels/crr.apps.kruise.io~1node-name","value":"node-a"},
 			{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1pod-uid","value":"u"},
 			{"op":"add","path":"/metadata/labels/crr.apps.kruise.io~1active","value":"true"},
+			{"op":"add","path":"/metadata/annotations","value":{"crr.apps.kruise.io/unready-acquired":"2025-01-01T00:00:00Z"}},
 			{"op":"add","path":"/spec/containers/0/statusContext","value":{"containerID":"containerd://a","restartCount":0}},
 			{"op":"add","path":"/spec/containers/0/preStop","value":{"exec":{"command":["drain"]}}},
 			{"op":"add","path":"/spec/containers/1/statusContext","value":{"containerID":"containerd://b","restartCount":0}}]`
 		got, err := controllerCRRs.Patch(ctx(t), "plain", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 		require.NoError(t, err)
 		require.True(t, v1alpha1.IsRouted(got))
-		// ... and the creator still cannot remove what it wrote.
-		_, err = tenantCRRs.Patch(ctx(t), "plain", types.MergePatchType, []byte(`{"metadata":{"labels":{"crr.apps.kruise.io/active":null}}}`), metav1.PatchOptions{})
+		// ... and the creator still cannot change or remove what routes it.
+		_, err = tenantCRRs.Patch(ctx(t), "plain", types.MergePatchType, []byte(`{"metadata":{"labels":{"crr.apps.kruise.io/pod-uid":null}}}`), metav1.PatchOptions{})
 		refused(t, err, "written by kruise-controller only")
+		for _, value := range []string{`"2030-01-01T00:00:00Z"`, `""`, `null`} {
+			_, err = tenantCRRs.Patch(ctx(t), "plain", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"crr.apps.kruise.io/unready-acquired":`+value+`}}}`), metav1.PatchOptions{})
+			refused(t, err, "annotation crr.apps.kruise.io/unready-acquired, once set, is written by kruise-controller only")
+		}
 		// kruise-controller removes the active label of a finished request.
 		_, err = controllerCRRs.Patch(ctx(t), "plain", types.MergePatchType, []byte(`{"metadata":{"labels":{"crr.apps.kruise.io/active":null}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)

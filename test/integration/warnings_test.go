@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -179,6 +180,26 @@ func TestAPIWarnings(t *testing.T) {
 		require.Len(t, seen, 2, "warnings: %q", seen)
 		requireWarning(t, seen, "spec.strategy.minStartedSeconds -3 is below 0: read as 0")
 		requireWarning(t, seen, "spec.ttlSecondsAfterFinished -4 is below 0: the request is deleted as soon as it completes, as with 0")
+	})
+
+	t.Run("ContainerRecreateRequest metadata", func(t *testing.T) {
+		crrs := user.AppsV1alpha1().ContainerRecreateRequests(warningsNS)
+		crr := &v1alpha1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: "relabelled", Namespace: warningsNS,
+			Labels: map[string]string{v1alpha1.ContainerRecreateRequestActiveKey: "true"}},
+			Spec: v1alpha1.ContainerRecreateRequestSpec{PodName: "web", Containers: []v1alpha1.ContainerRecreateRequestContainer{{Name: "main"}}}}
+		_, err := crrs.Create(ctx(t), crr, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.Empty(t, warned.take())
+		_, err = crrs.Patch(ctx(t), "relabelled", types.MergePatchType, []byte(`{"metadata":{"labels":{"crr.apps.kruise.io/active":null}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		requireWarning(t, warned.take(), "label crr.apps.kruise.io/active changed on an unfinished request")
+		_, err = crrs.Patch(ctx(t), "relabelled", types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"crr.apps.kruise.io/unready-acquired":"2025-01-01T00:00:00Z"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		requireWarning(t, warned.take(), "annotation crr.apps.kruise.io/unready-acquired is kruise-controller's to write")
+		_, err = crrs.Patch(ctx(t), "relabelled", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, warned.take(), "other metadata is the creator's")
 	})
 
 	t.Run("kruise-controller is not warned", func(t *testing.T) {

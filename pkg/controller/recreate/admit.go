@@ -29,6 +29,10 @@ const (
 	ReasonPodGone          = "PodGone"
 	ReasonPodReplaced      = "PodReplaced"
 	ReasonNoLiveDaemon     = "NoLiveDaemon"
+	// ReasonActiveLabelRestored: someone removed (or changed) the active
+	// label of an unfinished request, which hides it from the daemon; the
+	// controller put it back.
+	ReasonActiveLabelRestored = "ActiveLabelRestored"
 )
 
 // defaultPodStartWait bounds how long a request without

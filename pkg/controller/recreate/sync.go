@@ -43,7 +43,35 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !appsv1alpha1.IsAdmitted(crr) || !appsv1alpha1.IsRouted(crr) {
 		return c.admit(ctx, crr)
 	}
+	if crr.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] != "true" {
+		return 0, c.restoreActive(ctx, crr)
+	}
 	return c.syncActive(ctx, crr)
+}
+
+// restoreActive puts back the active label of an admitted, unfinished
+// request. Admission writes it together with the routing labels, so only
+// someone else took it away: a user may (as in OpenKruise, whose admission
+// does not protect it), but kruise-daemon watches only requests that carry
+// it, and the request would stay unfinished until its deadline, or for
+// ever. A merge patch touches the label alone; the resourceVersion read
+// makes it fail with a conflict if the object changed since.
+func (c *Controller) restoreActive(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":          map[string]string{appsv1alpha1.ContainerRecreateRequestActiveKey: "true"},
+		"resourceVersion": crr.ResourceVersion,
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the patch restoring the active label of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("restoring the active label of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	klog.FromContext(ctx).Info("Restored the active label of an unfinished CRR")
+	c.recorder.Eventf(crr, corev1.EventTypeWarning, ReasonActiveLabelRestored,
+		"label %s was removed from this unfinished request; restored (kruise-daemon acts only on requests that carry it)",
+		appsv1alpha1.ContainerRecreateRequestActiveKey)
+	return nil
 }
 
 // activeDeadline is when the CRR's activeDeadlineSeconds ends, if it has one.

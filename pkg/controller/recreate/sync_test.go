@@ -267,3 +267,31 @@ func TestSyncMissingCRR(t *testing.T) {
 	assert.Zero(t, after)
 	assert.Empty(t, f.writes())
 }
+
+// A user may remove the active label of an unfinished request (OpenKruise's
+// admission allows it), which would hide it from the daemon for ever: the
+// controller puts it back and says so.
+func TestSyncRestoresTheActiveLabel(t *testing.T) {
+	for name, mut := range map[string]func(*appsv1alpha1.ContainerRecreateRequest){
+		"removed": func(c *appsv1alpha1.ContainerRecreateRequest) {
+			delete(c.Labels, appsv1alpha1.ContainerRecreateRequestActiveKey)
+		},
+		"changed": func(c *appsv1alpha1.ContainerRecreateRequest) {
+			c.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey] = "false"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{admittedCRR(time.Minute, mut)},
+				pods: []*corev1.Pod{runningPod()}, leases: []*coordinationv1.Lease{lease(nodeName, 5*time.Second)}})
+			after, err := f.sync(t)
+			require.NoError(t, err)
+			assert.Zero(t, after, "the label's return syncs it again")
+			got := f.getCRR(t)
+			assert.Equal(t, "true", got.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey])
+			assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, got.Status.Phase, "nothing else changed")
+			ev := f.events()
+			require.Len(t, ev, 1)
+			assert.Contains(t, ev[0], "Warning "+ReasonActiveLabelRestored)
+		})
+	}
+}
