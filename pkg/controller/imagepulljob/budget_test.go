@@ -13,11 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
-// imageJob is a job pulling <repo>-<name>:v1 on n1, created age ago.
-func imageJob(name string, age time.Duration) *jobBuilder {
-	return newJob(name, repo+"-"+name+":v1").names("n1").created(now.Add(-age))
+// imageJob is a job pulling <repo>-<name>:v1 on n1, created age ago,
+// changed by mods.
+func imageJob(name string, age time.Duration, mods ...gen.ImagePullJobModifier) *v1beta1.ImagePullJob {
+	return newJob(name, repo+"-"+name+":v1", append([]gen.ImagePullJobModifier{
+		gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobCreationTimestamp(now.Add(-age)),
+	}, mods...)...)
 }
 
 // requireFull checks that job name counts n1 as failed for lack of room,
@@ -36,9 +40,9 @@ func requireFull(t *testing.T, f *fixture, name, why string) {
 // is left out of it and told why; the other jobs' entries are written as
 // usual.
 func TestOverBudgetJobIsLeftOutAndReported(t *testing.T) {
-	a := imageJob("a", 3*time.Hour).secrets("sa").sandbox(map[string]string{"k": "a"}).build()
-	b := imageJob("b", 2*time.Hour).build()
-	c := imageJob("c", time.Hour).build()
+	a := imageJob("a", 3*time.Hour, gen.SetImagePullJobPullSecrets("sa"), gen.SetImagePullJobSandboxLabels(map[string]string{"k": "a"}))
+	b := imageJob("b", 2*time.Hour)
+	c := imageJob("c", time.Hour)
 
 	// The budget fits a's and b's entries exactly.
 	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
@@ -77,8 +81,8 @@ func TestOverBudgetJobIsLeftOutAndReported(t *testing.T) {
 
 // A Never job left out gets in when room is made.
 func TestLeftOutJobGetsInWhenRoomIsMade(t *testing.T) {
-	a := imageJob("a", 3*time.Hour).build()
-	c := imageJob("c", time.Hour).never().build()
+	a := imageJob("a", 3*time.Hour)
+	c := imageJob("c", time.Hour, gen.SetImagePullJobCompletionType(v1beta1.Never))
 	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	probe.step(t, "a")
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, c}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
@@ -107,9 +111,9 @@ func TestLeftOutJobGetsInWhenRoomIsMade(t *testing.T) {
 // Jobs already on the node keep their place: an older job arriving later
 // is the one left out, and then the youngest newcomer first.
 func TestJobsOnTheNodeKeepTheirPlace(t *testing.T) {
-	young := imageJob("young", time.Hour).build()
-	old1 := imageJob("old1", 3*time.Hour).build()
-	old2 := imageJob("old2", 2*time.Hour).build()
+	young := imageJob("young", time.Hour)
+	old1 := imageJob("old1", 3*time.Hour)
+	old2 := imageJob("old2", 2*time.Hour)
 	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	probe.step(t, "young", "old1")
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1, old2}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
@@ -135,8 +139,9 @@ func TestSchemaBoundsOfTheSharedImage(t *testing.T) {
 		}
 		return m
 	}
-	a := newJob("a", image).names("n1").sandbox(labels("a", 200)).created(now.Add(-2 * time.Hour)).build()
-	b := newJob("b", image).names("n1").sandbox(labels("b", 100)).build()
+	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobSandboxLabels(labels("a", 200)),
+		gen.SetImagePullJobCreationTimestamp(now.Add(-2*time.Hour)))
+	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobSandboxLabels(labels("b", 100)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "a", "b")
 	img := f.ni(t, "n1").Spec.Images[repo]
@@ -152,7 +157,7 @@ func TestSchemaBoundsOfTheSharedImage(t *testing.T) {
 func TestImageCountBound(t *testing.T) {
 	var jobs []*v1beta1.ImagePullJob
 	for i := range v1beta1.MaxImagesPerNodeImage + 1 {
-		jobs = append(jobs, imageJob(fmt.Sprintf("j%03d", i), time.Duration(1000-i)*time.Minute).build())
+		jobs = append(jobs, imageJob(fmt.Sprintf("j%03d", i), time.Duration(1000-i)*time.Minute))
 	}
 	f := newFixture(t, objects{jobs: jobs, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	for _, j := range jobs {
@@ -196,7 +201,8 @@ func TestImageProblem(t *testing.T) {
 
 // The size estimate is the JSON size of the spec, within a byte per image.
 func TestSpecSize(t *testing.T) {
-	job := newJob("j", image).parallelism(intstr.FromInt32(1)).secrets("s").sandbox(map[string]string{"k": "v"}).build()
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(1)), gen.SetImagePullJobPullSecrets("s"),
+		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "v"}))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	spec := f.ni(t, "n1").Spec

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // nodeSkews are the node clock offsets every timing test runs with: the
@@ -33,9 +34,8 @@ func skewedFixture(t *testing.T, skew time.Duration, o objects) *fixture {
 // that job's pull: it pulls again.
 func TestClockSkewStaleResultIsNotFresh(t *testing.T) {
 	forEachSkew(t, func(t *testing.T, skew time.Duration) {
-		a := newJob("a", image).names("n1").build()
-		b := newJob("b", image).names("n1").build()
-		b.Spec.ImagePullPolicy = v1beta1.PullAlways
+		a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
+		b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
 		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 		f.step(t, "a")
 		f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
@@ -54,9 +54,8 @@ func TestClockSkewStaleResultIsNotFresh(t *testing.T) {
 // it: no second pull.
 func TestClockSkewFreshResultCounts(t *testing.T) {
 	forEachSkew(t, func(t *testing.T, skew time.Duration) {
-		a := newJob("a", image).names("n1").build()
-		b := newJob("b", image).names("n0", "n1").build()
-		b.Spec.ImagePullPolicy = v1beta1.PullAlways
+		a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
+		b := newJob("b", image, gen.SetImagePullJobNodeNames("n0", "n1"), gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
 		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{a, b},
 			nodeImages: []*v1beta1.NodeImage{nodeImage("n0", nil), nodeImage("n1", nil)}})
 		f.step(t, "a") // a pulls on n1
@@ -84,7 +83,7 @@ func TestClockSkewRenewalTiming(t *testing.T) {
 	}{{v1beta1.ImagePhaseSucceeded, DefaultRepullPeriod}, {v1beta1.ImagePhaseFailed, DefaultRetryFailedPeriod}} {
 		t.Run(string(tc.phase), func(t *testing.T) {
 			forEachSkew(t, func(t *testing.T, skew time.Duration) {
-				job := newJob("j", image).never().names("n1").build()
+				job := newJob("j", image, gen.SetImagePullJobCompletionType(v1beta1.Never), gen.SetImagePullJobNodeNames("n1"))
 				f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 				f.step(t, "j")
 				f.clock.Step(5 * time.Second)
@@ -110,7 +109,8 @@ func TestClockSkewRenewalTiming(t *testing.T) {
 // move it.
 func TestClockSkewDeadline(t *testing.T) {
 	forEachSkew(t, func(t *testing.T, skew time.Duration) {
-		job := newJob("j", image).names("n1", "n2").parallelism(intstr.FromInt32(2)).deadline(700).build()
+		job := newJob("j", image, gen.SetImagePullJobNodeNames("n1", "n2"), gen.SetImagePullJobParallelism(intstr.FromInt32(2)),
+			gen.SetImagePullJobActiveDeadlineSeconds(700))
 		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
 		f.step(t, "j")
 		f.report(t, "n1", repo, "v1", v1beta1.ImagePhasePulling)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestFailureReason(t *testing.T) {
@@ -70,7 +71,7 @@ func TestManyFailuresAreBounded(t *testing.T) {
 	for i := range 20 {
 		nis = append(nis, nodeImage(fmt.Sprintf("n%02d", i), nil))
 	}
-	job := newJob("j", image).parallelism(intstr.FromInt32(20)).build()
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(20)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: nis})
 	f.step(t, "j")
 	for _, ni := range nis {

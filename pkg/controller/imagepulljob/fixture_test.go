@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -24,6 +23,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
@@ -32,67 +32,14 @@ var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // ---- builders ----
 
-type jobBuilder struct{ job *v1beta1.ImagePullJob }
-
-func newJob(name, image string) *jobBuilder {
-	return &jobBuilder{job: &v1beta1.ImagePullJob{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Generation: 1,
-			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
-		},
-		Spec: v1beta1.ImagePullJobSpec{Image: image},
-	}}
+// newJob is a job in testNS pulling image, created an hour ago, changed by
+// mods.
+func newJob(name, image string, mods ...gen.ImagePullJobModifier) *v1beta1.ImagePullJob {
+	return gen.ImagePullJob(name, append([]gen.ImagePullJobModifier{
+		gen.SetImagePullJobNamespace(testNS), gen.SetImagePullJobUID(types.UID("uid-" + name)), gen.SetImagePullJobGeneration(1),
+		gen.SetImagePullJobCreationTimestamp(now.Add(-time.Hour)), gen.SetImagePullJobImage(image),
+	}, mods...)...)
 }
-
-func (b *jobBuilder) parallelism(v intstr.IntOrString) *jobBuilder {
-	b.job.Spec.Parallelism = &v
-	return b
-}
-func (b *jobBuilder) names(n ...string) *jobBuilder {
-	b.job.Spec.Selector = &v1beta1.ImagePullJobNodeSelector{Names: n}
-	return b
-}
-func (b *jobBuilder) labels(l map[string]string) *jobBuilder {
-	b.job.Spec.Selector = &v1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: l}}
-	return b
-}
-func (b *jobBuilder) pods(l map[string]string) *jobBuilder {
-	b.job.Spec.PodSelector = &v1beta1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: l}}
-	return b
-}
-func (b *jobBuilder) never() *jobBuilder {
-	b.job.Spec.CompletionPolicy.Type = v1beta1.Never
-	return b
-}
-func (b *jobBuilder) deadline(s int64) *jobBuilder {
-	b.job.Spec.CompletionPolicy.ActiveDeadlineSeconds = &s
-	return b
-}
-func (b *jobBuilder) ttl(s int32) *jobBuilder {
-	b.job.Spec.CompletionPolicy.TTLSecondsAfterFinished = &s
-	return b
-}
-func (b *jobBuilder) secrets(s ...string) *jobBuilder {
-	b.job.Spec.PullSecrets = s
-	return b
-}
-func (b *jobBuilder) sandbox(l map[string]string) *jobBuilder {
-	b.job.Spec.SandboxConfig = &v1beta1.SandboxConfig{Labels: l}
-	return b
-}
-func (b *jobBuilder) created(t time.Time) *jobBuilder {
-	b.job.CreationTimestamp = metav1.NewTime(t)
-	return b
-}
-func (b *jobBuilder) started(t time.Time) *jobBuilder {
-	b.job.Status.StartTime = ptr.To(metav1.NewTime(t))
-	return b
-}
-func (b *jobBuilder) completed(t time.Time) *jobBuilder {
-	b.job.Status.CompletionTime = ptr.To(metav1.NewTime(t))
-	return b
-}
-func (b *jobBuilder) build() *v1beta1.ImagePullJob { return b.job }
 
 func nodeImage(name string, lbls map[string]string) *v1beta1.NodeImage {
 	return &v1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, ResourceVersion: "1"}}

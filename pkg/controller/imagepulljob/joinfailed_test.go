@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // These tests drive the controller the way the informers and the queues
@@ -164,7 +165,7 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 			name = "a counts its failure, then node sync"
 		}
 		t.Run(name, func(t *testing.T) {
-			a := newJob("a", image).names("n1").secrets("sa").build()
+			a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sa"))
 			f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 			f.ctrl.jobAdded(a)
 			f.settle(t)
@@ -173,7 +174,7 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 			f.settle(t)
 
 			// b, with a secret of its own, is created and synced while the pull is under way.
-			b := newJob("b", image).names("n1").secrets("sb").build()
+			b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sb"))
 			f.createJob(t, b)
 			f.workJob(t, "b")
 			require.Equal(t, int32(1), f.job(t, "b").Status.Active)
@@ -217,13 +218,13 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 // TestJoinedVersionSucceededMeanwhile: the same race with a pull that
 // succeeds; b counts the success.
 func TestJoinedVersionSucceededMeanwhile(t *testing.T) {
-	a := newJob("a", image).names("n1").build()
+	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
 	f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.ctrl.jobAdded(a)
 	f.settle(t)
 	f.daemonReports(t, "n1", "v1", v1beta1.ImagePhasePulling, "")
 	f.settle(t)
-	b := newJob("b", image).names("n1").build()
+	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"))
 	f.createJob(t, b)
 	f.workJob(t, "b")
 	f.daemonReports(t, "n1", "v1", v1beta1.ImagePhaseSucceeded, "")

@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // addLog records the keys a rechecks adds.
@@ -56,7 +57,7 @@ func TestRechecksLatestWins(t *testing.T) {
 // A job that completes before its active deadline is not synced again when
 // the deadline passes: on an idle cluster nothing is queued.
 func TestDeadlineLookCancelledWhenJobCompletes(t *testing.T) {
-	job := newJob("j", image).deadline(700).build()
+	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	_, err := f.ctrl.syncJobTimed(ctx(t), testNS+"/j")
 	require.NoError(t, err)
@@ -80,7 +81,7 @@ func TestDeadlineLookCancelledWhenJobCompletes(t *testing.T) {
 }
 
 func TestDeadlineLookQueuesTheJob(t *testing.T) {
-	job := newJob("j", image).deadline(700).build()
+	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	_, err := f.ctrl.syncJobTimed(ctx(t), testNS+"/j")
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func secret(name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
@@ -25,7 +26,7 @@ func secret(name string, typ corev1.SecretType, data map[string]string) *corev1.
 func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 	good := secret("good", corev1.SecretTypeDockerConfigJson, map[string]string{corev1.DockerConfigJsonKey: "{}"})
 	token := secret("token", corev1.SecretTypeServiceAccountToken, map[string]string{"token": "t"})
-	job := newJob("j", image).secrets("good", "token", "missing").build()
+	job := newJob("j", image, gen.SetImagePullJobPullSecrets("good", "token", "missing"))
 	f := newFixture(t, objects{
 		jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
 		secrets: []*corev1.Secret{good, token},
@@ -63,7 +64,7 @@ func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 // The completed job keeps the note: it explains an Unauthorized failure.
 func TestUnusablePullSecretNoteOnCompletion(t *testing.T) {
 	tls := secret("tls", corev1.SecretTypeTLS, map[string]string{"tls.crt": "c", "tls.key": "k"})
-	job := newJob("j", image).secrets("tls").build()
+	job := newJob("j", image, gen.SetImagePullJobPullSecrets("tls"))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}, secrets: []*corev1.Secret{tls}})
 	f.step(t, "j")
 	assert.Empty(t, f.ni(t, "n1").Spec.Images[repo].PullSecrets)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const (
@@ -49,15 +50,13 @@ func TestTargets(t *testing.T) {
 		job  *v1beta1.ImagePullJob
 		want []string
 	}{
-		{"names", newJob("j", image).names("n3", "missing", "n1").build(), []string{"n1", "n3"}},
-		{"labels", newJob("j", image).labels(map[string]string{"pool": "a"}).build(), []string{"n1", "n3"}},
-		{"pods", newJob("j", image).pods(map[string]string{"app": "x"}).build(), []string{"n2"}},
-		{"all", newJob("j", image).build(), []string{"n1", "n2", "n3"}},
-		{"empty selector is all", func() *v1beta1.ImagePullJob {
-			j := newJob("j", image).build()
+		{"names", newJob("j", image, gen.SetImagePullJobNodeNames("n3", "missing", "n1")), []string{"n1", "n3"}},
+		{"labels", newJob("j", image, gen.SetImagePullJobNodeSelector(map[string]string{"pool": "a"})), []string{"n1", "n3"}},
+		{"pods", newJob("j", image, gen.SetImagePullJobPodSelector(map[string]string{"app": "x"})), []string{"n2"}},
+		{"all", newJob("j", image), []string{"n1", "n2", "n3"}},
+		{"empty selector is all", newJob("j", image, func(j *v1beta1.ImagePullJob) {
 			j.Spec.Selector = &v1beta1.ImagePullJobNodeSelector{}
-			return j
-		}(), []string{"n1", "n2", "n3"}},
+		}), []string{"n1", "n2", "n3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,10 +69,11 @@ func TestTargets(t *testing.T) {
 }
 
 func TestFanOutEntries(t *testing.T) {
-	job := newJob("j", image).parallelism(intstr.FromInt32(10)).secrets("s1").
-		sandbox(map[string]string{"k": "v"}).deadline(900).ttl(60).build()
-	job.Spec.PullPolicy = &v1beta1.PullPolicy{TimeoutSeconds: ptr.To(int32(300)), BackoffLimit: ptr.To(int32(1))}
-	job.Spec.ImagePullPolicy = v1beta1.PullAlways
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(10)), gen.SetImagePullJobPullSecrets("s1"),
+		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "v"}), gen.SetImagePullJobActiveDeadlineSeconds(900),
+		gen.SetImagePullJobTTLSecondsAfterFinished(60),
+		gen.SetImagePullJobPullPolicy(v1beta1.PullPolicy{TimeoutSeconds: ptr.To(int32(300)), BackoffLimit: ptr.To(int32(1))}),
+		gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
 
 	f.step(t, "j")
@@ -106,15 +106,17 @@ func TestFanOutEntries(t *testing.T) {
 func TestNewTagVersionIsAboveStaleStatus(t *testing.T) {
 	ni := nodeImage("n1", nil)
 	ni.Status.ImageStatuses = map[string]v1beta1.ImageStatus{repo: {Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseFailed, Version: 4}}}}
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{newJob("j", image).build()}, nodeImages: []*v1beta1.NodeImage{ni}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{newJob("j", image)}, nodeImages: []*v1beta1.NodeImage{ni}})
 	f.step(t, "j")
 	assert.Equal(t, int64(5), f.tagOn(t, "n1", repo, "v1").Version)
 	assert.Equal(t, int32(1), f.job(t, "j").Status.Active, "the old result must not count")
 }
 
 func TestSharedTagAndRemoval(t *testing.T) {
-	a := newJob("a", image).names("n1").secrets("sa").sandbox(map[string]string{"k": "a", "ka": "1"}).created(now.Add(-2 * time.Hour)).build()
-	b := newJob("b", image).names("n1").secrets("sb").sandbox(map[string]string{"k": "b", "kb": "1"}).build()
+	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sa"),
+		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "a", "ka": "1"}), gen.SetImagePullJobCreationTimestamp(now.Add(-2*time.Hour)))
+	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sb"),
+		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "b", "kb": "1"}))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 
 	f.step(t, "a", "b")
@@ -151,7 +153,7 @@ func TestParallelism(t *testing.T) {
 	}
 	for _, p := range []intstr.IntOrString{intstr.FromInt32(2), intstr.FromString("2"), intstr.FromString("40%")} {
 		t.Run(p.String(), func(t *testing.T) {
-			job := newJob("j", image).parallelism(p).build()
+			job := newJob("j", image, gen.SetImagePullJobParallelism(p))
 			f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: nis})
 			f.step(t, "j")
 			active := f.activeNodes(t, job, repo, "v1")
@@ -178,7 +180,7 @@ func TestParallelism(t *testing.T) {
 }
 
 func TestParallelismZeroPauses(t *testing.T) {
-	job := newJob("j", image).parallelism(intstr.FromInt32(0)).build()
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(0)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	assert.Empty(t, f.ni(t, "n1").Spec.Images)
@@ -188,7 +190,7 @@ func TestParallelismZeroPauses(t *testing.T) {
 }
 
 func TestRollupAndCompletion(t *testing.T) {
-	job := newJob("j", image).parallelism(intstr.FromInt32(3)).build()
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(3)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil), nodeImage("n3", nil)}})
 	f.step(t, "j")
 	const notFound = "failed to pull " + image + " after 1 attempt: NotFound: manifest unknown"
@@ -225,7 +227,7 @@ func TestRollupAndCompletion(t *testing.T) {
 }
 
 func TestCompletionAllSucceeded(t *testing.T) {
-	job := newJob("j", image).build()
+	job := newJob("j", image)
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
@@ -237,7 +239,7 @@ func TestCompletionAllSucceeded(t *testing.T) {
 }
 
 func TestDeadline(t *testing.T) {
-	job := newJob("j", image).deadline(700).build()
+	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
 	after := f.syncJob(t, "j")
 	assert.Equal(t, 700*time.Second, after, "requeued for the deadline")
@@ -266,7 +268,8 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestTTLDeletion(t *testing.T) {
-	job := newJob("j", image).ttl(60).started(now.Add(-time.Minute)).completed(now.Add(-30 * time.Second)).build()
+	job := newJob("j", image, gen.SetImagePullJobTTLSecondsAfterFinished(60), gen.SetImagePullJobStartTime(now.Add(-time.Minute)),
+		gen.SetImagePullJobCompletionTime(now.Add(-30*time.Second)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}})
 	assert.Equal(t, 30*time.Second, f.syncJob(t, "j"))
 	assert.Empty(t, f.writes())
@@ -280,7 +283,7 @@ func TestTTLDeletion(t *testing.T) {
 }
 
 func TestNeverNewNodeAndRepull(t *testing.T) {
-	job := newJob("j", image).never().parallelism(intstr.FromInt32(5)).build()
+	job := newJob("j", image, gen.SetImagePullJobCompletionType(v1beta1.Never), gen.SetImagePullJobParallelism(intstr.FromInt32(5)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
@@ -323,8 +326,8 @@ func TestNeverNewNodeAndRepull(t *testing.T) {
 }
 
 func TestOrphanOwnerCleanup(t *testing.T) {
-	gone := newJob("gone", image).build()
-	fresh := newJob("fresh", image).build() // on the API server, not yet cached
+	gone := newJob("gone", image)
+	fresh := newJob("fresh", image) // on the API server, not yet cached
 	other := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: testNS, Name: "p", UID: "pod-uid"}
 	ni := nodeImage("n1", nil)
 	ni.Spec.Images = map[string]v1beta1.ImageSpec{
@@ -349,7 +352,7 @@ func TestOrphanOwnerCleanup(t *testing.T) {
 }
 
 func TestNoWriteWhenUnchanged(t *testing.T) {
-	job := newJob("j", image).parallelism(intstr.FromInt32(2)).build()
+	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(2)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhasePulling)
@@ -363,7 +366,7 @@ func TestNoWriteWhenUnchanged(t *testing.T) {
 }
 
 func TestInvalidImage(t *testing.T) {
-	job := newJob("j", "Bad Image!").build()
+	job := newJob("j", "Bad Image!")
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	st := f.job(t, "j").Status
@@ -376,7 +379,7 @@ func TestInvalidImage(t *testing.T) {
 }
 
 func TestDeletingJobDropsProtectionFinalizer(t *testing.T) {
-	job := newJob("j", image).build()
+	job := newJob("j", image)
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
 	f.step(t, "j")
 	require.NotNil(t, f.tagOn(t, "n1", repo, "v1"))
@@ -397,11 +400,12 @@ func TestDeletingJobDropsProtectionFinalizer(t *testing.T) {
 func TestProportionalWork(t *testing.T) {
 	var jobs []*v1beta1.ImagePullJob
 	for i := range 50 {
-		jobs = append(jobs, newJob(fmt.Sprintf("j%d", i), fmt.Sprintf("%s%d:v1", repo, i)).parallelism(intstr.FromInt32(100)).build())
+		jobs = append(jobs, newJob(fmt.Sprintf("j%d", i), fmt.Sprintf("%s%d:v1", repo, i),
+			gen.SetImagePullJobParallelism(intstr.FromInt32(100))))
 	}
 	jobs = append(jobs,
-		newJob("lbl", "busybox:v1").labels(map[string]string{"pool": "a"}).build(),
-		newJob("pods", "nginx:v1").pods(map[string]string{"app": "x"}).build(),
+		newJob("lbl", "busybox:v1", gen.SetImagePullJobNodeSelector(map[string]string{"pool": "a"})),
+		newJob("pods", "nginx:v1", gen.SetImagePullJobPodSelector(map[string]string{"app": "x"})),
 	)
 	// Both selector jobs have a node (n2), so they run.
 	nis := []*v1beta1.NodeImage{nodeImage("n1", map[string]string{"pool": "b"}), nodeImage("n2", map[string]string{"pool": "a"})}

@@ -1,10 +1,12 @@
 package gen
 
 import (
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
@@ -52,11 +54,63 @@ func SetImagePullJobPullSecrets(secrets ...string) ImagePullJobModifier {
 	return func(j *appsv1beta1.ImagePullJob) { j.Spec.PullSecrets = secrets }
 }
 
+// SetImagePullJobNodeNames selects the nodes named names, replacing the
+// job's node selector.
+func SetImagePullJobNodeNames(names ...string) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) {
+		j.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{Names: names}
+	}
+}
+
+// SetImagePullJobNodeSelector selects the nodes whose labels match
+// matchLabels, replacing the job's node selector.
+func SetImagePullJobNodeSelector(matchLabels map[string]string) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) {
+		j.Spec.Selector = &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: matchLabels}}
+	}
+}
+
 // SetImagePullJobPodSelector selects the nodes of the pods whose labels
 // match matchLabels.
 func SetImagePullJobPodSelector(matchLabels map[string]string) ImagePullJobModifier {
 	return func(j *appsv1beta1.ImagePullJob) {
 		j.Spec.PodSelector = &appsv1beta1.ImagePullJobPodSelector{LabelSelector: metav1.LabelSelector{MatchLabels: matchLabels}}
+	}
+}
+
+func SetImagePullJobParallelism(p intstr.IntOrString) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.Parallelism = &p }
+}
+
+func SetImagePullJobImagePullPolicy(p appsv1beta1.ImagePullPolicy) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.ImagePullPolicy = p }
+}
+
+// SetImagePullJobPullPolicy sets the per-node pull attempts' timeout and
+// backoff limit.
+func SetImagePullJobPullPolicy(p appsv1beta1.PullPolicy) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.PullPolicy = &p }
+}
+
+// SetImagePullJobCompletionType sets the completion policy's type (Always
+// or Never) and keeps its other fields.
+func SetImagePullJobCompletionType(t appsv1beta1.CompletionPolicyType) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.Type = t }
+}
+
+func SetImagePullJobActiveDeadlineSeconds(s int64) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.ActiveDeadlineSeconds = &s }
+}
+
+func SetImagePullJobTTLSecondsAfterFinished(s int32) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) { j.Spec.CompletionPolicy.TTLSecondsAfterFinished = &s }
+}
+
+// SetImagePullJobSandboxLabels replaces the job's sandbox config by one
+// holding a copy of labels.
+func SetImagePullJobSandboxLabels(labels map[string]string) ImagePullJobModifier {
+	return func(j *appsv1beta1.ImagePullJob) {
+		j.Spec.SandboxConfig = &appsv1beta1.SandboxConfig{Labels: maps.Clone(labels)}
 	}
 }
 
