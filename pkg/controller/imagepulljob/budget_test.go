@@ -45,11 +45,11 @@ func TestOverBudgetJobIsLeftOutAndReported(t *testing.T) {
 	c := imageJob("c", time.Hour)
 
 	// The budget fits a's and b's entries exactly.
-	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	probe.step(t, "a", "b")
 	fits := specSize(&probe.ni(t, "n1").Spec)
 
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b, c}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b, c}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")},
 		cfg: Config{NodeImageSpecBudget: fits}})
 	f.step(t, "c", "a", "b") // c asks first; it is the youngest
 	spec := f.ni(t, "n1").Spec
@@ -83,9 +83,9 @@ func TestOverBudgetJobIsLeftOutAndReported(t *testing.T) {
 func TestLeftOutJobGetsInWhenRoomIsMade(t *testing.T) {
 	a := imageJob("a", 3*time.Hour)
 	c := imageJob("c", time.Hour, gen.SetImagePullJobCompletionType(v1beta1.Never))
-	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	probe.step(t, "a")
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, c}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, c}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")},
 		cfg: Config{NodeImageSpecBudget: specSize(&probe.ni(t, "n1").Spec)}})
 	f.step(t, "a", "c")
 	f.step(t, "c")
@@ -114,9 +114,9 @@ func TestJobsOnTheNodeKeepTheirPlace(t *testing.T) {
 	young := imageJob("young", time.Hour)
 	old1 := imageJob("old1", 3*time.Hour)
 	old2 := imageJob("old2", 2*time.Hour)
-	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	probe := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	probe.step(t, "young", "old1")
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1, old2}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{young, old1, old2}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")},
 		cfg: Config{NodeImageSpecBudget: specSize(&probe.ni(t, "n1").Spec)}})
 	f.step(t, "young")
 	require.NotNil(t, f.tagOn(t, "n1", repo+"-young", "v1"))
@@ -142,7 +142,7 @@ func TestSchemaBoundsOfTheSharedImage(t *testing.T) {
 	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobSandboxLabels(labels("a", 200)),
 		gen.SetImagePullJobCreationTimestamp(now.Add(-2*time.Hour)))
 	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobSandboxLabels(labels("b", 100)))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "a", "b")
 	img := f.ni(t, "n1").Spec.Images[repo]
 	assert.Len(t, img.SandboxConfig.Labels, 200)
@@ -159,7 +159,7 @@ func TestImageCountBound(t *testing.T) {
 	for i := range v1beta1.MaxImagesPerNodeImage + 1 {
 		jobs = append(jobs, imageJob(fmt.Sprintf("j%03d", i), time.Duration(1000-i)*time.Minute))
 	}
-	f := newFixture(t, objects{jobs: jobs, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: jobs, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	for _, j := range jobs {
 		f.syncJob(t, j.Name)
 		f.events() // the fake recorder holds 100
@@ -203,7 +203,7 @@ func TestImageProblem(t *testing.T) {
 func TestSpecSize(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(1)), gen.SetImagePullJobPullSecrets("s"),
 		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "v"}))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	spec := f.ni(t, "n1").Spec
 	raw, err := jsonMarshal(&spec)

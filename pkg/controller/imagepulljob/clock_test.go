@@ -36,7 +36,7 @@ func TestClockSkewStaleResultIsNotFresh(t *testing.T) {
 	forEachSkew(t, func(t *testing.T, skew time.Duration) {
 		a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
 		b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
-		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 		f.step(t, "a")
 		f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
 		f.clock.Step(20 * time.Second)
@@ -57,7 +57,7 @@ func TestClockSkewFreshResultCounts(t *testing.T) {
 		a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
 		b := newJob("b", image, gen.SetImagePullJobNodeNames("n0", "n1"), gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
 		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{a, b},
-			nodeImages: []*v1beta1.NodeImage{nodeImage("n0", nil), nodeImage("n1", nil)}})
+			nodeImages: []*v1beta1.NodeImage{nodeImage("n0"), nodeImage("n1")}})
 		f.step(t, "a") // a pulls on n1
 		f.clock.Step(10 * time.Second)
 		f.step(t, "b") // b starts: n0 first (parallelism 1), n1 waits
@@ -84,7 +84,7 @@ func TestClockSkewRenewalTiming(t *testing.T) {
 		t.Run(string(tc.phase), func(t *testing.T) {
 			forEachSkew(t, func(t *testing.T, skew time.Duration) {
 				job := newJob("j", image, gen.SetImagePullJobCompletionType(v1beta1.Never), gen.SetImagePullJobNodeNames("n1"))
-				f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+				f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 				f.step(t, "j")
 				f.clock.Step(5 * time.Second)
 				f.report(t, "n1", repo, "v1", tc.phase)
@@ -111,7 +111,7 @@ func TestClockSkewDeadline(t *testing.T) {
 	forEachSkew(t, func(t *testing.T, skew time.Duration) {
 		job := newJob("j", image, gen.SetImagePullJobNodeNames("n1", "n2"), gen.SetImagePullJobParallelism(intstr.FromInt32(2)),
 			gen.SetImagePullJobActiveDeadlineSeconds(700))
-		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
+		f := skewedFixture(t, skew, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1"), nodeImage("n2")}})
 		f.step(t, "j")
 		f.report(t, "n1", repo, "v1", v1beta1.ImagePhasePulling)
 		f.clock.Step(100 * time.Second)
@@ -133,10 +133,9 @@ func TestClockSkewDeadline(t *testing.T) {
 // renewal counts from the node's date but never from the future.
 func TestUndatedResultsAreTreatedSafely(t *testing.T) {
 	r := newResultTimes()
-	ni := nodeImage("n1", nil)
-	ni.Status.ImageStatuses = map[string]v1beta1.ImageStatus{repo: {Tags: []v1beta1.ImageTagStatus{
-		{Tag: "v1", Phase: v1beta1.ImagePhaseSucceeded, Version: 1},
-	}}}
+	ni := nodeImage("n1", gen.SetNodeImageStatus(v1beta1.NodeImageStatus{ImageStatuses: map[string]v1beta1.ImageStatus{
+		repo: {Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseSucceeded, Version: 1}}},
+	}}))
 	st := &ni.Status.ImageStatuses[repo].Tags[0]
 	r.observe(nil, ni, now) // the informer's initial list
 	assert.False(t, r.freshSince("n1", repo, st, now.Add(-time.Hour)))
@@ -148,8 +147,9 @@ func TestUndatedResultsAreTreatedSafely(t *testing.T) {
 	assert.Equal(t, now.Add(-time.Hour), r.since("n1", repo, st, now))
 
 	// A result that then appears in an update is dated by the controller.
-	cur := ni.DeepCopy()
-	cur.Status.ImageStatuses[repo] = v1beta1.ImageStatus{Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseSucceeded, Version: 2}}}
+	cur := gen.NodeImageFrom(ni, gen.SetNodeImageStatus(v1beta1.NodeImageStatus{ImageStatuses: map[string]v1beta1.ImageStatus{
+		repo: {Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseSucceeded, Version: 2}}},
+	}}))
 	r.observe(ni, cur, now.Add(time.Minute))
 	at, ok := r.seen("n1", repo, &cur.Status.ImageStatuses[repo].Tags[0])
 	assert.True(t, ok)

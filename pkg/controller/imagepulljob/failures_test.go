@@ -69,7 +69,7 @@ func TestBoundFailures(t *testing.T) {
 func TestManyFailuresAreBounded(t *testing.T) {
 	var nis []*v1beta1.NodeImage
 	for i := range 20 {
-		nis = append(nis, nodeImage(fmt.Sprintf("n%02d", i), nil))
+		nis = append(nis, nodeImage(fmt.Sprintf("n%02d", i)))
 	}
 	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(20)))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: nis})

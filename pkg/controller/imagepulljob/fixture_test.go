@@ -41,8 +41,9 @@ func newJob(name, image string, mods ...gen.ImagePullJobModifier) *v1beta1.Image
 	}, mods...)...)
 }
 
-func nodeImage(name string, lbls map[string]string) *v1beta1.NodeImage {
-	return &v1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, ResourceVersion: "1"}}
+// nodeImage is node name's NodeImage at resourceVersion 1, changed by mods.
+func nodeImage(name string, mods ...gen.NodeImageModifier) *v1beta1.NodeImage {
+	return gen.NodeImage(name, append([]gen.NodeImageModifier{gen.SetNodeImageResourceVersion("1")}, mods...)...)
 }
 
 func pod(name, node string, lbls map[string]string) *corev1.Pod {

@@ -166,7 +166,7 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sa"))
-			f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+			f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 			f.ctrl.jobAdded(a)
 			f.settle(t)
 			require.Equal(t, int64(1), f.tagOn(t, "n1", repo, "v1").Version)
@@ -219,7 +219,7 @@ func TestJoinedVersionFailedMeanwhile(t *testing.T) {
 // succeeds; b counts the success.
 func TestJoinedVersionSucceededMeanwhile(t *testing.T) {
 	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
-	f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newJoinFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.ctrl.jobAdded(a)
 	f.settle(t)
 	f.daemonReports(t, "n1", "v1", v1beta1.ImagePhasePulling, "")

@@ -58,7 +58,7 @@ func TestRechecksLatestWins(t *testing.T) {
 // the deadline passes: on an idle cluster nothing is queued.
 func TestDeadlineLookCancelledWhenJobCompletes(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	_, err := f.ctrl.syncJobTimed(ctx(t), testNS+"/j")
 	require.NoError(t, err)
 	f.refresh(t)
@@ -82,7 +82,7 @@ func TestDeadlineLookCancelledWhenJobCompletes(t *testing.T) {
 
 func TestDeadlineLookQueuesTheJob(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	_, err := f.ctrl.syncJobTimed(ctx(t), testNS+"/j")
 	require.NoError(t, err)
 	f.drainJobs()

@@ -28,7 +28,7 @@ func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 	token := secret("token", corev1.SecretTypeServiceAccountToken, map[string]string{"token": "t"})
 	job := newJob("j", image, gen.SetImagePullJobPullSecrets("good", "token", "missing"))
 	f := newFixture(t, objects{
-		jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)},
+		jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")},
 		secrets: []*corev1.Secret{good, token},
 	})
 	f.step(t, "j")
@@ -65,7 +65,7 @@ func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 func TestUnusablePullSecretNoteOnCompletion(t *testing.T) {
 	tls := secret("tls", corev1.SecretTypeTLS, map[string]string{"tls.crt": "c", "tls.key": "k"})
 	job := newJob("j", image, gen.SetImagePullJobPullSecrets("tls"))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}, secrets: []*corev1.Secret{tls}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}, secrets: []*corev1.Secret{tls}})
 	f.step(t, "j")
 	assert.Empty(t, f.ni(t, "n1").Spec.Images[repo].PullSecrets)
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)

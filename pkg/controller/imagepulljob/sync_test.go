@@ -33,9 +33,9 @@ func names(nis []*v1beta1.NodeImage) []string {
 
 func TestTargets(t *testing.T) {
 	nis := []*v1beta1.NodeImage{
-		nodeImage("n1", map[string]string{"pool": "a"}),
-		nodeImage("n2", map[string]string{"pool": "b"}),
-		nodeImage("n3", map[string]string{"pool": "a"}),
+		nodeImage("n1", gen.SetNodeImageLabels(map[string]string{"pool": "a"})),
+		nodeImage("n2", gen.SetNodeImageLabels(map[string]string{"pool": "b"})),
+		nodeImage("n3", gen.SetNodeImageLabels(map[string]string{"pool": "a"})),
 	}
 	pods := []*corev1.Pod{
 		pod("p1", "n2", map[string]string{"app": "x"}),
@@ -74,7 +74,7 @@ func TestFanOutEntries(t *testing.T) {
 		gen.SetImagePullJobTTLSecondsAfterFinished(60),
 		gen.SetImagePullJobPullPolicy(v1beta1.PullPolicy{TimeoutSeconds: ptr.To(int32(300)), BackoffLimit: ptr.To(int32(1))}),
 		gen.SetImagePullJobImagePullPolicy(v1beta1.PullAlways))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1"), nodeImage("n2")}})
 
 	f.step(t, "j")
 
@@ -104,8 +104,9 @@ func TestFanOutEntries(t *testing.T) {
 }
 
 func TestNewTagVersionIsAboveStaleStatus(t *testing.T) {
-	ni := nodeImage("n1", nil)
-	ni.Status.ImageStatuses = map[string]v1beta1.ImageStatus{repo: {Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseFailed, Version: 4}}}}
+	ni := nodeImage("n1", gen.SetNodeImageStatus(v1beta1.NodeImageStatus{ImageStatuses: map[string]v1beta1.ImageStatus{
+		repo: {Tags: []v1beta1.ImageTagStatus{{Tag: "v1", Phase: v1beta1.ImagePhaseFailed, Version: 4}}},
+	}}))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{newJob("j", image)}, nodeImages: []*v1beta1.NodeImage{ni}})
 	f.step(t, "j")
 	assert.Equal(t, int64(5), f.tagOn(t, "n1", repo, "v1").Version)
@@ -117,7 +118,7 @@ func TestSharedTagAndRemoval(t *testing.T) {
 		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "a", "ka": "1"}), gen.SetImagePullJobCreationTimestamp(now.Add(-2*time.Hour)))
 	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"), gen.SetImagePullJobPullSecrets("sb"),
 		gen.SetImagePullJobSandboxLabels(map[string]string{"k": "b", "kb": "1"}))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 
 	f.step(t, "a", "b")
 	img := f.ni(t, "n1").Spec.Images[repo]
@@ -149,7 +150,7 @@ func TestSharedTagAndRemoval(t *testing.T) {
 func TestParallelism(t *testing.T) {
 	var nis []*v1beta1.NodeImage
 	for i := range 5 {
-		nis = append(nis, nodeImage(fmt.Sprintf("n%d", i), nil))
+		nis = append(nis, nodeImage(fmt.Sprintf("n%d", i)))
 	}
 	for _, p := range []intstr.IntOrString{intstr.FromInt32(2), intstr.FromString("2"), intstr.FromString("40%")} {
 		t.Run(p.String(), func(t *testing.T) {
@@ -181,7 +182,7 @@ func TestParallelism(t *testing.T) {
 
 func TestParallelismZeroPauses(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(0)))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	assert.Empty(t, f.ni(t, "n1").Spec.Images)
 	st := f.job(t, "j").Status
@@ -191,7 +192,7 @@ func TestParallelismZeroPauses(t *testing.T) {
 
 func TestRollupAndCompletion(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(3)))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil), nodeImage("n3", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1"), nodeImage("n2"), nodeImage("n3")}})
 	f.step(t, "j")
 	const notFound = "failed to pull " + image + " after 1 attempt: NotFound: manifest unknown"
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
@@ -228,7 +229,7 @@ func TestRollupAndCompletion(t *testing.T) {
 
 func TestCompletionAllSucceeded(t *testing.T) {
 	job := newJob("j", image)
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
 	f.events()
@@ -240,7 +241,7 @@ func TestCompletionAllSucceeded(t *testing.T) {
 
 func TestDeadline(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(700))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1"), nodeImage("n2")}})
 	after := f.syncJob(t, "j")
 	assert.Equal(t, 700*time.Second, after, "requeued for the deadline")
 	f.syncNodes(t)
@@ -284,7 +285,7 @@ func TestTTLDeletion(t *testing.T) {
 
 func TestNeverNewNodeAndRepull(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobCompletionType(v1beta1.Never), gen.SetImagePullJobParallelism(intstr.FromInt32(5)))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
 	after := f.syncJob(t, "j")
@@ -294,7 +295,7 @@ func TestNeverNewNodeAndRepull(t *testing.T) {
 	assert.Equal(t, DefaultRepullPeriod, after, "looks again when the result is due")
 
 	// A node joins: it gets the image.
-	_, err := f.kruise.AppsV1beta1().NodeImages().Create(context.Background(), nodeImage("n2", nil), metav1.CreateOptions{})
+	_, err := f.kruise.AppsV1beta1().NodeImages().Create(context.Background(), nodeImage("n2"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	f.refresh(t)
 	f.ctrl.nodeImageAdded(f.ni(t, "n2"))
@@ -329,12 +330,10 @@ func TestOrphanOwnerCleanup(t *testing.T) {
 	gone := newJob("gone", image)
 	fresh := newJob("fresh", image) // on the API server, not yet cached
 	other := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: testNS, Name: "p", UID: "pod-uid"}
-	ni := nodeImage("n1", nil)
-	ni.Spec.Images = map[string]v1beta1.ImageSpec{
-		repo:    {Tags: []v1beta1.ImageTagSpec{{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{jobRef(gone), jobRef(fresh)}}}},
-		"other": {Tags: []v1beta1.ImageTagSpec{{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{jobRef(gone)}}}},
-		"kept":  {Tags: []v1beta1.ImageTagSpec{{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{other}}}},
-	}
+	ni := nodeImage("n1",
+		gen.AddNodeImageTags(repo, v1beta1.ImageTagSpec{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{jobRef(gone), jobRef(fresh)}}),
+		gen.AddNodeImageTags("other", v1beta1.ImageTagSpec{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{jobRef(gone)}}),
+		gen.AddNodeImageTags("kept", v1beta1.ImageTagSpec{Tag: "v1", Version: 1, OwnerReferences: []corev1.ObjectReference{other}}))
 	f := newFixture(t, objects{apiOnlyJobs: []*v1beta1.ImagePullJob{fresh}, nodeImages: []*v1beta1.NodeImage{ni}})
 	_, err := f.ctrl.syncNodeImage(ctx(t), "n1")
 	require.NoError(t, err)
@@ -353,7 +352,7 @@ func TestOrphanOwnerCleanup(t *testing.T) {
 
 func TestNoWriteWhenUnchanged(t *testing.T) {
 	job := newJob("j", image, gen.SetImagePullJobParallelism(intstr.FromInt32(2)))
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil), nodeImage("n2", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1"), nodeImage("n2")}})
 	f.step(t, "j")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhasePulling)
 	f.step(t, "j")
@@ -367,7 +366,7 @@ func TestNoWriteWhenUnchanged(t *testing.T) {
 
 func TestInvalidImage(t *testing.T) {
 	job := newJob("j", "Bad Image!")
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	st := f.job(t, "j").Status
 	require.NotNil(t, st.CompletionTime)
@@ -380,7 +379,7 @@ func TestInvalidImage(t *testing.T) {
 
 func TestDeletingJobDropsProtectionFinalizer(t *testing.T) {
 	job := newJob("j", image)
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "j")
 	require.NotNil(t, f.tagOn(t, "n1", repo, "v1"))
 	live := f.job(t, "j")
@@ -408,7 +407,10 @@ func TestProportionalWork(t *testing.T) {
 		newJob("pods", "nginx:v1", gen.SetImagePullJobPodSelector(map[string]string{"app": "x"})),
 	)
 	// Both selector jobs have a node (n2), so they run.
-	nis := []*v1beta1.NodeImage{nodeImage("n1", map[string]string{"pool": "b"}), nodeImage("n2", map[string]string{"pool": "a"})}
+	nis := []*v1beta1.NodeImage{
+		nodeImage("n1", gen.SetNodeImageLabels(map[string]string{"pool": "b"})),
+		nodeImage("n2", gen.SetNodeImageLabels(map[string]string{"pool": "a"})),
+	}
 	f := newFixture(t, objects{jobs: jobs, nodeImages: nis, pods: []*corev1.Pod{pod("p0", "n2", map[string]string{"app": "x"})}})
 	for _, j := range jobs {
 		f.syncJob(t, j.Name)
@@ -438,12 +440,10 @@ func TestProportionalWork(t *testing.T) {
 	assert.Empty(t, f.drainJobs())
 
 	// A label change queues only the label-selector job whose match changed.
-	relabelled := cur.DeepCopy()
-	relabelled.Labels = map[string]string{"pool": "a"}
+	relabelled := gen.NodeImageFrom(cur, gen.SetNodeImageLabels(map[string]string{"pool": "a"}))
 	f.ctrl.nodeImageUpdated(cur, relabelled)
 	assert.Equal(t, map[string]bool{testNS + "/lbl": true}, f.drainJobs())
-	unrelated := cur.DeepCopy()
-	unrelated.Labels = map[string]string{"pool": "b", "zone": "z"}
+	unrelated := gen.NodeImageFrom(cur, gen.SetNodeImageLabels(map[string]string{"pool": "b", "zone": "z"}))
 	f.ctrl.nodeImageUpdated(cur, unrelated)
 	assert.Empty(t, f.drainJobs())
 

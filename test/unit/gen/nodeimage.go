@@ -18,6 +18,11 @@ func NodeImage(name string, mods ...NodeImageModifier) *appsv1beta1.NodeImage {
 	return apply(&appsv1beta1.NodeImage{ObjectMeta: metav1.ObjectMeta{Name: name}}, mods)
 }
 
+// NodeImageFrom is a copy of ni changed by mods; ni is left as it was.
+func NodeImageFrom(ni *appsv1beta1.NodeImage, mods ...NodeImageModifier) *appsv1beta1.NodeImage {
+	return apply(ni.DeepCopy(), mods)
+}
+
 func SetNodeImageUID(uid types.UID) NodeImageModifier {
 	return func(ni *appsv1beta1.NodeImage) { ni.UID = uid }
 }

@@ -29,3 +29,12 @@ func TestNodeImageImageSetters(t *testing.T) {
 	}, ni.Spec.Images)
 	assert.Nil(t, NodeImage("node-a").Spec.Images)
 }
+
+func TestNodeImageFromLeavesTheBaseAlone(t *testing.T) {
+	base := NodeImage("node-a", SetNodeImageLabels(map[string]string{"pool": "a"}), AddNodeImageTags("app", appsv1beta1.ImageTagSpec{Tag: "v1"}))
+	ni := NodeImageFrom(base, SetNodeImageLabels(map[string]string{"pool": "b"}), AddNodeImageTags("app", appsv1beta1.ImageTagSpec{Tag: "v2"}))
+	assert.Equal(t, map[string]string{"pool": "b"}, ni.Labels)
+	assert.Equal(t, []appsv1beta1.ImageTagSpec{{Tag: "v1"}, {Tag: "v2"}}, ni.Spec.Images["app"].Tags)
+	assert.Equal(t, map[string]string{"pool": "a"}, base.Labels)
+	assert.Equal(t, []appsv1beta1.ImageTagSpec{{Tag: "v1"}}, base.Spec.Images["app"].Tags)
+}
