@@ -46,12 +46,12 @@ func nodeImage(name string, mods ...gen.NodeImageModifier) *v1beta1.NodeImage {
 	return gen.NodeImage(name, append([]gen.NodeImageModifier{gen.SetNodeImageResourceVersion("1")}, mods...)...)
 }
 
-func pod(name, node string, lbls map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: lbls},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+// pod is a running pod in testNS on node ("": not scheduled), changed by
+// mods.
+func pod(name, node string, mods ...gen.PodModifier) *corev1.Pod {
+	return gen.Pod(name, append([]gen.PodModifier{
+		gen.SetPodNamespace(testNS), gen.SetPodNodeName(node), gen.SetPodPhase(corev1.PodRunning),
+	}, mods...)...)
 }
 
 func jobRef(j *v1beta1.ImagePullJob) corev1.ObjectReference {

@@ -6,26 +6,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
-func secret(name string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}, Type: typ, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	return s
-}
-
 // A pull secret that is not a registry credential is never copied for the
 // daemon, so the NodeImage must not point at a copy of it; the job's
 // message says which secret was left out and why.
 func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
-	good := secret("good", corev1.SecretTypeDockerConfigJson, map[string]string{corev1.DockerConfigJsonKey: "{}"})
-	token := secret("token", corev1.SecretTypeServiceAccountToken, map[string]string{"token": "t"})
+	good := gen.Secret("good", gen.SetSecretNamespace(testNS), gen.SetSecretDockerConfigJSON("{}"))
+	token := gen.Secret("token", gen.SetSecretNamespace(testNS), gen.SetSecretType(corev1.SecretTypeServiceAccountToken),
+		gen.SetSecretData(map[string][]byte{"token": []byte("t")}))
 	job := newJob("j", image, gen.SetImagePullJobPullSecrets("good", "token", "missing"))
 	f := newFixture(t, objects{
 		jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")},
@@ -42,7 +34,7 @@ func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 
 	// The secret becomes a registry credential: the job is queued, and
 	// its request now names the copy.
-	fixed := secret("token", corev1.SecretTypeDockerConfigJson, map[string]string{corev1.DockerConfigJsonKey: "{}"})
+	fixed := gen.SecretFrom(token, gen.SetSecretDockerConfigJSON("{}"))
 	require.NoError(t, f.secrets.Update(fixed))
 	f.drainJobs()
 	f.ctrl.secretChanged(token, fixed)
@@ -54,16 +46,16 @@ func TestUnusablePullSecretLeftOutAndReported(t *testing.T) {
 
 	// Updates that change neither type nor data, and secrets no job
 	// names, queue nothing.
-	relabelled := fixed.DeepCopy()
-	relabelled.Labels = map[string]string{"a": "b"}
-	f.ctrl.secretChanged(fixed, relabelled)
-	f.ctrl.secretChanged(nil, secret("unrelated", corev1.SecretTypeOpaque, nil))
+	f.ctrl.secretChanged(fixed, gen.SecretFrom(fixed, gen.SetSecretLabels(map[string]string{"a": "b"})))
+	f.ctrl.secretChanged(nil, gen.Secret("unrelated", gen.SetSecretNamespace(testNS), gen.SetSecretType(corev1.SecretTypeOpaque),
+		gen.SetSecretData(map[string][]byte{})))
 	assert.Empty(t, f.drainJobs())
 }
 
 // The completed job keeps the note: it explains an Unauthorized failure.
 func TestUnusablePullSecretNoteOnCompletion(t *testing.T) {
-	tls := secret("tls", corev1.SecretTypeTLS, map[string]string{"tls.crt": "c", "tls.key": "k"})
+	tls := gen.Secret("tls", gen.SetSecretNamespace(testNS), gen.SetSecretType(corev1.SecretTypeTLS),
+		gen.SetSecretData(map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}))
 	job := newJob("j", image, gen.SetImagePullJobPullSecrets("tls"))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}, secrets: []*corev1.Secret{tls}})
 	f.step(t, "j")

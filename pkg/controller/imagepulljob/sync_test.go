@@ -37,14 +37,14 @@ func TestTargets(t *testing.T) {
 		nodeImage("n2", gen.SetNodeImageLabels(map[string]string{"pool": "b"})),
 		nodeImage("n3", gen.SetNodeImageLabels(map[string]string{"pool": "a"})),
 	}
+	appX := gen.AddPodLabels(map[string]string{"app": "x"})
 	pods := []*corev1.Pod{
-		pod("p1", "n2", map[string]string{"app": "x"}),
-		pod("p2", "", map[string]string{"app": "x"}),       // not scheduled
-		pod("p3", "gone", map[string]string{"app": "x"}),   // node without NodeImage
-		pod("p4", "n1", map[string]string{"app": "other"}), // no match
-		pod("p5", "n3", map[string]string{"app": "x"}),     // finished
+		pod("p1", "n2", appX),
+		pod("p2", "", appX),     // not scheduled
+		pod("p3", "gone", appX), // node without NodeImage
+		pod("p4", "n1", gen.AddPodLabels(map[string]string{"app": "other"})), // no match
+		pod("p5", "n3", appX, gen.SetPodPhase(corev1.PodSucceeded)),          // finished
 	}
-	pods[4].Status.Phase = corev1.PodSucceeded
 	tests := []struct {
 		name string
 		job  *v1beta1.ImagePullJob
@@ -411,7 +411,8 @@ func TestProportionalWork(t *testing.T) {
 		nodeImage("n1", gen.SetNodeImageLabels(map[string]string{"pool": "b"})),
 		nodeImage("n2", gen.SetNodeImageLabels(map[string]string{"pool": "a"})),
 	}
-	f := newFixture(t, objects{jobs: jobs, nodeImages: nis, pods: []*corev1.Pod{pod("p0", "n2", map[string]string{"app": "x"})}})
+	appX := gen.AddPodLabels(map[string]string{"app": "x"})
+	f := newFixture(t, objects{jobs: jobs, nodeImages: nis, pods: []*corev1.Pod{pod("p0", "n2", appX)}})
 	for _, j := range jobs {
 		f.syncJob(t, j.Name)
 	}
@@ -448,16 +449,15 @@ func TestProportionalWork(t *testing.T) {
 	assert.Empty(t, f.drainJobs())
 
 	// Pods: only a matching, scheduled pod's node/label change counts.
-	p := pod("p", "n1", map[string]string{"app": "x"})
+	p := pod("p", "n1", appX)
 	f.ctrl.podChanged(nil, p)
 	assert.Equal(t, map[string]bool{testNS + "/pods": true}, f.drainJobs())
-	p2 := p.DeepCopy()
-	p2.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	p2 := gen.PodFrom(p, gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
 	f.ctrl.podChanged(p, p2)
 	assert.Empty(t, f.drainJobs(), "a status-only pod update")
-	f.ctrl.podChanged(nil, pod("q", "n1", map[string]string{"app": "nope"}))
+	f.ctrl.podChanged(nil, pod("q", "n1", gen.AddPodLabels(map[string]string{"app": "nope"})))
 	assert.Empty(t, f.drainJobs())
-	f.ctrl.podChanged(nil, pod("r", "", map[string]string{"app": "x"}))
+	f.ctrl.podChanged(nil, pod("r", "", appX))
 	assert.Empty(t, f.drainJobs(), "unscheduled")
 
 	// A status-only update of a job (our own write) queues nothing.

@@ -17,6 +17,11 @@ func Secret(name string, mods ...SecretModifier) *corev1.Secret {
 	return apply(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, mods)
 }
 
+// SecretFrom is a copy of s changed by mods; s is left as it was.
+func SecretFrom(s *corev1.Secret, mods ...SecretModifier) *corev1.Secret {
+	return apply(s.DeepCopy(), mods)
+}
+
 func SetSecretNamespace(ns string) SecretModifier {
 	return func(s *corev1.Secret) { s.Namespace = ns }
 }

@@ -23,3 +23,14 @@ func TestPullSecretSetters(t *testing.T) {
 	assert.Equal(t, corev1.SecretTypeDockercfg, s.Type)
 	assert.Equal(t, map[string][]byte{corev1.DockerConfigKey: []byte(`{}`)}, s.Data)
 }
+
+func TestSecretFromLeavesTheBaseAlone(t *testing.T) {
+	base := Secret("s", SetSecretNamespace("team"), SetSecretDockercfg(`{}`))
+	s := SecretFrom(base, SetSecretDockerConfigJSON(`{"auths":{}}`), SetSecretLabels(map[string]string{"a": "b"}))
+	assert.Equal(t, "team", s.Namespace)
+	assert.Equal(t, corev1.SecretTypeDockerConfigJson, s.Type)
+	assert.Equal(t, map[string]string{"a": "b"}, s.Labels)
+	assert.Equal(t, corev1.SecretTypeDockercfg, base.Type)
+	assert.Equal(t, map[string][]byte{corev1.DockerConfigKey: []byte(`{}`)}, base.Data)
+	assert.Nil(t, base.Labels)
+}
