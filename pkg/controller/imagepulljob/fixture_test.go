@@ -22,7 +22,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -282,7 +281,7 @@ func (f *fixture) writes() []k8stesting.Action {
 }
 
 func (f *fixture) events() []string {
-	return events.Drain(f.recorder)
+	return gen.DrainEvents(f.recorder)
 }
 
 // activeNodes lists the nodes where the job's tag is requested and has no
