@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // The string forms the CRD's CEL rule admits: what strconv.ParseInt reads
@@ -68,8 +68,7 @@ func FuzzParallelismOf(f *testing.F) {
 		if isInt {
 			p = intstr.FromInt32(intVal)
 		}
-		job := &v1beta1.ImagePullJob{}
-		job.Spec.Parallelism = &p
+		job := gen.ImagePullJob("", gen.SetImagePullJobParallelism(p))
 		got := parallelismOf(job, desired)
 		if got != parallelismOf(job, desired) {
 			t.Fatalf("parallelismOf(%v, %d) is not deterministic", p, desired)
