@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // The schema admits the values OpenKruise admits, out-of-range ones
@@ -63,8 +64,8 @@ func TestBuildRequestReadsOutOfRangeValues(t *testing.T) {
 // no NodeImage is asked to pull.
 func TestDeadlineBelowOnePassedAtStart(t *testing.T) {
 	for _, ads := range []int64{0, -30, math.MinInt64} {
-		job := newJob("j", image).deadline(ads).build()
-		f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+		job := newJob("j", image, gen.SetImagePullJobActiveDeadlineSeconds(ads))
+		f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 		f.syncJob(t, "j")
 		f.syncNodes(t)
 		st := f.job(t, "j").Status
@@ -78,7 +79,7 @@ func TestDeadlineBelowOnePassedAtStart(t *testing.T) {
 
 // A ttl below 0 deletes the finished job at once, as 0 does.
 func TestNegativeTTLDeletesAtOnce(t *testing.T) {
-	job := newJob("j", image).ttl(-60).started(now.Add(-time.Minute)).completed(now).build()
+	job := newJob("j", image, gen.SetImagePullJobTTLSecondsAfterFinished(-60), gen.SetImagePullJobStartTime(now.Add(-time.Minute)), gen.SetImagePullJobCompletionTime(now))
 	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}})
 	assert.Equal(t, time.Duration(0), f.syncJob(t, "j"))
 	_, err := f.kruise.AppsV1beta1().ImagePullJobs(testNS).Get(context.Background(), "j", metav1.GetOptions{})
@@ -107,10 +108,10 @@ func TestImagePullPolicyOtherThanIfNotPresentPullsAlways(t *testing.T) {
 // take another job's earlier result for its own: it pulls again, and asks
 // the node for Always.
 func TestUnknownImagePullPolicyPullsAgain(t *testing.T) {
-	a := newJob("a", image).names("n1").build()
-	b := newJob("b", image).names("n1").build()
+	a := newJob("a", image, gen.SetImagePullJobNodeNames("n1"))
+	b := newJob("b", image, gen.SetImagePullJobNodeNames("n1"))
 	b.Spec.ImagePullPolicy = "Never"
-	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1", nil)}})
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{a, b}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
 	f.step(t, "a")
 	f.report(t, "n1", repo, "v1", v1beta1.ImagePhaseSucceeded)
 	f.clock.Step(20 * time.Second)

@@ -1,10 +1,13 @@
 package gen
 
 // apply changes obj by mods in order and returns it: the body of every
-// constructor and From function.
+// constructor and From function. A nil modifier changes nothing (a table
+// case without one).
 func apply[T any, M ~func(T)](obj T, mods []M) T {
 	for _, m := range mods {
-		m(obj)
+		if m != nil {
+			m(obj)
+		}
 	}
 	return obj
 }

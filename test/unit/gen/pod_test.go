@@ -33,3 +33,7 @@ func TestPodSettersReplaceByKey(t *testing.T) {
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}, p.Status.Conditions)
 }
+
+func TestNilModifierChangesNothing(t *testing.T) {
+	assert.Equal(t, Pod("web"), Pod("web", nil))
+}
