@@ -47,20 +47,3 @@ func Ensure(ctx context.Context, client kubernetes.Interface, rec *record.EventR
 	*rec = r
 	return stop, nil
 }
-
-// Drain returns the Events a FakeRecorder holds, emptying it (for tests).
-//
-// Deprecated: test code belongs in test/unit/gen: use gen.DrainEvents. Drain
-// stays only until the tests of pkg/controller/imagepulljob and
-// pkg/controller/imagelistpulljob move to gen.DrainEvents, then goes.
-func Drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // A list job may have a deadline shorter than its pull timeout (OpenKruise
@@ -59,7 +59,7 @@ func TestChildTimeoutFitsTheDeadline(t *testing.T) {
 			}
 			assert.Equal(t, l.Spec.PullPolicy, f.list(t).Spec.PullPolicy, "the list job itself is not changed")
 			assert.Equal(t, []string{"Normal " + ReasonCreated + " Created ImagePullJob " + ChildName("list", "nginx:1") + " for nginx:1" + tc.wantNote},
-				events.Drain(f.recorder))
+				gen.DrainEvents(f.recorder))
 		})
 	}
 }

@@ -25,7 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 var now = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -39,13 +39,9 @@ type fixture struct {
 }
 
 func newList(images ...string) *v1beta1.ImageListPullJob {
-	return &v1beta1.ImageListPullJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "list", Namespace: "default", UID: "list-uid"},
-		Spec: v1beta1.ImageListPullJobSpec{Images: images, ImagePullJobTemplate: v1beta1.ImagePullJobTemplate{
-			PullSecrets: []string{"s"}, Parallelism: ptr.To(intstrFrom(3)),
-			CompletionPolicy: v1beta1.CompletionPolicy{ActiveDeadlineSeconds: ptr.To(int64(900)), TTLSecondsAfterFinished: ptr.To(int32(60))},
-		}},
-	}
+	return gen.ImageListPullJob("list", gen.SetImageListPullJobNamespace("default"), gen.SetImageListPullJobUID("list-uid"),
+		gen.SetImageListPullJobImages(images...), gen.SetImageListPullJobPullSecrets("s"), gen.SetImageListPullJobParallelism(intstrFrom(3)),
+		gen.SetImageListPullJobActiveDeadlineSeconds(900), gen.SetImageListPullJobTTLSecondsAfterFinished(60))
 }
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
@@ -241,14 +237,14 @@ func TestOwnChildNotYetCachedIsNotAFailure(t *testing.T) {
 	_, err := f.ctrl.sync(ctx, "default/list")
 	require.NoError(t, err)
 	require.Len(t, f.children(t), 1)
-	assert.Equal(t, []string{"Normal " + ReasonCreated + " Created ImagePullJob " + ChildName("list", "nginx:1") + " for nginx:1"}, events.Drain(f.recorder))
+	assert.Equal(t, []string{"Normal " + ReasonCreated + " Created ImagePullJob " + ChildName("list", "nginx:1") + " for nginx:1"}, gen.DrainEvents(f.recorder))
 
 	// Only the list job's status write reached the caches.
 	l := f.list(t)
 	require.NoError(t, f.factory.Apps().V1beta1().ImageListPullJobs().Informer().GetIndexer().Update(l))
 	_, err = f.ctrl.sync(ctx, "default/list")
 	require.NoError(t, err)
-	assert.Empty(t, events.Drain(f.recorder), "no CreateFailed for our own child")
+	assert.Empty(t, gen.DrainEvents(f.recorder), "no CreateFailed for our own child")
 	assert.Len(t, f.children(t), 1)
 	st := f.list(t).Status
 	assert.Equal(t, int32(1), st.Desired)
@@ -273,7 +269,7 @@ func TestForeignObjectOfChildNameIsReported(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			_, err = f.ctrl.sync(ctx, "default/list") // the cache does not show it
 			require.Error(t, err)
-			ev := events.Drain(f.recorder)
+			ev := gen.DrainEvents(f.recorder)
 			require.Len(t, ev, 1)
 			assert.Contains(t, ev[0], "Warning "+ReasonCreateFailed+" Cannot create the ImagePullJob for nginx:1: ImagePullJob "+ChildName("list", "nginx:1")+" exists and is not this list job's")
 		})
@@ -286,7 +282,7 @@ func TestForeignObjectOfChildNameIsReported(t *testing.T) {
 func TestChildFailureReasonsSurface(t *testing.T) {
 	f := newFixture(t, newList("nginx:1", "redis:7"))
 	f.sync(t)
-	events.Drain(f.recorder)
+	gen.DrainEvents(f.recorder)
 	const why = "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling (n1: failed to pull nginx:1 after 4 attempts: NotFound: manifest unknown)"
 	f.finishChild(t, "nginx:1", 1, 0, 1, why)
 	long := "Completed: 0/1 nodes succeeded, 1 failed, 0 pulling (n1: " + strings.Repeat("x", 2000) + ")"
@@ -298,5 +294,5 @@ func TestChildFailureReasonsSurface(t *testing.T) {
 	assert.Len(t, st.FailedImageStatuses[1].Message, maxFailedImageMessage)
 	assert.True(t, strings.HasSuffix(st.FailedImageStatuses[1].Message, "..."))
 	assert.Equal(t, []string{"Warning " + ReasonFailed + " Completed: 0/2 images pulled on every node, 2 failed somewhere (nginx:1: " + why + ")"},
-		events.Drain(f.recorder))
+		gen.DrainEvents(f.recorder))
 }
