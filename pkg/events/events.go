@@ -47,3 +47,16 @@ func Ensure(ctx context.Context, client kubernetes.Interface, rec *record.EventR
 	*rec = r
 	return stop, nil
 }
+
+// While runs run with *rec set, to a new kruise-controller recorder when it
+// is nil (Ensure), and flushes and stops that recorder once run returns:
+// the frame of every controller's Run.
+func While(ctx context.Context, client kubernetes.Interface, rec *record.EventRecorder, run func()) error {
+	stop, err := Ensure(ctx, client, rec)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	run()
+	return nil
+}

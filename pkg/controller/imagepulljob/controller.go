@@ -148,17 +148,13 @@ func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.jobQueue.ShutDown()
 	defer c.nodeQueue.ShutDown()
 	defer c.rechecks.stopAll()
-	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
-	if err != nil {
-		return err
-	}
-	defer stopRecorder()
-	klog.FromContext(ctx).Info("Started workers", "workers", n)
-	var wg sync.WaitGroup
-	wg.Go(func() { c.jobLoop().Run(ctx, n) })
-	wg.Go(func() { c.nodeLoop().Run(ctx, n) })
-	wg.Wait()
-	return nil
+	return events.While(ctx, c.client, &c.recorder, func() {
+		klog.FromContext(ctx).Info("Started workers", "workers", n)
+		var wg sync.WaitGroup
+		wg.Go(func() { c.jobLoop().Run(ctx, n) })
+		wg.Go(func() { c.nodeLoop().Run(ctx, n) })
+		wg.Wait()
+	})
 }
 
 func (c *Controller) jobLoop() workers.Loop {

@@ -135,16 +135,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.queue.ShutDown()
 
-	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
-	if err != nil {
-		return err
-	}
-	defer stopRecorder()
-	c.startedAt = c.clock.Now()
-
-	logger.Info("Started workers", "workers", workers)
-	c.loop().Run(ctx, workers)
-	return nil
+	return events.While(ctx, c.client, &c.recorder, func() {
+		c.startedAt = c.clock.Now()
+		logger.Info("Started workers", "workers", workers)
+		c.loop().Run(ctx, workers)
+	})
 }
 
 func (c *Controller) loop() workers.Loop {
