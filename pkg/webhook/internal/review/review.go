@@ -1,0 +1,53 @@
+// Package review reads and writes the bodies of the API server's webhook
+// calls (AdmissionReview, ConversionReview): what the admission server and
+// the conversion endpoint share.
+package review
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+)
+
+// Read checks that r is a POST of JSON and reads its body, at most limit
+// bytes. On failure it returns the HTTP status code to answer with (405,
+// 415, 413 or 400) and an error that says what was wrong.
+func Read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, error) {
+	if r.Method != http.MethodPost {
+		return nil, http.StatusMethodNotAllowed, fmt.Errorf("reviews are sent with POST, not %s", r.Method)
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: reviews are sent as application/json", ct)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", limit)
+	case err != nil:
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
+	case len(body) == 0:
+		return nil, http.StatusBadRequest, errors.New("empty request body")
+	}
+	return body, http.StatusOK, nil
+}
+
+// Write answers with v as JSON and the status code.
+func Write(w http.ResponseWriter, code int, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("encoding the response: %v", err), http.StatusInternalServerError)
+		return fmt.Errorf("encoding the response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("writing the response: %w", err)
+	}
+	return nil
+}
