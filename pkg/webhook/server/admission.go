@@ -89,7 +89,7 @@ func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		logger.Info("Refused an admission request", "code", badCode, "uid", uid, "err", err)
 		code = badCode
-		resp = &admissionv1.AdmissionResponse{UID: uid, Result: failure(int32(badCode), err.Error())}
+		resp = &admissionv1.AdmissionResponse{UID: uid, Result: review.Failure(int32(badCode), err.Error())}
 		out = outcome{result: resultError}
 	} else {
 		logger = logger.WithValues("uid", req.UID, "kind", req.Kind.Kind, "namespace", req.Namespace,

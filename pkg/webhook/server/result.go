@@ -7,8 +7,9 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekruise/kruise/pkg/webhook/internal/review"
 )
 
 // Admitter decides one admission request. It runs on the request's context
@@ -98,7 +99,7 @@ type outcome struct {
 func response(uid types.UID, r Result, declared map[string]bool) (*admissionv1.AdmissionResponse, outcome) {
 	resp := &admissionv1.AdmissionResponse{UID: uid, Warnings: r.Warnings}
 	if r.Err != nil {
-		resp.Result = failure(http.StatusInternalServerError, r.Err.Error())
+		resp.Result = review.Failure(http.StatusInternalServerError, r.Err.Error())
 		return resp, outcome{result: resultError, reason: ReasonHandlerError}
 	}
 	if !r.Allowed {
@@ -106,7 +107,7 @@ func response(uid types.UID, r Result, declared map[string]bool) (*admissionv1.A
 		if code < 400 || code > 599 {
 			code = http.StatusForbidden
 		}
-		resp.Result = failure(code, r.Message)
+		resp.Result = review.Failure(code, r.Message)
 		reason := r.Reason
 		if !declared[reason] {
 			reason = ReasonOther
@@ -120,7 +121,7 @@ func response(uid types.UID, r Result, declared map[string]bool) (*admissionv1.A
 	ops, err := jsonpatch.DecodePatch(r.Patch)
 	if err != nil {
 		resp.Allowed = false
-		resp.Result = failure(http.StatusInternalServerError, fmt.Sprintf("the webhook returned an invalid JSON patch: %v", err))
+		resp.Result = review.Failure(http.StatusInternalServerError, fmt.Sprintf("the webhook returned an invalid JSON patch: %v", err))
 		return resp, outcome{result: resultError, reason: ReasonInvalidPatch}
 	}
 	if len(ops) == 0 {
@@ -129,31 +130,4 @@ func response(uid types.UID, r Result, declared map[string]bool) (*admissionv1.A
 	pt := admissionv1.PatchTypeJSONPatch
 	resp.Patch, resp.PatchType = r.Patch, &pt
 	return resp, outcome{result: resultPatched}
-}
-
-// failure is the status of a refused request, with the standard reason of
-// its code (what apierrors reads).
-func failure(code int32, message string) *metav1.Status {
-	st := &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: message}
-	switch code {
-	case http.StatusBadRequest:
-		st.Reason = metav1.StatusReasonBadRequest
-	case http.StatusForbidden:
-		st.Reason = metav1.StatusReasonForbidden
-	case http.StatusNotFound:
-		st.Reason = metav1.StatusReasonNotFound
-	case http.StatusConflict:
-		st.Reason = metav1.StatusReasonConflict
-	case http.StatusRequestEntityTooLarge:
-		st.Reason = metav1.StatusReasonRequestEntityTooLarge
-	case http.StatusUnsupportedMediaType:
-		st.Reason = metav1.StatusReasonUnsupportedMediaType
-	case http.StatusMethodNotAllowed:
-		st.Reason = metav1.StatusReasonMethodNotAllowed
-	case http.StatusUnprocessableEntity:
-		st.Reason = metav1.StatusReasonInvalid
-	case http.StatusInternalServerError:
-		st.Reason = metav1.StatusReasonInternalError
-	}
-	return st
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Read checks that r is a POST of JSON and reads its body, at most limit
@@ -50,4 +52,31 @@ func Write(w http.ResponseWriter, code int, v any) error {
 		return fmt.Errorf("writing the response: %w", err)
 	}
 	return nil
+}
+
+// Failure is the status of a refused review, with the standard reason of
+// its code (what apierrors reads).
+func Failure(code int32, message string) *metav1.Status {
+	st := &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: message}
+	switch code {
+	case http.StatusBadRequest:
+		st.Reason = metav1.StatusReasonBadRequest
+	case http.StatusForbidden:
+		st.Reason = metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		st.Reason = metav1.StatusReasonNotFound
+	case http.StatusMethodNotAllowed:
+		st.Reason = metav1.StatusReasonMethodNotAllowed
+	case http.StatusConflict:
+		st.Reason = metav1.StatusReasonConflict
+	case http.StatusRequestEntityTooLarge:
+		st.Reason = metav1.StatusReasonRequestEntityTooLarge
+	case http.StatusUnsupportedMediaType:
+		st.Reason = metav1.StatusReasonUnsupportedMediaType
+	case http.StatusUnprocessableEntity:
+		st.Reason = metav1.StatusReasonInvalid
+	case http.StatusInternalServerError:
+		st.Reason = metav1.StatusReasonInternalError
+	}
+	return st
 }
