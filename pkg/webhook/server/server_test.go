@@ -109,7 +109,7 @@ func TestCertificateRotationReachesNewConnections(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
 	}
-	// A client kept from before the rotation keeps its connection.
+	// A client with a connection from before the rotation goes on working.
 	old := e.client()
 	code, _ := e.do(old, http.MethodPost, "/mutate-pod", "application/json", podReview(t, "u"))
 	require.Equal(t, http.StatusOK, code)
