@@ -42,8 +42,8 @@ const (
 	ReasonInvalidPatch = "InvalidPatch"
 )
 
-// Result is an admission decision. Build it with Allowed, Patched, Denied
-// or Errored.
+// Result is an admission decision. Build it with Allowed, Patched, Denied,
+// Invalid or Errored. The zero Result denies, with code 403 and no message.
 type Result struct {
 	// Allowed admits the object.
 	Allowed bool
