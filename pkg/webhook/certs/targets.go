@@ -1,0 +1,283 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// webhookEntry is one webhook of a configuration: its name and caBundle.
+type webhookEntry struct {
+	name     string
+	caBundle []byte
+}
+
+// configAccess reads and patches one kind of webhook configuration.
+type configAccess struct {
+	ref   func(name string, uid types.UID) corev1.ObjectReference
+	get   func(ctx context.Context, name string) (types.UID, []webhookEntry, error)
+	patch func(ctx context.Context, name string, strategicMerge []byte) error
+}
+
+func (m *Manager) mutatingAccess() configAccess {
+	client := m.cfg.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	return configAccess{
+		ref: mutatingRef,
+		get: func(ctx context.Context, name string) (types.UID, []webhookEntry, error) {
+			obj, err := client.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			entries := make([]webhookEntry, 0, len(obj.Webhooks))
+			for _, w := range obj.Webhooks {
+				entries = append(entries, webhookEntry{name: w.Name, caBundle: w.ClientConfig.CABundle})
+			}
+			return obj.UID, entries, nil
+		},
+		patch: func(ctx context.Context, name string, data []byte) error {
+			_, err := client.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return err
+		},
+	}
+}
+
+func (m *Manager) validatingAccess() configAccess {
+	client := m.cfg.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	return configAccess{
+		ref: validatingRef,
+		get: func(ctx context.Context, name string) (types.UID, []webhookEntry, error) {
+			obj, err := client.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			entries := make([]webhookEntry, 0, len(obj.Webhooks))
+			for _, w := range obj.Webhooks {
+				entries = append(entries, webhookEntry{name: w.Name, caBundle: w.ClientConfig.CABundle})
+			}
+			return obj.UID, entries, nil
+		},
+		patch: func(ctx context.Context, name string, data []byte) error {
+			_, err := client.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return err
+		},
+	}
+}
+
+// webhookBundlePatch is the strategic merge patch both kinds of
+// configuration take: their webhooks list merges by name, so only the named
+// entries' caBundle changes, whatever else is in the object.
+type webhookBundlePatch struct {
+	Webhooks []webhookBundlePatchEntry `json:"webhooks"`
+}
+
+type webhookBundlePatchEntry struct {
+	Name         string `json:"name"`
+	ClientConfig struct {
+		CABundle []byte `json:"caBundle"`
+	} `json:"clientConfig"`
+}
+
+// syncTargets checks (ModeManaged: and writes) the caBundle of every
+// configured object against s.
+func (m *Manager) syncTargets(ctx context.Context, s *served, c *check) {
+	m.syncConfig(ctx, m.mutatingAccess(), m.cfg.MutatingWebhookConfiguration, s, c)
+	m.syncConfig(ctx, m.validatingAccess(), m.cfg.ValidatingWebhookConfiguration, s, c)
+	for _, name := range m.cfg.CRDs {
+		m.syncCRD(ctx, name, s, c)
+	}
+}
+
+// bundleProblem says why caBundle is not right for s, nil when it is. In
+// ModeManaged it must be exactly the Secret's ca-cert.pem (what the Manager
+// writes); in ModeExternal it must trust the serving certificate (cainjector
+// writes ca.crt, an operator may add more CAs).
+func (m *Manager) bundleProblem(caBundle []byte, s *served, now time.Time) error {
+	if m.cfg.Mode == ModeExternal {
+		return s.bundleTrusts(caBundle, now)
+	}
+	if bytes.Equal(caBundle, s.bundle) {
+		return nil
+	}
+	if len(caBundle) == 0 {
+		return errors.New("caBundle is empty")
+	}
+	return fmt.Errorf("caBundle differs from %s of Secret %s/%s", CACertKey, m.cfg.Namespace, m.cfg.SecretName)
+}
+
+func (m *Manager) syncConfig(ctx context.Context, acc configAccess, name string, s *served, c *check) {
+	uid, entries, err := acc.get(ctx, name)
+	ref := acc.ref(name, uid)
+	if apierrors.IsNotFound(err) {
+		c.add(Problem{Object: ref, Reason: ReasonObjectNotFound, Message: "does not exist; the API server cannot call its webhooks until it is created with its caBundle"})
+		return
+	}
+	if err != nil {
+		m.apiError(c, ref, "reading: %v", err)
+		return
+	}
+	c.seen[refKey(ref)] = ref
+	var wrong []string
+	var why []string
+	allEmpty := true
+	for _, e := range entries {
+		if err := m.bundleProblem(e.caBundle, s, c.now); err != nil {
+			wrong = append(wrong, e.name)
+			why = append(why, fmt.Sprintf("webhook %q: %v", e.name, err))
+			allEmpty = allEmpty && len(e.caBundle) == 0
+		}
+	}
+	if len(wrong) == 0 {
+		c.ok(ref)
+		return
+	}
+	if m.cfg.Mode == ModeExternal {
+		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: strings.Join(why, "; ") + externalHint})
+		return
+	}
+	p := webhookBundlePatch{}
+	for _, n := range wrong {
+		e := webhookBundlePatchEntry{Name: n}
+		e.ClientConfig.CABundle = s.bundle
+		p.Webhooks = append(p.Webhooks, e)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		m.apiError(c, ref, "encoding the caBundle patch: %v", err)
+		return
+	}
+	m.restore(ctx, c, ref, s, fmt.Sprintf("webhooks %s", strings.Join(wrong, ", ")), allEmpty,
+		func() error { return acc.patch(ctx, name, data) })
+}
+
+// externalHint ends a ModeExternal mismatch message.
+const externalHint = " (with EnableExternalCerts kruise writes no caBundle: cert-manager's cainjector does, for objects annotated " +
+	"cert-manager.io/inject-ca-from: <namespace>/<Certificate>; check the annotation and cainjector's logs)"
+
+func (m *Manager) syncCRD(ctx context.Context, name string, s *served, c *check) {
+	crds := m.cfg.CRDClient.ApiextensionsV1().CustomResourceDefinitions()
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	ref := crdRef(name, "")
+	if apierrors.IsNotFound(err) {
+		c.add(Problem{Object: ref, Reason: ReasonObjectNotFound, Message: "does not exist; its conversion webhook cannot be given the CA"})
+		return
+	}
+	if err != nil {
+		m.apiError(c, ref, "reading: %v", err)
+		return
+	}
+	ref.UID = crd.UID
+	conv := crd.Spec.Conversion
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
+		klog.FromContext(ctx).V(4).Info("CRD converts without a webhook, no caBundle to check", "crd", name)
+		c.ok(ref)
+		return
+	}
+	c.seen[refKey(ref)] = ref
+	if conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		c.add(Problem{Object: ref, Reason: ReasonNoClientConfig, Message: "conversion strategy is Webhook but spec.conversion.webhook.clientConfig is not set"})
+		return
+	}
+	err = m.bundleProblem(conv.Webhook.ClientConfig.CABundle, s, c.now)
+	if err == nil {
+		c.ok(ref)
+		return
+	}
+	if m.cfg.Mode == ModeExternal {
+		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: "conversion webhook: " + err.Error() + externalHint})
+		return
+	}
+	patch := map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+		"clientConfig": map[string]any{"caBundle": s.bundle}}}}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		m.apiError(c, ref, "encoding the caBundle patch: %v", err)
+		return
+	}
+	m.restore(ctx, c, ref, s, "the conversion webhook", len(conv.Webhook.ClientConfig.CABundle) == 0, func() error {
+		_, err := crds.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// restore writes the CA into ref's caBundle (ModeManaged). If this process
+// wrote the same bundle there before, someone else changed it since: it is
+// restored at once the first time and then with a growing delay, so that a
+// fight with another writer (a GitOps tool that owns the field, an old
+// controller) does not become a write storm; each is a Warning Event.
+func (m *Manager) restore(ctx context.Context, c *check, ref corev1.ObjectReference, s *served, what string, wasEmpty bool, patch func() error) {
+	key := refKey(ref)
+	overwritten := m.patches.overwritten(key, s.bundle)
+	if at := m.patches.nextAllowed(key); overwritten && c.now.Before(at) {
+		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: fmt.Sprintf(
+			"caBundle of %s was changed again by someone else after kruise restored it; next restore at %s",
+			what, at.UTC().Format(time.RFC3339))})
+		c.dueAt(at)
+		return
+	}
+	if err := patch(); err != nil {
+		m.apiError(c, ref, "writing the caBundle of %s: %v", what, err)
+		return
+	}
+	m.patches.record(key, s.bundle, c.now)
+	klog.FromContext(ctx).Info("Webhook CA bundle written", "kind", ref.Kind, "object", ref.Name, "into", what, "overwritten", overwritten)
+	switch {
+	case overwritten:
+		m.recorder.Eventf(&ref, corev1.EventTypeWarning, ReasonCABundleOverwritten,
+			"caBundle of %s was changed by someone else; restored the CA of Secret %s/%s", what, m.cfg.Namespace, m.cfg.SecretName)
+	case wasEmpty:
+		m.event(ref, ReasonCABundleInjected, "wrote the CA of Secret %s/%s into %s", m.cfg.Namespace, m.cfg.SecretName, what)
+	default:
+		m.event(ref, ReasonCABundleInjected, "replaced the caBundle of %s with the CA of Secret %s/%s", what, m.cfg.Namespace, m.cfg.SecretName)
+	}
+	c.ok(ref)
+}
+
+// Restore delays after an overwrite: the first restore is immediate, then
+// each waits twice as long as the one before, up to maxRestoreDelay; after
+// restoreResetAfter without a restore the delay starts over.
+const (
+	initialRestoreDelay = time.Second
+	maxRestoreDelay     = 5 * time.Minute
+	restoreResetAfter   = 10 * time.Minute
+)
+
+// patchHistory remembers, per object, the bundle this process last wrote,
+// when, and how long to wait before restoring it again.
+type patchHistory map[string]patchRecord
+
+type patchRecord struct {
+	bundle []byte
+	at     time.Time
+	delay  time.Duration
+}
+
+// overwritten: this process wrote bundle into the object before, so a
+// differing caBundle now is someone else's change.
+func (h patchHistory) overwritten(key string, bundle []byte) bool {
+	rec, ok := h[key]
+	return ok && bytes.Equal(rec.bundle, bundle)
+}
+
+func (h patchHistory) nextAllowed(key string) time.Time {
+	rec := h[key]
+	return rec.at.Add(rec.delay)
+}
+
+func (h patchHistory) record(key string, bundle []byte, now time.Time) {
+	var delay time.Duration
+	if rec, ok := h[key]; ok && bytes.Equal(rec.bundle, bundle) && now.Sub(rec.at) < restoreResetAfter {
+		delay = max(initialRestoreDelay, min(2*rec.delay, maxRestoreDelay))
+	}
+	h[key] = patchRecord{bundle: bundle, at: now, delay: delay}
+}
