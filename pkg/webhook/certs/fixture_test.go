@@ -3,6 +3,7 @@ package certs
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"strconv"
 	"sync"
 	"testing"
@@ -337,3 +338,5 @@ func parseCerts(t *testing.T, pemBytes []byte) []*x509.Certificate {
 }
 
 func newClock() *testingclock.FakeClock { return testingclock.NewFakeClock(t0) }
+
+func encodeStd(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -96,25 +96,33 @@ func newServing(now time.Time, validity time.Duration, ca *x509.Certificate, caK
 	if err != nil {
 		return nil, err
 	}
+	tmpl, err := servingTemplate(now, validity, dnsNames)
+	if err != nil {
+		return nil, err
+	}
+	if ca.NotAfter.Before(tmpl.NotAfter) {
+		tmpl.NotAfter = ca.NotAfter
+	}
+	return sign(tmpl, ca, key, caKey)
+}
+
+// servingTemplate is a serving certificate for dnsNames (the first is the
+// subject's common name) valid from now (minus backdate) for validity.
+func servingTemplate(now time.Time, validity time.Duration, dnsNames []string) (*x509.Certificate, error) {
 	serial, err := newSerial()
 	if err != nil {
 		return nil, err
 	}
-	notAfter := now.Add(validity)
-	if ca.NotAfter.Before(notAfter) {
-		notAfter = ca.NotAfter
-	}
-	tmpl := &x509.Certificate{
+	return &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: dnsNames[0]},
 		DNSNames:              dnsNames,
 		NotBefore:             now.Add(-backdate(validity)).UTC(),
-		NotAfter:              notAfter.UTC(),
+		NotAfter:              now.Add(validity).UTC(),
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-	}
-	return sign(tmpl, ca, key, caKey)
+	}, nil
 }
 
 func sign(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) (*issued, error) {

@@ -109,10 +109,10 @@ func (m *Manager) report(ctx context.Context, problems []Problem, seen map[strin
 	for _, p := range problems {
 		now[p.key()] = p
 		if old, ok := m.reported[p.key()]; ok && old.Message == p.Message {
-			logger.V(4).Info("Webhook certificate problem persists", "kind", p.Object.Kind, "object", refName(p.Object), "reason", p.Reason, "problem", p.Message)
+			logger.V(4).Info("Webhook certificate problem persists", "kind", p.Object.Kind, "object", klog.KRef(p.Object.Namespace, p.Object.Name), "reason", p.Reason, "problem", p.Message)
 			continue
 		}
-		logger.Error(nil, "Webhook certificate problem", "kind", p.Object.Kind, "object", refName(p.Object), "reason", p.Reason, "problem", p.Message)
+		logger.Error(nil, "Webhook certificate problem", "kind", p.Object.Kind, "object", klog.KRef(p.Object.Namespace, p.Object.Name), "reason", p.Reason, "problem", p.Message)
 		ref := p.Object
 		m.recorder.Event(&ref, corev1.EventTypeWarning, p.Reason, p.Message)
 	}
@@ -120,7 +120,7 @@ func (m *Manager) report(ctx context.Context, problems []Problem, seen map[strin
 		if _, ok := now[key]; ok {
 			continue
 		}
-		logger.Info("Webhook certificate problem resolved", "kind", old.Object.Kind, "object", refName(old.Object), "reason", old.Reason, "was", old.Message)
+		logger.Info("Webhook certificate problem resolved", "kind", old.Object.Kind, "object", klog.KRef(old.Object.Namespace, old.Object.Name), "reason", old.Reason, "was", old.Message)
 		ref := old.Object
 		if p, ok := seen[refKey(old.Object)]; ok {
 			ref = p

@@ -44,12 +44,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for {
 		next, failed := m.sync(ctx)
-		if failed {
-			backoff = min(max(2*backoff, time.Second), m.cfg.Resync)
-			next = min(next, backoff)
-		} else {
-			backoff = 0
-		}
+		next, backoff = nextWait(next, failed, backoff, m.cfg.Resync)
 		timer := m.clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
@@ -61,6 +56,18 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-timer.C():
 		}
 	}
+}
+
+// nextWait is how long Run waits after a check that asked for next and
+// failed or not, given the backoff so far; it returns the new backoff.
+// After a failed API call the wait is one second, then doubles up to resync;
+// a success resets it.
+func nextWait(next time.Duration, failed bool, backoff, resync time.Duration) (time.Duration, time.Duration) {
+	if !failed {
+		return next, 0
+	}
+	backoff = min(max(2*backoff, time.Second), resync)
+	return min(next, backoff), backoff
 }
 
 // trigger asks Run for a check soon; triggers coalesce.

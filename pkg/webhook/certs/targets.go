@@ -230,7 +230,7 @@ func (m *Manager) restore(ctx context.Context, c *check, ref corev1.ObjectRefere
 		return
 	}
 	m.patches.record(key, s.bundle, c.now)
-	klog.FromContext(ctx).Info("Webhook CA bundle written", "kind", ref.Kind, "object", ref.Name, "into", what, "overwritten", overwritten)
+	klog.FromContext(ctx).Info("Webhook CA bundle written", "kind", ref.Kind, "object", klog.KRef(ref.Namespace, ref.Name), "into", what, "overwritten", overwritten)
 	switch {
 	case overwritten:
 		m.recorder.Eventf(&ref, corev1.EventTypeWarning, ReasonCABundleOverwritten,
