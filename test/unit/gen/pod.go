@@ -23,6 +23,12 @@ func PodFrom(p *corev1.Pod, mods ...PodModifier) *corev1.Pod {
 
 func SetPodNamespace(ns string) PodModifier { return func(p *corev1.Pod) { p.Namespace = ns } }
 
+// SetPodGenerateName sets the pod's generateName (and no name: pass "" to
+// Pod for a pod not created yet).
+func SetPodGenerateName(prefix string) PodModifier {
+	return func(p *corev1.Pod) { p.GenerateName = prefix }
+}
+
 func SetPodUID(uid types.UID) PodModifier { return func(p *corev1.Pod) { p.UID = uid } }
 
 func SetPodResourceVersion(rv string) PodModifier {
@@ -37,6 +43,19 @@ func AddPodLabels(labels map[string]string) PodModifier {
 		}
 		for k, v := range labels {
 			p.Labels[k] = v
+		}
+	}
+}
+
+// AddPodAnnotations adds annotations to the pod's, replacing values of the
+// same keys.
+func AddPodAnnotations(annotations map[string]string) PodModifier {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		for k, v := range annotations {
+			p.Annotations[k] = v
 		}
 	}
 }
@@ -96,6 +115,11 @@ func AddPodReadinessGate(t corev1.PodConditionType) PodModifier {
 
 func SetPodPhase(phase corev1.PodPhase) PodModifier {
 	return func(p *corev1.Pod) { p.Status.Phase = phase }
+}
+
+// SetPodStartTime sets status.startTime, when the kubelet took the pod on.
+func SetPodStartTime(at time.Time) PodModifier {
+	return func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: at} }
 }
 
 func SetPodIP(ip string) PodModifier { return func(p *corev1.Pod) { p.Status.PodIP = ip } }

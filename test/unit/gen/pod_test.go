@@ -37,3 +37,10 @@ func TestPodSettersReplaceByKey(t *testing.T) {
 func TestNilModifierChangesNothing(t *testing.T) {
 	assert.Equal(t, Pod("web"), Pod("web", nil))
 }
+
+func TestAddPodAnnotationsMerges(t *testing.T) {
+	base := Pod("web", AddPodAnnotations(map[string]string{"a": "1", "b": "2"}))
+	p := PodFrom(base, AddPodAnnotations(map[string]string{"b": "3"}))
+	assert.Equal(t, map[string]string{"a": "1", "b": "3"}, p.Annotations)
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, base.Annotations)
+}
