@@ -26,6 +26,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
@@ -365,6 +366,13 @@ func buildImageListPullJob(d Deps) (Controller, error) {
 		ListJobs:     d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
 		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
 	})
+}
+
+// buildLaunchPriority adapts Deps to the container launch priority barrier
+// controller. It is not in builders until the pod webhook that adds the
+// barriers is served.
+func buildLaunchPriority(d Deps) (Controller, error) {
+	return launchpriority.New(launchpriority.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
 }
 
 // buildPodReadiness adapts Deps to the KruisePodReady condition controller.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 )
 
 // Informer transforms: what the controllers' caches keep of each object.
@@ -153,14 +154,20 @@ func isKruiseKey(key string) bool {
 //     podSelector picks;
 //   - pod readiness: spec.readinessGates (is KruisePodReady declared?),
 //     status.conditions (has it?), status.phase, deletionTimestamp, and
-//     resourceVersion (the precondition of its status patch).
+//     resourceVersion (the precondition of its status patch);
+//   - launch priority: the regular containers' names and their
+//     KRUISE_CONTAINER_BARRIER (valueFrom: the ConfigMap and key) and
+//     KRUISE_CONTAINER_PRIORITY env vars, the launch-priority annotations
+//     (kruise's), status.startTime (when a slow container is reported),
+//     status.phase, deletionTimestamp, uid, and the containers' statuses
+//     (ready, state.waiting.reason, state.terminated.exitCode).
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,
 // envFrom, ...), volumes, affinity, tolerations and the rest of the spec;
 // init and ephemeral container statuses, the containers' image, imageID,
 // lastState, resources and termination or waiting messages, pod IPs, host
-// IPs, start time, QoS class, and the pod's status reason and message.
+// IPs, QoS class, and the pod's status reason and message.
 // The containers' ready, started and restartCount are kept although only
 // the live pod's are read today: they are a few bytes.
 func leanPod(in *corev1.Pod) *corev1.Pod {
@@ -180,12 +187,14 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:             in.Status.Phase,
 			Conditions:        in.Status.Conditions,
+			StartTime:         in.Status.StartTime,
 			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
 		},
 	}
 }
 
-// leanContainers keeps each container's name, image and marking env vars.
+// leanContainers keeps each container's name, image and the env vars some
+// controller reads.
 func leanContainers(in []corev1.Container) []corev1.Container {
 	if in == nil {
 		return nil
@@ -197,16 +206,27 @@ func leanContainers(in []corev1.Container) []corev1.Container {
 	return out
 }
 
-// markingEnv keeps the env vars that mark a sidecar, in order, nil when
-// there are none.
+// markingEnv keeps, in order, the env vars that mark a sidecar or a launch
+// priority, nil when there are none.
 func markingEnv(in []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range in {
-		if e.Name == sidecarterminator.EnvTerminateSidecar || e.Name == sidecarterminator.EnvTerminateSidecarWithImage {
+		if keptEnv(e.Name) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// keptEnv reports whether an env var of a regular container is read by a
+// controller from the cache.
+func keptEnv(name string) bool {
+	switch name {
+	case sidecarterminator.EnvTerminateSidecar, sidecarterminator.EnvTerminateSidecarWithImage,
+		lp.EnvBarrier, lp.EnvPriority:
+		return true
+	}
+	return false
 }
 
 // leanContainerStatuses keeps each status's name, containerID, ready,

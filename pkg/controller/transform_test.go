@@ -28,6 +28,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -93,7 +94,9 @@ func fullPod() *corev1.Pod {
 			Containers: []corev1.Container{
 				{
 					Name: "main", Image: "registry.example.com/team/batch:1.2.3", Command: []string{"/bin/batch"}, Args: []string{"--shard=42"},
-					Env: env, EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "batch-config"}}}},
+					// Admitted with launch priority: main waits for proxy.
+					Env:       append(append([]corev1.EnvVar{}, env...), lp.BarrierEnv("batch-42-xk2p9-barrier", 0)),
+					EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "batch-config"}}}},
 					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 					Resources: resources, VolumeMounts: mounts, LivenessProbe: probe, ReadinessProbe: probe,
 					Lifecycle:                &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "sleep 5"}}}},
@@ -108,7 +111,7 @@ func fullPod() *corev1.Pod {
 						{Name: sidecarterminator.EnvTerminateSidecar, Value: "true"},
 						{Name: "PROXY_ADMIN_PORT", Value: "15000"},
 						{Name: sidecarterminator.EnvTerminateSidecarWithImage, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "exit-image"}}},
-					}, env...),
+					}, append(append([]corev1.EnvVar{}, env...), corev1.EnvVar{Name: lp.EnvPriority, Value: "1"})...),
 					Ports:        []corev1.ContainerPort{{Name: "admin", ContainerPort: 15000}},
 					Resources:    resources,
 					VolumeMounts: mounts,
@@ -273,6 +276,18 @@ var podKept = []field[*corev1.Pod]{
 		}
 		return out
 	}},
+	{"spec.containers[].env[launch priority]", "launchpriority planOf (barrier valueFrom), topPriority (priority value)", func(p *corev1.Pod) any {
+		var out []corev1.EnvVar
+		for _, c := range p.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == lp.EnvBarrier || e.Name == lp.EnvPriority {
+					out = append(out, e)
+				}
+			}
+		}
+		return out
+	}},
+	{"status.startTime", "launchpriority waiting (when a slow container is reported)", func(p *corev1.Pod) any { return p.Status.StartTime }},
 	{"metadata.deletionTimestamp", "sidecarterminator decide, recreate podUpdated, podreadiness", func(p *corev1.Pod) any { return p.DeletionTimestamp }},
 	{"status.phase", "sidecarterminator, recreate podUpdated, imagepulljob podTerminal, podreadiness", func(p *corev1.Pod) any { return p.Status.Phase }},
 	{"status.conditions", "sidecarterminator recorded/conditionTime, recreate markedByUs, podreadiness", func(p *corev1.Pod) any { return p.Status.Conditions }},
@@ -319,7 +334,9 @@ var podDropped = []field[*corev1.Pod]{
 		var out []string
 		for _, c := range p.Spec.Containers {
 			for _, e := range c.Env {
-				if e.Name != sidecarterminator.EnvTerminateSidecar && e.Name != sidecarterminator.EnvTerminateSidecarWithImage {
+				switch e.Name {
+				case sidecarterminator.EnvTerminateSidecar, sidecarterminator.EnvTerminateSidecarWithImage, lp.EnvBarrier, lp.EnvPriority:
+				default:
 					out = append(out, e.Name)
 				}
 			}
@@ -336,7 +353,6 @@ var podDropped = []field[*corev1.Pod]{
 	{"status.podIPs", "", func(p *corev1.Pod) any { return p.Status.PodIPs }},
 	{"status.hostIP", "", func(p *corev1.Pod) any { return p.Status.HostIP }},
 	{"status.hostIPs", "", func(p *corev1.Pod) any { return p.Status.HostIPs }},
-	{"status.startTime", "", func(p *corev1.Pod) any { return p.Status.StartTime }},
 	{"status.qosClass", "", func(p *corev1.Pod) any { return p.Status.QOSClass }},
 	{"status.initContainerStatuses", "", func(p *corev1.Pod) any { return p.Status.InitContainerStatuses }},
 	{"status.containerStatuses[].image/imageID", "", func(p *corev1.Pod) any {
@@ -419,17 +435,18 @@ func TestTransformPod(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{
-				{Name: "main", Image: "registry.example.com/team/batch:1.2.3"},
+				{Name: "main", Image: "registry.example.com/team/batch:1.2.3", Env: []corev1.EnvVar{lp.BarrierEnv("batch-42-xk2p9-barrier", 0)}},
 				{Name: "proxy", Image: "registry.example.com/mesh/proxy:2.0", Env: []corev1.EnvVar{
 					{Name: sidecarterminator.EnvTerminateSidecar, Value: "true"},
 					{Name: sidecarterminator.EnvTerminateSidecarWithImage, ValueFrom: full.Spec.Containers[1].Env[3].ValueFrom},
+					{Name: lp.EnvPriority, Value: "1"},
 				}},
 			},
 			RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: ptr.To(int64(45)),
 			NodeName: "node-a", ReadinessGates: full.Spec.ReadinessGates,
 		},
 		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, Conditions: full.Status.Conditions,
+			Phase: corev1.PodRunning, Conditions: full.Status.Conditions, StartTime: &tHourAgo,
 			ContainerStatuses: []corev1.ContainerStatus{
 				{
 					Name: "main", ContainerID: "containerd://" + sha(4), RestartCount: 1, Started: ptr.To(false),
@@ -801,6 +818,24 @@ func TestRunCachesLeanObjects(t *testing.T) {
 	assert.Equal(t, leanNode(fullNode(300)), node)
 }
 
+// The pod of fullPod was admitted with launch priority (proxy 1, main
+// waits for key p_0); proxy is Ready, so both keys are due and the pod is
+// completed: the barrier env vars, the priority and the container statuses
+// are read from the lean cache.
+func TestLaunchPriorityOnTransformedCache(t *testing.T) {
+	pod := jobPod()
+	x := newTransformed([]runtime.Object{pod}, nil)
+	x.run(t, buildLaunchPriority)
+
+	require.Eventually(t, func() bool { return len(x.podPatches()[""]) > 0 }, 10*time.Second, 10*time.Millisecond,
+		"the pod is marked completed")
+	assert.Contains(t, x.podPatches()[""][0], `"apps.kruise.io/container-launch-priority-completed":"true"`)
+	cm, err := x.kube.CoreV1().ConfigMaps("jobs").Get(context.Background(), "batch-42-xk2p9-barrier", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"p_1": "true", "p_0": "true"}, cm.Data)
+	assert.Equal(t, pod.UID, cm.OwnerReferences[0].UID)
+}
+
 func TestPodReadinessOnTransformedCache(t *testing.T) {
 	pod := fullPod()
 	pod.Status.Conditions = pod.Status.Conditions[:2] // no KruisePodReady yet
@@ -819,7 +854,7 @@ func TestPodReadinessOnTransformedCache(t *testing.T) {
 func TestTransformReviewedForEveryController(t *testing.T) {
 	reviewed := map[string]bool{
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
-		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true,
+		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
