@@ -35,6 +35,12 @@ const (
 	// AnnotationCompleted is set to "true" on a pod once every key of its
 	// barrier ConfigMap has been written.
 	AnnotationCompleted = "apps.kruise.io/container-launch-priority-completed"
+	// AnnotationReleased is kruise's own (OpenKruise has none): the key of
+	// the lowest priority whose containers have been released, set when
+	// that key is written. Changing the pod makes the kubelet sync it at
+	// once, rather than on its retry backoff (10-15 s), so the released
+	// containers start without waiting.
+	AnnotationReleased = "apps.kruise.io/container-launch-priority-released"
 
 	// BarrierSuffix ends the name of a named pod's barrier ConfigMap:
 	// <pod name>-barrier.

@@ -101,6 +101,23 @@ func (p plan) keys(n int) []string {
 	return out
 }
 
+// released is the key of the lowest level whose containers read it and
+// find it in cm, "" when none does yet.
+func (p plan) released(cm *corev1.ConfigMap) string {
+	out := ""
+	for _, l := range p.levels {
+		if !l.gated {
+			continue
+		}
+		k := lp.Key(l.priority)
+		if _, ok := cm.Data[k]; !ok {
+			break
+		}
+		out = k
+	}
+	return out
+}
+
 // due counts the levels that may start: the first, and each next one once
 // every container of every level above it is satisfied.
 func (p plan) due(pod *corev1.Pod) int {

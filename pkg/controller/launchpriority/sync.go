@@ -58,8 +58,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if completed {
 		return 0, nil
 	}
-	if hasAll(cm, p.keys(len(p.levels))) {
-		return 0, c.markCompleted(ctx, pod, p)
+	done := hasAll(cm, p.keys(len(p.levels)))
+	if err := c.annotate(ctx, pod, p, cm, done); err != nil {
+		return 0, err
+	}
+	if done {
+		return 0, nil
 	}
 	return c.waiting(pod, p, n), nil
 }
@@ -119,24 +123,39 @@ func (c *Controller) ensureBarrier(ctx context.Context, pod *corev1.Pod, p plan,
 	return written, nil
 }
 
-// markCompleted sets the completed annotation, on this pod only (its UID is
-// part of the patch).
-func (c *Controller) markCompleted(ctx context.Context, pod *corev1.Pod, p plan) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid":         pod.UID,
-		"annotations": map[string]string{lp.AnnotationCompleted: lp.KeyValue},
-	}})
+// annotate records on the pod the lowest released priority that containers
+// wait for (AnnotationReleased: the change makes the kubelet start them now)
+// and, once every key is in, AnnotationCompleted. Only what differs from the
+// pod is written; the pod's UID is part of the patch, so a pod of the same
+// name created meanwhile is not touched.
+func (c *Controller) annotate(ctx context.Context, pod *corev1.Pod, p plan, cm *corev1.ConfigMap, done bool) error {
+	want := map[string]string{}
+	if k := p.released(cm); k != "" && pod.Annotations[lp.AnnotationReleased] != k {
+		want[lp.AnnotationReleased] = k
+	}
+	if done {
+		want[lp.AnnotationCompleted] = lp.KeyValue
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, "annotations": want}})
 	if err != nil {
-		return fmt.Errorf("encoding the completed annotation: %w", err)
+		return fmt.Errorf("encoding the launch-priority annotations: %w", err)
 	}
 	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("marking pod %s/%s launch-priority completed: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("annotating pod %s/%s with its launch progress: %w", pod.Namespace, pod.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Every launch priority released", "pod", klog.KObj(pod), "plan", p.describe())
+	logger := klog.FromContext(ctx)
+	if done {
+		logger.V(2).Info("Every launch priority released", "pod", klog.KObj(pod), "plan", p.describe())
+	} else {
+		logger.V(4).Info("Told the kubelet of released priorities", "pod", klog.KObj(pod), "released", want[lp.AnnotationReleased])
+	}
 	return nil
 }
 

@@ -44,7 +44,10 @@ func TestThreeLevelsReleasedInOrder(t *testing.T) {
 	f.setPod(t, threeLevels(ready("db"), blocked("cache", "app")))
 	f.sync(t)
 	assert.Equal(t, set("p_10", "p_5"), f.keys(t, barrier), "db is Ready: cache may start")
-	assert.Empty(t, f.podPatches(t))
+	assert.Equal(t, []map[string]any{{"metadata": map[string]any{
+		"uid": string(podUID), "annotations": map[string]any{lp.AnnotationReleased: "p_5"},
+	}}}, f.podPatches(t), "the pod is changed, so the kubelet syncs it and starts cache now, with its UID as precondition")
+	f.cacheLive(t)
 	f.kube.ClearActions()
 	f.sync(t)
 	assert.Empty(t, f.writes(), "idempotent")
@@ -62,8 +65,8 @@ func TestThreeLevelsReleasedInOrder(t *testing.T) {
 	patches := f.podPatches(t)
 	require.Len(t, patches, 1)
 	assert.Equal(t, map[string]any{"metadata": map[string]any{
-		"uid": string(podUID), "annotations": map[string]any{lp.AnnotationCompleted: "true"},
-	}}, patches[0], "the pod is marked completed, with its UID as precondition")
+		"uid": string(podUID), "annotations": map[string]any{lp.AnnotationCompleted: "true", lp.AnnotationReleased: "p_0"},
+	}}, patches[0], "the pod is marked completed, and app released")
 	assert.Equal(t, "true", f.getPod(t).Annotations[lp.AnnotationCompleted])
 
 	// Until the kubelet retries app, it still shows the missing key: the
@@ -106,6 +109,7 @@ func TestOpenKruiseAdmittedPod(t *testing.T) {
 		f := newFixture(t, pod(blocked("sidecar", "main")))
 		f.sync(t)
 		assert.Equal(t, set("p_1"), f.keys(t, barrier))
+		assert.Equal(t, "p_1", f.getPod(t).Annotations[lp.AnnotationReleased], "the highest level waits too: the kubelet is told")
 		f.setPod(t, pod(ready("sidecar"), blocked("main")))
 		f.sync(t)
 		assert.Equal(t, set("p_1", "p_0"), f.keys(t, barrier))
