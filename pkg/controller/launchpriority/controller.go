@@ -4,7 +4,9 @@
 // p_<priority> of the pod's barrier ConfigMap; the kubelet cannot create such
 // a container until the key exists. This controller creates the ConfigMap,
 // owned by the pod, with the key of the highest priority, and adds each next
-// key once every container of higher priority is Ready; with all keys in it
+// key once every container of higher priority is Ready, telling the kubelet
+// through the pod annotation apps.kruise.io/container-launch-priority-released
+// so that it starts the released containers at once; with all keys in it
 // marks the pod apps.kruise.io/container-launch-priority-completed=true.
 // Keys are never removed, so restarts and in-place updates start at once.
 //
