@@ -52,6 +52,10 @@ accepted and ignored with a warning):
   SidecarTerminator=true  the Job sidecar terminator (OpenKruise defaults it to false)
   ImagePullJobGate=true   ImagePullJob, ImageListPullJob and pull secrets, with
                           KruiseDaemon (OpenKruise defaults it to false)
+  EnableExternalCerts=false
+                          with --webhook-enabled: the webhook certificates are
+                          cert-manager's (Secret kruise-webhook-certs: ca.crt, tls.crt,
+                          tls.key) and kruise writes no caBundle, only verifies
 
 Controllers (gates):
   containerrecreaterequest  (KruiseDaemon) admits ContainerRecreateRequests (labels,
@@ -69,6 +73,16 @@ Controllers (gates):
   pullsecrets, imagepulljob, imagelistpulljob
                             (ImagePullJobGate, KruiseDaemon) fan image pre-pulls out to
                             the NodeImages, with copies of their pull secrets
+  launchpriority            releases container launch priorities: creates each pod's
+                            <pod>-barrier ConfigMap and adds key p_<n> once the
+                            containers of higher priority are Ready
+
+Webhooks (--webhook-enabled, the chart's webhook.enabled; off by default): every
+replica, leader or not, serves HTTPS on --webhook-addr (:9876) behind Service
+kruise-webhook-service: /mutate-pod (container launch priority: adds the
+KRUISE_CONTAINER_BARRIER env vars) and /convert (CRD conversion). It keeps the
+certificates in Secret kruise-webhook-certs and the CA in the webhook configurations,
+and /readyz fails until the certificate is valid and trusted there.
 
 SIGTERM or SIGINT stops the controllers, waits for their workers, then releases the
 lease and exits 0 (non-zero, leaving the lease to expire, if the workers do not stop

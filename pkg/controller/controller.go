@@ -25,6 +25,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
@@ -96,6 +97,13 @@ var builders = []Entry{
 	{Name: pullsecrets.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildPullSecrets},
 	{Name: imagepulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImagePullJob},
 	{Name: imagelistpulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImageListPullJob},
+	// Container launch priority's barriers. No gate, as in OpenKruise (its
+	// pod webhook, which adds the barriers, is gated; the controller is
+	// not): without the webhook no pod carries a barrier and the controller
+	// only watches. It runs even with --webhook-enabled=false, so that pods
+	// admitted while the webhook was on (or by another replica) are still
+	// released.
+	{Name: launchpriority.Name, Build: buildLaunchPriority},
 }
 
 // Disabled is a controller a feature gate turned off.

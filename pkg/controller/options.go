@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 )
 
 const (
@@ -53,6 +57,23 @@ type Options struct {
 	// on real nodes: "phase" or "crr" (see pkg/controller/sidecarterminator).
 	SidecarTermination string
 
+	// WebhookEnabled serves the admission and conversion webhooks on
+	// WebhookAddr, on every replica, with the certificates of Secret
+	// kruise-webhook-certs (pkg/webhook/certs).
+	WebhookEnabled bool
+	// WebhookAddr is the webhooks' HTTPS listen address.
+	WebhookAddr string
+	// WebhookServiceName is the Service the API server calls the webhooks
+	// through: the serving certificate's names are its.
+	WebhookServiceName string
+	// WebhookCertValidity is the validity of a serving certificate kruise
+	// issues (managed certificates); it is renewed after two thirds of it.
+	WebhookCertValidity time.Duration
+	// WebhookConversionCRDs are the CustomResourceDefinitions whose
+	// conversion webhook (/convert) gets the CA; a CRD that converts
+	// without a webhook (strategy None) is only read.
+	WebhookConversionCRDs []string
+
 	// Features decides which controllers run (see builders); --feature-gates
 	// sets it. Nil means features.DefaultFeatureGate.
 	Features featuregate.FeatureGate
@@ -78,7 +99,12 @@ func NewOptions() *Options {
 		ShutdownGrace:  5 * time.Second,
 
 		SidecarTermination: string(sidecarterminator.MechanismPhase),
-		Features:           features.DefaultFeatureGate,
+
+		WebhookAddr:         wserver.DefaultAddr,
+		WebhookServiceName:  certs.ServiceName,
+		WebhookCertValidity: certs.DefaultCertValidity,
+
+		Features: features.DefaultFeatureGate,
 	}
 }
 
@@ -114,6 +140,19 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"\"phase\" records the pod's phase from the main containers and lets the kubelet stop the sidecars (fastest; sidecar exit codes cannot fail the pod), "+
 			"\"crr\" asks kruise-daemon to stop them with a ContainerRecreateRequest and leaves the pod's status to the kubelet (no pod status writes; sidecars must exit 0 on SIGTERM). "+
 			"See docs/design/sidecar-terminator.md.")
+	fs.BoolVar(&o.WebhookEnabled, "webhook-enabled", o.WebhookEnabled,
+		"Serve the admission webhooks (the pod webhook of container launch priority) and CRD conversion (/convert) over HTTPS on --webhook-addr, "+
+			"on every replica, leader or not; /readyz then also waits for a valid certificate whose CA the webhook configurations carry. "+
+			"The Helm chart's webhook.enabled sets it and renders the Service and webhook configurations.")
+	fs.StringVar(&o.WebhookAddr, "webhook-addr", o.WebhookAddr, "Listen address (host:port) of the webhooks, with --webhook-enabled.")
+	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", o.WebhookServiceName,
+		"Service (in kruise's namespace) the API server calls the webhooks through; the serving certificate names it.")
+	fs.DurationVar(&o.WebhookCertValidity, "webhook-cert-validity", o.WebhookCertValidity,
+		"Validity of the webhook serving certificates kruise issues (not with EnableExternalCerts); each is renewed, without a restart, "+
+			"when two thirds of it have passed. At least 1m, at most the CA's 10 years.")
+	fs.StringSliceVar(&o.WebhookConversionCRDs, "webhook-conversion-crds", o.WebhookConversionCRDs,
+		"CustomResourceDefinitions (e.g. nodeimages.apps.kruise.io) whose spec.conversion.webhook calls /convert: kruise writes its CA into "+
+			"their caBundle (not with EnableExternalCerts) and is not ready until they trust its certificate. A CRD converting with strategy None is only read.")
 }
 
 // Validate checks the options and says which flag to fix.
@@ -134,6 +173,18 @@ func (o *Options) Validate() error {
 		gate.Enabled(features.SidecarTerminator) && !gate.Enabled(features.KruiseDaemon) {
 		errs = append(errs, fmt.Errorf("--sidecar-termination=crr stops sidecars through ContainerRecreateRequests, which only kruise-daemon carries out, "+
 			"but --feature-gates says %s=false (no daemon is deployed): use --sidecar-termination=phase, which needs no daemon", features.KruiseDaemon))
+	}
+	if o.WebhookEnabled {
+		if o.WebhookAddr == "" {
+			errs = append(errs, errors.New("--webhook-addr must not be empty with --webhook-enabled"))
+		}
+		if msgs := validation.IsDNS1035Label(o.WebhookServiceName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--webhook-service-name %q is not a Service name: %s", o.WebhookServiceName, strings.Join(msgs, "; ")))
+		}
+		if o.WebhookCertValidity < certs.MinCertValidity || o.WebhookCertValidity > certs.DefaultCAValidity {
+			errs = append(errs, fmt.Errorf("--webhook-cert-validity must be between %s and %s, got %s",
+				certs.MinCertValidity, certs.DefaultCAValidity, o.WebhookCertValidity))
+		}
 	}
 	if o.ShutdownGrace < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %s", o.ShutdownGrace))

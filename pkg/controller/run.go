@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -68,7 +69,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("creating kruise client: %w", err)
 	}
-	return run(ctx, o, deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders})
+	d := deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders}
+	if o.WebhookEnabled {
+		if d.crdClient, err = newCRDClient(cfg); err != nil {
+			return fmt.Errorf("creating apiextensions client: %w", err)
+		}
+	}
+	return run(ctx, o, d)
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
@@ -80,6 +87,13 @@ type deps struct {
 	builders     []Entry
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
+
+	// crdClient writes the conversion webhooks' caBundles (--webhook-enabled).
+	crdClient apiextensionsclient.Interface
+	// webhookClock is the certificate manager's; nil is the real clock.
+	webhookClock clock.WithTicker
+	// webhookListening, if set, is told the bound webhook address.
+	webhookListening func(net.Addr)
 }
 
 func run(ctx context.Context, o *Options, d deps) error {
@@ -112,6 +126,15 @@ func run(ctx context.Context, o *Options, d deps) error {
 		healthz = append(healthz, watchdog)
 		readyz = append(readyz, watchdog)
 	}
+	var hooks *webhooks
+	if o.WebhookEnabled {
+		// Not leader-gated: every replica serves admission and conversion,
+		// and is ready only with a certificate the API server trusts.
+		if hooks, err = newWebhooks(o, d, kruiseNamespace(), metrics); err != nil {
+			return fmt.Errorf("setting up the webhooks: %w", err)
+		}
+		readyz = append(readyz, hooks.checks()...)
+	}
 	srv := server.New(server.Options{Addr: o.Addr, Gatherer: server.Gatherers(metrics), Healthz: healthz, Readyz: readyz})
 	addr, err := srv.Listen()
 	if err != nil {
@@ -119,6 +142,15 @@ func run(ctx context.Context, o *Options, d deps) error {
 	}
 	if d.listening != nil {
 		d.listening(addr)
+	}
+	if hooks != nil {
+		waddr, err := hooks.listen()
+		if err != nil {
+			return err
+		}
+		if d.webhookListening != nil {
+			d.webhookListening(waddr)
+		}
 	}
 
 	// Each leadership term runs controllers and caches of its own: those of
@@ -139,6 +171,9 @@ func run(ctx context.Context, o *Options, d deps) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx) })
+	if hooks != nil {
+		hooks.run(gctx, g.Go)
+	}
 	g.Go(func() error {
 		waitForAPIServer(gctx, d.client, apiReady)
 		return nil
@@ -369,8 +404,7 @@ func buildImageListPullJob(d Deps) (Controller, error) {
 }
 
 // buildLaunchPriority adapts Deps to the container launch priority barrier
-// controller. It is not in builders until the pod webhook that adds the
-// barriers is served.
+// controller.
 func buildLaunchPriority(d Deps) (Controller, error) {
 	return launchpriority.New(launchpriority.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
 }

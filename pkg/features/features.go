@@ -28,6 +28,14 @@ const (
 	// ImageListPullJob and pull-secret controllers (they need KruiseDaemon
 	// too). Beta, default true. OpenKruise defaults it to false (Alpha).
 	ImagePullJobGate featuregate.Feature = "ImagePullJobGate"
+
+	// EnableExternalCerts says the webhook certificates are someone else's
+	// (cert-manager and its cainjector): kruise-controller reads ca.crt,
+	// tls.crt and tls.key from Secret kruise-webhook-certs and verifies the
+	// caBundles, writing nothing. Off, it keeps its own CA and writes the
+	// caBundles. Only read with --webhook-enabled. Alpha, default false (as
+	// in OpenKruise).
+	EnableExternalCerts featuregate.Feature = "EnableExternalCerts"
 )
 
 // specs are the gates kruise implements.
@@ -35,6 +43,8 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	KruiseDaemon:      {Default: true, PreRelease: featuregate.Beta},
 	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
+	// Alpha like OpenKruise's, so AllAlpha=true turns it on there and here.
+	EnableExternalCerts: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

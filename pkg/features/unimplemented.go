@@ -9,7 +9,8 @@ const notImplemented = "kruise does not implement this OpenKruise gate; it is ac
 // warning, so that an operator's --feature-gates string written for
 // OpenKruise keeps working.
 var unimplemented = map[string]string{
-	"PodWebhook":        "kruise has no pod admission webhook; " + notImplemented,
+	"PodWebhook": "kruise's pod webhook is turned on by --webhook-enabled (the chart's webhook.enabled) and is only called for pods " +
+		"that need it (matchConditions); " + notImplemented,
 	"DaemonWatchingPod": "kruise-daemon always watches the pods of its own node (spec.nodeName field selector); the gate has nothing to switch",
 	"CloneSetShortHash": notImplemented,
 	"KruisePodReadinessGate": "kruise injects no KruisePodReady readiness gate when pods are created (no pod webhook); " +
@@ -34,7 +35,6 @@ var unimplemented = map[string]string{
 	"RecreatePodWhenChangeVCTInCloneSetGate":    notImplemented,
 	"StatefulSetStartOrdinal":                   notImplemented,
 	"PodIndexLabel":                             notImplemented,
-	"EnableExternalCerts":                       "kruise serves no webhook certificates; " + notImplemented,
 	"StatefulSetAutoResizePVCGate":              notImplemented,
 	"ForceDeleteTimeoutExpectationFeatureGate":  notImplemented,
 	"InPlaceWorkloadVerticalScaling":            notImplemented,

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/pkg/webhook/conversion"
+	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
+)
+
+// webhooks are the webhook server and the certificate manager that feeds
+// it. Every replica runs them, leader or not: admission and conversion must
+// survive a failover.
+type webhooks struct {
+	certs  *certs.Manager
+	server *wserver.Server
+}
+
+// newWebhooks builds the certificate manager and the webhook server with
+// its handlers: the launch-priority pod webhook and /convert. It does not
+// call the API server.
+func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Registerer) (*webhooks, error) {
+	mode := certs.ModeManaged
+	if o.featureGate().Enabled(features.EnableExternalCerts) {
+		mode = certs.ModeExternal
+	}
+	mgr, err := certs.New(certs.Config{
+		Mode:         mode,
+		Namespace:    namespace,
+		ServiceName:  o.WebhookServiceName,
+		CRDs:         o.WebhookConversionCRDs,
+		CertValidity: o.WebhookCertValidity,
+		Client:       d.client,
+		CRDClient:    d.crdClient,
+		Clock:        d.webhookClock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := wserver.New(wserver.Options{
+		Addr:           o.WebhookAddr,
+		GetCertificate: mgr.GetCertificate,
+		Ready:          func() error { return mgr.Check(nil) },
+		Metrics:        metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.HandleAdmission(launchpriority.Webhook()); err != nil {
+		return nil, err
+	}
+	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Handle(conversion.Path, convert); err != nil {
+		return nil, err
+	}
+	return &webhooks{certs: mgr, server: srv}, nil
+}
+
+// checks are the webhooks' /readyz checks: the server serves, and the
+// certificate is valid with its CA in every configured object.
+func (w *webhooks) checks() []server.Checker {
+	return []server.Checker{w.server.ReadyCheck(), w.certs}
+}
+
+// listen binds the webhook port, so that a conflict fails start-up.
+func (w *webhooks) listen() (net.Addr, error) {
+	return w.server.Listen()
+}
+
+// run runs the certificate manager and serves until ctx ends.
+func (w *webhooks) run(ctx context.Context, start func(func() error)) {
+	logger := klog.FromContext(ctx)
+	start(func() error {
+		if err := w.certs.Run(ctx); err != nil {
+			return fmt.Errorf("webhook certificates: %w", err)
+		}
+		return nil
+	})
+	start(func() error { return w.server.Serve(ctx) })
+	logger.Info("Serving webhooks on every replica", "webhooks", []string{launchpriority.Path, conversion.Path})
+}
+
+// newCRDClient is the apiextensions client the certificate manager writes
+// conversion caBundles with.
+var newCRDClient = apiextensionsclient.NewForConfig
