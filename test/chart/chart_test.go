@@ -110,6 +110,7 @@ func TestLint(t *testing.T) {
 		"local cluster values":     {"-f", filepath.Join(chartDir(t), "..", "..", "overlays", "local", "values.yaml")},
 		"OpenKruise-style values":  {"-f", filepath.Join(chartDir(t), "ci", "openkruise-values.yaml")},
 		"without daemon":           {"--set", "featureGates=KruiseDaemon=false"},
+		"webhook on":               {"--set", "webhook.enabled=true,webhook.conversion.enabled=true"},
 		"credential provider, aws": {"-f", filepath.Join(chartDir(t), "ci", "credential-provider-values.yaml")},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -41,3 +41,19 @@ app.kubernetes.io/part-of: kruise
 {{- end -}}
 {{- $f -}}
 {{- end -}}
+
+{{/* The controller's --feature-gates: featureGates, plus EnableExternalCerts=true when the
+certificates are not kruise's (externalCerts.enabled, or a caBundle the chart writes). */}}
+{{- define "kruise.controllerGates" -}}
+{{- $gates := .Values.featureGates | default "" -}}
+{{- if and .Values.webhook.enabled (or .Values.externalCerts.enabled .Values.webhook.caBundle) -}}
+{{- if $gates -}}{{- printf "%s,EnableExternalCerts=true" $gates -}}{{- else -}}EnableExternalCerts=true{{- end -}}
+{{- else -}}
+{{- $gates -}}
+{{- end -}}
+{{- end -}}
+
+{{/* true when kruise writes the webhook Secret and caBundles itself (managed certificates). */}}
+{{- define "kruise.managedCerts" -}}
+{{- if not (or .Values.externalCerts.enabled .Values.webhook.caBundle) -}}true{{- end -}}
+{{- end -}}

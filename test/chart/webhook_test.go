@@ -1,0 +1,190 @@
+package chart
+
+import (
+	"encoding/base64"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+)
+
+const (
+	mutatingKey   = "MutatingWebhookConfiguration//" + certs.MutatingWebhookConfigurationName
+	validatingKey = "ValidatingWebhookConfiguration//" + certs.ValidatingWebhookConfigurationName
+	serviceKey    = "Service/kruise-system/" + certs.ServiceName
+	certsRoleKey  = "Role/kruise-system/kruise-controller-webhook-certs"
+)
+
+// A test CA (PEM); the chart only checks its shape and base64-encodes it.
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIBATAKBggqhkjOPQQDAjAAMB4XDTI1MDEwMTAwMDAwMFoX\n-----END CERTIFICATE-----\n"
+
+func (r rendered) mutating(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	obj, ok := r[mutatingKey]
+	require.True(t, ok, "no mutating configuration in %v", r.keys())
+	return obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+}
+
+func (r rendered) clusterRoleRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	obj, ok := r["ClusterRole//kruise-controller"]
+	require.True(t, ok)
+	return obj.(*rbacv1.ClusterRole).Rules
+}
+
+func ruleFor(rules []rbacv1.PolicyRule, resource string) *rbacv1.PolicyRule {
+	for i := range rules {
+		if slices.Contains(rules[i].Resources, resource) {
+			return &rules[i]
+		}
+	}
+	return nil
+}
+
+// Off (the default): no webhook object, no webhook flag or port, no webhook
+// RBAC; only the barrier controller's ConfigMap rule is new.
+func TestRenderWebhookOff(t *testing.T) {
+	objs := render(t, "--set", "externalCerts.enabled=true", "--set", "webhook.caBundle="+testCA)
+	for _, key := range []string{mutatingKey, validatingKey, serviceKey, certsRoleKey} {
+		assert.NotContains(t, objs, key)
+	}
+	c := objs.deployment(t).Spec.Template.Spec.Containers[0]
+	assert.NotContains(t, strings.Join(c.Args, " "), "webhook")
+	assert.Contains(t, c.Args, "--feature-gates=", "external certificates mean nothing without the webhook")
+	for _, p := range c.Ports {
+		assert.NotEqual(t, "webhook", p.Name)
+	}
+	rules := objs.clusterRoleRules(t)
+	cm := ruleFor(rules, "configmaps")
+	require.NotNil(t, cm, "the barrier controller runs always")
+	assert.Equal(t, []string{"get", "create", "update"}, cm.Verbs)
+	assert.Empty(t, cm.ResourceNames)
+	assert.Nil(t, ruleFor(rules, "mutatingwebhookconfigurations"))
+	assert.Nil(t, ruleFor(rules, "customresourcedefinitions"))
+}
+
+// On, with kruise's own certificates: the Service, both configurations, the
+// flags and port, and RBAC limited by name that lets kruise write.
+func TestRenderWebhookOn(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true")
+
+	svc := objs[serviceKey].(*corev1.Service)
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.EqualValues(t, 443, svc.Spec.Ports[0].Port)
+	assert.Equal(t, intstr.FromString("webhook"), svc.Spec.Ports[0].TargetPort)
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "kruise-controller"}, svc.Spec.Selector)
+
+	c := objs.deployment(t).Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Args, "--webhook-enabled=true")
+	assert.Contains(t, c.Args, "--webhook-addr=:9876")
+	assert.Contains(t, c.Args, "--feature-gates=", "managed certificates: EnableExternalCerts stays off")
+	assert.NotContains(t, strings.Join(c.Args, " "), "--webhook-conversion-crds")
+	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
+
+	m := objs.mutating(t)
+	require.Len(t, m.Webhooks, 1)
+	w := m.Webhooks[0]
+	assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
+	assert.Equal(t, []string{"v1"}, w.AdmissionReviewVersions)
+	assert.EqualValues(t, 5, *w.TimeoutSeconds)
+	assert.Equal(t, certs.ServiceName, w.ClientConfig.Service.Name)
+	assert.Equal(t, "kruise-system", w.ClientConfig.Service.Namespace)
+	assert.Equal(t, wlp.Path, *w.ClientConfig.Service.Path)
+	assert.Empty(t, w.ClientConfig.CABundle, "kruise writes the caBundle")
+	require.Len(t, w.Rules, 1)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
+	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
+	assert.Equal(t, wlp.MatchConditions(), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
+	require.Len(t, w.NamespaceSelector.MatchExpressions, 1)
+	assert.Equal(t, []string{"kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values)
+	assert.Empty(t, m.Annotations)
+
+	v := objs[validatingKey].(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	assert.Empty(t, v.Webhooks, "no validating webhook yet; the object exists for the certificate manager")
+
+	rules := objs.clusterRoleRules(t)
+	cfg := ruleFor(rules, "mutatingwebhookconfigurations")
+	require.NotNil(t, cfg)
+	assert.ElementsMatch(t, []string{certs.MutatingWebhookConfigurationName, certs.ValidatingWebhookConfigurationName}, cfg.ResourceNames)
+	assert.Equal(t, []string{"get", "list", "watch", "patch"}, cfg.Verbs)
+	role := objs[certsRoleKey].(*rbacv1.Role)
+	require.Len(t, role.Rules, 2)
+	assert.Equal(t, []string{certs.SecretName}, role.Rules[0].ResourceNames)
+	assert.Equal(t, []string{"get", "list", "watch", "update"}, role.Rules[0].Verbs)
+	assert.Equal(t, []string{"create"}, role.Rules[1].Verbs)
+	assert.Contains(t, objs, "RoleBinding/kruise-system/kruise-controller-webhook-certs")
+}
+
+func TestRenderWebhookFailurePolicy(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.pod=Ignore", "--set", "webhook.timeoutSeconds=3")
+	w := objs.mutating(t).Webhooks[0]
+	assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+	assert.EqualValues(t, 3, *w.TimeoutSeconds)
+
+	out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
+		"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.pod=ignore")
+	require.Error(t, err)
+	assert.Contains(t, out, `webhook.failurePolicy.pod must be Fail or Ignore, got "ignore"`)
+}
+
+// externalCerts: the gate is turned on, the annotations are on both
+// configurations, and kruise may only read.
+func TestRenderExternalCerts(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true", "--set", "featureGates=ImagePullJobGate=false",
+		"--set", "externalCerts.enabled=true",
+		"--set", `externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`)
+	want := map[string]string{"cert-manager.io/inject-ca-from": "kruise-system/kruise-webhook-certs"}
+	assert.Equal(t, want, objs.mutating(t).Annotations)
+	assert.Equal(t, want, objs[validatingKey].(*admissionregistrationv1.ValidatingWebhookConfiguration).Annotations)
+	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--feature-gates=ImagePullJobGate=false,EnableExternalCerts=true")
+	assert.Contains(t, objs.daemonSet(t).Spec.Template.Spec.Containers[0].Args, "--feature-gates=ImagePullJobGate=false",
+		"the daemon's gates are left alone")
+
+	cfg := ruleFor(objs.clusterRoleRules(t), "mutatingwebhookconfigurations")
+	require.NotNil(t, cfg)
+	assert.Equal(t, []string{"get", "list", "watch"}, cfg.Verbs, "external certificates: kruise patches nothing")
+	role := objs[certsRoleKey].(*rbacv1.Role)
+	require.Len(t, role.Rules, 1)
+	assert.Equal(t, []string{"get", "list", "watch"}, role.Rules[0].Verbs)
+}
+
+// GitOps: the chart writes the CA it is given, and kruise only verifies.
+func TestRenderWebhookCABundle(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true", "--set-string", "webhook.caBundle="+testCA)
+	w := objs.mutating(t).Webhooks[0]
+	assert.Equal(t, testCA, string(w.ClientConfig.CABundle))
+	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--feature-gates=EnableExternalCerts=true")
+	assert.Empty(t, objs.mutating(t).Annotations, "no cainjector annotations unless externalCerts.enabled")
+
+	out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
+		"--set", "webhook.enabled=true", "--set", "webhook.caBundle="+base64.StdEncoding.EncodeToString([]byte(testCA)))
+	require.Error(t, err)
+	assert.Contains(t, out, "webhook.caBundle must be a PEM CA certificate")
+}
+
+func TestRenderWebhookConversion(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true,webhook.conversion.enabled=true")
+	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io")
+	crd := ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
+	require.NotNil(t, crd)
+	assert.Equal(t, []string{"nodeimages.apps.kruise.io"}, crd.ResourceNames)
+	assert.Equal(t, []string{"get", "list", "watch", "patch"}, crd.Verbs)
+}
+
+// A unix-socket health address has no metrics port; the webhook port is
+// still declared.
+func TestRenderWebhookWithUnixSocket(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true", "--set", "manager.addr=unix:///run/kruise/controller.sock")
+	c := objs.deployment(t).Spec.Template.Spec.Containers[0]
+	assert.Equal(t, []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9876}}, c.Ports)
+}
