@@ -9,8 +9,10 @@
 #   hack/cluster.sh stop C   stop one component of a running cluster (SIGTERM, SIGKILL after a timeout)
 #   hack/cluster.sh start C  start it again with the command line of `up` and wait until it is healthy
 #
-# C is etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, criproxy, kubelet
-# or runtime. runtime is criproxy and containerd together: kruise-daemon dials the proxy, so
+# C is etcd, kube-apiserver, apiforward, kube-controller-manager, kube-scheduler, containerd,
+# criproxy, kubelet or runtime. apiforward makes the API server (on 127.0.0.1:6443) reachable from
+# pods at the bridge's host address 10.244.0.1:6443 (docs/development.md, "Webhooks on the local
+# cluster"). runtime is criproxy and containerd together: kruise-daemon dials the proxy, so
 # restarting containerd alone leaves the daemon's own gRPC connection up (its calls fail through
 # the proxy while containerd is away); stopping runtime cuts that connection as a real runtime
 # restart does. Stopping containerd leaves its shims, so the pods' containers keep running. The
@@ -28,7 +30,10 @@ export KUBECACHEDIR="${W}/kube-cache"
 SERVICE_CIDR="10.0.0.0/24"
 POD_CIDR="10.244.0.0/24"
 BRIDGE="kruise0"
-BRIDGE_ADDR="10.244.0.1/24"
+BRIDGE_IP="10.244.0.1"
+BRIDGE_ADDR="${BRIDGE_IP}/24"
+# Where pods on the bridge reach the API server: hack/tools/tcpforward to 127.0.0.1:6443.
+APIFORWARD_ADDR="${BRIDGE_IP}:6443"
 NODE_NAME="$(hostname | tr '[:upper:]' '[:lower:]')"
 
 # Host paths that kubelet, containerd and CNI create at fixed locations. `up` records which of them
@@ -94,9 +99,9 @@ stop() {
 
 build_tools() {
   mkdir -p "${OUT_BIN}"
-  log "building registry, mkimage, pause and criproxy tools"
+  log "building registry, mkimage, pause, criproxy and tcpforward tools"
   (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${OUT_BIN}/" \
-    ./hack/tools/registry ./hack/tools/mkimage ./hack/tools/pause ./hack/tools/criproxy)
+    ./hack/tools/registry ./hack/tools/mkimage ./hack/tools/pause ./hack/tools/criproxy ./hack/tools/tcpforward)
 }
 
 write_kubeconfig() {
@@ -113,7 +118,7 @@ write_kubeconfig() {
 write_configs() {
   local ip="$1"
   mkdir -p "${W}"/{containerd,cni/net.d,cni/ipam,kubelet/root,kubelet/pod-logs,kubelet/volume-plugins,flexvolume,etcd}
-  bash "${KRUISE_ROOT}/hack/pki.sh" "${PKI}" "${NODE_NAME}" "${ip}"
+  bash "${KRUISE_ROOT}/hack/pki.sh" "${PKI}" "${NODE_NAME}" "${ip}" "${BRIDGE_IP}"
   write_kubeconfig "${W}/admin.kubeconfig" admin admin
   write_kubeconfig "${W}/controller-manager.kubeconfig" kube-controller-manager controller-manager
   write_kubeconfig "${W}/scheduler.kubeconfig" kube-scheduler scheduler
@@ -249,7 +254,7 @@ node_ready() {
 
 any_running() {
   local c
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     running "${c}" && return 0
   done
   return 1
@@ -257,7 +262,7 @@ any_running() {
 
 healthy() {
   local c
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     running "${c}" || return 1
   done
   apiserver_ready && node_ready
@@ -287,6 +292,7 @@ start_apiserver() {
   start kube-apiserver "${K8S_BIN}/kube-apiserver" \
     --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=127.0.0.1 \
     --endpoint-reconciler-type=none \
+    --enable-aggregator-routing=true \
     --etcd-servers=http://127.0.0.1:2379 \
     --service-cluster-ip-range="${SERVICE_CIDR}" \
     --tls-cert-file="${PKI}/apiserver.crt" --tls-private-key-file="${PKI}/apiserver.key" \
@@ -308,6 +314,21 @@ start_apiserver() {
     --audit-log-path="${LOGS}/audit.log" --audit-policy-file="${W}/audit-policy.yaml" \
     --audit-log-maxsize=100 --audit-log-maxbackup=1
   wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready: see ${LOGS}/kube-apiserver.log"
+}
+
+# The API server's one --bind-address is loopback; pods (no host network, no default route) reach
+# it on the bridge's host address through this forwarder. --enable-aggregator-routing=true above
+# is the other half: the API server calls webhook Services at their endpoints (pod IPs on the
+# bridge), not at a ClusterIP (routed to unreachable here).
+apiforward_ready() {
+  curl -sf --max-time 2 --cacert "${PKI}/ca.crt" --cert "${PKI}/admin.crt" --key "${PKI}/admin.key" \
+    "https://${APIFORWARD_ADDR}/readyz" >/dev/null
+}
+
+start_apiforward() {
+  start apiforward "${OUT_BIN}/tcpforward" --listen "${APIFORWARD_ADDR}" --upstream 127.0.0.1:6443 \
+    --allow-cidr "${POD_CIDR}"
+  wait_for "API server at ${APIFORWARD_ADDR}" 30 apiforward_ready || die "apiforward not ready: see ${LOGS}/apiforward.log"
 }
 
 # The controller manager and the scheduler have no health wait in `up`, which waits for the node
@@ -336,6 +357,7 @@ start_scheduler() {
 start_control_plane() {
   start_etcd
   start_apiserver
+  start_apiforward
   start_controller_manager
   start_scheduler
 }
@@ -516,6 +538,7 @@ down() {
   stop_shims
   stop kube-scheduler
   stop kube-controller-manager
+  stop apiforward
   stop kube-apiserver 30
   stop etcd 15   # last: an apiserver whose etcd is gone hangs on shutdown
   stop registry
@@ -569,7 +592,7 @@ leftovers() {
 
 status() {
   local c rc=0
-  for c in registry etcd kube-apiserver kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
     if running "${c}"; then printf '%-24s running (pid %s)\n' "${c}" "$(cat "${PIDS}/${c}.pid")"
     else printf '%-24s stopped\n' "${c}"; rc=1; fi
   done
@@ -580,7 +603,7 @@ status() {
 
 # ---- one component ---------------------------------------------------------------------------
 
-COMPONENTS="etcd|kube-apiserver|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|runtime"
+COMPONENTS="etcd|kube-apiserver|apiforward|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|runtime"
 
 # component_preflight: stop and start act on a cluster that `up` configured, as root.
 component_preflight() {
@@ -595,7 +618,7 @@ stop_component() {
   case "$1" in
     etcd) stop etcd 15 ;;
     kube-apiserver) stop kube-apiserver 30 ;;
-    kube-controller-manager | kube-scheduler | criproxy) stop "$1" ;;
+    kube-controller-manager | kube-scheduler | criproxy | apiforward) stop "$1" ;;
     containerd) stop containerd 15 ;;
     kubelet) stop kubelet 30 ;;
     # The proxy first, as down does: its clients lose their connection, not only their calls.
@@ -610,6 +633,7 @@ start_component() {
   case "$1" in
     etcd) start_etcd ;;
     kube-apiserver) start_apiserver ;;
+    apiforward) start_apiforward ;;
     kube-controller-manager)
       start_controller_manager
       wait_for "kube-controller-manager /healthz" 60 curl -skf --max-time 2 https://127.0.0.1:10257/healthz ||

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Creates the local cluster's certificates and keys with openssl (idempotent: existing files stay).
-# Usage: hack/pki.sh DIR NODE_NAME NODE_IP
+# Usage: hack/pki.sh DIR NODE_NAME NODE_IP BRIDGE_IP
+# BRIDGE_IP is the host's address on the pod bridge, where pods reach the API server (through
+# hack/tools/tcpforward): the API server's certificate names it.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-dir="$1" node="$2" node_ip="$3"
+dir="$1" node="$2" node_ip="$3" bridge_ip="$4"
 mkdir -p "${dir}"
 cd "${dir}"
 umask 077
@@ -38,8 +40,13 @@ new_cert() {
 new_ca ca kruise-local-ca
 new_ca front-proxy-ca kruise-local-front-proxy-ca
 
+# A certificate made before the bridge address was added to it is made again (the API server reads
+# it at start).
+if [[ -f apiserver.crt ]] && ! openssl x509 -in apiserver.crt -noout -ext subjectAltName | grep -q "IP Address:${bridge_ip}\b"; then
+  rm -f apiserver.crt
+fi
 new_cert apiserver ca "/CN=kube-apiserver" serverAuth \
-  "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:${node},IP:127.0.0.1,IP:10.0.0.1"
+  "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:${node},IP:127.0.0.1,IP:10.0.0.1,IP:${bridge_ip}"
 new_cert apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 new_cert admin ca "/O=system:masters/CN=kubernetes-admin" clientAuth
 new_cert controller-manager ca "/CN=system:kube-controller-manager" clientAuth
