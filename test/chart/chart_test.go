@@ -279,20 +279,12 @@ func TestRenderCredentialProvider(t *testing.T) {
 	assert.Contains(t, data["CredentialProviderPlugin.yaml"], "ecr-credential-provider", "the config under OpenKruise's key")
 }
 
-// The local cluster's values: the controller on the pod network (each
-// replica its own address for webhooks), reaching the API server at the
-// bridge's host address, with health on a unix socket.
-func TestRenderLocalValuesUnixSocket(t *testing.T) {
-	objs := render(t, "-f", filepath.Join(chartDir(t), "..", "..", "overlays", "local", "values.yaml"))
+func TestRenderHostNetworkUnixSocket(t *testing.T) {
+	objs := render(t, "--set", "manager.hostNetwork=true,manager.addr=unix:///run/kruise/controller.sock")
 	ctl := objs.deployment(t)
 	spec := ctl.Spec.Template.Spec
 	c := spec.Containers[0]
-	assert.False(t, spec.HostNetwork)
-	env := map[string]string{}
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
-	}
-	assert.Equal(t, "10.244.0.1", env["KUBERNETES_SERVICE_HOST"], "the API server through the bridge, never the service IP")
+	assert.True(t, spec.HostNetwork)
 	assert.Empty(t, c.Ports, "no host port: two replicas share the node")
 	require.NotNil(t, c.ReadinessProbe.Exec)
 	assert.Equal(t, []string{"/usr/local/bin/kruise-controller", "probe", "--addr=unix:///run/kruise/controller.sock", "/readyz"},
