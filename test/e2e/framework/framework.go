@@ -22,6 +22,7 @@
 //	tokens.go       service account tokens and clients acting with them
 //	cluster.go      stopping and starting the local cluster's components (hack/cluster.sh)
 //	runtimehang.go  making the CRI proxy hold the daemon's runtime calls
+//	webhook.go      kruise-controller's pods and its /readyz, where the webhooks' checks are
 package framework
 
 import (
