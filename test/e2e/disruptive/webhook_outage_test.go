@@ -1,0 +1,123 @@
+//go:build e2e
+
+package disruptive
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// The pod webhook is only called for pods that can need it (matchConditions), so a kruise outage
+// never blocks the others. With kruise-controller scaled to 0 (no endpoint behind
+// kruise-webhook-service): a pod with no launch-priority mark still creates and runs, and so
+// does a marked pod in kube-system (never sent); a marked pod elsewhere is refused (the local
+// install's failurePolicy Fail) with the API server's reason. Scaled back, the controller is
+// Ready and marked pods are admitted again.
+func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
+	ctx := framework.Context(t, 8*time.Minute)
+	f := framework.New(t)
+	ns := f.NewNamespace(ctx, t, "webhook-outage")
+	before := leaderWaitReplicasAvailable(ctx, t, f, 3*time.Minute)
+	replicas := int32(len(before))
+
+	scale := func(ctx context.Context, n int32) error {
+		_, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).UpdateScale(ctx, leaderDeployment,
+			&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: leaderDeployment, Namespace: framework.KruiseNamespace},
+				Spec: autoscalingv1.ScaleSpec{Replicas: n}}, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("scaling Deployment %s to %d: %w", leaderDeployment, n, err)
+		}
+		return nil
+	}
+	restored := false
+	t.Cleanup(func() {
+		if restored {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := scale(ctx, replicas); err != nil {
+			t.Errorf("restoring the controller: %v", err)
+		}
+	})
+	if err := scale(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(ctx, t, 2*time.Minute, "no kruise-controller pod and no endpoint behind "+certs.ServiceName,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := f.ControllerPods(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			slices, err := f.Client.DiscoveryV1().EndpointSlices(framework.KruiseNamespace).List(ctx,
+				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + certs.ServiceName})
+			if err != nil {
+				return false, "", err
+			}
+			endpoints := 0
+			for _, s := range slices.Items {
+				endpoints += len(s.Endpoints)
+			}
+			return len(pods) == 0 && endpoints == 0, fmt.Sprintf("%d pod(s), %d endpoint(s)", len(pods), endpoints), nil
+		})
+
+	// Not marked: never sent to kruise, created and started as usual.
+	f.RunningBusyboxPod(ctx, t, ns, "unmarked", "a", "b")
+
+	// Marked in kube-system: never sent either.
+	sys := f.BusyboxPod("kube-system", "e2e-webhook-outage-"+strings.ToLower(ns[len(ns)-5:]), "a", "b")
+	sys.Spec.Containers[0].Env = []corev1.EnvVar{{Name: lp.EnvPriority, Value: "1"}}
+	if _, err := f.Client.CoreV1().Pods("kube-system").Create(ctx, sys, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a marked pod in kube-system was refused while kruise is down: %v", err)
+	} else {
+		t.Cleanup(func() { f.DeletePodNow(t, "kube-system", sys.Name) })
+	}
+
+	// Marked elsewhere: the API server cannot call the webhook, and failurePolicy Fail refuses.
+	marked := f.BusyboxPod(ns, "marked", "a", "b")
+	marked.Spec.Containers[1].Env = []corev1.EnvVar{{Name: lp.EnvPriority, Value: "1"}}
+	_, err := f.Client.CoreV1().Pods(ns).Create(ctx, marked, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		t.Errorf("a pod marked for launch priority was admitted while no webhook endpoint exists (failurePolicy Fail)")
+	case !strings.Contains(err.Error(), `failed calling webhook "mpod.kb.io"`):
+		t.Errorf("refused, but not for the webhook being unreachable: %v", err)
+	default:
+		t.Logf("marked pod refused while kruise is down: %v", err)
+	}
+
+	// Back: the controller Ready again, and the marked pod admitted (the API server reaches a
+	// replica once it is in the Service's endpoints).
+	if err := scale(ctx, replicas); err != nil {
+		t.Fatal(err)
+	}
+	restored = true
+	leaderWaitReplicasAvailable(ctx, t, f, 3*time.Minute)
+	framework.WaitFor(ctx, t, time.Minute, "the marked pod admitted again", func(ctx context.Context) (bool, string, error) {
+		_, err := f.Client.CoreV1().Pods(ns).Create(ctx, marked.DeepCopy(), metav1.CreateOptions{})
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+			return true, "admitted", nil
+		case apierrors.IsInternalError(err) || strings.Contains(err.Error(), "failed calling webhook"):
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	})
+	f.WaitPod(ctx, t, ns, marked.Name, 2*time.Minute, "launched with its barrier", func(p *corev1.Pod) (bool, error) {
+		return p.Annotations[lp.AnnotationCompleted] == "true" && ptr.Deref(framework.ContainerStatusOf(p, "b"), corev1.ContainerStatus{}).Ready, nil
+	})
+}
