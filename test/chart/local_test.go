@@ -96,3 +96,29 @@ func TestLocalInstallsAgree(t *testing.T) {
 		require.Contains(t, viaKustomize, key, "the local install serves the webhooks")
 	}
 }
+
+// deploy/base with the component deploy/components/webhook is the chart with
+// webhook.enabled=true: what docs/operations.md tells kustomize users to write.
+func TestWebhookComponentIsTheChartWithWebhooks(t *testing.T) {
+	deploy := filepath.Join(chartDir(t), "..", "..")
+	dir := t.TempDir()
+	base, err := filepath.Rel(dir, filepath.Join(deploy, "base"))
+	require.NoError(t, err)
+	component, err := filepath.Rel(dir, filepath.Join(deploy, "components", "webhook"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - "+base+
+			"\ncomponents:\n  - "+component+"\n"), 0o600))
+	viaHelm := render(t, "--namespace", "kruise-system", "--set", "webhook.enabled=true")
+	viaKustomize := kustomized(t, dir)
+	require.Equal(t, viaHelm.keys(), viaKustomize.keys())
+	opts := cmp.Options{
+		cmpopts.SortSlices(func(a, b corev1.EnvVar) bool { return a.Name < b.Name }),
+		cmp.Transformer("collapseSpace", func(s string) string { return strings.Join(strings.Fields(s), " ") }),
+	}
+	for _, key := range viaHelm.keys() {
+		if diff := cmp.Diff(viaHelm[key], viaKustomize[key], opts); diff != "" {
+			t.Errorf("%s differs between Helm (-) and kustomize (+):\n%s", key, diff)
+		}
+	}
+}
