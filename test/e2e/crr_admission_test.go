@@ -85,6 +85,13 @@ func TestCRRExampleWaitsForItsPod(t *testing.T) {
 		t.Fatal("docs/examples/crr.yaml lacks the pod or the CRR")
 	}
 	pod.Namespace, crr.Namespace = ns, ns
+	// The example's CRR waits only if a leading controller sees it before
+	// its pod runs: right after a (re)deploy no replica may lead yet. A CRR
+	// for a missing pod, completed, shows one leads with its caches synced.
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "probe", "no-such-pod", "app"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the probe CRR: %v", err)
+	}
+	framework.WaitCRR(ctx, t, kc, ns, "probe", 2*time.Minute, "a controller completed the probe CRR", completed)
 	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod: %v", err)
 	}
