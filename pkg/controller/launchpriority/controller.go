@@ -140,14 +140,10 @@ func (c *Controller) Name() string { return Name }
 // Run processes pods with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.queue.ShutDown()
-	stopRecorder, err := events.Ensure(ctx, c.client, &c.recorder)
-	if err != nil {
-		return err
-	}
-	defer stopRecorder()
-	klog.FromContext(ctx).Info("Started workers", "workers", n, "slowAfter", c.slowAfter, "recheck", c.recheck)
-	c.loop().Run(ctx, n)
-	return nil
+	return events.While(ctx, c.client, &c.recorder, func() {
+		klog.FromContext(ctx).Info("Started workers", "workers", n, "slowAfter", c.slowAfter, "recheck", c.recheck)
+		c.loop().Run(ctx, n)
+	})
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -144,18 +144,9 @@ func decodeConversionReview(w http.ResponseWriter, r *http.Request, limit int64)
 	if err != nil {
 		return nil, "", code, err
 	}
-	var head struct {
-		metav1.TypeMeta `json:",inline"`
-		Request         *struct {
-			UID types.UID `json:"uid"`
-		} `json:"request"`
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &head); err != nil {
-		return nil, "", http.StatusBadRequest, fmt.Errorf("malformed ConversionReview: %w", err)
-	}
-	var uid types.UID
-	if head.Request != nil {
-		uid = head.Request.UID
+	head, uid, err := review.Head(body, "ConversionReview")
+	if err != nil {
+		return nil, "", http.StatusBadRequest, err
 	}
 	if want := apiextensionsv1.SchemeGroupVersion.String(); head.APIVersion != want || head.Kind != "ConversionReview" {
 		got := head.APIVersion

@@ -151,18 +151,9 @@ func decodeAdmissionReview(w http.ResponseWriter, r *http.Request) (*admissionv1
 	if err != nil {
 		return nil, "", code, err
 	}
-	var head struct {
-		metav1.TypeMeta `json:",inline"`
-		Request         *struct {
-			UID types.UID `json:"uid"`
-		} `json:"request"`
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &head); err != nil {
-		return nil, "", http.StatusBadRequest, fmt.Errorf("malformed AdmissionReview: %w", err)
-	}
-	var uid types.UID
-	if head.Request != nil {
-		uid = head.Request.UID
+	head, uid, err := review.Head(body, "AdmissionReview")
+	if err != nil {
+		return nil, "", http.StatusBadRequest, err
 	}
 	if want := admissionv1.SchemeGroupVersion.String(); head.APIVersion != want || head.Kind != "AdmissionReview" {
 		return nil, uid, http.StatusBadRequest, fmt.Errorf("got %s %q: this webhook serves %s AdmissionReview only (set admissionReviewVersions: [v1])",

@@ -12,6 +12,8 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Read checks that r is a POST of JSON and reads its body, at most limit
@@ -79,4 +81,24 @@ func Failure(code int32, message string) *metav1.Status {
 		st.Reason = metav1.StatusReasonInternalError
 	}
 	return st
+}
+
+// Head reads a review's apiVersion and kind and, when it has a request,
+// that request's UID (to echo even when the rest does not decode). kind
+// names the review in the error of a body that is not JSON.
+func Head(body []byte, kind string) (metav1.TypeMeta, types.UID, error) {
+	var head struct {
+		metav1.TypeMeta `json:",inline"`
+		Request         *struct {
+			UID types.UID `json:"uid"`
+		} `json:"request"`
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &head); err != nil {
+		return metav1.TypeMeta{}, "", fmt.Errorf("malformed %s: %w", kind, err)
+	}
+	var uid types.UID
+	if head.Request != nil {
+		uid = head.Request.UID
+	}
+	return head.TypeMeta, uid, nil
 }
