@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 const (
@@ -238,7 +239,7 @@ func TestStopContainerIgnoringSIGTERMIsKilledAfterTimeout(t *testing.T) {
 func TestStopContainerNotFoundIsNotAnError(t *testing.T) {
 	env := newFakeEnv(t)
 	require.NoError(t, env.rt.StopContainer(context.Background(), "gone", time.Second))
-	assert.Equal(t, 1.0, counterValue(t, env.reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "StopContainer", "code": "NotFound"}))
+	assert.Equal(t, 1.0, metrictest.CounterOrZero(t, env.reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "StopContainer", "code": "NotFound"}))
 }
 
 func TestStopContainerCancelledWhileRuntimeHangs(t *testing.T) {
@@ -294,7 +295,7 @@ func TestExecSync(t *testing.T) {
 				require.Error(t, err)
 				assert.Equal(t, tc.wantCode, status.Code(err))
 				assert.Contains(t, err.Error(), tc.wantError)
-				assert.Equal(t, 1.0, counterValue(t, env.reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "ExecSync", "code": tc.wantCode.String()}))
+				assert.Equal(t, 1.0, metrictest.CounterOrZero(t, env.reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "ExecSync", "code": tc.wantCode.String()}))
 				return
 			}
 			require.NoError(t, err)
@@ -376,5 +377,5 @@ func TestRealRuntimeContainers(t *testing.T) {
 
 	// A container that does not exist is already stopped.
 	require.NoError(t, rt.StopContainer(ctx, "0000000000000000000000000000000000000000000000000000000000000000", time.Second))
-	assert.Equal(t, 1.0, counterValue(t, reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "StopContainer", "code": "NotFound"}))
+	assert.Equal(t, 1.0, metrictest.CounterOrZero(t, reg, "kruise_daemon_cri_request_errors_total", map[string]string{"method": "StopContainer", "code": "NotFound"}))
 }

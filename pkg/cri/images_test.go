@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 const (
@@ -157,7 +158,7 @@ func TestPulledImageIsPresentAndRemovable(t *testing.T) {
 func TestRemoveImageAbsentIsNotAnError(t *testing.T) {
 	env := newFakeEnv(t)
 	require.NoError(t, env.rt.RemoveImage(context.Background(), "registry.local/never-pulled:1"))
-	assert.Equal(t, 1.0, counterValue(t, env.reg, errMetric, map[string]string{"method": "RemoveImage", "code": "NotFound"}),
+	assert.Equal(t, 1.0, metrictest.CounterOrZero(t, env.reg, errMetric, map[string]string{"method": "RemoveImage", "code": "NotFound"}),
 		"the fake answered NotFound, which the client swallowed")
 
 	env.fake.Images().SetCallError("RemoveImage", status.Error(codes.FailedPrecondition, "image is in use by container abc"))
@@ -236,11 +237,11 @@ func TestImageCallsAreMetered(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, env.rt.RemoveImage(ctx, "registry.local/app:1"))
 
-	assert.EqualValues(t, 2, histogramCount(t, env.reg, durMetric, map[string]string{"method": "PullImage"}))
-	assert.EqualValues(t, 1, histogramCount(t, env.reg, durMetric, map[string]string{"method": "ImageStatus"}))
-	assert.EqualValues(t, 1, histogramCount(t, env.reg, durMetric, map[string]string{"method": "RemoveImage"}))
-	assert.Equal(t, 1.0, counterValue(t, env.reg, errMetric, map[string]string{"method": "PullImage", "code": "NotFound"}))
-	assert.Nil(t, findMetric(t, env.reg, errMetric, map[string]string{"method": "RemoveImage", "code": "NotFound"}), "the image was there")
+	assert.EqualValues(t, 2, metrictest.HistogramCount(t, env.reg, durMetric, map[string]string{"method": "PullImage"}))
+	assert.EqualValues(t, 1, metrictest.HistogramCount(t, env.reg, durMetric, map[string]string{"method": "ImageStatus"}))
+	assert.EqualValues(t, 1, metrictest.HistogramCount(t, env.reg, durMetric, map[string]string{"method": "RemoveImage"}))
+	assert.Equal(t, 1.0, metrictest.CounterOrZero(t, env.reg, errMetric, map[string]string{"method": "PullImage", "code": "NotFound"}))
+	assert.Nil(t, metrictest.Find(t, env.reg, errMetric, map[string]string{"method": "RemoveImage", "code": "NotFound"}), "the image was there")
 }
 
 // localContainerdSocket is the containerd of the local test cluster
@@ -299,7 +300,7 @@ func TestRealRuntimeImages(t *testing.T) {
 	reason, msg := cri.DescribePullError(err)
 	t.Logf("missing image: reason=%s message=%s (raw: %v)", reason, msg, err)
 	assert.Equal(t, cri.PullReasonNotFound, reason)
-	assert.EqualValues(t, 2, histogramCount(t, reg, durMetric, map[string]string{"method": "PullImage"}))
+	assert.EqualValues(t, 2, metrictest.HistogramCount(t, reg, durMetric, map[string]string{"method": "PullImage"}))
 }
 
 func registryReachable(ctx context.Context) bool {

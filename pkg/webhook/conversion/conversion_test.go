@@ -18,6 +18,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 // filler fills objects with values that survive JSON as they are (times
@@ -194,6 +195,6 @@ func TestMixedKindList(t *testing.T) {
 
 	// Only what changed version counts as converted.
 	for kind, want := range map[string]float64{"NodeImage": 1, "ImageListPullJob": 1, "ImagePullJob": 0, "ContainerRecreateRequest": 0} {
-		assert.Equal(t, want, counter(t, e.reg, "kruise_webhook_converted_objects_total", map[string]string{"kind": kind, "version": alpha}), kind)
+		assert.Equal(t, want, metrictest.Counter(t, e.reg, "kruise_webhook_converted_objects_total", map[string]string{"kind": kind, "version": alpha}), kind)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -92,32 +91,4 @@ func (e *env) convert(desired string, objects []runtime.RawExtension) []runtime.
 	assert.Equal(e.t, types.UID("uid-ok"), resp.UID)
 	require.Len(e.t, resp.ConvertedObjects, len(objects))
 	return resp.ConvertedObjects
-}
-
-func findMetric(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			if assert.ObjectsAreEqual(labels, got) {
-				return m
-			}
-		}
-	}
-	return nil
-}
-
-func counter(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	m := findMetric(t, reg, name, labels)
-	require.NotNil(t, m, "no %s%v", name, labels)
-	return m.GetCounter().GetValue()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 func TestBadRequestsAreRefusedWith4xx(t *testing.T) {
@@ -64,7 +65,7 @@ func TestBadRequestsAreRefusedWith4xx(t *testing.T) {
 			assert.Empty(t, resp.ConvertedObjects)
 		})
 	}
-	assert.Equal(t, 9.0, counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "error"}))
+	assert.Equal(t, 9.0, metrictest.Counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "error"}))
 }
 
 // What cannot be converted fails the whole request (the API server wants
@@ -117,8 +118,8 @@ func TestUnconvertibleObjectsFailTheRequest(t *testing.T) {
 			assert.Empty(t, resp.ConvertedObjects)
 		})
 	}
-	assert.Equal(t, 10.0, counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "failed"}))
-	assert.Zero(t, counter(t, e.reg, "kruise_webhook_converted_objects_total", map[string]string{"kind": "NodeImage", "version": alpha}),
+	assert.Equal(t, 10.0, metrictest.Counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "failed"}))
+	assert.Zero(t, metrictest.Counter(t, e.reg, "kruise_webhook_converted_objects_total", map[string]string{"kind": "NodeImage", "version": alpha}),
 		"objects converted before a failure are not counted")
 }
 
@@ -147,7 +148,7 @@ func TestConversionPanicIsAFailedAnswer(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	e := newEnv(t, Options{})
 	for _, r := range []string{"succeeded", "failed", "error"} {
-		assert.Zero(t, counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": r}), "%s exists at zero", r)
+		assert.Zero(t, metrictest.Counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": r}), "%s exists at zero", r)
 	}
 	ni := gen.NodeImage("node-a", gen.SetNodeImagePullSecrets("app", v1beta1.ReferenceObject{Name: "s", Mode: "batch"}))
 	ni.TypeMeta = metav1.TypeMeta{APIVersion: beta, Kind: "NodeImage"}
@@ -157,15 +158,15 @@ func TestMetrics(t *testing.T) {
 	require.Len(t, back, 3)
 	e.convert(alpha, nil) // an empty request is a success
 
-	assert.Equal(t, 3.0, counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "succeeded"}))
+	assert.Equal(t, 3.0, metrictest.Counter(t, e.reg, "kruise_webhook_conversion_requests_total", map[string]string{"result": "succeeded"}))
 	for labels, want := range map[[2]string]float64{
 		{"NodeImage", alpha}: 2, {"NodeImage", beta}: 2, {"ImagePullJob", alpha}: 1, {"ImagePullJob", beta}: 1,
 		{"ContainerRecreateRequest", alpha}: 0, {"ImageListPullJob", beta}: 0,
 	} {
-		assert.Equal(t, want, counter(t, e.reg, "kruise_webhook_converted_objects_total",
+		assert.Equal(t, want, metrictest.Counter(t, e.reg, "kruise_webhook_converted_objects_total",
 			map[string]string{"kind": labels[0], "version": labels[1]}), "%v", labels)
 	}
-	h := findMetric(t, e.reg, "kruise_webhook_conversion_duration_seconds", map[string]string{})
+	h := metrictest.Find(t, e.reg, "kruise_webhook_conversion_duration_seconds", map[string]string{})
 	require.NotNil(t, h)
 	assert.Equal(t, uint64(3), h.GetHistogram().GetSampleCount())
 

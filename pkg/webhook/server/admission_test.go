@@ -15,6 +15,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 const labelPatch = `[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`
@@ -162,10 +164,10 @@ func TestAdmissionRefusesBadRequests(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.True(t, ar.Response.Allowed)
 
-	assert.Equal(t, float64(len(tests)), counter(t, e.reg, "kruise_webhook_admission_requests_total",
+	assert.Equal(t, float64(len(tests)), metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total",
 		map[string]string{"webhook": "pod", "result": "error"}))
 	for _, reason := range []string{ReasonOther, ReasonHandlerError, ReasonPanic, ReasonInvalidPatch} {
-		assert.Zero(t, counter(t, e.reg, "kruise_webhook_admission_rejections_total",
+		assert.Zero(t, metrictest.Counter(t, e.reg, "kruise_webhook_admission_rejections_total",
 			map[string]string{"webhook": "pod", "reason": reason}), "a bad request is not a rejection (%s)", reason)
 	}
 }
@@ -199,9 +201,9 @@ func TestAdmissionHandlerPanicIsAnErrorAnswer(t *testing.T) {
 	assert.True(t, ar.Response.Allowed)
 	assert.Equal(t, types.UID("uid-ok"), ar.Response.UID)
 
-	assert.Equal(t, 3.0, counter(t, e.reg, "kruise_webhook_admission_rejections_total", map[string]string{"webhook": "crash", "reason": ReasonPanic}))
-	assert.Equal(t, 3.0, counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crash", "result": "error"}))
-	assert.Equal(t, 1.0, counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crash", "result": "allowed"}))
+	assert.Equal(t, 3.0, metrictest.Counter(t, e.reg, "kruise_webhook_admission_rejections_total", map[string]string{"webhook": "crash", "reason": ReasonPanic}))
+	assert.Equal(t, 3.0, metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crash", "result": "error"}))
+	assert.Equal(t, 1.0, metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crash", "result": "allowed"}))
 }
 
 func TestAdmissionContextCarriesTheAPIServerTimeout(t *testing.T) {

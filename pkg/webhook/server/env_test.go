@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -208,34 +207,4 @@ func podReview(t *testing.T, uid types.UID) []byte {
 	})
 	require.NoError(t, err)
 	return body
-}
-
-// findMetric returns the sample of family name whose labels are exactly
-// labels, or nil.
-func findMetric(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			if assert.ObjectsAreEqual(labels, got) {
-				return m
-			}
-		}
-	}
-	return nil
-}
-
-func counter(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	m := findMetric(t, reg, name, labels)
-	require.NotNil(t, m, "no %s%v", name, labels)
-	return m.GetCounter().GetValue()
 }

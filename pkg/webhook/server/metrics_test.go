@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 func TestMetricsPerWebhookResultAndReason(t *testing.T) {
@@ -34,10 +36,10 @@ func TestMetricsPerWebhookResultAndReason(t *testing.T) {
 
 	// Every series exists at zero before the first request.
 	for _, r := range []string{"allowed", "patched", "denied", "error"} {
-		assert.Zero(t, counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crr", "result": r}))
+		assert.Zero(t, metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crr", "result": r}))
 	}
 	for _, r := range []string{"InvalidPriority", "BarrierEnvSet", "Other", "HandlerError", "Panic", "InvalidPatch"} {
-		assert.Zero(t, counter(t, e.reg, "kruise_webhook_admission_rejections_total", map[string]string{"webhook": "pod", "reason": r}))
+		assert.Zero(t, metrictest.Counter(t, e.reg, "kruise_webhook_admission_rejections_total", map[string]string{"webhook": "pod", "reason": r}))
 	}
 
 	for _, uid := range []string{"allow", "patch", "patch", "deny", "deny", "deny", "undecl", "error", "badpatch", "validated"} {
@@ -50,23 +52,23 @@ func TestMetricsPerWebhookResultAndReason(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code)
 
 	for result, want := range map[string]float64{"allowed": 2, "patched": 2, "denied": 4, "error": 3} {
-		assert.Equal(t, want, counter(t, e.reg, "kruise_webhook_admission_requests_total",
+		assert.Equal(t, want, metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total",
 			map[string]string{"webhook": "pod", "result": result}), result)
 	}
 	for reason, want := range map[string]float64{"InvalidPriority": 3, "BarrierEnvSet": 0, "Other": 1,
 		"HandlerError": 1, "InvalidPatch": 1, "Panic": 0} {
-		assert.Equal(t, want, counter(t, e.reg, "kruise_webhook_admission_rejections_total",
+		assert.Equal(t, want, metrictest.Counter(t, e.reg, "kruise_webhook_admission_rejections_total",
 			map[string]string{"webhook": "pod", "reason": reason}), reason)
 	}
-	assert.Equal(t, 1.0, counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crr", "result": "allowed"}))
+	assert.Equal(t, 1.0, metrictest.Counter(t, e.reg, "kruise_webhook_admission_requests_total", map[string]string{"webhook": "crr", "result": "allowed"}))
 
 	// Latency: one observation per request, malformed ones included; the
 	// series is per webhook, never per reason or path.
-	pod := findMetric(t, e.reg, "kruise_webhook_admission_duration_seconds", map[string]string{"webhook": "pod"})
+	pod := metrictest.Find(t, e.reg, "kruise_webhook_admission_duration_seconds", map[string]string{"webhook": "pod"})
 	require.NotNil(t, pod)
 	assert.Equal(t, uint64(11), pod.GetHistogram().GetSampleCount())
 	assert.Positive(t, pod.GetHistogram().GetSampleSum())
-	crr := findMetric(t, e.reg, "kruise_webhook_admission_duration_seconds", map[string]string{"webhook": "crr"})
+	crr := metrictest.Find(t, e.reg, "kruise_webhook_admission_duration_seconds", map[string]string{"webhook": "crr"})
 	require.NotNil(t, crr)
 	assert.Equal(t, uint64(1), crr.GetHistogram().GetSampleCount())
 	assert.Equal(t, 0.005, admissionDurationBuckets[3], "a bucket bound at the pod webhook's 5 ms budget")
