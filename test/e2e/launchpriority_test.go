@@ -285,3 +285,42 @@ func TestLaunchPriorityRefusals(t *testing.T) {
 		})
 	}
 }
+
+// The seed's Job (OpenKruise v1.7): a sidecar marked KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT with
+// KRUISE_CONTAINER_PRIORITY=1 starts, and is Ready, before main; once main exits the sidecar
+// terminator stops the sidecar and the Job completes. Both features act on the same pod.
+func TestLaunchPrioritySidecarJob(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "launch-priority-job")
+	img := f.Image("public/busybox:1.35")
+
+	job := framework.SidecarJob(ns, "seed", corev1.RestartPolicyNever,
+		slowReadyContainer(f, "sidecar", framework.SidecarMark(), priorityEnv("1")),
+		framework.ShContainer("main", img, "echo main-done"))
+	if _, err := f.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating job: %v", err)
+	}
+	f.WaitJobComplete(ctx, t, ns, "seed", 3*time.Minute)
+	pod := f.JobPod(ctx, t, ns, "seed")
+	started := func(name string) time.Time {
+		st := framework.ContainerStatusOf(pod, name)
+		switch {
+		case st == nil:
+		case st.State.Running != nil:
+			return st.State.Running.StartedAt.Time
+		case st.State.Terminated != nil:
+			return st.State.Terminated.StartedAt.Time
+		}
+		t.Fatalf("pod %s: container %s never started: %s", pod.Name, name, framework.DescribeSidecarPod(pod))
+		return time.Time{}
+	}
+	sidecar, main := started("sidecar"), started("main")
+	if !main.After(sidecar) {
+		t.Errorf("main started at %s, not after the sidecar (%s): %s", main.Format(time.RFC3339), sidecar.Format(time.RFC3339),
+			framework.DescribeSidecarPod(pod))
+	}
+	// A Job names its pods by generateName: the barrier is <generateName><token>-barrier.
+	checkBarrier(ctx, t, f, pod, "", map[string]string{"main": lp.Key(0)})
+}
