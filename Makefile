@@ -28,8 +28,9 @@ test: ## Unit tests, integration tests (real API server, Helm chart), then e2e o
 test-unit: ## Unit tests (fakes only, no cluster), the e2e framework's own included.
 	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart) ./test/e2e/framework/
 
-test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test; helm lint/template of the chart.
-	KRUISE_HELM=$(HELM) go test -count=1 -timeout 15m ./test/integration/... ./test/chart/...
+test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test (with cert-manager-lite for external certificates); helm lint/template of the chart.
+	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" KRUISE_HELM=$(HELM) \
+	  go test -count=1 -timeout 15m ./test/integration/... ./test/chart/...
 
 e2e: deploy ## End-to-end tests against the local cluster installed with kustomize; the disruptive ones run last, alone.
 	$(E2E_GO_TEST) ./test/e2e/
@@ -64,9 +65,10 @@ bench-apiload: deploy build ## API server load of N kruise-daemons on simulated 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh
 
-deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl and helm binaries.
+deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, helm and cert-manager-lite binaries.
 	@hack/install-deps.sh
 	@hack/build-k8s.sh
+	@hack/build-certmanager.sh >/dev/null
 
 build: ## Build kruise-daemon and kruise-controller into _output/bin, stamped with the commit and its date.
 	ld="$$(go run ./hack/tools/buildinfo)" && \

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds cert-manager-lite (hack/tools/certmanager: cert-manager's certificate controllers, SelfSigned
+# and CA issuers and cainjector, from the cert-manager module on the Go module proxy) into the cache,
+# keyed by a hash of the tool's sources and the Go version, copies cert-manager's CRDs
+# (deploy/crds of the same module) next to it, and prints the binary's path. Idempotent: a cached
+# binary is reused. cert-manager's own commands (cmd/controller, cmd/cainjector) are separate
+# modules that the proxy does not serve; see docs/operations.md.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+src="${KRUISE_ROOT}/hack/tools/certmanager"
+version=$(sed -n 's#^[[:space:]]*github.com/cert-manager/cert-manager \(v[^ ]*\).*#\1#p' "${src}/go.mod" | head -1)
+[[ -n "${version}" ]] || die "no github.com/cert-manager/cert-manager requirement in ${src}/go.mod"
+key=$( { go version; cat "${src}"/go.mod "${src}"/go.sum "${src}"/*.go; } | sha256sum | cut -c1-16)
+dir="${KRUISE_CACHE}/cert-manager/${version}/${key}"
+bin="${dir}/cert-manager-lite"
+if [[ -x "${bin}" ]]; then
+  log "cert-manager-lite ${version}: cached"
+else
+  mkdir -p "${dir}/crds"
+  moddir=$(cd "${src}" && GOFLAGS="-mod=readonly -buildvcs=false" go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager) ||
+    die "cannot find the cert-manager module"
+  cp "${moddir}"/deploy/crds/*.yaml "${dir}/crds/" && chmod u+w "${dir}"/crds/*.yaml && rm -f "${dir}/crds/README.md"
+  log "cert-manager-lite ${version}: building (a few minutes on first run)"
+  start=${SECONDS}
+  # -mod=readonly: the tool's go.sum pins what it builds, verify.sh checks it is tidy.
+  (cd "${src}" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "-s -w" \
+    -o "${bin}.tmp" .) || die "cert-manager-lite did not build"
+  mv "${bin}.tmp" "${bin}"
+  log "cert-manager-lite ${version}: built in $((SECONDS - start))s"
+fi
+echo "${bin}"
