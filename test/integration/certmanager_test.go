@@ -141,8 +141,10 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 		return len(otherCA) > 0, nil
 	})
 	const mutating = certs.MutatingWebhookConfigurationName
-	setMutatingCA(t, cs, otherCA)
+	// A reconcile cainjector queued before the change may still write the bundle it read from its
+	// cache: the configuration is set again until it stays so.
 	waitManager("unready naming the mutating configuration", func(checkErr error) bool {
+		setMutatingCA(t, cs, otherCA)
 		return checkErr != nil && strings.Contains(checkErr.Error(), "MutatingWebhookConfiguration "+mutating)
 	})
 	const distrust = "does not trust the serving certificate"
@@ -164,7 +166,8 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	renewCertificate(t, dc, cmNamespace, cmCertificate)
 	waitManager("serving the re-issued certificate", func(checkErr error) bool {
 		cert, err := m.GetCertificate(nil)
-		return checkErr == nil && err == nil && cert.Leaf.SerialNumber.Cmp(oldLeaf.SerialNumber) != 0
+		return checkErr == nil && err == nil && cert.Leaf.SerialNumber.Cmp(oldLeaf.SerialNumber) != 0 &&
+			trustedByAPI(c, cs, m)
 	})
 	secret, err = cs.CoreV1().Secrets(cmNamespace).Get(ctx, certs.SecretName, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -181,7 +184,8 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	setIssuer(t, dc, cmNamespace, cmCertificate, "kruise-ca")
 	waitManager("serving a certificate of the CA Issuer", func(checkErr error) bool {
 		cert, err := m.GetCertificate(nil)
-		return checkErr == nil && err == nil && cert.Leaf.Issuer.CommonName == "kruise-webhook-ca"
+		return checkErr == nil && err == nil && cert.Leaf.Issuer.CommonName == "kruise-webhook-ca" &&
+			trustedByAPI(c, cs, m)
 	})
 	caOfIssuer := m.CABundle()
 	leaf, err := m.GetCertificate(nil)
@@ -191,7 +195,8 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	renewCertificate(t, dc, cmNamespace, cmCertificate)
 	waitManager("serving the certificate renewed by the CA Issuer", func(checkErr error) bool {
 		cert, err := m.GetCertificate(nil)
-		return checkErr == nil && err == nil && cert.Leaf.SerialNumber.Cmp(leaf.Leaf.SerialNumber) != 0
+		return checkErr == nil && err == nil && cert.Leaf.SerialNumber.Cmp(leaf.Leaf.SerialNumber) != 0 &&
+			trustedByAPI(c, cs, m)
 	})
 	require.Equal(t, caOfIssuer, m.CABundle(), "renewed by a CA Issuer: same CA")
 	requireHandshake(t, m, caOfIssuer)
@@ -233,7 +238,7 @@ func useConversionWebhook(t *testing.T, c *cluster, crd, certificate string) {
 }
 
 // setMutatingCA removes the cainjector annotation from the mutating configuration and sets the
-// caBundle of each of its webhooks to ca.
+// caBundle of each of its webhooks to ca, unless it is so already.
 func setMutatingCA(t *testing.T, cs kubernetes.Interface, ca []byte) {
 	t.Helper()
 	ctx := context.Background()
@@ -243,9 +248,15 @@ func setMutatingCA(t *testing.T, cs kubernetes.Interface, ca []byte) {
 		if err != nil {
 			return err
 		}
+		_, annotated := mwc.Annotations[cmInjectKey]
+		changed := annotated
 		delete(mwc.Annotations, cmInjectKey)
 		for i := range mwc.Webhooks {
+			changed = changed || !bytes.Equal(mwc.Webhooks[i].ClientConfig.CABundle, ca)
 			mwc.Webhooks[i].ClientConfig.CABundle = ca
+		}
+		if !changed {
+			return nil
 		}
 		_, err = mwcs.Update(ctx, mwc, metav1.UpdateOptions{})
 		return err
@@ -339,6 +350,32 @@ func requireCABundles(t *testing.T, ctx context.Context, c *cluster, cs kubernet
 	crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, cmConvertingCRD, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Contains(t, string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle), string(bytes.TrimSpace(ca)), "caBundle of CRD %s", cmConvertingCRD)
+}
+
+// trustedByAPI says whether the caBundles the API server holds (the mutating configuration's
+// webhooks and the CRD's conversion webhook) trust what the Manager serves now. The Manager's
+// Check answers from its last completed check, which may predate the certificate it just loaded.
+func trustedByAPI(c *cluster, cs kubernetes.Interface, m *certs.Manager) bool {
+	ctx := context.Background()
+	mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	bundles := [][]byte{}
+	for _, w := range mwc.Webhooks {
+		bundles = append(bundles, w.ClientConfig.CABundle)
+	}
+	crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, cmConvertingCRD, metav1.GetOptions{})
+	if err != nil || crd.Spec.Conversion == nil || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
+		return false
+	}
+	bundles = append(bundles, crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+	for _, b := range bundles {
+		if handshake(m, b) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // requireHandshake serves with the Manager's certificate on loopback and connects as the API
