@@ -64,6 +64,10 @@ type Manager struct {
 
 	mu     sync.Mutex
 	status Status
+	// unverified: the check under way loaded a new serving certificate and
+	// has not yet checked the caBundles against it; status is about the
+	// previous one.
+	unverified bool
 }
 
 // New builds a Manager from cfg. It does not call the API server.
@@ -113,12 +117,15 @@ func (m *Manager) Name() string { return "webhook-certificates" }
 // caBundle trusting it. The error names each object at fault and why.
 func (m *Manager) Check(*http.Request) error {
 	m.mu.Lock()
-	st := m.status
+	st, unverified := m.status, m.unverified
 	m.mu.Unlock()
 	if !st.Synced {
 		return errors.New("webhook certificates not checked yet")
 	}
 	var msgs []string
+	if unverified {
+		msgs = append(msgs, "a new serving certificate was loaded and the caBundles are being checked against it")
+	}
 	if err := m.validNow(); err != nil {
 		msgs = append(msgs, err.Error())
 	}
@@ -169,6 +176,9 @@ func (m *Manager) install(ctx context.Context, s *served) {
 		return
 	}
 	m.current.Store(s)
+	m.mu.Lock()
+	m.unverified = true
+	m.mu.Unlock()
 	klog.FromContext(ctx).Info("Webhook serving certificate loaded",
 		"serial", s.leaf.SerialNumber.Text(16), "issuer", s.leaf.Issuer.CommonName,
 		"dnsNames", s.leaf.DNSNames, "notBefore", s.leaf.NotBefore, "notAfter", s.leaf.NotAfter)
@@ -260,6 +270,7 @@ func (m *Manager) sync(ctx context.Context) (time.Duration, bool) {
 	}
 	m.mu.Lock()
 	m.status = st
+	m.unverified = false
 	m.mu.Unlock()
 	st.Ready = m.Check(nil) == nil
 	m.mu.Lock()
