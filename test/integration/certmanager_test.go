@@ -353,8 +353,8 @@ func requireCABundles(t *testing.T, ctx context.Context, c *cluster, cs kubernet
 }
 
 // trustedByAPI says whether the caBundles the API server holds (the mutating configuration's
-// webhooks and the CRD's conversion webhook) trust what the Manager serves now. The Manager's
-// Check answers from its last completed check, which may predate the certificate it just loaded.
+// webhooks and the CRD's conversion webhook) trust what the Manager serves now, in a TLS
+// handshake: a check of the outcome independent of the Manager's own.
 func trustedByAPI(c *cluster, cs kubernetes.Interface, m *certs.Manager) bool {
 	ctx := context.Background()
 	mwc, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
