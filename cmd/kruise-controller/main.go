@@ -19,7 +19,7 @@ func main() {
 
 func newCommand() *cobra.Command {
 	o := controller.NewOptions()
-	return cli.NewCommand(cli.Component{
+	cmd := cli.NewCommand(cli.Component{
 		Name:  "kruise-controller",
 		Short: "Central controller manager of kruise",
 		Long: `kruise-controller makes the cluster-level decisions of kruise and writes the
@@ -90,4 +90,6 @@ within --shutdown-grace-period).`,
 		AddFlags: func(fs *pflag.FlagSet) { o.AddFlags(fs) },
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },
 	})
+	cmd.AddCommand(controller.NewResetConversionCommand())
+	return cmd
 }

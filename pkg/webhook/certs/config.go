@@ -38,9 +38,12 @@ type Config struct {
 	// OpenKruise's name. Both must exist for the Manager to be ready.
 	MutatingWebhookConfiguration   string
 	ValidatingWebhookConfiguration string
-	// CRDs are the names of the CustomResourceDefinitions whose conversion
-	// webhook gets the CA. A CRD whose conversion strategy is None is
-	// skipped (it does not call a webhook).
+	// CRDs are the names of the CustomResourceDefinitions that convert
+	// through kruise's /convert. In ModeManaged the Manager writes each one's
+	// whole spec.conversion (strategy Webhook, conversionReviewVersions
+	// [v1], the Service's ConversionPath on port 443, the CA); in
+	// ModeExternal it only verifies the caBundle of those whose strategy is
+	// Webhook (one with strategy None calls no webhook).
 	CRDs []string
 	// CAValidity and CertValidity are the lifetimes of a new CA and a new
 	// serving certificate (ModeManaged); 0 is the default. Each is renewed

@@ -5,8 +5,10 @@
 // admission must survive a failover). In ModeManaged the Manager keeps a
 // self-signed CA and a serving certificate in Secret kruise-webhook-certs,
 // with OpenKruise's key names, renews them well before they expire, and
-// writes the CA into the caBundle of the webhook configurations and of the
-// conversion webhook of the configured CRDs. Replicas converge on one
+// writes the CA into the caBundle of the webhook configurations; of the
+// configured CRDs it writes the whole spec.conversion block (strategy
+// Webhook calling /convert, with the CA), switching them over from strategy
+// None. Replicas converge on one
 // Secret through create-if-absent and resourceVersion preconditions: a
 // replica adopts any valid Secret another one wrote and never overwrites it.
 // In ModeExternal (feature gate EnableExternalCerts) the Secret is written by

@@ -234,7 +234,7 @@ func webhookCRD(name string, bundle []byte) *apiextensionsv1.CustomResourceDefin
 				Strategy: apiextensionsv1.WebhookConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{
 					ClientConfig: &apiextensionsv1.WebhookClientConfig{
-						Service:  &apiextensionsv1.ServiceReference{Namespace: testNS, Name: ServiceName, Path: &path},
+						Service:  &apiextensionsv1.ServiceReference{Namespace: testNS, Name: ServiceName, Path: &path, Port: ptrTo(int32(443))},
 						CABundle: bundle,
 					},
 					ConversionReviewVersions: []string{"v1"},
@@ -254,7 +254,8 @@ func noneCRD(name string) *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// targets are the objects an install creates, without caBundles.
+// targets are the objects an install creates, without caBundles (plainCRD
+// is not configured: it is left alone).
 func targets() []runtime.Object {
 	return []runtime.Object{mutatingConfig(nil), validatingConfig(nil), webhookCRD(convertingCRD, nil), noneCRD(plainCRD)}
 }
@@ -274,7 +275,7 @@ func newReplica(t *testing.T, c *cluster, clk *testingclock.FakeClock, mods ...f
 	rec := record.NewFakeRecorder(200)
 	cfg := Config{
 		Namespace: testNS,
-		CRDs:      []string{convertingCRD, plainCRD},
+		CRDs:      []string{convertingCRD},
 		Client:    cs,
 		CRDClient: c.crds,
 		Recorder:  rec,

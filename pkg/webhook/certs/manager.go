@@ -55,7 +55,10 @@ type Manager struct {
 	clock    clock.WithTicker
 	recorder record.EventRecorder
 	current  atomic.Pointer[served]
-	poke     chan struct{}
+	// started is when New ran: a CRD reset (ConversionResetAnnotation)
+	// later than that is left alone.
+	started time.Time
+	poke    chan struct{}
 
 	// Used by the checks only, which run one at a time (Run's goroutine).
 	reported map[string]Problem
@@ -81,6 +84,7 @@ func New(cfg Config) (*Manager, error) {
 		dnsNames: DNSNames(cfg.ServiceName, cfg.Namespace),
 		host:     ServiceHost(cfg.ServiceName, cfg.Namespace),
 		clock:    cfg.Clock,
+		started:  cfg.Clock.Now(),
 		recorder: cfg.Recorder,
 		poke:     make(chan struct{}, 1),
 		reported: map[string]Problem{},

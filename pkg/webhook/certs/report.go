@@ -19,6 +19,9 @@ const (
 	// ReasonCABundleInjected: the Manager wrote the CA into an object's
 	// caBundle (ModeManaged).
 	ReasonCABundleInjected = "CABundleInjected"
+	// ReasonConversionConfigured: the Manager wrote a CRD's spec.conversion
+	// (strategy Webhook calling /convert with the CA; ModeManaged).
+	ReasonConversionConfigured = "ConversionWebhookConfigured"
 	// ReasonCABundleOverwritten: an object's caBundle this process had
 	// written was changed by someone else; it is restored (ModeManaged).
 	ReasonCABundleOverwritten = "CABundleOverwritten"

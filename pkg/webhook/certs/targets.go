@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -156,89 +155,55 @@ func (m *Manager) syncConfig(ctx context.Context, acc configAccess, name string,
 		m.apiError(c, ref, "encoding the caBundle patch: %v", err)
 		return
 	}
-	m.restore(ctx, c, ref, s, fmt.Sprintf("webhooks %s", strings.Join(wrong, ", ")), allEmpty,
-		func() error { return acc.patch(ctx, name, data) })
+	what := fmt.Sprintf("webhooks %s", strings.Join(wrong, ", "))
+	m.restore(ctx, c, ref, s.bundle, "caBundle of "+what, m.secretCA(), func() {
+		if allEmpty {
+			m.event(ref, ReasonCABundleInjected, "wrote %s into %s", m.secretCA(), what)
+		} else {
+			m.event(ref, ReasonCABundleInjected, "replaced the caBundle of %s with %s", what, m.secretCA())
+		}
+	}, func() error { return acc.patch(ctx, name, data) })
+}
+
+// secretCA names the CA kruise writes, for Events.
+func (m *Manager) secretCA() string {
+	return fmt.Sprintf("the CA of Secret %s/%s", m.cfg.Namespace, m.cfg.SecretName)
 }
 
 // externalHint ends a ModeExternal mismatch message.
 const externalHint = " (with EnableExternalCerts kruise writes no caBundle: cert-manager's cainjector does, for objects annotated " +
 	"cert-manager.io/inject-ca-from: <namespace>/<Certificate>; check the annotation and cainjector's logs)"
 
-func (m *Manager) syncCRD(ctx context.Context, name string, s *served, c *check) {
-	crds := m.cfg.CRDClient.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-	ref := crdRef(name, "")
-	if apierrors.IsNotFound(err) {
-		c.add(Problem{Object: ref, Reason: ReasonObjectNotFound, Message: "does not exist; its conversion webhook cannot be given the CA"})
-		return
-	}
-	if err != nil {
-		m.apiError(c, ref, "reading: %v", err)
-		return
-	}
-	ref.UID = crd.UID
-	conv := crd.Spec.Conversion
-	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
-		klog.FromContext(ctx).V(4).Info("CRD converts without a webhook, no caBundle to check", "crd", name)
-		c.ok(ref)
-		return
-	}
-	c.seen[refKey(ref)] = ref
-	if conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
-		c.add(Problem{Object: ref, Reason: ReasonNoClientConfig, Message: "conversion strategy is Webhook but spec.conversion.webhook.clientConfig is not set"})
-		return
-	}
-	err = m.bundleProblem(conv.Webhook.ClientConfig.CABundle, s, c.now)
-	if err == nil {
-		c.ok(ref)
-		return
-	}
-	if m.cfg.Mode == ModeExternal {
-		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: "conversion webhook: " + err.Error() + externalHint})
-		return
-	}
-	patch := map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
-		"clientConfig": map[string]any{"caBundle": s.bundle}}}}}
-	data, err := json.Marshal(patch)
-	if err != nil {
-		m.apiError(c, ref, "encoding the caBundle patch: %v", err)
-		return
-	}
-	m.restore(ctx, c, ref, s, "the conversion webhook", len(conv.Webhook.ClientConfig.CABundle) == 0, func() error {
-		_, err := crds.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
-		return err
-	})
-}
-
-// restore writes the CA into ref's caBundle (ModeManaged). If this process
-// wrote the same bundle there before, someone else changed it since: it is
-// restored at once the first time and then with a growing delay, so that a
-// fight with another writer (a GitOps tool that owns the field, an old
-// controller) does not become a write storm; each is a Warning Event.
-func (m *Manager) restore(ctx context.Context, c *check, ref corev1.ObjectReference, s *served, what string, wasEmpty bool, patch func() error) {
+// restore writes desired into ref (ModeManaged): patch does it, subject
+// names what it writes ("caBundle of webhooks x", "spec.conversion"),
+// restored what it writes back after someone else changed it, and written
+// records the Normal Event of a write that restores nothing. If this process
+// wrote the same desired state there before, someone else changed it since:
+// it is restored at once the first time and then with a growing delay, so
+// that a fight with another writer (a GitOps tool that owns the field, an
+// old controller) does not become a write storm; each is a Warning Event.
+func (m *Manager) restore(ctx context.Context, c *check, ref corev1.ObjectReference, desired []byte, subject, restored string,
+	written func(), patch func() error) {
 	key := refKey(ref)
-	overwritten := m.patches.overwritten(key, s.bundle)
+	overwritten := m.patches.overwritten(key, desired)
 	if at := m.patches.nextAllowed(key); overwritten && c.now.Before(at) {
 		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: fmt.Sprintf(
-			"caBundle of %s was changed again by someone else after kruise restored it; next restore at %s",
-			what, at.UTC().Format(time.RFC3339))})
+			"%s was changed again by someone else after kruise restored it; next restore at %s",
+			subject, at.UTC().Format(time.RFC3339))})
 		c.dueAt(at)
 		return
 	}
 	if err := patch(); err != nil {
-		m.apiError(c, ref, "writing the caBundle of %s: %v", what, err)
+		m.apiError(c, ref, "writing the %s: %v", subject, err)
 		return
 	}
-	m.patches.record(key, s.bundle, c.now)
-	klog.FromContext(ctx).Info("Webhook CA bundle written", "kind", ref.Kind, "object", klog.KRef(ref.Namespace, ref.Name), "into", what, "overwritten", overwritten)
-	switch {
-	case overwritten:
+	m.patches.record(key, desired, c.now)
+	klog.FromContext(ctx).Info("Webhook CA bundle written", "kind", ref.Kind, "object", klog.KRef(ref.Namespace, ref.Name), "into", subject, "overwritten", overwritten)
+	if overwritten {
 		m.recorder.Eventf(&ref, corev1.EventTypeWarning, ReasonCABundleOverwritten,
-			"caBundle of %s was changed by someone else; restored the CA of Secret %s/%s", what, m.cfg.Namespace, m.cfg.SecretName)
-	case wasEmpty:
-		m.event(ref, ReasonCABundleInjected, "wrote the CA of Secret %s/%s into %s", m.cfg.Namespace, m.cfg.SecretName, what)
-	default:
-		m.event(ref, ReasonCABundleInjected, "replaced the caBundle of %s with the CA of Secret %s/%s", what, m.cfg.Namespace, m.cfg.SecretName)
+			"%s was changed by someone else; restored %s", subject, restored)
+	} else {
+		written()
 	}
 	c.ok(ref)
 }

@@ -171,21 +171,6 @@ func warningsOf(events []string) []string {
 	return out
 }
 
-func TestAMissingCRDAndOneWithoutClientConfigAreReported(t *testing.T) {
-	broken := webhookCRD("broken.apps.kruise.io", nil)
-	broken.Spec.Conversion.Webhook.ClientConfig = nil
-	c := newCluster(t, append(targets(), broken)...)
-	r := newReplica(t, c, newClock(), func(cfg *Config) {
-		cfg.CRDs = []string{convertingCRD, plainCRD, "broken.apps.kruise.io", "gone.apps.kruise.io"}
-	})
-	r.sync()
-	assert.Equal(t, []string{"patch customresourcedefinitions"}, c.crdWrites(), "only the good CRD is patched")
-	err := r.Check(nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "CustomResourceDefinition broken.apps.kruise.io: conversion strategy is Webhook but spec.conversion.webhook.clientConfig is not set")
-	assert.Contains(t, err.Error(), "CustomResourceDefinition gone.apps.kruise.io: does not exist")
-}
-
 // A failing patch (here: no RBAC) leaves the replica unready and says so.
 func TestAFailingPatchIsAProblem(t *testing.T) {
 	c := newCluster(t, targets()...)

@@ -1,0 +1,73 @@
+package certs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// ResetConversion turns the conversion of every named CRD that calls the
+// webhook Service namespace/service back to strategy None, so that CRDs
+// left behind when kruise is uninstalled do not call a Service that is gone
+// (reads of the version not stored would fail). It sets
+// ConversionResetAnnotation to now, so that the replicas still running do
+// not switch it back. A CRD that does not exist,
+// converts with strategy None or calls another webhook is left alone. The
+// patch carries the resourceVersion read, so a concurrent change is not
+// overwritten blindly (it is reported instead). It returns the CRDs reset.
+func ResetConversion(ctx context.Context, client apiextensionsclient.Interface, namespace, service string, names []string, now time.Time) ([]string, error) {
+	logger := klog.FromContext(ctx)
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	var reset []string
+	var errs []error
+	for _, name := range names {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			logger.Info("CRD not found, nothing to reset", "crd", name)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading CRD %s: %w", name, err))
+			continue
+		}
+		if !callsService(crd.Spec.Conversion, namespace, service) {
+			logger.Info("CRD does not convert through kruise's webhook, left alone", "crd", name)
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{
+				"resourceVersion": crd.ResourceVersion,
+				"annotations":     map[string]string{ConversionResetAnnotation: now.UTC().Format(time.RFC3339Nano)},
+			},
+			"spec": map[string]any{"conversion": map[string]any{"strategy": apiextensionsv1.NoneConverter, "webhook": nil}},
+		})
+		if err != nil {
+			return reset, fmt.Errorf("encoding the reset of CRD %s: %w", name, err)
+		}
+		if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("resetting the conversion of CRD %s to strategy None: %w", name, err))
+			continue
+		}
+		logger.Info("CRD conversion reset to strategy None", "crd", name, "service", klog.KRef(namespace, service))
+		reset = append(reset, name)
+	}
+	return reset, errors.Join(errs...)
+}
+
+// callsService: conv is a webhook conversion calling namespace/service.
+func callsService(conv *apiextensionsv1.CustomResourceConversion, namespace, service string) bool {
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return false
+	}
+	svc := conv.Webhook.ClientConfig.Service
+	return svc != nil && svc.Namespace == namespace && svc.Name == service
+}
