@@ -5,7 +5,8 @@
 # with webhook.enabled=true (new objects as resources, changed ones as strategic-merge patches that
 # carry the whole changed object). Usage: hack/update-deploy.sh [OUTPUT_DIR [COMPONENT_DIR]]
 # (defaults deploy/base, deploy/components/webhook); hack/verify.sh renders into temporary
-# directories and compares.
+# directories and compares. Helm hooks are left out: the chart's only one (the pre-delete Job
+# kruise-conversion-reset) is for helm uninstall, and `kubectl delete -k` deletes the CRDs.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out="${1:-${KRUISE_ROOT}/deploy/base}"
@@ -18,7 +19,7 @@ rendered="$(mktemp)"
 webhook="$(mktemp)"
 docs="$(mktemp -d)"
 trap 'rm -rf "${rendered}" "${webhook}" "${docs}"' EXIT
-template() { "${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --kube-version "${K8S_VERSION}" "$@"; }
+template() { "${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --no-hooks --kube-version "${K8S_VERSION}" "$@"; }
 template >"${rendered}"
 template --set webhook.enabled=true >"${webhook}"
 

@@ -76,7 +76,8 @@ func kustomized(t *testing.T, dir string) rendered {
 // and from the chart's ConfigMap (filled by hack/deploy.sh --set-file) with Helm.
 func TestLocalInstallsAgree(t *testing.T) {
 	local := filepath.Join(chartDir(t), "..", "..", "overlays", "local")
-	viaHelm := render(t, "--namespace", "kruise-system", "-f", filepath.Join(local, "values.yaml"))
+	// Without Helm's hooks: the pre-delete Job is for helm uninstall only (TestRenderConversionResetHook).
+	viaHelm := render(t, "--namespace", "kruise-system", "--no-hooks", "-f", filepath.Join(local, "values.yaml"))
 	viaKustomize := kustomized(t, local)
 	require.Equal(t, viaHelm.keys(), viaKustomize.keys())
 	opts := cmp.Options{
@@ -95,6 +96,8 @@ func TestLocalInstallsAgree(t *testing.T) {
 	for _, key := range []string{mutatingKey, validatingKey, serviceKey, certsRoleKey} {
 		require.Contains(t, viaKustomize, key, "the local install serves the webhooks")
 	}
+	require.Contains(t, viaKustomize.deployment(t).Spec.Template.Spec.Containers[0].Args,
+		"--webhook-conversion-crds=nodeimages.apps.kruise.io", "the local install converts NodeImages through /convert")
 }
 
 // deploy/base with the component deploy/components/webhook is the chart with
@@ -109,7 +112,7 @@ func TestWebhookComponentIsTheChartWithWebhooks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - "+base+
 			"\ncomponents:\n  - "+component+"\n"), 0o600))
-	viaHelm := render(t, "--namespace", "kruise-system", "--set", "webhook.enabled=true")
+	viaHelm := render(t, "--namespace", "kruise-system", "--no-hooks", "--set", "webhook.enabled=true")
 	viaKustomize := kustomized(t, dir)
 	require.Equal(t, viaHelm.keys(), viaKustomize.keys())
 	opts := cmp.Options{

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/base64"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -87,7 +89,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Contains(t, c.Args, "--webhook-enabled=true")
 	assert.Contains(t, c.Args, "--webhook-addr=:9876")
 	assert.Contains(t, c.Args, "--feature-gates=", "managed certificates: EnableExternalCerts stays off")
-	assert.NotContains(t, strings.Join(c.Args, " "), "--webhook-conversion-crds")
+	assert.Contains(t, c.Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io", "conversion is on by default with the webhooks")
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
@@ -173,12 +175,52 @@ func TestRenderWebhookCABundle(t *testing.T) {
 }
 
 func TestRenderWebhookConversion(t *testing.T) {
-	objs := render(t, "--set", "webhook.enabled=true,webhook.conversion.enabled=true")
+	objs := render(t, "--set", "webhook.enabled=true")
 	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io")
 	crd := ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
 	require.NotNil(t, crd)
 	assert.Equal(t, []string{"nodeimages.apps.kruise.io"}, crd.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, crd.Verbs)
+
+	// External certificates: kruise only reads the CRD, and there is no hook to undo what it
+	// never wrote.
+	objs = render(t, "--set", "webhook.enabled=true,externalCerts.enabled=true")
+	crd = ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
+	require.NotNil(t, crd)
+	assert.Equal(t, []string{"get", "list", "watch"}, crd.Verbs)
+	assert.NotContains(t, objs, resetJobKey)
+
+	// Off: no flag, no CRD access, no hook.
+	objs = render(t, "--set", "webhook.enabled=true,webhook.conversion.enabled=false")
+	assert.NotContains(t, strings.Join(objs.deployment(t).Spec.Template.Spec.Containers[0].Args, " "), "--webhook-conversion-crds")
+	assert.Nil(t, ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions"))
+	assert.NotContains(t, objs, resetJobKey)
+}
+
+const resetJobKey = "Job/kruise-system/kruise-conversion-reset"
+
+// helm uninstall runs kruise-controller reset-conversion before it deletes anything, as the
+// controller's service account, placed and configured as the controller is.
+func TestRenderConversionResetHook(t *testing.T) {
+	local := filepath.Join(chartDir(t), "..", "..", "overlays", "local", "values.yaml")
+	objs := render(t, "--namespace", "kruise-system", "-f", local)
+	obj, ok := objs[resetJobKey]
+	require.True(t, ok, "no hook Job in %v", objs.keys())
+	job := obj.(*batchv1.Job)
+	assert.Equal(t, "pre-delete", job.Annotations["helm.sh/hook"])
+	assert.Equal(t, "before-hook-creation,hook-succeeded", job.Annotations["helm.sh/hook-delete-policy"])
+	pod := job.Spec.Template.Spec
+	ctrl := objs.deployment(t).Spec.Template.Spec
+	assert.Equal(t, "kruise-controller", pod.ServiceAccountName)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+	assert.Equal(t, ctrl.DNSPolicy, pod.DNSPolicy)
+	assert.Equal(t, ctrl.HostNetwork, pod.HostNetwork)
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, ctrl.Containers[0].Image, c.Image)
+	assert.Equal(t, []string{"reset-conversion", "--crds=nodeimages.apps.kruise.io"}, c.Args)
+	assert.Subset(t, c.Env, ctrl.Containers[0].Env[2:], "the controller's extra env (the local API server address)")
+	assert.NotContains(t, render(t, "--namespace", "kruise-system", "--no-hooks", "-f", local), resetJobKey)
 }
 
 // A unix-socket health address has no metrics port; the webhook port is

@@ -57,3 +57,10 @@ certificates are not kruise's (externalCerts.enabled, or a caBundle the chart wr
 {{- define "kruise.managedCerts" -}}
 {{- if not (or .Values.externalCerts.enabled .Values.webhook.caBundle) -}}true{{- end -}}
 {{- end -}}
+
+{{/* The CRDs that convert through kruise's /convert with webhook.conversion.enabled: those whose
+versions differ (NodeImage: pullSecrets[].mode is v1beta1-only; the other kinds' versions share one
+schema, docs/api.md). Comma-separated, as --webhook-conversion-crds takes them. */}}
+{{- define "kruise.conversionCRDs" -}}
+nodeimages.apps.kruise.io
+{{- end -}}
