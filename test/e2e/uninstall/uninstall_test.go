@@ -7,21 +7,27 @@ package uninstall
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
-const partOf = "app.kubernetes.io/part-of=kruise"
+const (
+	partOf       = "app.kubernetes.io/part-of=kruise"
+	nodeImageCRD = "nodeimages.apps.kruise.io"
+)
 
 func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
 	helmBin := os.Getenv("KRUISE_HELM")
@@ -68,6 +74,16 @@ func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
 		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
 			return c.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
 		})
+
+	// The chart's default: kruise has switched NodeImage's CRD to its conversion webhook.
+	framework.WaitFor(ctx, t, 2*time.Minute, "NodeImage's CRD converting through kruise's webhook", func(ctx context.Context) (bool, string, error) {
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, nodeImageCRD, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter,
+			fmt.Sprintf("spec.conversion %+v", crd.Spec.Conversion), nil
+	})
 
 	start := time.Now()
 	helm("uninstall", "kruise", "--namespace", "default", "--wait", "--timeout", "3m")
@@ -116,6 +132,26 @@ func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%d %s objects labelled %s survived helm uninstall", n, kind, partOf)
 		}
+	}
+
+	// The pre-delete hook turned the conversion back to strategy None before the webhook Service
+	// went: NodeImages still read in v1alpha1, the version not stored. Without it every such read
+	// would fail calling a Service that no longer exists.
+	crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, nodeImageCRD, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conv := crd.Spec.Conversion; conv == nil || conv.Strategy != apiextensionsv1.NoneConverter || conv.Webhook != nil {
+		t.Errorf("%s still converts through a webhook after helm uninstall: %+v", nodeImageCRD, conv)
+	}
+	if _, ok := crd.Annotations[certs.ConversionResetAnnotation]; !ok {
+		t.Errorf("%s has no %s annotation: the reset was not the hook's", nodeImageCRD, certs.ConversionResetAnnotation)
+	}
+	if _, err := kc.AppsV1alpha1().NodeImages().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("listing NodeImages as v1alpha1 after helm uninstall: %v", err)
+	}
+	if _, err := f.Client.BatchV1().Jobs(framework.KruiseNamespace).Get(ctx, "kruise-conversion-reset", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hook Job kruise-conversion-reset should be gone (hook-succeeded): %v", err)
 	}
 
 	// Helm keeps the CRDs of crds/ and the objects in them: users' data is not deleted by an
