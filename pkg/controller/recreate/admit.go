@@ -65,7 +65,7 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 	pod, err := c.getLivePod(ctx, crr.Namespace, crr.Spec.PodName)
 	if apierrors.IsNotFound(err) {
-		return 0, c.reject(ctx, crr, fmt.Sprintf("pod %q not found", crr.Spec.PodName), nil)
+		return 0, c.reject(ctx, crr, PodNotFoundMessage(crr.Spec.PodName), nil)
 	}
 	if err != nil {
 		return 0, err
@@ -119,25 +119,14 @@ type verdict struct {
 
 // assess judges the request against the pod as it is now.
 func assess(crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) verdict {
-	switch {
-	case pod.DeletionTimestamp != nil:
-		return verdict{reject: fmt.Sprintf("pod %q is being deleted", pod.Name)}
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return verdict{reject: fmt.Sprintf("pod %q has finished (phase %q): its containers will not run again", pod.Name, pod.Status.Phase)}
+	names := make([]string, 0, len(crr.Spec.Containers))
+	for _, c := range crr.Spec.Containers {
+		names = append(names, c.Name)
 	}
-	var unknown, notStarted []string
-	for _, want := range crr.Spec.Containers {
-		if !slices.ContainsFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == want.Name }) {
-			unknown = append(unknown, want.Name)
-		}
+	if u := CheckPod(pod, names); u != nil {
+		return verdict{reject: u.Message, perContainer: u.PerContainer}
 	}
-	if len(unknown) > 0 {
-		bad := map[string]string{}
-		for _, n := range unknown {
-			bad[n] = fmt.Sprintf("container %q not found in pod %q", n, pod.Name)
-		}
-		return verdict{reject: fmt.Sprintf("containers not found in pod %q: %s", pod.Name, strings.Join(unknown, ", ")), perContainer: bad}
-	}
+	var notStarted []string
 	switch {
 	case pod.Spec.NodeName == "":
 		return verdict{wait: fmt.Sprintf("pod %q is not scheduled to a node yet", pod.Name)}

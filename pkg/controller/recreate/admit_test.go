@@ -70,6 +70,20 @@ func TestAdmitRejects(t *testing.T) {
 			},
 		},
 		{
+			// Only spec.containers can be recreated: an init container,
+			// a native sidecar too, is not found, and the message says why.
+			name: "init container and native sidecar", containers: []string{"main", "init", "sc"},
+			pod: runningPod(func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init"}, {Name: "sc", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}
+			}),
+			message: `containers not found in pod "web": init, sc`,
+			perContainer: map[string]string{
+				"main": `containers not found in pod "web": init, sc`,
+				"init": `container "init" not found in pod "web": it is an init container, and only spec.containers can be recreated`,
+				"sc":   `container "sc" not found in pod "web": it is a native sidecar (an init container with restartPolicy Always), and only spec.containers can be recreated`,
+			},
+		},
+		{
 			name: "unknown container of a pod still starting", containers: []string{"nope"},
 			pod:     runningPod(func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
 			message: `containers not found in pod "web": nope`,
