@@ -15,6 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 
 // webhooks are the webhook server and the certificate manager that feeds
@@ -26,8 +27,10 @@ type webhooks struct {
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
-// its handlers: the launch-priority pod webhook and /convert. It does not
-// call the API server.
+// its handlers: the launch-priority pod webhook, the validating webhooks of
+// ContainerRecreateRequests (which read pods with d.client at each request),
+// ImagePullJobs and ImageListPullJobs, and /convert. It does not call the
+// API server.
 func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Registerer) (*webhooks, error) {
 	mode := certs.ModeManaged
 	if o.featureGate().Enabled(features.EnableExternalCerts) {
@@ -55,8 +58,15 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.HandleAdmission(launchpriority.Webhook()); err != nil {
-		return nil, err
+	for _, wh := range []wserver.Webhook{
+		launchpriority.Webhook(),
+		validate.CRRWebhook(d.client.CoreV1()),
+		validate.ImagePullJobWebhook(),
+		validate.ImageListPullJobWebhook(),
+	} {
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
 	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
@@ -89,7 +99,9 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		return nil
 	})
 	start(func() error { return w.server.Serve(ctx) })
-	logger.Info("Serving webhooks on every replica", "webhooks", []string{launchpriority.Path, conversion.Path})
+	logger.Info("Serving webhooks on every replica", "webhooks", []string{
+		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, conversion.Path,
+	})
 }
 
 // newCRDClient is the apiextensions client the certificate manager writes

@@ -27,6 +27,7 @@ import (
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -100,8 +101,20 @@ func caFromConfig(t *testing.T, client *fake.Clientset) []byte {
 }
 
 // admit sends an AdmissionReview for pod to /mutate-pod as the API server
-// does: over TLS, trusting only ca, checking the Service's name.
+// does.
 func (h *hooked) admit(t *testing.T, ca []byte, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+	t.Helper()
+	return h.review(t, ca, wlp.Path, &admissionv1.AdmissionRequest{
+		UID: "0b7e3c1a-5d2f-4e6a-9c8b-7a6f5e4d3c2b", Operation: admissionv1.Create, Namespace: "default",
+		Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Object:   runtime.RawExtension{Raw: mustJSON(t, pod)},
+	})
+}
+
+// review sends an AdmissionReview of req to path as the API server does:
+// over TLS, trusting only ca, checking the Service's name.
+func (h *hooked) review(t *testing.T, ca []byte, path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	t.Helper()
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(ca))
@@ -109,19 +122,12 @@ func (h *hooked) admit(t *testing.T, ca []byte, pod *corev1.Pod) *admissionv1.Ad
 		RootCAs: pool, ServerName: certs.ServiceHost(certs.ServiceName, "kruise-system"), MinVersion: tls.VersionTLS12,
 	}}}
 	defer c.CloseIdleConnections()
-	raw, err := json.Marshal(pod)
-	require.NoError(t, err)
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID: "0b7e3c1a-5d2f-4e6a-9c8b-7a6f5e4d3c2b", Operation: admissionv1.Create, Namespace: "default",
-			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			Object:   runtime.RawExtension{Raw: raw},
-		},
+		Request:  req,
 	})
 	require.NoError(t, err)
-	resp, err := c.Post("https://"+h.webhook+wlp.Path+"?timeout=5s", "application/json", bytes.NewReader(body))
+	resp, err := c.Post("https://"+h.webhook+path+"?timeout=5s", "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
@@ -202,6 +208,52 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "other-replica_abcd", *lease(t, client).Spec.HolderIdentity, "the standby never led")
+}
+
+// Every replica serves the validating webhooks too; the CRR webhook reads
+// the pod with the controller's client.
+func TestValidatingWebhooksServed(t *testing.T) {
+	m, v := webhookConfigs()
+	client := fake.NewClientset(m, v, gen.Pod("web", gen.SetPodNamespace("default"), gen.AddPodContainer(corev1.Container{Name: "main"})))
+	h := startWithWebhooks(t, testOptions(), client)
+	require.Eventually(t, func() bool { code, _ := h.get(t, "/readyz"); return code == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+	ca := caFromConfig(t, client)
+
+	kruiseRequest := func(resource, kind string, obj any) *admissionv1.AdmissionRequest {
+		return &admissionv1.AdmissionRequest{
+			UID: "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f", Operation: admissionv1.Create, Namespace: "default",
+			Kind:     metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: kind},
+			Resource: metav1.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: resource},
+			Object:   runtime.RawExtension{Raw: mustJSON(t, obj)},
+		}
+	}
+	crr := gen.CRR("r", gen.SetCRRNamespace("default"), gen.SetCRRPodName("web"), gen.SetCRRContainers("main", "ghost"))
+	resp := h.review(t, ca, validate.CRRPath, kruiseRequest("containerrecreaterequests", "ContainerRecreateRequest", crr))
+	require.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, `spec.containers[1].name: Invalid value: "ghost": container "ghost" not found in pod "web"`)
+	crr = gen.CRR("r", gen.SetCRRNamespace("default"), gen.SetCRRPodName("web"), gen.SetCRRContainers("main"))
+	resp = h.review(t, ca, validate.CRRPath, kruiseRequest("containerrecreaterequests", "ContainerRecreateRequest", crr))
+	assert.True(t, resp.Allowed, "%+v", resp.Result)
+
+	job := gen.ImagePullJob("pull", gen.SetImagePullJobNamespace("default"))
+	job.Spec.Image = "Not Valid"
+	resp = h.review(t, ca, validate.ImagePullJobPath, kruiseRequest("imagepulljobs", "ImagePullJob", job))
+	require.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, `spec.image: Invalid value: "Not Valid": invalid image reference "Not Valid"`)
+	list := gen.ImageListPullJob("list", gen.SetImageListPullJobNamespace("default"), gen.SetImageListPullJobImages("busybox", "Not Valid"))
+	resp = h.review(t, ca, validate.ImageListPullJobPath, kruiseRequest("imagelistpulljobs", "ImageListPullJob", list))
+	require.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, `spec.images[1]: Invalid value: "Not Valid"`)
+
+	_, metrics := h.get(t, "/metrics")
+	for _, line := range []string{
+		`kruise_webhook_admission_rejections_total{reason="ContainerNotFound",webhook="containerrecreaterequest-validate"} 1`,
+		`kruise_webhook_admission_requests_total{result="allowed",webhook="containerrecreaterequest-validate"} 1`,
+		`kruise_webhook_admission_rejections_total{reason="InvalidImage",webhook="imagepulljob-validate"} 1`,
+		`kruise_webhook_admission_rejections_total{reason="InvalidImage",webhook="imagelistpulljob-validate"} 1`,
+	} {
+		assert.Contains(t, metrics, line)
+	}
 }
 
 // /readyz follows the certificate manager: a missing configuration keeps

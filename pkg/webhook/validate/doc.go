@@ -1,0 +1,21 @@
+// Package validate holds the validating admission webhooks of kruise's own
+// kinds: at CREATE, they refuse what can be known to be wrong then and
+// that the CRD schema cannot express.
+//
+//   - ContainerRecreateRequest: its pod does not exist, is being deleted or
+//     has finished, or lacks a container the request names (the pod is read
+//     from the API server, not a cache: it may have been created a moment
+//     before the request).
+//   - ImagePullJob, ImageListPullJob: an image reference does not parse.
+//
+// Each refusal uses the words kruise-controller puts in status when it finds
+// the same at admission, so a request sent where the webhook is not called
+// (failurePolicy Ignore during an outage, an install without webhooks, or
+// kruise-controller's own requests, which the configuration does not send)
+// gets the same answer in its status instead. What changes after the object
+// was admitted (a pod deleted later) is only ever answered in status.
+//
+// A webhook never refuses on its own failure: when it cannot decide (the
+// pod cannot be read, the object does not decode) it admits the object with
+// a warning, and the status path answers.
+package validate
