@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 
 const (
@@ -111,8 +112,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []string{"kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values)
 	assert.Empty(t, m.Annotations)
 
-	v := objs[validatingKey].(*admissionregistrationv1.ValidatingWebhookConfiguration)
-	assert.Empty(t, v.Webhooks, "no validating webhook yet; the object exists for the certificate manager")
+	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
 
 	rules := objs.clusterRoleRules(t)
 	cfg := ruleFor(rules, "mutatingwebhookconfigurations")
@@ -132,11 +132,71 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	w := objs.mutating(t).Webhooks[0]
 	assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
 	assert.EqualValues(t, 3, *w.TimeoutSeconds)
+	for _, v := range objs.validating(t).Webhooks {
+		assert.Equal(t, admissionregistrationv1.Fail, *v.FailurePolicy, "%s: each group has its own value", v.Name)
+		assert.EqualValues(t, 3, *v.TimeoutSeconds, v.Name)
+	}
 
-	out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
-		"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.pod=ignore")
-	require.Error(t, err)
-	assert.Contains(t, out, `webhook.failurePolicy.pod must be Fail or Ignore, got "ignore"`)
+	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.containerRecreateRequest=Ignore")
+	objs.checkValidating(t, admissionregistrationv1.Ignore, admissionregistrationv1.Fail)
+	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[0].FailurePolicy)
+	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
+	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Ignore)
+
+	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob"} {
+		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
+			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
+		require.Error(t, err, group)
+		assert.Contains(t, out, `webhook.failurePolicy.`+group+` must be Fail or Ignore, got "ignore"`)
+	}
+}
+
+func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	obj, ok := r[validatingKey]
+	require.True(t, ok, "no validating configuration in %v", r.keys())
+	return obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+}
+
+// checkValidating checks the validating webhooks: OpenKruise's names where
+// it has a validating webhook of the kind, CREATE of v1beta1 only (v1alpha1
+// sent as v1beta1), the paths pkg/webhook/validate serves, and
+// kruise-controller's own requests kept out of the kinds it creates.
+func (r rendered) checkValidating(t *testing.T, crrPolicy, jobPolicy admissionregistrationv1.FailurePolicyType) {
+	t.Helper()
+	v := r.validating(t)
+	want := []struct {
+		name, path, resource string
+		policy               admissionregistrationv1.FailurePolicyType
+		notController        bool
+	}{
+		{"vcontainerrecreaterequest.kb.io", validate.CRRPath, "containerrecreaterequests", crrPolicy, true},
+		{"vimagepulljob-v1beta1.kb.io", validate.ImagePullJobPath, "imagepulljobs", jobPolicy, true},
+		{"vimagelistpulljob-v1beta1.kb.io", validate.ImageListPullJobPath, "imagelistpulljobs", jobPolicy, false},
+	}
+	require.Len(t, v.Webhooks, len(want))
+	for i, w := range want {
+		got := v.Webhooks[i]
+		assert.Equal(t, w.name, got.Name)
+		assert.Equal(t, w.policy, *got.FailurePolicy, w.name)
+		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *got.SideEffects, w.name)
+		assert.Equal(t, []string{"v1"}, got.AdmissionReviewVersions, w.name)
+		assert.Equal(t, admissionregistrationv1.Equivalent, *got.MatchPolicy, w.name)
+		assert.Equal(t, certs.ServiceName, got.ClientConfig.Service.Name, w.name)
+		assert.Equal(t, "kruise-system", got.ClientConfig.Service.Namespace, w.name)
+		assert.Equal(t, w.path, *got.ClientConfig.Service.Path, w.name)
+		assert.EqualValues(t, 443, *got.ClientConfig.Service.Port, w.name)
+		require.Len(t, got.Rules, 1, w.name)
+		assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, got.Rules[0].Operations, w.name)
+		assert.Equal(t, []string{"apps.kruise.io"}, got.Rules[0].APIGroups, w.name)
+		assert.Equal(t, []string{"v1beta1"}, got.Rules[0].APIVersions, w.name)
+		assert.Equal(t, []string{w.resource}, got.Rules[0].Resources, w.name)
+		if w.notController {
+			assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), got.MatchConditions, w.name)
+		} else {
+			assert.Empty(t, got.MatchConditions, "%s: kruise-controller never creates these", w.name)
+		}
+	}
 }
 
 // externalCerts: the gate is turned on, the annotations are on both
@@ -167,6 +227,9 @@ func TestRenderWebhookCABundle(t *testing.T) {
 	assert.Equal(t, testCA, string(w.ClientConfig.CABundle))
 	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--feature-gates=EnableExternalCerts=true")
 	assert.Empty(t, objs.mutating(t).Annotations, "no cainjector annotations unless externalCerts.enabled")
+	for _, v := range objs.validating(t).Webhooks {
+		assert.Equal(t, testCA, string(v.ClientConfig.CABundle), v.Name)
+	}
 
 	out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 		"--set", "webhook.enabled=true", "--set", "webhook.caBundle="+base64.StdEncoding.EncodeToString([]byte(testCA)))
@@ -229,4 +292,17 @@ func TestRenderWebhookWithUnixSocket(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true", "--set", "manager.addr=unix:///run/kruise/controller.sock")
 	c := objs.deployment(t).Spec.Template.Spec.Containers[0]
 	assert.Equal(t, []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9876}}, c.Ports)
+}
+
+// kruise-controller's own requests are recognised in any namespace kruise is
+// installed in.
+func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
+	objs := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=ops")
+	for _, w := range objs.validating(t).Webhooks {
+		assert.Equal(t, "ops", w.ClientConfig.Service.Namespace, w.Name)
+		if len(w.MatchConditions) > 0 {
+			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
+			assert.Contains(t, w.MatchConditions[0].Expression, "'system:serviceaccount:ops:kruise-controller'")
+		}
+	}
 }
