@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,14 +15,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -87,11 +91,15 @@ func TestCRRExampleWaitsForItsPod(t *testing.T) {
 	pod.Namespace, crr.Namespace = ns, ns
 	// The example's CRR waits only if a leading controller sees it before
 	// its pod runs: right after a (re)deploy no replica may lead yet. A CRR
-	// for a missing pod, completed, shows one leads with its caches synced.
-	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "probe", "no-such-pod", "app"), metav1.CreateOptions{}); err != nil {
+	// for a pod that never starts, answered (waiting), shows one leads with
+	// its caches synced.
+	pendingPod(ctx, t, f, ns, "probe-pod")
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "probe", "probe-pod", "main"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the probe CRR: %v", err)
 	}
-	framework.WaitCRR(ctx, t, kc, ns, "probe", 2*time.Minute, "a controller completed the probe CRR", completed)
+	framework.WaitCRR(ctx, t, kc, ns, "probe", 2*time.Minute, "a controller answered the probe CRR", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
+		return appsv1alpha1.AdmittedCondition(c) != nil
+	})
 	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod: %v", err)
 	}
@@ -151,8 +159,10 @@ func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kruise-crr-read-only-fields") || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("creating a copy of an admitted CRR: %v, want it refused by kruise-crr-read-only-fields", err)
 	}
-	// Nor may its creator write them into a request of theirs afterwards.
-	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "late", "nope", "main"), metav1.CreateOptions{}); err != nil {
+	// Nor may its creator write them into a request of theirs afterwards
+	// (one that waits for its pod, so kruise-controller fills in nothing).
+	pendingPod(ctx, t, f, ns, "pending")
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "late", "pending", "main"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating CRR: %v", err)
 	}
 	patch := fmt.Sprintf(`[{"op":"add","path":"/spec/containers/0/statusContext","value":{"containerID":%q,"restartCount":0}}]`,
@@ -205,7 +215,9 @@ func TestCRRAdmissionFillsLabelsAndContext(t *testing.T) {
 	}
 }
 
-// A CRR that cannot be carried out completes at once with a message that says why.
+// A CRR that cannot be carried out is refused at create by the validating webhook
+// (vcontainerrecreaterequest.kb.io), with a message that says why, in the words kruise-controller
+// uses in status when it finds the same later: a pod deleted after its CRR was admitted.
 func TestCRRRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -214,30 +226,64 @@ func TestCRRRejectsBadInput(t *testing.T) {
 	ns := f.NewNamespace(ctx, t, "crr-reject")
 	f.RunningBusyboxPod(ctx, t, ns, "web", "main")
 
-	cases := []struct {
-		crr     *appsv1alpha1.ContainerRecreateRequest
-		message string
+	// A pod being deleted: its finalizer holds it in Terminating until the test removes it.
+	ending := f.BusyboxPod(ns, "ending", "main")
+	ending.Finalizers = []string{"kruise.io/e2e-hold"}
+	ending.Spec.NodeSelector = map[string]string{"kruise.e2e/no-such-node": "true"}
+	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, ending, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod ending: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, "ending", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing the finalizer of pod ending: %v", err)
+		}
+	})
+	if err := f.Client.CoreV1().Pods(ns).Delete(ctx, "ending", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting pod ending: %v", err)
+	}
+
+	for _, tc := range []struct {
+		crr  *appsv1alpha1.ContainerRecreateRequest
+		want []string
 	}{
-		{crrFor(ns, "missing-pod", "nope", "main"), `pod "nope" not found`},
-		{crrFor(ns, "unknown-container", "web", "main", "ghost"), `containers not found in pod "web": ghost`},
+		{crrFor(ns, "missing-pod", "nope", "main"), []string{`ContainerRecreateRequest.apps.kruise.io "missing-pod" is invalid`,
+			`spec.podName: Invalid value: "nope": pod "nope" not found in namespace "` + ns + `"`}},
+		{crrFor(ns, "unknown-container", "web", "main", "ghost"), []string{
+			`spec.containers[1].name: Invalid value: "ghost": container "ghost" not found in pod "web"`}},
+		{crrFor(ns, "terminating-pod", "ending", "main"), []string{`spec.podName: Invalid value: "ending": pod "ending" is being deleted`}},
+	} {
+		_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, tc.crr, metav1.CreateOptions{})
+		requireWebhookRefusal(t, err, "vcontainerrecreaterequest.kb.io", tc.want...)
 	}
-	for _, tc := range cases {
-		if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, tc.crr, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating CRR %s: %v", tc.crr.Name, err)
-		}
+	// Through v1beta1 as well.
+	_, err := kc.AppsV1beta1().ContainerRecreateRequests(ns).Create(ctx, &appsv1beta1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1beta1-missing-pod", Namespace: ns},
+		Spec:       appsv1beta1.ContainerRecreateRequestSpec{PodName: "nope", Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "main"}}},
+	}, metav1.CreateOptions{})
+	requireWebhookRefusal(t, err, "vcontainerrecreaterequest.kb.io", `pod "nope" not found`)
+
+	// What changes after admission is answered in status: a pod deleted once its CRR was admitted.
+	pendingPod(ctx, t, f, ns, "short-lived")
+	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "pod-deleted", "short-lived", "main"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR pod-deleted: %v", err)
 	}
-	for _, tc := range cases {
-		got := framework.WaitCRR(ctx, t, kc, ns, tc.crr.Name, 30*time.Second, "CRR "+tc.crr.Name+" completed", completed)
-		if got.Status.Message != tc.message {
-			t.Errorf("%s: message %q, want %q", tc.crr.Name, got.Status.Message, tc.message)
-		}
-		if _, routed := got.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; routed {
-			t.Errorf("%s: a rejected CRR carries the active label", tc.crr.Name)
-		}
-		for _, st := range got.Status.ContainerRecreateStates {
-			if st.Phase != appsv1alpha1.ContainerRecreateRequestFailed {
-				t.Errorf("%s: container %s is %s, want Failed", tc.crr.Name, st.Name, st.Phase)
-			}
+	if err := f.Client.CoreV1().Pods(ns).Delete(ctx, "short-lived", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("deleting pod short-lived: %v", err)
+	}
+	got := framework.WaitCRR(ctx, t, kc, ns, "pod-deleted", 30*time.Second, "CRR pod-deleted completed", completed)
+	// Gone before or after kruise-controller first looked at the request.
+	if msg := got.Status.Message; msg != `pod "short-lived" not found` && msg != "pod has gone" {
+		t.Errorf("message %q, want %q or %q", msg, `pod "short-lived" not found`, "pod has gone")
+	}
+	if _, routed := got.Labels[appsv1alpha1.ContainerRecreateRequestActiveKey]; routed {
+		t.Errorf("a CRR whose pod is gone carries the active label")
+	}
+	for _, st := range got.Status.ContainerRecreateStates {
+		if st.Phase != appsv1alpha1.ContainerRecreateRequestFailed {
+			t.Errorf("container %s is %s, want Failed", st.Name, st.Phase)
 		}
 	}
 }

@@ -4,11 +4,14 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
@@ -81,4 +84,43 @@ func crrContainerState(crr *appsv1alpha1.ContainerRecreateRequest, name string) 
 		}
 	}
 	return appsv1alpha1.ContainerRecreateRequestContainerRecreateState{}
+}
+
+// pendingPod creates a pod no node can run (a node selector no node matches): it exists and stays
+// Pending, so a CRR for it passes the validating webhook and then waits for it.
+func pendingPod(ctx context.Context, t *testing.T, f *framework.Framework, namespace, name string) *corev1.Pod {
+	t.Helper()
+	pod := f.BusyboxPod(namespace, name, "main")
+	pod.Spec.NodeSelector = map[string]string{"kruise.e2e/no-such-node": "true"}
+	created, err := f.Client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return created
+}
+
+// endingCRR is a CRR for container main of a pendingPod that its deadline completes within a few
+// seconds: a request that is admitted and completes without recreating anything.
+func endingCRR(namespace, name, pod string) *appsv1alpha1.ContainerRecreateRequest {
+	crr := crrFor(namespace, name, pod, "main")
+	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	return crr
+}
+
+// requireWebhookRefusal fails unless err is a validating webhook's refusal at create: the API
+// server's "admission webhook <name> denied the request", 422 Invalid, with every part of want in
+// its message.
+func requireWebhookRefusal(t *testing.T, err error, webhook string, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("created; want webhook %s to refuse it with %q", webhook, want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("refused with reason %s (%v), want Invalid", apierrors.ReasonForError(err), err)
+	}
+	for _, w := range append([]string{`admission webhook "` + webhook + `" denied the request`}, want...) {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("refused with %q; want the error to contain %q", err.Error(), w)
+		}
+	}
 }

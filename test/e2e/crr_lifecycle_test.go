@@ -66,8 +66,9 @@ func TestCRRTTLAfterFinished(t *testing.T) {
 	ctx := framework.Context(t, 2*time.Minute)
 	ns := f.NewNamespace(ctx, t, "crr-ttl")
 
-	// A CRR for a missing pod completes at once; the ttl then deletes it.
-	crr := crrFor(ns, "r", "nope", "main")
+	// A CRR for a pod that never starts completes at its deadline (3 s); the ttl then deletes it.
+	pendingPod(ctx, t, f, ns, "pending")
+	crr := endingCRR(ns, "r", "pending")
 	crr.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
 	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating CRR: %v", err)

@@ -10,7 +10,7 @@
 //	crr_recreate_test.go     a CRR recreates containers: plain, SIGTERM ignored, force during postStart
 //	crr_prestop_test.go      preStop hooks a CRR runs before the stop: exec, httpGet, sleep
 //	crr_order_test.go        several CRRs of one pod, and ordered recreation of containers
-//	crr_admission_test.go    what the controller fills in or refuses when it admits a CRR
+//	crr_admission_test.go    what the validating webhook refuses at create, and what the controller fills in or refuses when it admits a CRR
 //	crr_lifecycle_test.go    activeDeadlineSeconds, ttlSecondsAfterFinished, the pod deleted
 //	crr_failure_test.go      failurePolicy Fail and Ignore
 //	crr_unready_test.go      unreadyGracePeriodSeconds, with and without the readiness gate
@@ -20,6 +20,7 @@
 //	webhook_test.go          the webhooks served after install; webhook_routing_test.go: calls reach each replica
 //	imagepull_auth_test.go   pulls anonymous, with a pull secret, via the credential provider, wrong credentials
 //	imagepull_test.go        ImagePullJob and ImageListPullJob behaviour: failures, parallelism, policy, TTL, deletion
+//	imagepull_admission_test.go  unparsable image references refused at create by the validating webhooks
 //	imagepull_helpers_test.go  the environment and checks the image pull files share
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects

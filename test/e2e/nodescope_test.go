@@ -120,16 +120,12 @@ func TestNodeScope(t *testing.T) {
 
 	t.Run("ContainerRecreateRequest status", func(t *testing.T) {
 		ns := f.NewNamespace(ctx, t, "nodescope")
-		// CRRs for a pod that does not exist: kruise-controller completes them at once, and no
-		// daemon works on them, but they keep their node label.
+		// CRRs for a pod that never starts: kruise-controller completes them at their deadline
+		// (3 s) without routing them, so no daemon works on them, but they keep their node label.
+		pendingPod(ctx, t, f, ns, "pending")
 		for _, node := range []string{fake, realNode} {
-			crr := &appsv1alpha1.ContainerRecreateRequest{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "for-" + node, Labels: map[string]string{crrNodeLabel: node}},
-				Spec: appsv1alpha1.ContainerRecreateRequestSpec{
-					PodName:    "no-such-pod",
-					Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
-				},
-			}
+			crr := endingCRR(ns, "for-"+node, "pending")
+			crr.Labels = map[string]string{crrNodeLabel: node}
 			if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating CRR %s: %v", crr.Name, err)
 			}

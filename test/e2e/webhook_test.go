@@ -97,8 +97,14 @@ func TestWebhooksServed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", certs.ValidatingWebhookConfigurationName, err)
 	}
-	// No validating webhook exists yet: the configuration is there for the ones to come, and
-	// each it gets must carry the CA too.
+	// The validating webhooks of kruise's own kinds carry the CA too.
+	var validating []string
+	for _, w := range vwc.Webhooks {
+		validating = append(validating, w.Name)
+	}
+	if want := []string{"vcontainerrecreaterequest.kb.io", "vimagepulljob-v1beta1.kb.io", "vimagelistpulljob-v1beta1.kb.io"}; !slices.Equal(validating, want) {
+		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
+	}
 	for _, w := range vwc.Webhooks {
 		verifyAgainst(t, vwc.Name+" webhook "+w.Name, w.ClientConfig.CABundle, serving)
 	}

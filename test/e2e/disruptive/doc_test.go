@@ -17,7 +17,7 @@
 //	runtime_hang_test.go        the runtime taking the daemon's calls and never answering
 //	apiserver_outage_test.go    kube-apiserver stopped while the daemon works
 //	coexist_test.go             the daemon refusing to act beside OpenKruise's daemon
-//	webhook_outage_test.go      the controller scaled to 0: only pods marked for kruise are refused
+//	webhook_outage_test.go      the controller scaled to 0: only pods marked for kruise (and kruise's own kinds) are refused
 //
 // and what they share:
 //

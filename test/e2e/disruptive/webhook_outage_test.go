@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/test/e2e/framework"
@@ -25,8 +26,9 @@ import (
 // never blocks the others. With kruise-controller scaled to 0 (no endpoint behind
 // kruise-webhook-service): a pod with no launch-priority mark still creates and runs, and so
 // does a marked pod in kube-system (never sent); a marked pod elsewhere is refused (the local
-// install's failurePolicy Fail) with the API server's reason. Scaled back, the controller is
-// Ready and marked pods are admitted again.
+// install's failurePolicy Fail) with the API server's reason, as are a ContainerRecreateRequest and
+// an ImagePullJob (validated at create). Scaled back, the controller is Ready and marked pods are
+// admitted again.
 func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 	ctx := framework.Context(t, 8*time.Minute)
 	f := framework.New(t)
@@ -98,6 +100,24 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 		t.Errorf("refused, but not for the webhook being unreachable: %v", err)
 	default:
 		t.Logf("marked pod refused while kruise is down: %v", err)
+	}
+
+	// kruise's own kinds are validated at create (failurePolicy Fail in the local install): a
+	// CRR and an ImagePullJob are refused too, for the webhook being unreachable. They need
+	// kruise to do anything anyway; failurePolicy Ignore would admit them, and kruise-controller
+	// would answer in their status once back.
+	kc := f.KruiseClient(t)
+	crr := &appsv1alpha1.ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns},
+		Spec:       appsv1alpha1.ContainerRecreateRequestSpec{PodName: "unmarked", Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "a"}}},
+	}
+	_, err = kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "vcontainerrecreaterequest.kb.io"`) {
+		t.Errorf("creating a CRR while kruise is down: %v, want it refused for the webhook being unreachable", err)
+	}
+	_, err = kc.AppsV1beta1().ImagePullJobs(ns).Create(ctx, framework.NewImagePullJob(ns, "pull", "busybox:1.35"), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "vimagepulljob-v1beta1.kb.io"`) {
+		t.Errorf("creating an ImagePullJob while kruise is down: %v, want it refused for the webhook being unreachable", err)
 	}
 
 	// Back: the controller Ready again, and the marked pod admitted (the API server reaches a
