@@ -11,7 +11,8 @@ E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2
 
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm fuzz deps build images deploy deploy-helm \
-	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload
+	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
+	bench-webhook bench-launchpriority
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,7 +42,7 @@ e2e-helm: deploy-helm ## The e2e suite against a Helm install, then `helm uninst
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
 
 # The long benchmarks (BENCHMARKS.md); each also has a target of its own below.
-BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad
+BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency
 BENCH_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -v
 
 bench: deploy build ## Every benchmark on the local cluster (about 75 minutes; BENCHMARKS.md).
@@ -61,6 +62,12 @@ bench-daemon: deploy ## Daemon footprint on a node with 100 pods and 256 NodeIma
 
 bench-apiload: deploy build ## API server load of N kruise-daemons on simulated nodes: watches, requests, CPU, memory.
 	$(BENCH_GO_TEST) -timeout 30m -run TestDaemonAPILoad ./bench/...
+
+bench-webhook: deploy ## Pod Create call and create → Ready with and without the pod webhook on the path (BENCHMARKS.md).
+	$(BENCH_GO_TEST) -timeout 60m -run TestWebhookLatency ./bench/...
+
+bench-launchpriority: deploy ## Launch priority, 3 levels: create → all Ready, kruise vs OpenKruise v1.9.0 (built from the module proxy).
+	$(BENCH_GO_TEST) -timeout 60m -run TestLaunchPriorityLatency ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh

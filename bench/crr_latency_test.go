@@ -255,14 +255,17 @@ func (e *env) readyPod(ctx context.Context, name string) (*corev1.Pod, error) {
 }
 
 // deletePod deletes the pod and waits until it is gone, so the next iteration runs alone.
-func (e *env) deletePod(name string) {
+func (e *env) deletePod(name string) { e.deletePodIn(e.ns, name) }
+
+// deletePodIn deletes a pod of namespace ns and waits until it is gone.
+func (e *env) deletePodIn(ns, name string) {
 	ctx := context.Background()
-	err := e.client.CoreV1().Pods(e.ns).Delete(ctx, name, metav1.DeleteOptions{})
+	err := e.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, iterationTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		_, err := e.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }
