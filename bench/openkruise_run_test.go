@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,11 +80,15 @@ const (
 //   - The API server calls it through a configuration of the benchmark's own
 //     (okConfigName: only its pod webhook, only the phase's namespace, failurePolicy Fail), at
 //     the host end of a forwarder into its network namespace.
-//   - No leader election (no kruise-manager Lease, which kruise's coexistence guard keys on), and
-//     --namespace confines its informers to the phase's namespace; KruiseDaemon=false stops its
-//     CRR, NodeImage, ImagePullJob and ImageListPullJob controllers, which would act on kruise's
-//     objects (same API group). Its pod webhook is only served when the SidecarSet CRD exists:
-//     the benchmark installs OpenKruise's for the phase if the cluster has none, and removes it.
+//   - No leader election (no kruise-manager Lease, which kruise's coexistence guard keys on);
+//     KruiseDaemon=false stops its CRR, NodeImage, ImagePullJob and ImageListPullJob
+//     controllers, which would act on kruise's objects (same API group). Its informers see the
+//     whole cluster (--namespace would confine them, but its pod webhook then fails: "informer
+//     *cache.multiNamespaceInformer from cache is not a SharedIndexInformer"); its remaining
+//     controllers act only on pods with its barriers, readiness gate or SidecarSets, none of
+//     which exist outside the phase's namespace while the benchmark holds the cluster. Its pod
+//     webhook is only served when the SidecarSet CRD exists: the benchmark installs
+//     OpenKruise's for the phase if the cluster has none, and removes it.
 func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBuild) (*openKruise, error) {
 	ok := &openKruise{e: e, build: b}
 	ok.ns = "bench-openkruise-" + e.ns[strings.LastIndexByte(e.ns, '-')+1:]
@@ -354,8 +359,20 @@ func (ok *openKruise) startNetns(ctx context.Context) error {
 	}
 	ok.netns = n
 	ok.undo = append(ok.undo, func(context.Context) error { n.close(); return nil })
-	// Its API calls: 127.0.0.1:6443 inside → the API server on the host's loopback.
-	if err := n.forwardOut("127.0.0.1:6443"); err != nil {
+	// Its API calls: the kubeconfig's address (the API server on the host's loopback) inside →
+	// the same address on the host.
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return fmt.Errorf("the kubeconfig's server %q: %w", cfg.Host, err)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("the kubeconfig's server %s is not a loopback address: the forwarder serves only those", cfg.Host)
+	}
+	if err := n.forwardOut(u.Host); err != nil {
 		return err
 	}
 	// The API server's calls of its webhook: host 127.0.0.1:<any> → its webhook port inside.
@@ -411,7 +428,6 @@ func (ok *openKruise) startManager(context.Context) error {
 	}
 	cmd := ok.netns.command(ok.build.bin,
 		"--enable-leader-election=false",
-		"--namespace="+ok.ns,
 		"--metrics-addr=0",
 		"--health-probe-addr=127.0.0.1:8000",
 		"--enable-pprof=false",
@@ -459,8 +475,25 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 		}
 		return hasEnv(p, 2, lp.EnvBarrier), nil
 	})
+	logPath := filepath.Join(ok.dir, "kruise-manager.log")
 	if err != nil {
-		return fmt.Errorf("OpenKruise's webhook not serving (pid %s, log %s; last: %v): %w", ok.proc.pid(), filepath.Join(ok.dir, "kruise-manager.log"), last, err)
+		return fmt.Errorf("OpenKruise's webhook not serving (pid %s, log %s; last: %v): %w", ok.proc.pid(), logPath, last, err)
+	}
+	// Its controllers are set up after the webhook, one by one, each after looking its kind up
+	// in discovery; the lookup of a kind this cluster does not serve retries for about 16 s, and
+	// container-launch-priority-controller comes after a dozen of them: wait for its workers.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if done, err := ok.proc.exited(); done {
+			return false, fmt.Errorf("kruise-manager exited: %v", err)
+		}
+		raw, err := os.ReadFile(logPath)
+		if err != nil {
+			return false, err
+		}
+		return strings.Contains(string(raw), `"Starting workers" "controller"="container-launch-priority-controller"`), nil
+	})
+	if err != nil {
+		return fmt.Errorf("OpenKruise's container-launch-priority-controller not started (log %s): %w", logPath, err)
 	}
 	return nil
 }
