@@ -69,7 +69,16 @@ start() {
   if running "${name}"; then return 0; fi
   mkdir -p "${PIDS}" "${LOGS}"
   log "starting ${name}"
-  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null &
+  (
+    # Close every descriptor above stderr the caller left open: a component runs for hours and
+    # must not hold the caller's files (a lock taken with flock around `make deploy` would stay
+    # held for as long as the cluster runs).
+    for fd in /proc/"${BASHPID}"/fd/*; do
+      fd="${fd##*/}"
+      if ((fd > 2)); then eval "exec ${fd}>&-" 2>/dev/null || true; fi
+    done
+    exec setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null
+  ) &
   echo $! >"${PIDS}/${name}.pid"
 }
 
