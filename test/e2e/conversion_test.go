@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
@@ -221,10 +223,22 @@ func TestConversionRoundTripsEveryKind(t *testing.T) {
 				appsv1alpha1.ImageListPullJobToV1beta1, appsv1alpha1.ImageListPullJobFromV1beta1)
 		},
 		"ContainerRecreateRequest": func(t *testing.T) {
+			// A pod no node can take: it stays Pending, so the request is admitted (its pod
+			// exists) and waits, and no daemon acts on it.
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never-scheduled"},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"kruise.e2e/no-such-node": suffix},
+					Containers:   []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}},
+				},
+			}
+			if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			crr := &appsv1beta1.ContainerRecreateRequest{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rt"},
 				Spec: appsv1beta1.ContainerRecreateRequestSpec{
-					PodName:    "no-such-pod",
+					PodName:    pod.Name,
 					Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "main"}},
 				},
 			}
@@ -293,9 +307,8 @@ func roundTrip[A, B object](ctx context.Context, t *testing.T, what string,
 }
 
 func clearTypeMeta[T any](obj T) T {
-	if o, ok := any(obj).(metav1.Type); ok {
-		o.SetAPIVersion("")
-		o.SetKind("")
+	if o, ok := any(obj).(interface{ GetObjectKind() schema.ObjectKind }); ok {
+		o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	}
 	return obj
 }
