@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
@@ -57,19 +60,34 @@ func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
 
 	// Objects of every kind kruise serves, in a user namespace, left for after the uninstall.
 	ns := f.NewNamespace(ctx, t, "uninstall")
+	// The CRR's pod exists at admission (the validating webhook refuses a missing one) but no
+	// node takes it; deleting it then makes the controller complete the CRR.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never-scheduled"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kruise.e2e/no-such-node": "true"},
+			Containers:   []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}},
+		},
+	}
+	if _, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	crr := &appsv1alpha1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "left-over"},
 		Spec: appsv1alpha1.ContainerRecreateRequestSpec{
-			PodName:    "no-such-pod",
+			PodName:    pod.Name,
 			Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "main"}},
 		},
 	}
 	if _, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
 	job := framework.NewImagePullJob(ns, "left-over", f.Image("public/busybox:1.35"))
 	framework.CreateImagePullJob(ctx, t, kc, job)
-	// The controller has admitted both (it completes the CRR: its pod does not exist).
+	// The controller has admitted both (it completes the CRR: its pod is gone).
 	framework.WaitCRR(ctx, t, kc, ns, crr.Name, time.Minute, "completed by the controller",
 		func(c *appsv1alpha1.ContainerRecreateRequest) bool {
 			return c.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted
