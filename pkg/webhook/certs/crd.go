@@ -29,18 +29,24 @@ const ConversionPath = "/convert"
 // the CRD back to the webhook and removes the annotation.
 const ConversionResetAnnotation = "apps.kruise.io/conversion-reset-at"
 
-// releasedAt returns the time of a reset of crd's conversion that happened
-// after this Manager was created.
-func (m *Manager) releasedAt(crd *apiextensionsv1.CustomResourceDefinition) (time.Time, bool) {
-	v, ok := crd.Annotations[ConversionResetAnnotation]
-	if !ok {
-		return time.Time{}, false
+// releasedAt returns the time of a reset of crd's conversion, or of a
+// set-up for external certificates (SetupConversion), that happened after
+// this Manager was created, and which of the two it was. Either means that
+// this replica is on its way out (kruise is being uninstalled, or replaced by
+// replicas with external certificates): it leaves the CRD alone.
+func (m *Manager) releasedAt(crd *apiextensionsv1.CustomResourceDefinition) (time.Time, string, bool) {
+	for _, key := range []string{ConversionResetAnnotation, ConversionSetupAnnotation} {
+		v, ok := crd.Annotations[key]
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil || at.Before(m.started) {
+			continue
+		}
+		return at, key, true
 	}
-	at, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil || at.Before(m.started) {
-		return time.Time{}, false
-	}
-	return at, true
+	return time.Time{}, "", false
 }
 
 // conversionPort is the Service port the conversion webhook is called on.
@@ -71,30 +77,38 @@ func (m *Manager) syncCRD(ctx context.Context, name string, s *served, c *check)
 		return
 	}
 	c.seen[refKey(ref)] = ref
-	if at, ok := m.releasedAt(crd); ok {
-		klog.FromContext(ctx).V(2).Info("CRD conversion was reset after this replica started (kruise is being uninstalled): left alone",
-			"crd", name, "resetAt", at)
+	if at, key, ok := m.releasedAt(crd); ok {
+		klog.FromContext(ctx).V(2).Info("CRD conversion was reset or set up for external certificates after this replica started: left alone",
+			"crd", name, "annotation", key, "at", at)
 		c.ok(ref)
+		return
+	}
+	stale := staleAnnotations(crd.Annotations)
+	if injected := injectedBy(crd.Annotations, stale); injected != "" {
+		m.checkInjectedCRD(ctx, crd, ref, s, c, injected)
 		return
 	}
 	diffs := m.conversionDiffs(crd.Spec.Conversion, s.bundle)
-	_, annotated := crd.Annotations[ConversionResetAnnotation]
-	if len(diffs) == 0 && !annotated {
+	if len(diffs) == 0 && len(stale) == 0 {
 		c.ok(ref)
 		return
 	}
-	conversion := m.desiredConversion(s.bundle)
+	conversion := conversionBlock(m.cfg.Namespace, m.cfg.ServiceName, s.bundle)
 	desired, err := json.Marshal(conversion)
 	if err != nil {
 		m.apiError(c, ref, "encoding the conversion patch: %v", err)
 		return
+	}
+	annotations := map[string]any{}
+	for _, k := range stale {
+		annotations[k] = nil
 	}
 	// The resourceVersion read makes the patch fail rather than undo a
 	// change made since (a reset-conversion racing with this check).
 	data, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": crd.ResourceVersion,
-			"annotations":     map[string]any{ConversionResetAnnotation: nil},
+			"annotations":     annotations,
 		},
 		"spec": map[string]any{"conversion": conversion},
 	})
@@ -116,7 +130,8 @@ func (m *Manager) syncCRD(ctx context.Context, name string, s *served, c *check)
 		case len(diffs) == 1 && diffs[0] == bundleDiffers:
 			m.event(ref, ReasonCABundleInjected, "replaced the caBundle of the conversion webhook with %s", m.secretCA())
 		case len(diffs) == 0:
-			m.event(ref, ReasonConversionConfigured, "removed annotation %s: a reset before this replica started is over", ConversionResetAnnotation)
+			m.event(ref, ReasonConversionConfigured, "removed annotations %s: a reset or an external-certificate set-up before this replica started is over",
+				strings.Join(stale, ", "))
 		default:
 			m.event(ref, ReasonConversionConfigured, "set spec.conversion (%s) to kruise's conversion webhook with %s",
 				strings.Join(diffs, "; "), m.secretCA())
@@ -127,25 +142,18 @@ func (m *Manager) syncCRD(ctx context.Context, name string, s *served, c *check)
 	})
 }
 
-// desiredConversion is the spec.conversion block the Manager writes, as a
-// JSON merge patch: url is cleared since it excludes service.
-func (m *Manager) desiredConversion(bundle []byte) map[string]any {
-	return map[string]any{
-		"strategy": apiextensionsv1.WebhookConverter,
-		"webhook": map[string]any{
-			"conversionReviewVersions": []string{"v1"},
-			"clientConfig": map[string]any{
-				"url": nil,
-				"service": map[string]any{
-					"namespace": m.cfg.Namespace,
-					"name":      m.cfg.ServiceName,
-					"path":      ConversionPath,
-					"port":      conversionPort,
-				},
-				"caBundle": bundle,
-			},
-		},
+// staleAnnotations returns the keys of the annotations on a CRD that a
+// ModeManaged replica removes when it takes the CRD over: a reset's mark,
+// and what a set-up for external certificates put there (cainjector's
+// annotation would otherwise fight the replica over the caBundle).
+func staleAnnotations(have map[string]string) []string {
+	var keys []string
+	for _, k := range []string{ConversionResetAnnotation, ConversionSetupAnnotation, ConversionAnnotationsAnnotation} {
+		if _, ok := have[k]; ok {
+			keys = append(keys, k)
+		}
 	}
+	return append(keys, trackedAnnotations(have)...)
 }
 
 // What conversionDiffs says of a caBundle that is not the Secret's CA.
@@ -157,12 +165,29 @@ const (
 // conversionDiffs says how conv differs from what the Manager writes, nil
 // when it does not.
 func (m *Manager) conversionDiffs(conv *apiextensionsv1.CustomResourceConversion, bundle []byte) []string {
-	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
-		return []string{"strategy is not Webhook"}
+	diffs, complete := webhookConversionDiffs(conv, m.cfg.Namespace, m.cfg.ServiceName)
+	if !complete {
+		return diffs
 	}
-	var diffs []string
+	if cc := conv.Webhook.ClientConfig; !bytes.Equal(cc.CABundle, bundle) {
+		if len(cc.CABundle) == 0 {
+			diffs = append(diffs, bundleEmpty)
+		} else {
+			diffs = append(diffs, bundleDiffers)
+		}
+	}
+	return diffs
+}
+
+// webhookConversionDiffs says how conv differs from a webhook conversion
+// calling /convert on namespace/service with review version v1, the
+// caBundle aside; complete is false when conv has no clientConfig at all.
+func webhookConversionDiffs(conv *apiextensionsv1.CustomResourceConversion, namespace, service string) (diffs []string, complete bool) {
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
+		return []string{"strategy is not Webhook"}, false
+	}
 	if conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
-		return []string{"no clientConfig"}
+		return []string{"no clientConfig"}, false
 	}
 	if !slices.Equal(conv.Webhook.ConversionReviewVersions, []string{"v1"}) {
 		diffs = append(diffs, fmt.Sprintf("conversionReviewVersions %v, not [v1]", conv.Webhook.ConversionReviewVersions))
@@ -171,18 +196,10 @@ func (m *Manager) conversionDiffs(conv *apiextensionsv1.CustomResourceConversion
 	if cc.URL != nil {
 		diffs = append(diffs, "calls a URL")
 	}
-	want := fmt.Sprintf("%s/%s:%d%s", m.cfg.Namespace, m.cfg.ServiceName, conversionPort, ConversionPath)
-	if got := serviceString(cc.Service); got != want {
+	if got, want := serviceString(cc.Service), fmt.Sprintf("%s/%s:%d%s", namespace, service, conversionPort, ConversionPath); got != want {
 		diffs = append(diffs, fmt.Sprintf("service %s, not %s", got, want))
 	}
-	if !bytes.Equal(cc.CABundle, bundle) {
-		if len(cc.CABundle) == 0 {
-			diffs = append(diffs, bundleEmpty)
-		} else {
-			diffs = append(diffs, bundleDiffers)
-		}
-	}
-	return diffs
+	return diffs, true
 }
 
 // serviceString is "namespace/name:port/path" of a service reference, with
@@ -199,6 +216,26 @@ func serviceString(svc *apiextensionsv1.ServiceReference) string {
 		path = *svc.Path
 	}
 	return fmt.Sprintf("%s/%s:%d%s", svc.Namespace, svc.Name, port, path)
+}
+
+// checkInjectedCRD verifies (ModeManaged) a CRD whose caBundle cainjector
+// writes, as annotated by someone other than kruise's set-up: the conversion
+// must call kruise's webhook, and its caBundle trust what is served.
+func (m *Manager) checkInjectedCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, ref corev1.ObjectReference, s *served, c *check, injected string) {
+	c.seen[refKey(ref)] = ref
+	diffs, complete := webhookConversionDiffs(crd.Spec.Conversion, m.cfg.Namespace, m.cfg.ServiceName)
+	if complete {
+		if err := s.bundleTrusts(crd.Spec.Conversion.Webhook.ClientConfig.CABundle, c.now); err != nil {
+			diffs = append(diffs, err.Error())
+		}
+	}
+	if len(diffs) > 0 {
+		c.add(Problem{Object: ref, Reason: ReasonCABundleLeftToCAInjector,
+			Message: "conversion webhook: " + strings.Join(diffs, "; ") + fmt.Sprintf(injectedHint, injected)})
+		return
+	}
+	klog.FromContext(ctx).V(4).Info("CRD conversion left to cainjector trusts the serving certificate", "crd", crd.Name, "annotation", injected)
+	c.ok(ref)
 }
 
 // checkExternalCRD verifies (ModeExternal) the caBundle of a CRD that

@@ -42,6 +42,13 @@ const (
 	// ReasonCABundleMismatch: an object's caBundle does not trust the
 	// serving certificate.
 	ReasonCABundleMismatch = "CABundleMismatch"
+	// ReasonSecretIssuedByCertManager: ModeManaged found the Secret issued
+	// by cert-manager and leaves it alone.
+	ReasonSecretIssuedByCertManager = "SecretIssuedByCertManager"
+	// ReasonCABundleLeftToCAInjector: ModeManaged found an object annotated
+	// for cert-manager's cainjector and leaves its caBundle alone; it is a
+	// problem only when the caBundle does not trust the serving certificate.
+	ReasonCABundleLeftToCAInjector = "CABundleLeftToCAInjector"
 	// ReasonAPIError: reading or writing an object failed.
 	ReasonAPIError = "APIError"
 )
@@ -53,9 +60,11 @@ type Problem struct {
 	Object  corev1.ObjectReference
 	Reason  string
 	Message string
-	// Transient: an API call about Object failed, but Object was found
-	// fine less than a resync period ago, so this does not make the Manager
-	// unready (a short API server hiccup must not take every replica out).
+	// Transient: reported, but does not make the Manager unready: an API
+	// call about Object failed, but Object was found fine less than a
+	// resync period ago (a short API server hiccup must not take every
+	// replica out), or a notice about Object that keeps nothing from
+	// working (a Secret left to cert-manager while kruise still serves).
 	Transient bool
 }
 

@@ -18,10 +18,12 @@ import (
 // ResetConversion turns the conversion of every named CRD that calls the
 // webhook Service namespace/service back to strategy None, so that CRDs
 // left behind when kruise is uninstalled do not call a Service that is gone
-// (reads of the version not stored would fail). It sets
+// (reads of the version not stored would fail), and removes the annotations
+// SetupConversion put there (cainjector's, say). It sets
 // ConversionResetAnnotation to now, so that the replicas still running do
-// not switch it back. A CRD that does not exist,
-// converts with strategy None or calls another webhook is left alone. The
+// not switch it back. A CRD that does not exist, or converts with strategy
+// None or through another webhook and carries no set-up annotations, is
+// left alone. The
 // patch carries the resourceVersion read, so a concurrent change is not
 // overwritten blindly (it is reported instead). It returns the CRDs reset.
 func ResetConversion(ctx context.Context, client apiextensionsclient.Interface, namespace, service string, names []string, now time.Time) ([]string, error) {
@@ -39,17 +41,23 @@ func ResetConversion(ctx context.Context, client apiextensionsclient.Interface, 
 			errs = append(errs, fmt.Errorf("reading CRD %s: %w", name, err))
 			continue
 		}
-		if !callsService(crd.Spec.Conversion, namespace, service) {
+		calls := callsService(crd.Spec.Conversion, namespace, service)
+		annotations := map[string]any{}
+		for _, k := range staleAnnotations(crd.Annotations) {
+			if k != ConversionResetAnnotation { // a reset's own mark is no reason to reset again
+				annotations[k] = nil
+			}
+		}
+		if !calls && len(annotations) == 0 {
 			logger.Info("CRD does not convert through kruise's webhook, left alone", "crd", name)
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{
-				"resourceVersion": crd.ResourceVersion,
-				"annotations":     map[string]string{ConversionResetAnnotation: now.UTC().Format(time.RFC3339Nano)},
-			},
-			"spec": map[string]any{"conversion": map[string]any{"strategy": apiextensionsv1.NoneConverter, "webhook": nil}},
-		})
+		annotations[ConversionResetAnnotation] = now.UTC().Format(time.RFC3339Nano)
+		p := map[string]any{"metadata": map[string]any{"resourceVersion": crd.ResourceVersion, "annotations": annotations}}
+		if calls {
+			p["spec"] = map[string]any{"conversion": map[string]any{"strategy": apiextensionsv1.NoneConverter, "webhook": nil}}
+		}
+		patch, err := json.Marshal(p)
 		if err != nil {
 			return reset, fmt.Errorf("encoding the reset of CRD %s: %w", name, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +65,9 @@ func (m *Manager) syncManagedSecret(ctx context.Context, c *check) *served {
 			return nil
 		}
 		ref.UID = sec.UID
+		if cert := sec.Annotations[CertManagerCertificateAnnotation]; cert != "" {
+			return m.leftToCertManager(c, ref, sec, cert, now)
+		}
 		p := assess(sec.Data, m.dnsNames, now)
 		if p.ok() {
 			return m.adopted(c, ref, p.served)
@@ -99,6 +103,26 @@ func (m *Manager) syncManagedSecret(ctx context.Context, c *check) *served {
 	}
 	m.apiError(c, ref, "%v (%d attempts)", errSecretChurn, maxSecretAttempts)
 	return nil
+}
+
+// leftToCertManager serves, without writing anything, from a Secret that
+// cert-manager issues (the replicas of an install being switched to external
+// certificates): kruise's own serving certificate and CA are still there,
+// under their own keys, and serve until the replicas with external
+// certificates take over. If they are missing or due for renewal, the
+// replica is unready with the reason.
+func (m *Manager) leftToCertManager(c *check, ref corev1.ObjectReference, sec *corev1.Secret, certificate string, now time.Time) *served {
+	c.seen[refKey(ref)] = ref
+	msg := fmt.Sprintf(ownedSecretHint, klog.KRef(sec.Namespace, certificate))
+	p := assess(sec.Data, m.dnsNames, now)
+	if p.served == nil {
+		c.add(Problem{Object: ref, Reason: ReasonSecretIssuedByCertManager, Message: msg + "; kruise's own certificate there is unusable: " + p.reason})
+		return nil
+	}
+	c.add(Problem{Object: ref, Reason: ReasonSecretIssuedByCertManager, Transient: true,
+		Message: msg + "; until then kruise serves its own certificate from " + ServerCertKey + "/" + ServerKeyKey})
+	c.dueAt(p.served.renewAt)
+	return p.served
 }
 
 func (m *Manager) adopted(c *check, ref corev1.ObjectReference, s *served) *served {

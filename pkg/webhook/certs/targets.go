@@ -25,7 +25,7 @@ type webhookEntry struct {
 // configAccess reads and patches one kind of webhook configuration.
 type configAccess struct {
 	ref   func(name string, uid types.UID) corev1.ObjectReference
-	get   func(ctx context.Context, name string) (types.UID, []webhookEntry, error)
+	get   func(ctx context.Context, name string) (metav1.ObjectMeta, []webhookEntry, error)
 	patch func(ctx context.Context, name string, strategicMerge []byte) error
 }
 
@@ -33,16 +33,16 @@ func (m *Manager) mutatingAccess() configAccess {
 	client := m.cfg.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	return configAccess{
 		ref: mutatingRef,
-		get: func(ctx context.Context, name string) (types.UID, []webhookEntry, error) {
+		get: func(ctx context.Context, name string) (metav1.ObjectMeta, []webhookEntry, error) {
 			obj, err := client.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return "", nil, err
+				return metav1.ObjectMeta{}, nil, err
 			}
 			entries := make([]webhookEntry, 0, len(obj.Webhooks))
 			for _, w := range obj.Webhooks {
 				entries = append(entries, webhookEntry{name: w.Name, caBundle: w.ClientConfig.CABundle})
 			}
-			return obj.UID, entries, nil
+			return obj.ObjectMeta, entries, nil
 		},
 		patch: func(ctx context.Context, name string, data []byte) error {
 			_, err := client.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
@@ -55,16 +55,16 @@ func (m *Manager) validatingAccess() configAccess {
 	client := m.cfg.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	return configAccess{
 		ref: validatingRef,
-		get: func(ctx context.Context, name string) (types.UID, []webhookEntry, error) {
+		get: func(ctx context.Context, name string) (metav1.ObjectMeta, []webhookEntry, error) {
 			obj, err := client.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return "", nil, err
+				return metav1.ObjectMeta{}, nil, err
 			}
 			entries := make([]webhookEntry, 0, len(obj.Webhooks))
 			for _, w := range obj.Webhooks {
 				entries = append(entries, webhookEntry{name: w.Name, caBundle: w.ClientConfig.CABundle})
 			}
-			return obj.UID, entries, nil
+			return obj.ObjectMeta, entries, nil
 		},
 		patch: func(ctx context.Context, name string, data []byte) error {
 			_, err := client.Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
@@ -115,8 +115,8 @@ func (m *Manager) bundleProblem(caBundle []byte, s *served, now time.Time) error
 }
 
 func (m *Manager) syncConfig(ctx context.Context, acc configAccess, name string, s *served, c *check) {
-	uid, entries, err := acc.get(ctx, name)
-	ref := acc.ref(name, uid)
+	meta, entries, err := acc.get(ctx, name)
+	ref := acc.ref(name, meta.UID)
 	if apierrors.IsNotFound(err) {
 		c.add(Problem{Object: ref, Reason: ReasonObjectNotFound, Message: "does not exist; the API server cannot call its webhooks until it is created with its caBundle"})
 		return
@@ -126,11 +126,19 @@ func (m *Manager) syncConfig(ctx context.Context, acc configAccess, name string,
 		return
 	}
 	c.seen[refKey(ref)] = ref
+	injected := ""
+	if m.cfg.Mode == ModeManaged {
+		injected = injectedBy(meta.Annotations, nil)
+	}
 	var wrong []string
 	var why []string
 	allEmpty := true
 	for _, e := range entries {
-		if err := m.bundleProblem(e.caBundle, s, c.now); err != nil {
+		problem := m.bundleProblem(e.caBundle, s, c.now)
+		if injected != "" {
+			problem = s.bundleTrusts(e.caBundle, c.now)
+		}
+		if err := problem; err != nil {
 			wrong = append(wrong, e.name)
 			why = append(why, fmt.Sprintf("webhook %q: %v", e.name, err))
 			allEmpty = allEmpty && len(e.caBundle) == 0
@@ -142,6 +150,10 @@ func (m *Manager) syncConfig(ctx context.Context, acc configAccess, name string,
 	}
 	if m.cfg.Mode == ModeExternal {
 		c.add(Problem{Object: ref, Reason: ReasonCABundleMismatch, Message: strings.Join(why, "; ") + externalHint})
+		return
+	}
+	if injected != "" {
+		c.add(Problem{Object: ref, Reason: ReasonCABundleLeftToCAInjector, Message: strings.Join(why, "; ") + fmt.Sprintf(injectedHint, injected)})
 		return
 	}
 	p := webhookBundlePatch{}
