@@ -91,5 +91,6 @@ within --shutdown-grace-period).`,
 		Run:      func(ctx context.Context) error { return controller.Run(ctx, o) },
 	})
 	cmd.AddCommand(controller.NewResetConversionCommand())
+	cmd.AddCommand(controller.NewSetupConversionCommand())
 	return cmd
 }
