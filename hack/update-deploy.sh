@@ -5,8 +5,9 @@
 # with webhook.enabled=true (new objects as resources, changed ones as strategic-merge patches that
 # carry the whole changed object). Usage: hack/update-deploy.sh [OUTPUT_DIR [COMPONENT_DIR]]
 # (defaults deploy/base, deploy/components/webhook); hack/verify.sh renders into temporary
-# directories and compares. Helm hooks are left out: the chart's only one (the pre-delete Job
-# kruise-conversion-reset) is for helm uninstall, and `kubectl delete -k` deletes the CRDs.
+# directories and compares. Helm hooks are left out: they set up and reset CRD conversion around
+# Helm's install, upgrade and uninstall; with kustomize the controller (its own certificates)
+# sets the conversion up itself and `kubectl delete -k` deletes the CRDs.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out="${1:-${KRUISE_ROOT}/deploy/base}"

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
@@ -244,46 +245,110 @@ func TestRenderWebhookConversion(t *testing.T) {
 	require.NotNil(t, crd)
 	assert.Equal(t, []string{"nodeimages.apps.kruise.io"}, crd.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, crd.Verbs)
+	assert.Contains(t, objs, resetJobKey)
+	assert.NotContains(t, objs, setupJobKey, "kruise's own certificates: the controller writes spec.conversion itself")
 
-	// External certificates: kruise only reads the CRD, and there is no hook to undo what it
-	// never wrote.
+	// External certificates: kruise only reads the CRD; the chart's hooks set it up and undo it.
 	objs = render(t, "--set", "webhook.enabled=true,externalCerts.enabled=true")
 	crd = ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
 	require.NotNil(t, crd)
 	assert.Equal(t, []string{"get", "list", "watch"}, crd.Verbs)
-	assert.NotContains(t, objs, resetJobKey)
+	assert.Contains(t, objs, resetJobKey)
+	assert.Contains(t, objs, setupJobKey)
 
 	// Off: no flag, no CRD access, no hook.
 	objs = render(t, "--set", "webhook.enabled=true,webhook.conversion.enabled=false")
 	assert.NotContains(t, strings.Join(objs.deployment(t).Spec.Template.Spec.Containers[0].Args, " "), "--webhook-conversion-crds")
 	assert.Nil(t, ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions"))
-	assert.NotContains(t, objs, resetJobKey)
+	for _, k := range objs.keys() {
+		assert.NotContains(t, k, "kruise-conversion-", "no hook object")
+	}
 }
 
-const resetJobKey = "Job/kruise-system/kruise-conversion-reset"
+const (
+	resetJobKey = "Job/kruise-system/kruise-conversion-reset"
+	setupJobKey = "Job/kruise-system/kruise-conversion-setup"
+	hookSAKey   = "ServiceAccount/kruise-system/kruise-conversion-hook"
+	hookRoleKey = "ClusterRole//kruise-conversion-hook"
+	hookBindKey = "ClusterRoleBinding//kruise-conversion-hook"
+)
 
-// helm uninstall runs kruise-controller reset-conversion before it deletes anything, as the
-// controller's service account, placed and configured as the controller is.
-func TestRenderConversionResetHook(t *testing.T) {
-	local := filepath.Join(chartDir(t), "..", "..", "overlays", "local", "values.yaml")
-	objs := render(t, "--namespace", "kruise-system", "-f", local)
-	obj, ok := objs[resetJobKey]
-	require.True(t, ok, "no hook Job in %v", objs.keys())
+// hookJob returns a hook Job and checks what every conversion hook shares: its own service
+// account, placed and configured as the controller is.
+func hookJob(t *testing.T, objs rendered, key string) (*batchv1.Job, corev1.Container) {
+	t.Helper()
+	obj, ok := objs[key]
+	require.True(t, ok, "no hook Job %s in %v", key, objs.keys())
 	job := obj.(*batchv1.Job)
-	assert.Equal(t, "pre-delete", job.Annotations["helm.sh/hook"])
 	assert.Equal(t, "before-hook-creation,hook-succeeded", job.Annotations["helm.sh/hook-delete-policy"])
 	pod := job.Spec.Template.Spec
 	ctrl := objs.deployment(t).Spec.Template.Spec
-	assert.Equal(t, "kruise-controller", pod.ServiceAccountName)
+	assert.Equal(t, "kruise-conversion-hook", pod.ServiceAccountName)
 	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 	assert.Equal(t, ctrl.DNSPolicy, pod.DNSPolicy)
 	assert.Equal(t, ctrl.HostNetwork, pod.HostNetwork)
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 	assert.Equal(t, ctrl.Containers[0].Image, c.Image)
+	return job, c
+}
+
+// hookRBAC checks the hooks' account: it exists for the hook events only and may only read and
+// patch the converting CRDs.
+func hookRBAC(t *testing.T, objs rendered, events string) {
+	t.Helper()
+	for _, key := range []string{hookSAKey, hookRoleKey, hookBindKey} {
+		obj, ok := objs[key]
+		require.True(t, ok, "no %s in %v", key, objs.keys())
+		m, err := meta.Accessor(obj)
+		require.NoError(t, err)
+		assert.Equal(t, events, m.GetAnnotations()["helm.sh/hook"], key)
+		assert.Equal(t, "-10", m.GetAnnotations()["helm.sh/hook-weight"], key, "created before the Jobs")
+		assert.Equal(t, "before-hook-creation,hook-succeeded", m.GetAnnotations()["helm.sh/hook-delete-policy"], key)
+	}
+	assert.Equal(t, []rbacv1.PolicyRule{{
+		APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+		ResourceNames: []string{"nodeimages.apps.kruise.io"}, Verbs: []string{"get", "patch"},
+	}}, objs[hookRoleKey].(*rbacv1.ClusterRole).Rules)
+	b := objs[hookBindKey].(*rbacv1.ClusterRoleBinding)
+	assert.Equal(t, "kruise-conversion-hook", b.RoleRef.Name)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kruise-conversion-hook", Namespace: "kruise-system"}}, b.Subjects)
+}
+
+// helm uninstall runs kruise-controller reset-conversion before it deletes anything.
+func TestRenderConversionResetHook(t *testing.T) {
+	local := filepath.Join(chartDir(t), "..", "..", "overlays", "local", "values.yaml")
+	objs := render(t, "--namespace", "kruise-system", "-f", local)
+	job, c := hookJob(t, objs, resetJobKey)
+	assert.Equal(t, "pre-delete", job.Annotations["helm.sh/hook"])
 	assert.Equal(t, []string{"reset-conversion", "--crds=nodeimages.apps.kruise.io"}, c.Args)
-	assert.Subset(t, c.Env, ctrl.Containers[0].Env[2:], "the controller's extra env (the local API server address)")
-	assert.NotContains(t, render(t, "--namespace", "kruise-system", "--no-hooks", "-f", local), resetJobKey)
+	assert.Subset(t, c.Env, objs.deployment(t).Spec.Template.Spec.Containers[0].Env[2:], "the controller's extra env (the local API server address)")
+	hookRBAC(t, objs, "pre-delete")
+	noHooks := render(t, "--namespace", "kruise-system", "--no-hooks", "-f", local)
+	for _, key := range []string{resetJobKey, hookSAKey, hookRoleKey, hookBindKey} {
+		assert.NotContains(t, noHooks, key)
+	}
+}
+
+// External certificates: after each install and upgrade kruise-controller setup-conversion points
+// the CRD at kruise's webhook and puts externalCerts.annotations on it.
+func TestRenderConversionSetupHook(t *testing.T) {
+	objs := render(t, "--namespace", "kruise-system", "--set", "webhook.enabled=true,externalCerts.enabled=true",
+		"--set", `externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`,
+		"--set", `externalCerts.annotations.example\.com/team=a\,b=c`)
+	job, c := hookJob(t, objs, setupJobKey)
+	assert.Equal(t, "post-install,post-upgrade", job.Annotations["helm.sh/hook"])
+	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io",
+		"--annotation=cert-manager.io/inject-ca-from=kruise-system/kruise-webhook-certs",
+		"--annotation=example.com/team=a,b=c"}, c.Args)
+	hookRBAC(t, objs, "post-install,post-upgrade,pre-delete")
+
+	// The chart owns the CA: it is written into the CRD too; no annotations without externalCerts.
+	objs = render(t, "--namespace", "kruise-system", "--set", "webhook.enabled=true", "--set-string", "webhook.caBundle="+testCA,
+		"--set", `externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`)
+	_, c = hookJob(t, objs, setupJobKey)
+	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io", "--ca-bundle=$(KRUISE_CA_BUNDLE)"}, c.Args)
+	assert.Contains(t, c.Env, corev1.EnvVar{Name: "KRUISE_CA_BUNDLE", Value: testCA})
 }
 
 // A unix-socket health address has no metrics port; the webhook port is

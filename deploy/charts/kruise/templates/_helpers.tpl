@@ -64,3 +64,82 @@ schema, docs/api.md). Comma-separated, as --webhook-conversion-crds takes them. 
 {{- define "kruise.conversionCRDs" -}}
 nodeimages.apps.kruise.io
 {{- end -}}
+
+{{/* A hook Job running kruise-controller with args (and extra env) as kruise-conversion-hook,
+placed and configured as the controller is. dict: root, name, hook, args, env. */}}
+{{- define "kruise.conversionHookJob" -}}
+{{- $root := .root }}{{- $m := $root.Values.manager }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .name }}
+  namespace: {{ include "kruise.namespace" $root }}
+  labels:
+    app.kubernetes.io/name: {{ .name }}
+    {{- include "kruise.labels" $root | nindent 4 }}
+  annotations:
+    helm.sh/hook: {{ .hook }}
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 2
+  activeDeadlineSeconds: 120
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .name }}
+        {{- include "kruise.labels" $root | nindent 8 }}
+    spec:
+      restartPolicy: Never
+      serviceAccountName: kruise-conversion-hook
+      {{- if $m.hostNetwork }}
+      hostNetwork: true
+      {{- end }}
+      {{- if $m.dnsPolicy }}
+      dnsPolicy: {{ $m.dnsPolicy }}
+      {{- else if $m.hostNetwork }}
+      dnsPolicy: ClusterFirstWithHostNet
+      {{- end }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+      {{- with $m.nodeAffinity }}
+      affinity:
+        nodeAffinity:
+          {{- toYaml . | nindent 10 }}
+      {{- end }}
+      {{- with $m.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $m.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      containers:
+        - name: {{ index .args 0 }}
+          image: {{ include "kruise.image" (list $m.image $root) }}
+          imagePullPolicy: {{ $m.imagePullPolicy }}
+          args:
+            {{- toYaml .args | nindent 12 }}
+          env:
+            - name: POD_NAMESPACE
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.namespace
+            {{- with .env }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+            {{- with $m.extraEnvs }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
+{{- end -}}
