@@ -7,11 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekruise/kruise/pkg/controller"
 )
 
 // certManagerBinary is $KRUISE_CERT_MANAGER, the cert-manager-lite that hack/build-certmanager.sh
@@ -94,8 +99,8 @@ func (c *cluster) installCRDFiles(t *testing.T, dir string) {
 
 // applyChartWebhookObjects renders the chart with helm and creates what the webhook certificates
 // depend on, as rendered: the Namespaces, Service kruise-webhook-service and both webhook
-// configurations.
-func applyChartWebhookObjects(t *testing.T, cs kubernetes.Interface, namespace string, set ...string) {
+// configurations. It returns the args of the hook Jobs rendered, by Job name.
+func applyChartWebhookObjects(t *testing.T, cs kubernetes.Interface, namespace string, set ...string) map[string][]string {
 	t.Helper()
 	args := []string{"template", "kruise", filepath.Join("..", "..", "deploy", "charts", "kruise"),
 		"--kube-version", k8sVersion, "--namespace", namespace}
@@ -112,6 +117,7 @@ func applyChartWebhookObjects(t *testing.T, cs kubernetes.Interface, namespace s
 	ctx := context.Background()
 	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
 	created := map[string]bool{}
+	hooks := map[string][]string{}
 	for {
 		var raw runtime.RawExtension
 		if err := dec.Decode(&raw); err != nil {
@@ -136,6 +142,9 @@ func applyChartWebhookObjects(t *testing.T, cs kubernetes.Interface, namespace s
 			_, err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{})
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
 			_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.Job:
+			hooks[o.Name] = o.Spec.Template.Spec.Containers[0].Args
+			continue
 		default:
 			continue
 		}
@@ -145,6 +154,23 @@ func applyChartWebhookObjects(t *testing.T, cs kubernetes.Interface, namespace s
 	for _, kind := range []string{"Namespace", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		require.True(t, created[kind], "the chart rendered no %s", kind)
 	}
+	return hooks
+}
+
+// runConversionHook runs the kruise-controller subcommand of a hook Job's args against the
+// cluster of kubeconfig, with the Job's namespace.
+func runConversionHook(t *testing.T, args []string, kubeconfig, namespace string) {
+	t.Helper()
+	require.NotEmpty(t, args, "no such hook Job rendered")
+	commands := map[string]func() *cobra.Command{
+		"setup-conversion": controller.NewSetupConversionCommand,
+		"reset-conversion": controller.NewResetConversionCommand,
+	}
+	newCmd, ok := commands[args[0]]
+	require.True(t, ok, "hook Job runs %q, not a conversion command", args[0])
+	cmd := newCmd()
+	cmd.SetArgs(append(slices.Clone(args[1:]), "--kubeconfig="+kubeconfig, "--namespace="+namespace))
+	require.NoError(t, cmd.Execute(), "kruise-controller %s", strings.Join(args, " "))
 }
 
 // docsYAML returns the n-th (from 0) ```yaml block of the section under heading in

@@ -93,9 +93,10 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	writeKubeconfig(t, c.config, kubeconfig)
 	cmProc := startProcess(t, filepath.Join(dir, "cert-manager-lite.log"), bin, "--kubeconfig="+kubeconfig, "--v=2")
 
-	applyChartWebhookObjects(t, cs, cmNamespace, "webhook.enabled=true", "externalCerts.enabled=true",
+	hooks := applyChartWebhookObjects(t, cs, cmNamespace, "webhook.enabled=true", "externalCerts.enabled=true",
 		`externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`)
-	useConversionWebhook(t, c, cmConvertingCRD, cmNamespace+"/"+cmCertificate)
+	// The chart's post-install hook: NodeImage's CRD converts through kruise, annotated for cainjector.
+	runConversionHook(t, hooks["kruise-conversion-setup"], kubeconfig, cmNamespace)
 	applyYAML(t, dc, docsYAML(t, cmDocsHeading, 0), cmResources)
 
 	// The manager's log goes to the test's log and to a buffer the test reads.
@@ -204,6 +205,14 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mwcBefore.Webhooks[0].ClientConfig.CABundle, mwcAfter.Webhooks[0].ClientConfig.CABundle,
 		"renewed by a CA Issuer: the caBundle does not change")
+
+	// helm uninstall's pre-delete hook: the CRD converts with strategy None again and carries no
+	// annotation for cainjector (which would otherwise keep writing into it).
+	runConversionHook(t, hooks["kruise-conversion-reset"], kubeconfig, cmNamespace)
+	crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, cmConvertingCRD, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "None", string(crd.Spec.Conversion.Strategy))
+	require.NotContains(t, crd.Annotations, cmInjectKey)
 }
 
 // setIssuer points a Certificate at another Issuer; cert-manager then issues it again.
@@ -212,28 +221,6 @@ func setIssuer(t *testing.T, dc dynamic.Interface, namespace, name, issuer strin
 	raw, err := json.Marshal(map[string]any{"spec": map[string]any{"issuerRef": map[string]any{"name": issuer}}})
 	require.NoError(t, err)
 	_, err = dc.Resource(cmResources["Certificate"]).Namespace(namespace).Patch(context.Background(), name, types.MergePatchType, raw, metav1.PatchOptions{})
-	require.NoError(t, err)
-}
-
-// useConversionWebhook switches a CRD to webhook conversion through kruise-webhook-service, as
-// docs/operations.md tells users, and annotates it for cainjector.
-func useConversionWebhook(t *testing.T, c *cluster, crd, certificate string) {
-	t.Helper()
-	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{cmInjectKey: certificate}},
-		"spec": map[string]any{"conversion": map[string]any{
-			"strategy": "Webhook",
-			"webhook": map[string]any{
-				"conversionReviewVersions": []string{"v1"},
-				"clientConfig": map[string]any{"service": map[string]any{
-					"namespace": cmNamespace, "name": certs.ServiceName, "path": "/convert", "port": 443,
-				}},
-			},
-		}},
-	}
-	raw, err := json.Marshal(patch)
-	require.NoError(t, err)
-	_, err = c.apiext.ApiextensionsV1().CustomResourceDefinitions().Patch(context.Background(), crd, types.MergePatchType, raw, metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
