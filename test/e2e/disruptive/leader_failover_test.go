@@ -132,7 +132,7 @@ func TestLeaderFailoverFinishesInFlightWork(t *testing.T) {
 	// second or two (a candidate retries every 2 s plus up to 2.4 s of jitter); the restarted
 	// process sometimes does. Both are correct failovers: the dead process's identity is gone for
 	// good, and the checks below hold for either.
-	newPod := leaderPodOf(ctx, t, f, leaderListPods(ctx, t, f), newHolder)
+	newPod := leaderPodOf(ctx, t, f, f.LiveControllerPods(ctx, t), newHolder)
 	if newPod.Name == leaderPod.Name {
 		t.Logf("TAKEOVER by the killed pod %s's restarted container (identity %s): it won the race against the standby %v",
 			leaderPod.Name, newHolder, standbys)

@@ -127,7 +127,7 @@ func TestLeaderGracefulHandover(t *testing.T) {
 	var newPod corev1.Pod
 	var newBecame framework.LogEntry
 	framework.WaitFor(ctx, t, time.Minute, "the new leader to log that it leads", func(ctx context.Context) (bool, string, error) {
-		p, desc, err := leaderFindPod(ctx, f, leaderListPods(ctx, t, f), newHolder)
+		p, desc, err := leaderFindPod(ctx, f, f.LiveControllerPods(ctx, t), newHolder)
 		if p == nil || err != nil {
 			return false, desc, err
 		}

@@ -40,32 +40,7 @@ func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework
 	if r := ptr.Deref(d.Spec.Replicas, 1); r < 2 {
 		t.Fatalf("Deployment %s/%s has %d replica(s): leader failover needs at least 2 (deploy/ sets 2)", d.Namespace, d.Name, r)
 	}
-	var pods []corev1.Pod
-	framework.WaitFor(ctx, t, timeout, "Deployment "+leaderDeployment+" rolled out with every replica available", func(ctx context.Context) (bool, string, error) {
-		d, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).Get(ctx, leaderDeployment, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		want := ptr.Deref(d.Spec.Replicas, 1)
-		s := d.Status
-		desc := fmt.Sprintf("generation %d observed %d; replicas %d updated %d ready %d available %d, want %d; pods: %s",
-			d.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas, want,
-			f.DescribePods(ctx, framework.KruiseNamespace, leaderSelector))
-		if s.ObservedGeneration < d.Generation || s.Replicas != want || s.UpdatedReplicas != want || s.AvailableReplicas != want {
-			return false, desc, nil
-		}
-		pods = leaderListPods(ctx, t, f)
-		if int32(len(pods)) != want {
-			return false, desc, nil
-		}
-		for i := range pods {
-			if !framework.PodReady(&pods[i]) {
-				return false, desc, nil
-			}
-		}
-		return true, desc, nil
-	})
-	return pods
+	return f.WaitControllerRolledOut(ctx, t, timeout)
 }
 
 // leaderCurrent waits until the Lease names the replica of one of pods (right after a rollout it
@@ -92,22 +67,6 @@ func leaderCurrent(ctx context.Context, t *testing.T, f *framework.Framework, po
 		return true, leaderDescribeLease(l), nil
 	})
 	return leader, lease
-}
-
-// leaderListPods lists the controller's pods that are not being deleted.
-func leaderListPods(ctx context.Context, t *testing.T, f *framework.Framework) []corev1.Pod {
-	t.Helper()
-	list, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: leaderSelector})
-	if err != nil {
-		t.Fatalf("listing kruise-controller pods: %v", err)
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func leaderGetPod(ctx context.Context, t *testing.T, f *framework.Framework, name string) *corev1.Pod {

@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
@@ -94,8 +92,8 @@ func TestWebhookCertificateRenewalWithShortValidity(t *testing.T) {
 		return leaf.NotAfter.Sub(leaf.NotBefore) < 2*renewalValidity, "valid until " + leaf.NotAfter.Format(time.RFC3339), nil
 	})
 	t.Logf("serving certificate %s valid %s to %s", first.SerialNumber.Text(16), first.NotBefore.Format(time.RFC3339), first.NotAfter.Format(time.RFC3339))
-	renewalWaitServed(ctx, t, pods, first)
-	renewalMarkedPod(ctx, t, f, ns, "before")
+	framework.WaitWebhookServes(ctx, t, pods, first)
+	f.RequirePodWebhookMutates(ctx, t, ns, "before")
 
 	// Renewed before it expires; the caBundles never change meanwhile.
 	var second *x509.Certificate
@@ -120,14 +118,14 @@ func TestWebhookCertificateRenewalWithShortValidity(t *testing.T) {
 		return true, "", nil
 	})
 	t.Logf("renewed: %s valid %s to %s", second.SerialNumber.Text(16), second.NotBefore.Format(time.RFC3339), second.NotAfter.Format(time.RFC3339))
-	renewalWaitServed(ctx, t, pods, second)
-	renewalMarkedPod(ctx, t, f, ns, "after")
+	framework.WaitWebhookServes(ctx, t, pods, second)
+	f.RequirePodWebhookMutates(ctx, t, ns, "after")
 	if got := renewalBundles(ctx, t, f, crds); !renewalSameBundles(got, bundles) {
 		t.Errorf("a caBundle changed during the renewal: %s", renewalDescribeBundles(got, bundles))
 	}
 
 	// The same replicas, never restarted.
-	after := leaderListPods(ctx, t, f)
+	after := f.LiveControllerPods(ctx, t)
 	if diff := renewalDescribePods(pods, after); diff != "" {
 		t.Errorf("the renewal restarted or replaced a replica: %s", diff)
 	}
@@ -240,45 +238,6 @@ func renewalDescribeBundles(got, want map[string][]byte) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
-}
-
-// renewalWaitServed waits until every replica serves leaf on its webhook port (the pod address is
-// reachable from this host on the local cluster).
-func renewalWaitServed(ctx context.Context, t *testing.T, pods []corev1.Pod, leaf *x509.Certificate) {
-	t.Helper()
-	framework.WaitFor(ctx, t, time.Minute, "every replica serving certificate "+leaf.SerialNumber.Text(16), func(ctx context.Context) (bool, string, error) {
-		var stale []string
-		for _, p := range pods {
-			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 3 * time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only the certificate is read
-			conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.Status.PodIP, "9876"))
-			if err != nil {
-				return false, "", framework.Retry(fmt.Errorf("%s: %w", p.Name, err))
-			}
-			state := conn.(*tls.Conn).ConnectionState()
-			_ = conn.Close()
-			if len(state.PeerCertificates) == 0 || !state.PeerCertificates[0].Equal(leaf) {
-				stale = append(stale, p.Name)
-			}
-		}
-		return len(stale) == 0, "still serving the previous one: " + strings.Join(stale, ", "), nil
-	})
-}
-
-// renewalMarkedPod creates a pod marked for launch priority and checks that the pod webhook gave
-// its lower container the barrier env.
-func renewalMarkedPod(ctx context.Context, t *testing.T, f *framework.Framework, ns, name string) {
-	t.Helper()
-	pod := f.BusyboxPod(ns, name, "a", "b")
-	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: lp.EnvPriority, Value: "1"}}
-	created, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating marked pod %s: %v", name, err)
-	}
-	f.DeletePodNow(t, ns, name)
-	// b (priority 0) waits for a (priority 1).
-	if b := created.Spec.Containers[1]; !slices.ContainsFunc(b.Env, func(e corev1.EnvVar) bool { return e.Name == lp.EnvBarrier }) {
-		t.Errorf("pod %s container %s has no %s env: the pod webhook did not mutate it", name, b.Name, lp.EnvBarrier)
-	}
 }
 
 // renewalDescribePods says how after differs from before in pods (UIDs) and container restarts.

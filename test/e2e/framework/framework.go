@@ -23,6 +23,7 @@
 //	cluster.go      stopping and starting the local cluster's components (hack/cluster.sh)
 //	runtimehang.go  making the CRI proxy hold the daemon's runtime calls
 //	webhook.go      kruise-controller's pods and its /readyz, where the webhooks' checks are
+//	controller.go   kruise-controller's rollout, the certificate its webhook serves, a pod it mutates
 package framework
 
 import (
