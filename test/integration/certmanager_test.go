@@ -11,14 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -29,23 +27,18 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/test/certmanager"
+	"github.com/nodekruise/kruise/test/proc"
 )
 
 const (
 	cmNamespace     = "kruise-system"
-	cmInjectKey     = "cert-manager.io/inject-ca-from"
 	cmConvertingCRD = "nodeimages.apps.kruise.io"
 	// cmCertificate is the Certificate of docs/operations.md (named as its Secret).
 	cmCertificate = "kruise-webhook-certs"
-	cmDocsHeading = "### Certificates: external (cert-manager)"
 	// issueTimeout bounds cert-manager's issuing and injecting, and kruise noticing it.
 	issueTimeout = 2 * time.Minute
 )
-
-var cmResources = map[string]schema.GroupVersionResource{
-	"Issuer":      {Group: "cert-manager.io", Version: "v1", Resource: "issuers"},
-	"Certificate": {Group: "cert-manager.io", Version: "v1", Resource: "certificates"},
-}
 
 // A second Certificate of another self-signed CA, for the same names: the CA of a configuration
 // annotated with it does not trust kruise's serving certificate.
@@ -79,7 +72,11 @@ spec:
 // unready with an Event and a log line naming the configuration, and ready again once fixed; a
 // re-issue by cert-manager is served without a restart.
 func TestExternalCertsWithCertManager(t *testing.T) {
-	bin, crdDir := certManagerBinary(t)
+	bin, crdDir := certmanager.Binary(t)
+	if bin == "" {
+		t.Skip("KRUISE_CERT_MANAGER is not set: build cert-manager-lite with hack/build-certmanager.sh " +
+			"and set it to the path it prints (make test-integration does both)")
+	}
 	helmForTest(t)
 	c := startCluster(t)
 	cs, err := kubernetes.NewForConfig(c.config)
@@ -87,17 +84,17 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	dc, err := dynamic.NewForConfig(c.config)
 	require.NoError(t, err)
 
-	c.installCRDFiles(t, crdDir)
+	certmanager.InstallCRDs(context.Background(), t, c.apiext, crdDir)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeKubeconfig(t, c.config, kubeconfig)
-	cmProc := startProcess(t, filepath.Join(dir, "cert-manager-lite.log"), bin, "--kubeconfig="+kubeconfig, "--v=2")
+	cmProc := certmanager.Start(t, bin, kubeconfig, filepath.Join(dir, "cert-manager-lite.log"))
 
 	hooks := applyChartWebhookObjects(t, cs, cmNamespace, "webhook.enabled=true", "externalCerts.enabled=true",
 		`externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`)
 	// The chart's post-install hook: NodeImage's CRD converts through kruise, annotated for cainjector.
 	runConversionHook(t, hooks["kruise-conversion-setup"], kubeconfig, cmNamespace)
-	applyYAML(t, dc, docsYAML(t, cmDocsHeading, 0), cmResources)
+	certmanager.Apply(context.Background(), t, dc, certmanager.DocsYAML(t, certmanager.DocsHeading, 0))
 
 	// The manager's log goes to the test's log and to a buffer the test reads.
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
@@ -131,7 +128,7 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	// different self-signed CA), as a user might set it by hand: cainjector leaves it alone, the CA
 	// does not trust kruise's certificate. kruise is unready, with an Event and a log line naming
 	// the configuration; no crash.
-	applyYAML(t, dc, otherCertificate, cmResources)
+	certmanager.Apply(context.Background(), t, dc, otherCertificate)
 	var otherCA []byte
 	waitFor(t, "Secret other-certs issued", func(ctx context.Context) (bool, error) {
 		s, err := cs.CoreV1().Secrets(cmNamespace).Get(ctx, "other-certs", metav1.GetOptions{})
@@ -181,7 +178,7 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 
 	// The CA Issuer of docs/operations.md: once the Certificate is signed by it, a renewal keeps
 	// the CA, and so the caBundles.
-	applyYAML(t, dc, docsYAML(t, cmDocsHeading, 1), cmResources)
+	certmanager.Apply(context.Background(), t, dc, certmanager.DocsYAML(t, certmanager.DocsHeading, 1))
 	setIssuer(t, dc, cmNamespace, cmCertificate, "kruise-ca")
 	waitManager("serving a certificate of the CA Issuer", func(checkErr error) bool {
 		cert, err := m.GetCertificate(nil)
@@ -212,7 +209,7 @@ func TestExternalCertsWithCertManager(t *testing.T) {
 	crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, cmConvertingCRD, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "None", string(crd.Spec.Conversion.Strategy))
-	require.NotContains(t, crd.Annotations, cmInjectKey)
+	require.NotContains(t, crd.Annotations, certmanager.InjectAnnotation)
 }
 
 // setIssuer points a Certificate at another Issuer; cert-manager then issues it again.
@@ -220,7 +217,7 @@ func setIssuer(t *testing.T, dc dynamic.Interface, namespace, name, issuer strin
 	t.Helper()
 	raw, err := json.Marshal(map[string]any{"spec": map[string]any{"issuerRef": map[string]any{"name": issuer}}})
 	require.NoError(t, err)
-	_, err = dc.Resource(cmResources["Certificate"]).Namespace(namespace).Patch(context.Background(), name, types.MergePatchType, raw, metav1.PatchOptions{})
+	_, err = dc.Resource(certmanager.Resources["Certificate"]).Namespace(namespace).Patch(context.Background(), name, types.MergePatchType, raw, metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -235,9 +232,9 @@ func setMutatingCA(t *testing.T, cs kubernetes.Interface, ca []byte) {
 		if err != nil {
 			return err
 		}
-		_, annotated := mwc.Annotations[cmInjectKey]
+		_, annotated := mwc.Annotations[certmanager.InjectAnnotation]
 		changed := annotated
-		delete(mwc.Annotations, cmInjectKey)
+		delete(mwc.Annotations, certmanager.InjectAnnotation)
 		for i := range mwc.Webhooks {
 			changed = changed || !bytes.Equal(mwc.Webhooks[i].ClientConfig.CABundle, ca)
 			mwc.Webhooks[i].ClientConfig.CABundle = ca
@@ -253,7 +250,7 @@ func setMutatingCA(t *testing.T, cs kubernetes.Interface, ca []byte) {
 
 func annotateMutating(t *testing.T, cs kubernetes.Interface, name, certificate string) {
 	t.Helper()
-	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{cmInjectKey: certificate}}})
+	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{certmanager.InjectAnnotation: certificate}}})
 	require.NoError(t, err)
 	_, err = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(context.Background(), name, types.MergePatchType, raw, metav1.PatchOptions{})
 	require.NoError(t, err)
@@ -263,7 +260,7 @@ func annotateMutating(t *testing.T, cs kubernetes.Interface, name, certificate s
 // asks cert-manager to issue it again.
 func renewCertificate(t *testing.T, dc dynamic.Interface, namespace, name string) {
 	t.Helper()
-	certificates := dc.Resource(cmResources["Certificate"]).Namespace(namespace)
+	certificates := dc.Resource(certmanager.Resources["Certificate"]).Namespace(namespace)
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
 		cert, err := certificates.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -293,9 +290,8 @@ func waitManagerWith(t *testing.T, m *certs.Manager, done <-chan error, cm *exec
 			return false, fmt.Errorf("the certificate manager stopped: %v", err)
 		default:
 		}
-		// Signal 0 only checks that the process exists: it fails once it exited and was reaped.
-		if err := cm.Process.Signal(syscall.Signal(0)); err != nil {
-			return false, fmt.Errorf("cert-manager-lite exited (see its log below): %w", err)
+		if err := proc.Running(cm); err != nil {
+			return false, err
 		}
 		last = m.Check(nil)
 		return cond(last), nil

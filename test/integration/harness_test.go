@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/test/proc"
 )
 
 const (
@@ -100,37 +100,10 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startProcess runs a binary with its output in logFile and stops it, by PID,
-// when the test ends. The log is printed if the test failed.
+// startProcess starts a host process for the test (proc.Start).
 func startProcess(t *testing.T, logFile, bin string, args ...string) *exec.Cmd {
 	t.Helper()
-	out, err := os.Create(logFile)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = out.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logFile); err == nil {
-				if len(b) > 8000 {
-					b = b[len(b)-8000:]
-				}
-				t.Logf("--- tail of %s:\n%s", filepath.Base(logFile), b)
-			}
-		}
-	})
-	return cmd
+	return proc.Start(t, logFile, bin, args...)
 }
 
 func startEtcd(t *testing.T, bin, dir string) string {
