@@ -2,6 +2,7 @@ package certs
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +149,30 @@ func prefixEvents(events []string) []string {
 		}
 	}
 	return out
+}
+
+// cert-manager may write the Secret's data as a whole, dropping kruise's keys: the replica keeps
+// serving the certificate it holds.
+func TestManagedKeepsServingWhatItHoldsWhenCertManagerReplacesTheData(t *testing.T) {
+	clk := newClock()
+	c := newCluster(t, targets()...)
+	r := newReplica(t, c, clk)
+	r.sync()
+	own := r.served(t)
+	r.writes()
+
+	iss := newIssuer(t)
+	sec := c.secret(t)
+	sec.Annotations = map[string]string{CertManagerCertificateAnnotation: SecretName}
+	sec.Data = iss.secretData(t, t0.Add(-time.Hour), 90*24*time.Hour)
+	_, err := r.client.CoreV1().Secrets(testNS).Update(context.Background(), sec, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	r.client.ClearActions()
+
+	clk.Step(time.Minute)
+	r.sync()
+	assert.Empty(t, r.writes())
+	assert.True(t, r.served(t).Equal(own))
+	assert.NoError(t, r.Check(nil))
+	assert.Contains(t, strings.Join(gen.DrainEvents(r.recorder), "\n"), "until then kruise serves its own certificate that it holds")
 }

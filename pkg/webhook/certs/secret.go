@@ -41,9 +41,13 @@ func (m *Manager) syncManagedSecret(ctx context.Context, c *check) *served {
 				m.apiError(c, ref, "issuing certificates: %v", err)
 				return nil
 			}
+			// Type kubernetes.io/tls (tls.crt and tls.key are always
+			// written), the type cert-manager writes: a Secret's type
+			// cannot change, so this lets a switch to cert-manager
+			// issue into the same Secret without deleting it first.
 			created, err := secrets.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: m.cfg.SecretName, Namespace: m.cfg.Namespace},
-				Type:       corev1.SecretTypeOpaque,
+				Type:       corev1.SecretTypeTLS,
 				Data:       data,
 			}, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
@@ -105,24 +109,32 @@ func (m *Manager) syncManagedSecret(ctx context.Context, c *check) *served {
 	return nil
 }
 
-// leftToCertManager serves, without writing anything, from a Secret that
-// cert-manager issues (the replicas of an install being switched to external
-// certificates): kruise's own serving certificate and CA are still there,
-// under their own keys, and serve until the replicas with external
-// certificates take over. If they are missing or due for renewal, the
-// replica is unready with the reason.
+// leftToCertManager serves, without writing anything, while the Secret is
+// one cert-manager issues (the replicas of an install being switched to
+// external certificates): kruise's own serving certificate and CA, under
+// their own keys if cert-manager left them, else the one this replica
+// holds, serve until the replicas with external certificates take over. If
+// there is none usable, the replica is unready with the reason.
 func (m *Manager) leftToCertManager(c *check, ref corev1.ObjectReference, sec *corev1.Secret, certificate string, now time.Time) *served {
 	c.seen[refKey(ref)] = ref
 	msg := fmt.Sprintf(ownedSecretHint, klog.KRef(sec.Namespace, certificate))
 	p := assess(sec.Data, m.dnsNames, now)
-	if p.served == nil {
+	s, from := p.served, "from "+ServerCertKey+"/"+ServerKeyKey
+	if s == nil {
+		if cur := m.current.Load(); cur != nil && now.Before(cur.leaf.NotAfter) {
+			s, from = cur, "that it holds"
+		}
+	}
+	if s == nil {
 		c.add(Problem{Object: ref, Reason: ReasonSecretIssuedByCertManager, Message: msg + "; kruise's own certificate there is unusable: " + p.reason})
 		return nil
 	}
 	c.add(Problem{Object: ref, Reason: ReasonSecretIssuedByCertManager, Transient: true,
-		Message: msg + "; until then kruise serves its own certificate from " + ServerCertKey + "/" + ServerKeyKey})
-	c.dueAt(p.served.renewAt)
-	return p.served
+		Message: msg + "; until then kruise serves its own certificate " + from})
+	if !s.renewAt.IsZero() {
+		c.dueAt(s.renewAt)
+	}
+	return s
 }
 
 func (m *Manager) adopted(c *check, ref corev1.ObjectReference, s *served) *served {

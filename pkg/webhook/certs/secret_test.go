@@ -24,7 +24,7 @@ func TestManagedCreatesTheSecretAndWritesTheCAEverywhere(t *testing.T) {
 	next := r.sync()
 
 	sec := c.secret(t)
-	assert.Equal(t, corev1.SecretTypeOpaque, sec.Type)
+	assert.Equal(t, corev1.SecretTypeTLS, sec.Type, "the type cert-manager writes: a switch to it needs no new Secret")
 	for _, k := range []string{CAKeyKey, CACertKey, ServerKeyKey, ServerCertKey, TLSKeyKey, TLSCertKey} {
 		assert.NotEmpty(t, sec.Data[k], k)
 	}

@@ -28,8 +28,8 @@ import (
 const renewalValidity = certs.MinCertValidity
 
 // A serving certificate is renewed before it expires, without a restart, under the same CA. The
-// controller runs with --webhook-cert-validity at its minimum; its serving certificate is then
-// removed from Secret kruise-webhook-certs so that the next one is issued with that validity (the
+// controller runs with --webhook-cert-validity at its minimum; its serving certificate (cert.pem,
+// key.pem) is then removed from Secret kruise-webhook-certs so that the next one is issued with that validity (the
 // CA stays; a CA-signed certificate still valid is adopted, never replaced early). Then: tls.crt is
 // replaced by a new certificate before the old one expires, every replica serves the new one on
 // its webhook port, no replica restarts or is replaced, the caBundle of every configured object
@@ -74,8 +74,10 @@ func TestWebhookCertificateRenewalWithShortValidity(t *testing.T) {
 		}
 	}
 
-	// The next serving certificate is issued with the short validity.
-	patch := fmt.Appendf(nil, `{"data":{%q:null,%q:null,%q:null,%q:null}}`, certs.ServerCertKey, certs.ServerKeyKey, certs.TLSCertKey, certs.TLSKeyKey)
+	// The next serving certificate is issued with the short validity. kruise reads it from
+	// cert.pem/key.pem (tls.crt/tls.key are its copies, and a kubernetes.io/tls Secret must keep
+	// them): removing those two makes it issue a new one.
+	patch := fmt.Appendf(nil, `{"data":{%q:null,%q:null}}`, certs.ServerCertKey, certs.ServerKeyKey)
 	if _, err := f.Client.CoreV1().Secrets(framework.KruiseNamespace).Patch(ctx, certs.SecretName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("removing the serving certificate from Secret %s: %v", certs.SecretName, err)
 	}
