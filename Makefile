@@ -37,8 +37,9 @@ e2e: deploy ## End-to-end tests against the local cluster installed with kustomi
 	$(E2E_GO_TEST) ./test/e2e/
 	$(E2E_GO_TEST) -p 1 ./test/e2e/disruptive/
 
-e2e-helm: deploy-helm ## The e2e suite against a Helm install, then `helm uninstall` must leave nothing behind or stuck.
+e2e-helm: deploy-helm ## The e2e suite against a Helm install; a helm upgrade to cert-manager's certificates and back; then `helm uninstall` must leave nothing behind or stuck.
 	$(E2E_GO_TEST) ./test/e2e/
+	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" $(E2E_GO_TEST) ./test/e2e/helm/
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
 
 # The long benchmarks (BENCHMARKS.md); each also has a target of its own below.

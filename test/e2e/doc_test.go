@@ -27,5 +27,6 @@
 //	malformed_expect_test.go what kruise must answer to each row
 //
 // The helpers every e2e test uses are in package framework; the tests that take kruise out of
-// service for a while are in disruptive/, the Helm uninstall check in uninstall/.
+// service for a while are in disruptive/, those that change the Helm release (a switch to
+// cert-manager's certificates and back) in helm/, the Helm uninstall check in uninstall/.
 package e2e
