@@ -71,7 +71,7 @@ func TestManagedLeavesCertManagersSecretAndInjectedBundlesAlone(t *testing.T) {
 	assert.Equal(t, []string{"Warning SecretIssuedByCertManager " +
 		"is issued by cert-manager (Certificate " + testNS + "/" + SecretName + "), so kruise, with its own certificates, does not write it: " +
 		"run with EnableExternalCerts (Helm externalCerts.enabled=true), or delete the Certificate and then the Secret for kruise to issue its own; " +
-		"until then kruise serves its own certificate from cert.pem/key.pem"}, prefixEvents(events), "one Event, not one per check")
+		"until then kruise serves its own certificate from cert.pem/key.pem"}, warningsOf(events), "one Event, not one per check")
 
 	// cainjector replaces the bundle with its CA only: kruise's certificate is no longer
 	// trusted; still nothing written, unready with the reason on the configuration.
@@ -138,17 +138,6 @@ func TestManagedVerifiesACRDLeftToCAInjector(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CustomResourceDefinition "+convertingCRD)
 	assert.Contains(t, err.Error(), "does not trust the serving certificate")
-}
-
-// prefixEvents keeps the Warning Events of events.
-func prefixEvents(events []string) []string {
-	var out []string
-	for _, e := range events {
-		if len(e) > 8 && e[:8] == "Warning " {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // cert-manager may write the Secret's data as a whole, dropping kruise's keys: the replica keeps

@@ -8,9 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -49,10 +47,6 @@ const (
 // Then back, as docs/operations.md says: the Certificate and the Secret deleted, externalCerts off;
 // kruise issues its own certificates again and removes cainjector's annotation from the CRD.
 func TestSwitchToCertManagerAndBack(t *testing.T) {
-	helmBin := os.Getenv("KRUISE_HELM")
-	if helmBin == "" {
-		t.Fatal("KRUISE_HELM is not set: run this test with `make e2e-helm`")
-	}
 	cmBin, cmCRDs := certmanager.Binary(t)
 	if cmBin == "" {
 		t.Fatal("KRUISE_CERT_MANAGER is not set: run this test with `make e2e-helm`, which builds cert-manager-lite")
@@ -64,10 +58,7 @@ func TestSwitchToCertManagerAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	dc := f.Dynamic(t)
-	helm := helmRunner(ctx, t, helmBin)
-	if out := helm("list", "--namespace", "default", "--short"); !strings.Contains(out, "kruise") {
-		t.Fatalf("no Helm release kruise (helm list: %q): run `make e2e-helm`", out)
-	}
+	helm := framework.Helm(ctx, t)
 	ns := f.NewNamespace(ctx, t, "external-certs")
 	f.WaitControllerRolledOut(ctx, t, switchTimeout)
 
@@ -89,7 +80,7 @@ func TestSwitchToCertManagerAndBack(t *testing.T) {
 			switchBack(context.WithoutCancel(ctx), t, f, helm)
 		}
 	})
-	helm("upgrade", "kruise", chartDir(t), "--namespace", "default", "--reuse-values", "--timeout", "3m",
+	helm("upgrade", "kruise", framework.ChartDir(t), "--namespace", "default", "--reuse-values", "--timeout", "3m",
 		"--set", "externalCerts.enabled=true",
 		"--set", `externalCerts.annotations.cert-manager\.io/inject-ca-from=`+framework.KruiseNamespace+"/"+certificate)
 	certmanager.Apply(ctx, t, dc, certmanager.DocsYAML(t, certmanager.DocsHeading, 0))
@@ -180,7 +171,7 @@ func switchBack(ctx context.Context, t *testing.T, f *framework.Framework, helm 
 	if err := f.Client.CoreV1().Secrets(framework.KruiseNamespace).Delete(ctx, certs.SecretName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("deleting Secret %s: %v", certs.SecretName, err)
 	}
-	helm("upgrade", "kruise", chartDir(t), "--namespace", "default", "--reuse-values", "--timeout", "3m",
+	helm("upgrade", "kruise", framework.ChartDir(t), "--namespace", "default", "--reuse-values", "--timeout", "3m",
 		"--set", "externalCerts.enabled=false")
 	f.WaitControllerRolledOut(ctx, t, switchTimeout)
 }
@@ -270,30 +261,6 @@ func injectAnnotated(ctx context.Context, f *framework.Framework, crds apiextens
 		}
 	}
 	return out, nil
-}
-
-func helmRunner(ctx context.Context, t *testing.T, bin string) func(args ...string) string {
-	return func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		tmp := t.TempDir()
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-}
-
-// chartDir is deploy/charts/kruise of this repository.
-func chartDir(t *testing.T) string {
-	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	return filepath.Join(filepath.Dir(here), "..", "..", "..", "deploy", "charts", "kruise")
 }
 
 func parseLeaf(t *testing.T, pemData []byte) *x509.Certificate {

@@ -8,8 +8,6 @@ package uninstall
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,29 +31,13 @@ const (
 )
 
 func TestHelmUninstallLeavesNothingStuck(t *testing.T) {
-	helmBin := os.Getenv("KRUISE_HELM")
-	if helmBin == "" {
-		t.Fatal("KRUISE_HELM is not set: run this test with `make e2e-helm`")
-	}
 	f := framework.New(t)
 	ctx := framework.Context(t, 6*time.Minute)
+	helm := framework.Helm(ctx, t)
 	kc := f.KruiseClient(t)
 	crds, err := apiextensionsclient.NewForConfig(f.Config)
 	if err != nil {
 		t.Fatal(err)
-	}
-	helm := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, helmBin, args...)
-		tmp := t.TempDir()
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	if out := helm("list", "--namespace", "default", "--short"); !strings.Contains(out, "kruise") {
-		t.Fatalf("no Helm release kruise to uninstall (helm list: %q): run `make e2e-helm`", out)
 	}
 
 	// Objects of every kind kruise serves, in a user namespace, left for after the uninstall.
