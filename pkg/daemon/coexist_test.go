@@ -125,7 +125,8 @@ func TestDaemonWaitsWhileOpenKruiseDaemonRuns(t *testing.T) {
 	var body string
 	require.Eventually(t, func() bool {
 		_, body = d.get(t, "/readyz?verbose")
-		return containsAll(body, "[+]crr ok", "[-]coexistence failed")
+		// The guard first reports that it has not checked the node's pods yet: wait for its verdict.
+		return containsAll(body, "[+]crr ok", "[-]coexistence failed: kruise-daemon does not act on node")
 	}, 10*time.Second, 20*time.Millisecond, "not ready while OpenKruise's daemon runs: %s", body)
 	assert.Contains(t, body, `[-]coexistence failed: kruise-daemon does not act on node "node-a" while another node daemon runs there: `+
 		`pod kruise-system/kruise-daemon-ok is OpenKruise's kruise-daemon (label control-plane=daemon, container "daemon" runs /kruise-daemon) `+
