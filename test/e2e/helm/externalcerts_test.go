@@ -105,6 +105,8 @@ func TestSwitchToCertManagerAndBack(t *testing.T) {
 	}
 	ca := secret.Data[certs.ExternalCAKey]
 	leaf := parseLeaf(t, secret.Data[certs.TLSCertKey])
+	t.Logf("switched: %d replicas with EnableExternalCerts; Secret %s issued by Certificate %s: serial %s, issuer %q",
+		len(pods), certs.SecretName, certificate, leaf.SerialNumber.Text(16), leaf.Issuer.CommonName)
 	framework.WaitWebhookServes(ctx, t, pods, leaf)
 	framework.WaitFor(ctx, t, time.Minute, "cainjector's CA in every caBundle, the CRD's included", func(ctx context.Context) (bool, string, error) {
 		missing, err := bundlesWithout(ctx, f, crds, ca)
@@ -128,6 +130,7 @@ func TestSwitchToCertManagerAndBack(t *testing.T) {
 	}
 
 	requireWebhooksCalled(ctx, t, f, ns, "external")
+	t.Logf("external: every caBundle holds cainjector's CA, the CRD is annotated %s, and the API server called all three webhooks", certmanager.InjectAnnotation)
 
 	// And back to kruise's own certificates.
 	switched = false
@@ -148,6 +151,7 @@ func TestSwitchToCertManagerAndBack(t *testing.T) {
 		return len(annotated) == 0, "still annotated for cainjector: " + strings.Join(annotated, ", "), err
 	})
 	requireWebhooksCalled(ctx, t, f, ns, "managed")
+	t.Logf("back: kruise's own CA in every caBundle, nothing annotated for cainjector, and the API server called all three webhooks")
 }
 
 // switchBack puts the release back on kruise's own certificates, as docs/operations.md says: the
