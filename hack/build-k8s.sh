@@ -64,13 +64,17 @@ GO
     ld+=" -X ${p}.gitVersion=${K8S_VERSION} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
     ld+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=1970-01-01T00:00:00Z"
   done
-  for c in "${K8S_CMDS[@]}"; do
-    [[ -x "${K8S_BIN}/${c}" ]] && continue
-    local pkg="k8s.io/kubernetes/cmd/${c}"
-    log "kubernetes ${K8S_VERSION}: building ${c}"
-    (cd "${mod}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w ${ld}" \
-      -o "${K8S_BIN}/${c}.tmp" "${pkg}") && mv "${K8S_BIN}/${c}.tmp" "${K8S_BIN}/${c}"
-  done
+  # One go build for all the commands: their shared packages compile once, with both cores busy
+  # until the last link, into a directory of its own so that no half-written binary is cached.
+  local pkgs=() c
+  for c in "${K8S_CMDS[@]}"; do [[ -x "${K8S_BIN}/${c}" ]] || pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+  log "kubernetes ${K8S_VERSION}: building ${pkgs[*]##*/}"
+  rm -rf "${K8S_BIN}/.tmp" && mkdir -p "${K8S_BIN}/.tmp"
+  (cd "${mod}" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w ${ld}" \
+    -o "${K8S_BIN}/.tmp/" "${pkgs[@]}") || die "kubernetes ${K8S_VERSION} did not build"
+  for c in "${pkgs[@]##*/}"; do mv "${K8S_BIN}/.tmp/${c}" "${K8S_BIN}/${c}"; done
+  rmdir "${K8S_BIN}/.tmp"
+  log "kubernetes ${K8S_VERSION}: built"
 }
 
 build_etcd() {
@@ -129,7 +133,13 @@ build_helm() {
   [[ -x "${HELM_BIN}/helm" ]] || die "helm ${HELM_VERSION} did not build"
 }
 
-build_k8s
-build_etcd
-build_crictl
-build_helm
+# The four builds share nothing but the caches (safe for concurrent use): run them side by side,
+# so that one's downloads and links overlap the others' compiles.
+pids=()
+for b in build_k8s build_etcd build_crictl build_helm; do
+  "${b}" &
+  pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "${p}" || failed=1; done
+((failed == 0)) || die "a build failed (see above)"
