@@ -12,10 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodekruise/kruise/test/repo"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -112,11 +113,7 @@ func InstallCRDs(ctx context.Context, t testing.TB, client apiextensionsclient.I
 // docs/operations.md: tests apply what the documentation tells users to apply, unchanged.
 func DocsYAML(t testing.TB, heading string, n int) string {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "docs", "operations.md"))
+	raw, err := os.ReadFile(repo.Path(t, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodekruise/kruise/test/repo"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,27 +29,12 @@ const (
 // after 30 s of draining), the slowest start containerd's or the API server's health wait.
 const clusterScriptTimeout = 3 * time.Minute
 
-// ClusterScript returns the path of hack/cluster.sh, found by walking up from the test's working
-// directory (go test runs a test in its package's directory) to the repository root.
+// ClusterScript returns the path of hack/cluster.sh.
 func ClusterScript(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("reading the working directory: %v", err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "hack", "cluster.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no hack/cluster.sh in %s or any directory above it: run the test inside the repository", dir)
-		}
-	}
+	return repo.Path(t, "hack", "cluster.sh")
 }
 
-// runClusterScript runs hack/cluster.sh with args and returns its output (the script logs to
-// stderr).
 func runClusterScript(ctx context.Context, t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	script := ClusterScript(t)

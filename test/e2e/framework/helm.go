@@ -4,10 +4,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/nodekruise/kruise/test/repo"
 )
 
 // HelmRelease is the release `make e2e-helm` installs kruise as, in namespace default.
@@ -42,9 +42,5 @@ func Helm(ctx context.Context, t testing.TB) func(args ...string) string {
 // ChartDir is the Helm chart of this repository, deploy/charts/kruise.
 func ChartDir(t testing.TB) string {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the repository")
-	}
-	return filepath.Join(filepath.Dir(here), "..", "..", "..", "deploy", "charts", "kruise")
+	return repo.Path(t, "deploy", "charts", "kruise")
 }
