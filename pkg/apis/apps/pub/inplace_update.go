@@ -64,6 +64,10 @@ type InPlaceUpdateContainerBatch struct {
 // InPlaceUpdateContainerStatus is what a container ran before an in-place update.
 type InPlaceUpdateContainerStatus struct {
 	ImageID string `json:"imageID,omitempty"`
+	// ContainerID of the container before the update (kruise's addition; OpenKruise ignores it):
+	// a new ID proves the runtime started a new container even when the image ID is unchanged,
+	// as for a retagged image or an env-from-metadata restart.
+	ContainerID string `json:"containerID,omitempty"`
 }
 
 // InPlaceUpdateStrategy tunes in-place updates.
