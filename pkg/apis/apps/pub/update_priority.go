@@ -5,8 +5,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // UpdatePriorityStrategy orders the pods of an update: by weights of label selectors, or by the
 // value of an ordered label key. Only one of the two may be set.
 type UpdatePriorityStrategy struct {
-	// OrderPriority: pods whose label orderedKey holds a larger number (or sorts later) go first,
-	// the first term deciding.
+	// OrderPriority: pods are grouped by the first term whose orderedKey label they carry,
+	// earlier terms first; within a group, the larger number ending the label's value goes first
+	// ("o-10" before "o-9"; no trailing digits counts as 0).
 	// +optional
 	OrderPriority []UpdatePriorityOrderTerm `json:"orderPriority,omitempty"`
 	// WeightPriority: a pod's priority is the sum of the weights of the terms it matches; higher
