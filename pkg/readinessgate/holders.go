@@ -12,9 +12,10 @@ import (
 )
 
 // A pod's KruisePodReady condition is shared: several users (each CRR with
-// an unready grace period, and later lifecycle hooks) may hold the pod
-// not-ready at once. As in OpenKruise, the condition's message is the JSON
-// list of holders, [{"userAgent":"ContainerRecreateRequest","key":"<ns>/<name>"}];
+// an unready grace period, each lifecycle hook with markPodNotReady) may
+// hold the pod not-ready at once. As in OpenKruise, the condition's message
+// is the JSON list of holders,
+// [{"userAgent":"ContainerRecreateRequest","key":"<ns>/<name>"},{"userAgent":"Lifecycle","key":"preDeleteHook"}];
 // the condition is False while the list is not empty. Each user adds and
 // removes only its own entry, so none loses another's.
 
@@ -28,10 +29,18 @@ type Holder struct {
 // key is "<namespace>/<name>" of the request.
 const CRRUserAgent = "ContainerRecreateRequest"
 
+// LifecycleUserAgent is the userAgent of a lifecycle hook's entry (a hook
+// with markPodNotReady); its key names the hook, as OpenKruise writes it:
+// "preDeleteHook" or "preUpdateHook". The pod is the condition's own, so
+// the key needs no namespace.
+const LifecycleUserAgent = "Lifecycle"
+
 // Reasons kruise writes on the condition.
 const (
-	// ReasonHeld: False, with at least one holder.
+	// ReasonHeld: False, with at least one ContainerRecreateRequest holder.
 	ReasonHeld = "ContainerRecreating"
+	// ReasonLifecycleHeld: False, held by lifecycle hooks only.
+	ReasonLifecycleHeld = "LifecycleHookHeld"
 	// ReasonReleased: True again after the last holder left.
 	ReasonReleased = "ContainerRecreateFinished"
 )
@@ -47,6 +56,16 @@ const (
 // CRRHolder is the entry of the request namespace/name.
 func CRRHolder(namespace, name string) Holder {
 	return Holder{UserAgent: CRRUserAgent, Key: namespace + "/" + name}
+}
+
+// LifecycleHolder is the entry of the lifecycle hook key.
+func LifecycleHolder(key string) Holder {
+	return Holder{UserAgent: LifecycleUserAgent, Key: key}
+}
+
+// isHeldReason reports a reason kruise writes on a False condition.
+func isHeldReason(reason string) bool {
+	return reason == ReasonHeld || reason == ReasonLifecycleHeld
 }
 
 // Holders lists the holders recorded on the pod's condition (none when it
@@ -90,7 +109,7 @@ func Held(pod *corev1.Pod, h Holder) bool {
 func WithHolder(pod *corev1.Pod, h Holder, now metav1.Time) (corev1.PodCondition, bool) {
 	c := Condition(pod)
 	hs, ours := parse(c, pod.Namespace)
-	if c != nil && c.Status == corev1.ConditionFalse && !ours && c.Reason != ReasonHeld {
+	if c != nil && c.Status == corev1.ConditionFalse && !ours && !isHeldReason(c.Reason) {
 		return *c, false
 	}
 	if slices.Contains(hs, h) && isHeldFormat(pod) {
@@ -118,7 +137,7 @@ func WithoutHolders(pod *corev1.Pod, drop func(Holder) bool, now metav1.Time) (c
 // whose message names no holder: nothing will ever release it otherwise.
 func heldWithoutHolders(pod *corev1.Pod) bool {
 	c := Condition(pod)
-	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonHeld && len(Holders(pod)) == 0
+	return c != nil && c.Status == corev1.ConditionFalse && isHeldReason(c.Reason) && len(Holders(pod)) == 0
 }
 
 // isHeldFormat reports whether the condition is already written as a
@@ -135,9 +154,12 @@ func holdersCondition(pod *corev1.Pod, hs []Holder, now metav1.Time) corev1.PodC
 	}
 	msg, _ := json.Marshal(hs) // strings only: cannot fail
 	cond := corev1.PodCondition{Type: appsv1alpha1.KruisePodReadyConditionType, Message: string(msg), LastTransitionTime: now}
-	if len(hs) > 0 {
+	switch {
+	case slices.ContainsFunc(hs, func(h Holder) bool { return h.UserAgent != LifecycleUserAgent }):
 		cond.Status, cond.Reason = corev1.ConditionFalse, ReasonHeld
-	} else {
+	case len(hs) > 0:
+		cond.Status, cond.Reason = corev1.ConditionFalse, ReasonLifecycleHeld
+	default:
 		cond.Status, cond.Reason = corev1.ConditionTrue, ReasonReleased
 	}
 	if cur := Condition(pod); cur != nil && cur.Status == cond.Status {

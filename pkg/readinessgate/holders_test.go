@@ -81,3 +81,26 @@ func TestWithoutHolders(t *testing.T) {
 	assert.True(t, changed, "kruise's, naming no holder: nothing else would release it")
 	assert.Equal(t, corev1.ConditionTrue, c.Status)
 }
+
+func TestLifecycleHolderReason(t *testing.T) {
+	life, crr := LifecycleHolder("preDeleteHook"), CRRHolder("ns", "a")
+	assert.Equal(t, Holder{UserAgent: "Lifecycle", Key: "preDeleteHook"}, life)
+
+	c, changed := WithHolder(&corev1.Pod{}, life, t1)
+	assert.True(t, changed)
+	assert.Equal(t, corev1.PodCondition{Type: "KruisePodReady", Status: corev1.ConditionFalse, Reason: ReasonLifecycleHeld,
+		Message: `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]`, LastTransitionTime: t1}, c, "a lifecycle hook alone does not claim a container recreate")
+
+	held := podWith(corev1.ConditionFalse, ReasonLifecycleHeld, `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]`)
+	c, changed = WithHolder(held, crr, t1)
+	assert.True(t, changed)
+	assert.Equal(t, ReasonHeld, c.Reason, "a CRR among the holders names the reason")
+	assert.Equal(t, t0, c.LastTransitionTime)
+
+	c, changed = WithoutHolders(podWith(corev1.ConditionFalse, ReasonLifecycleHeld, "[]"), func(Holder) bool { return false }, t1)
+	assert.True(t, changed, "held by a lifecycle reason with no holder named: released")
+	assert.Equal(t, corev1.ConditionTrue, c.Status)
+
+	_, changed = WithHolder(podWith(corev1.ConditionFalse, ReasonLifecycleHeld, "not a list"), crr, t1)
+	assert.True(t, changed, "kruise's reason: joined, not treated as someone else's")
+}

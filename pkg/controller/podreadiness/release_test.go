@@ -108,7 +108,7 @@ func TestReleaseStaleHolders(t *testing.T) {
 		},
 		{
 			name: "another user's holder is left alone", cond: held(life), wantQueue: true,
-			wantCond: &corev1.PodCondition{Status: corev1.ConditionFalse, Reason: readinessgate.ReasonHeld,
+			wantCond: &corev1.PodCondition{Status: corev1.ConditionFalse, Reason: readinessgate.ReasonLifecycleHeld,
 				Message: `[{"userAgent":"Lifecycle","key":"default/web"}]`, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
 		},
 		{
