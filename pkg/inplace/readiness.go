@@ -1,0 +1,104 @@
+package inplace
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+)
+
+const (
+	// ReasonStartInPlaceUpdate is the reason of InPlaceUpdateReady=False while an update runs.
+	ReasonStartInPlaceUpdate = "StartInPlaceUpdate"
+	// reasonGateNotReady is the reason given with Ready=False, the one the kubelet gives for a
+	// readiness gate that is not True, which it writes itself at its next status sync.
+	reasonGateNotReady = "ReadinessGatesNotReady"
+)
+
+// DeclaresReadinessGate reports whether the pod lists InPlaceUpdateReady in its readiness gates:
+// only then is it taken out of its Services while it is updated.
+func DeclaresReadinessGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == pub.InPlaceUpdateReady {
+			return true
+		}
+	}
+	return false
+}
+
+// InjectReadinessGate adds the InPlaceUpdateReady readiness gate to a template unless it has it,
+// and reports whether it added it.
+func InjectReadinessGate(t *corev1.PodTemplateSpec) bool {
+	for _, g := range t.Spec.ReadinessGates {
+		if g.ConditionType == pub.InPlaceUpdateReady {
+			return false
+		}
+	}
+	t.Spec.ReadinessGates = append(t.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
+	return true
+}
+
+// Condition returns the pod's InPlaceUpdateReady condition, or nil.
+func Condition(pod *corev1.Pod) *corev1.PodCondition {
+	return podCondition(pod, pub.InPlaceUpdateReady)
+}
+
+// NotReadyStatusPatch is the status patch that starts an update on a pod with the readiness
+// gate: InPlaceUpdateReady=False, and Ready=False at once rather than at the kubelet's next sync,
+// so that endpoints drop the pod before its containers change. It carries the pod's
+// resourceVersion: a pod changed since it was read fails with a conflict.
+func NotReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
+	conds := []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonStartInPlaceUpdate, "", now)}
+	if ready := podCondition(pod, corev1.PodReady); ready == nil || ready.Status != corev1.ConditionFalse {
+		conds = append(conds, conditionAt(pod, corev1.PodReady, corev1.ConditionFalse, reasonGateNotReady,
+			fmt.Sprintf("readiness gate %s is False", pub.InPlaceUpdateReady), now))
+	}
+	return statusPatch(pod, conds)
+}
+
+// ReadyStatusPatch sets InPlaceUpdateReady=True, carrying the pod's resourceVersion: it holds
+// only for the pod as read, whose completion was checked.
+func ReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
+	return statusPatch(pod, []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, "", "", now)})
+}
+
+// conditionAt builds a condition of the pod, keeping its lastTransitionTime when the status
+// does not change.
+func conditionAt(pod *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: s, Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(now)}
+	if old := podCondition(pod, t); old != nil && old.Status == s {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	return c
+}
+
+// statusPatch is a strategic merge patch of status conditions (merged by type, so no other
+// condition is touched) that carries the pod's resourceVersion.
+func statusPatch(pod *corev1.Pod, conds []corev1.PodCondition) ([]byte, error) {
+	data, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+		"status":   map[string]any{"conditions": conds},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return data, nil
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func conditionIs(pod *corev1.Pod, s corev1.ConditionStatus) bool {
+	c := Condition(pod)
+	return c != nil && c.Status == s
+}

@@ -1,0 +1,58 @@
+package inplace
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/test/unit/gen"
+)
+
+func TestInjectReadinessGateIsIdempotent(t *testing.T) {
+	tpl := gen.PodTemplate(gen.AddPodReadinessGate(pub.KruisePodReady))
+	assert.True(t, InjectReadinessGate(tpl))
+	assert.False(t, InjectReadinessGate(tpl))
+	assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReady}, {ConditionType: pub.InPlaceUpdateReady}}, tpl.Spec.ReadinessGates)
+
+	assert.True(t, DeclaresReadinessGate(&corev1.Pod{Spec: tpl.Spec}))
+	assert.False(t, DeclaresReadinessGate(gen.Pod("web", gen.AddPodReadinessGate(pub.KruisePodReady))))
+}
+
+func TestNotReadyStatusPatch(t *testing.T) {
+	pod := gen.Pod("web", gen.SetPodResourceVersion("7"),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+	patch, err := NotReadyStatusPatch(pod, t0)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"},
+		{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady","message":"readiness gate InPlaceUpdateReady is False","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+
+	// Already not ready: Ready is left to the kubelet, and the transition time is kept.
+	earlier := metav1.NewTime(t0.Add(-time.Hour))
+	pod = gen.Pod("web", gen.SetPodResourceVersion("8"),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse}),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, LastTransitionTime: earlier}))
+	patch, err = NotReadyStatusPatch(pod, t0)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"8"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T09:00:00Z"}]}}`,
+		string(patch))
+}
+
+func TestReadyStatusPatch(t *testing.T) {
+	pod := gen.Pod("web", gen.SetPodResourceVersion("9"),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse}))
+	patch, err := ReadyStatusPatch(pod, t0)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+	assert.Equal(t, corev1.ConditionFalse, Condition(pod).Status)
+	assert.Nil(t, Condition(gen.Pod("web")))
+}
