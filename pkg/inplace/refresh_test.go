@@ -1,0 +1,139 @@
+package inplace
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/test/unit/gen"
+)
+
+// Pods at each point of the two-batch update of runningPod.
+func startedPod(t *testing.T, grace int32) *corev1.Pod {
+	t.Helper()
+	step, err := Start(runningPod(gen.AddPodReadinessGate(pub.InPlaceUpdateReady)), twoBatchSpec(), target, grace, t0)
+	require.NoError(t, err)
+	return step.Pod
+}
+
+func appRestarted(ready bool) gen.PodModifier {
+	return gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "app", Image: "app:2", ImageID: "sha-app2", ContainerID: "cri://app-2", Ready: ready,
+		Resources: &corev1.ResourceRequirements{Requests: res("1", ""), Limits: res("2", "")}})
+}
+
+func logRestarted() gen.PodModifier {
+	return gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "log", ImageID: "sha-log2", ContainerID: "cri://log-2", Ready: true,
+		Resources: &corev1.ResourceRequirements{}})
+}
+
+func inPlaceReady(s corev1.ConditionStatus) gen.PodModifier {
+	return gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: s})
+}
+
+func TestDecide(t *testing.T) {
+	lastBatch := func(t *testing.T) *corev1.Pod {
+		step, err := NextBatch(gen.PodFrom(startedPod(t, 0), appRestarted(true)), t0)
+		require.NoError(t, err)
+		return step.Pod
+	}
+	cases := []struct {
+		name string
+		pod  func(t *testing.T) *corev1.Pod
+		now  time.Time
+		want Decision
+	}{{
+		name: "grace period running",
+		pod:  func(t *testing.T) *corev1.Pod { return startedPod(t, 30) },
+		now:  t0.Add(10*time.Second + 300*time.Millisecond),
+		want: Decision{Waiting: "grace period", RequeueAfter: 20 * time.Second},
+	}, {
+		name: "grace period over",
+		pod:  func(t *testing.T) *corev1.Pod { return startedPod(t, 30) },
+		now:  t0.Add(30 * time.Second),
+		want: Decision{Action: ActionFinishGrace},
+	}, {
+		name: "first batch not restarted",
+		pod:  func(t *testing.T) *corev1.Pod { return startedPod(t, 0) },
+		want: Decision{Waiting: "container app has not been restarted yet"},
+	}, {
+		name: "first batch restarted but not ready",
+		pod:  func(t *testing.T) *corev1.Pod { return gen.PodFrom(startedPod(t, 0), appRestarted(false)) },
+		want: Decision{Waiting: "container app to be ready before the next batch"},
+	}, {
+		name: "first batch ready",
+		pod:  func(t *testing.T) *corev1.Pod { return gen.PodFrom(startedPod(t, 0), appRestarted(true)) },
+		want: Decision{Action: ActionNextBatch},
+	}, {
+		name: "last batch not restarted",
+		pod:  lastBatch,
+		want: Decision{Waiting: "container log has not been restarted yet"},
+	}, {
+		name: "all done, condition False",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(lastBatch(t), logRestarted(), inPlaceReady(corev1.ConditionFalse))
+		},
+		want: Decision{Action: ActionMarkReady},
+	}, {
+		name: "all done, condition True",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(lastBatch(t), logRestarted(), inPlaceReady(corev1.ConditionTrue))
+		},
+		want: Decision{},
+	}, {
+		name: "a new pod with the gate",
+		pod: func(t *testing.T) *corev1.Pod {
+			return runningPod(gen.AddPodReadinessGate(pub.InPlaceUpdateReady))
+		},
+		want: Decision{Action: ActionMarkReady},
+	}, {
+		name: "a pod without the gate",
+		pod:  func(t *testing.T) *corev1.Pod { return runningPod() },
+		want: Decision{},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := tc.now
+			if now.IsZero() {
+				now = t0
+			}
+			got, err := Decide(tc.pod(t), now)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDecideMalformed(t *testing.T) {
+	_, err := Decide(runningPod(gen.AddPodAnnotations(map[string]string{pub.InPlaceUpdateStateKey: "not json"})), t0)
+	assert.ErrorContains(t, err, "is not an in-place update state")
+
+	graceOnly := gen.Pod("web", gen.SetPodNamespace("ns"), gen.AddPodAnnotations(map[string]string{pub.InPlaceUpdateGraceKey: `{"revision":"r2"}`}))
+	_, err = Decide(graceOnly, t0)
+	assert.EqualError(t, err, "pod ns/web has an in-place update grace record but no state")
+}
+
+func TestUpdateDone(t *testing.T) {
+	done, _, err := UpdateDone(runningPod())
+	require.NoError(t, err)
+	assert.True(t, done, "never updated")
+
+	done, waiting, err := UpdateDone(startedPod(t, 30))
+	require.NoError(t, err)
+	assert.False(t, done)
+	assert.Equal(t, "grace period", waiting)
+
+	done, waiting, err = UpdateDone(gen.PodFrom(startedPod(t, 0), appRestarted(true)))
+	require.NoError(t, err)
+	assert.False(t, done)
+	assert.Equal(t, "later batches", waiting)
+
+	step, err := NextBatch(gen.PodFrom(startedPod(t, 0), appRestarted(true)), t0)
+	require.NoError(t, err)
+	done, _, err = UpdateDone(gen.PodFrom(step.Pod, logRestarted()))
+	require.NoError(t, err)
+	assert.True(t, done)
+}
