@@ -1,0 +1,22 @@
+// Package inplace is the in-place update engine every kruise workload shares (CloneSet, Advanced
+// StatefulSet, Advanced DaemonSet, SidecarSet). It knows pods, pod templates and the apps/pub
+// wire types, never a workload's API type, so each workload keeps only its counting and ordering.
+//
+// Policy is pure functions of a pod and a time; the Updater only writes what they decide:
+//
+//   - Plan compares two templates field by field and returns a Spec (new images, cpu/memory
+//     resizes, metadata, containers that read changed metadata as env and must restart) or a
+//     *NotInPlaceError naming the first field that needs new pods.
+//   - Batches orders a Spec's containers by launch priority (barrier env, else the declared
+//     priority), higher first, keeping containers that read one changed key together.
+//   - Start, FinishGrace and NextBatch compute one write: the pod with its first (or next) batch
+//     and the state annotation in OpenKruise's format, or only the grace record.
+//   - Decide reads a pod and says what its update needs now; completion is read from container
+//     statuses: a new container ID (recorded before the update) proves a restart even for a
+//     retagged image, and reported resources prove a resize.
+//   - The InPlaceUpdateReady readiness gate holds the pod out of its Services meanwhile.
+//
+// The Updater sets the condition False first, then resizes through pods/resize and updates the
+// pod, re-reading the pod and deciding again when a write conflicts. A workload calls Plan to
+// choose in place or recreate, Updater.Update to start, and Updater.Refresh on every sync.
+package inplace

@@ -1,0 +1,233 @@
+package inplace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Event reasons a workload records on itself for a pod updated in place.
+const (
+	EventReasonSucceeded = "SuccessfulUpdatePodInPlace"
+	EventReasonFailed    = "FailedUpdatePodInPlace"
+)
+
+// Outcome is what an Updater call did.
+type Outcome string
+
+const (
+	// OutcomeNothing: nothing written, nothing awaited.
+	OutcomeNothing Outcome = ""
+	// OutcomeWaiting: nothing written; the update waits (Result.Waiting says for what).
+	OutcomeWaiting Outcome = "Waiting"
+	// OutcomeStarted: the update was written, with its first batch.
+	OutcomeStarted Outcome = "Started"
+	// OutcomeGraceStarted: the update was recorded and waits out its grace period.
+	OutcomeGraceStarted Outcome = "GraceStarted"
+	// OutcomeGraceFinished: the grace period was over and the first batch was written.
+	OutcomeGraceFinished Outcome = "GraceFinished"
+	// OutcomeNextBatch: a later batch was written.
+	OutcomeNextBatch Outcome = "NextBatch"
+	// OutcomeMarkedReady: InPlaceUpdateReady was set True.
+	OutcomeMarkedReady Outcome = "MarkedReady"
+)
+
+// Result is what an Updater call did, for the workload's Events, metrics and requeueing.
+type Result struct {
+	Outcome Outcome
+	// Containers is the batch written, if any.
+	Containers []string
+	// Pod is the pod as last written; nil when nothing was written.
+	Pod *corev1.Pod
+	// Waiting says what the update waits for (OutcomeWaiting).
+	Waiting string
+	// RequeueAfter, when positive, is when to refresh the pod again.
+	RequeueAfter time.Duration
+	// Err is why the call failed; the other fields say what was done before.
+	Err error
+}
+
+// Updater carries out in-place updates on the API server. What to write is decided by the pure
+// functions of this package (Plan, Start, Decide, FinishGrace, NextBatch); the Updater reads the
+// pod again before each write and retries a write that conflicts, deciding again on the pod it
+// read.
+type Updater struct {
+	pods    PodClient
+	clock   clock.PassiveClock
+	backoff wait.Backoff
+}
+
+// NewUpdater is an Updater on a clientset, with the real clock and client-go's default retry.
+func NewUpdater(client kubernetes.Interface) *Updater {
+	return NewUpdaterFor(NewPodClient(client), clock.RealClock{}, retry.DefaultRetry)
+}
+
+// NewUpdaterFor is an Updater on pods, reading time from clk and retrying conflicts by backoff.
+func NewUpdaterFor(pods PodClient, clk clock.PassiveClock, backoff wait.Backoff) *Updater {
+	return &Updater{pods: pods, clock: clk, backoff: backoff}
+}
+
+// Update starts the in-place update of pod to target by spec (from Plan). When the pod declares
+// the InPlaceUpdateReady readiness gate and the update restarts containers or waits a grace
+// period, the condition is set False first; then the resize, if any, and the pod update are
+// written, with the first batch or the grace record.
+func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, target Target, graceSeconds int32) Result {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", target.Revision)
+	now := u.clock.Now()
+	if DeclaresReadinessGate(pod) && (graceSeconds > 0 || spec.RestartsContainers(pod)) {
+		if err := u.markNotReady(ctx, pod, now); err != nil {
+			return Result{Err: err}
+		}
+	}
+	var step *Step
+	var written *corev1.Pod
+	err := retry.RetryOnConflict(u.backoff, func() error {
+		fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+		if err != nil {
+			return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if step, err = Start(fresh, spec, target, graceSeconds, now); err != nil {
+			return err
+		}
+		written, err = u.write(ctx, step)
+		return err
+	})
+	if err != nil {
+		return Result{Err: err}
+	}
+	if step.Grace {
+		logger.Info("Started in-place update grace period", "graceSeconds", graceSeconds)
+		return Result{Outcome: OutcomeGraceStarted, Pod: written, RequeueAfter: time.Duration(graceSeconds) * time.Second}
+	}
+	logger.Info("Started in-place update", "containers", step.Containers, "resized", sortedKeys(step.Resize))
+	return Result{Outcome: OutcomeStarted, Pod: written, Containers: step.Containers}
+}
+
+// Refresh moves the pod's update on: it ends a grace period that is over, writes the next batch
+// once the current one is done and ready, and sets InPlaceUpdateReady=True once all is done.
+// The True condition is written only for the pod as given, whose completion was checked: a
+// conflict is returned, not retried.
+func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	now := u.clock.Now()
+	d, err := Decide(pod, now)
+	if err != nil {
+		return Result{Err: err}
+	}
+	switch d.Action {
+	case ActionNone:
+		if d.Waiting == "" {
+			return Result{}
+		}
+		return Result{Outcome: OutcomeWaiting, Waiting: d.Waiting, RequeueAfter: d.RequeueAfter}
+	case ActionMarkReady:
+		patch, err := ReadyStatusPatch(pod, now)
+		if err != nil {
+			return Result{Err: err}
+		}
+		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		if err != nil {
+			return Result{Err: fmt.Errorf("marking pod %s/%s ready after its in-place update: %w", pod.Namespace, pod.Name, err)}
+		}
+		logger.V(2).Info("Marked pod in-place update ready")
+		return Result{Outcome: OutcomeMarkedReady, Pod: written}
+	}
+
+	result := Result{Outcome: OutcomeNextBatch}
+	if d.Action == ActionFinishGrace {
+		result.Outcome = OutcomeGraceFinished
+	}
+	err = retry.RetryOnConflict(u.backoff, func() error {
+		fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+		if err != nil {
+			return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		again, err := Decide(fresh, now)
+		if err != nil {
+			return err
+		}
+		if again.Action != d.Action {
+			// The pod moved on under us (another writer, or a new update).
+			result = Result{Outcome: OutcomeWaiting, Waiting: again.Waiting, RequeueAfter: again.RequeueAfter}
+			return nil
+		}
+		var step *Step
+		if d.Action == ActionFinishGrace {
+			step, err = FinishGrace(fresh, now)
+		} else {
+			step, err = NextBatch(fresh, now)
+		}
+		if err != nil {
+			return err
+		}
+		result.Containers = step.Containers
+		result.Pod, err = u.write(ctx, step)
+		return err
+	})
+	if err != nil {
+		return Result{Err: err}
+	}
+	if result.Pod != nil {
+		logger.Info("Wrote in-place update batch", "step", result.Outcome, "containers", result.Containers)
+	}
+	return result
+}
+
+// markNotReady sets InPlaceUpdateReady=False (and Ready=False) on the pod as it is now: the
+// pod given may be an old copy from a cache, and a condition it already shows False may have
+// been set True since.
+func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) error {
+	err := retry.RetryOnConflict(u.backoff, func() error {
+		fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+		if err != nil {
+			return err
+		}
+		patch, err := NotReadyStatusPatch(fresh, now)
+		if err != nil {
+			return err
+		}
+		_, err = u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("marking pod %s/%s not ready for its in-place update: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// write carries out a step: the resize first, so that a failure between the two writes leaves
+// no state claiming a resize that was never asked for (the step is computed again and the
+// resize, asked again, changes nothing), then the pod update on the version the resize returned.
+func (u *Updater) write(ctx context.Context, step *Step) (*corev1.Pod, error) {
+	pod := step.Pod
+	if len(step.Resize) > 0 {
+		patch, err := resizePatch(pod, step.Resize)
+		if err != nil {
+			return nil, err
+		}
+		resized, err := u.pods.ResizePod(ctx, pod.Namespace, pod.Name, patch)
+		if err != nil {
+			return nil, fmt.Errorf("resizing containers %v of pod %s/%s: %w", sortedKeys(step.Resize), pod.Namespace, pod.Name, err)
+		}
+		// The update must carry the resources as resized: any other value is a resize too,
+		// which the API server refuses on an update.
+		pod.ResourceVersion = resized.ResourceVersion
+		for i := range pod.Spec.Containers {
+			if c := containerOf(resized, pod.Spec.Containers[i].Name); c != nil {
+				pod.Spec.Containers[i].Resources = c.Resources
+			}
+		}
+	}
+	written, err := u.pods.UpdatePod(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("updating pod %s/%s in place: %w", pod.Namespace, pod.Name, err)
+	}
+	return written, nil
+}
