@@ -7,7 +7,7 @@
 // part of the workload ({"spec":{"template":{...,"$patch":"replace"}}}), in
 // the same shape OpenKruise stores, so revisions written by either
 // controller are read by the other. Its name is "<workload>-<hash>", the
-// hash being the built-in controllers' (FNV-32 of Data and the collision
+// hash being the built-in controllers' (32-bit FNV-1 of Data and the collision
 // count); pods carry the name in their controller-revision-hash label.
 //
 // History lists a workload's revisions (adopting orphans that match its
