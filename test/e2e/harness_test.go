@@ -34,6 +34,8 @@ func TestBusyboxJobFromLoopbackRegistry(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of its own: a parallel subtest may wait long for a free slot.
+			ctx := framework.Context(t, 3*time.Minute)
 			job := framework.BusyboxJob(ns, "job-"+tc.name, f.Image(tc.repo), "echo hello-from-"+tc.name)
 			if tc.secret != nil {
 				f.CreatePullSecret(ctx, t, ns, "pull-"+tc.name, *tc.secret)

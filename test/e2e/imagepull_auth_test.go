@@ -56,6 +56,8 @@ func TestImagePullWithPullSecret(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of its own: a parallel subtest may wait long for a free slot.
+			ctx := framework.Context(t, 4*time.Minute)
 			image := e.freshImage(ctx, t, tc.prefix, &tc.creds)
 			secret := "pull-" + tc.name
 			e.f.CreatePullSecret(ctx, t, e.ns, secret, tc.creds)
@@ -113,6 +115,8 @@ func TestImagePullViaCredentialProvider(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of its own: a parallel subtest may wait long for a free slot.
+			ctx := framework.Context(t, 4*time.Minute)
 			image := e.freshImage(ctx, t, tc.prefix, &tc.creds)
 			since := time.Now()
 			job := e.run(ctx, t, framework.NewImagePullJob(e.ns, "plugin-"+tc.name, image))

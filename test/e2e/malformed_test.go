@@ -93,11 +93,12 @@ func TestMalformedObjects(t *testing.T) {
 		for _, tc := range malCases() {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				tc.run(ctx, t, e)
+				// A context of its own: a parallel subtest may wait long for a free slot.
+				tc.run(framework.Context(t, 4*time.Minute), t, e)
 			})
 		}
 	})
-	f.RequireNoRestarts(ctx, t, restarts)
+	f.RequireNoRestarts(framework.Context(t, time.Minute), t, restarts)
 }
 
 func (tc malCase) run(ctx context.Context, t *testing.T, e *malEnv) {

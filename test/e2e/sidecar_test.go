@@ -363,6 +363,7 @@ func TestSidecarInvalidEnv(t *testing.T) {
 
 	t.Run("value-neither-true-nor-false", func(t *testing.T) {
 		t.Parallel()
+		ctx := framework.Context(t, 4*time.Minute) // a parallel subtest may wait long for a slot
 		pod := framework.SidecarPod(ns, "helper-yes",
 			framework.ShContainer("main", img, "exit 0"),
 			framework.ShContainer("helper", img, "sleep 3; exit 0", corev1.EnvVar{Name: framework.EnvTerminateSidecar, Value: "yes"}),
@@ -392,6 +393,7 @@ func TestSidecarInvalidEnv(t *testing.T) {
 
 	t.Run("invalid-image-reference", func(t *testing.T) {
 		t.Parallel()
+		ctx := framework.Context(t, 4*time.Minute) // a parallel subtest may wait long for a slot
 		pod := framework.SidecarPod(ns, "bad-image",
 			framework.ShContainer("main", img, "exit 0"),
 			framework.ShContainer("sidecar", img, framework.ScriptUntilTERM, framework.SidecarImageMark("Not A Valid::Ref")))
