@@ -45,8 +45,10 @@ func removeContainer(ctx context.Context, t *testing.T, id string) {
 
 // podWithVanishedContainer runs a restartPolicy Never pod whose container a exits at once and b
 // runs, then removes a's exited container from the runtime. The kubelet keeps a's terminated
-// status (and containerID) and does not start it again, so the controller admits a CRR for a
-// while the daemon finds no instance of it: a real container failure.
+// status (and containerID), so the controller admits a CRR for a while the daemon finds no
+// instance of it: a real container failure. The kubelet would start a again once it sees it gone
+// (a container it has no record of counts as never started), so its CreateContainer calls for
+// this namespace's pods are held until the test ends.
 func podWithVanishedContainer(ctx context.Context, t *testing.T, f *framework.Framework, ns string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
@@ -77,6 +79,9 @@ func podWithVanishedContainer(ctx context.Context, t *testing.T, f *framework.Fr
 	})
 	aID := containerStatus(got, "a").ContainerID
 
+	framework.HangRuntime(ctx, t, framework.RuntimeHang{
+		Methods: []string{"CreateContainer"}, Clients: []string{"kubelet"}, PodNamespaces: []string{ns},
+	})
 	rt := framework.CRI(ctx, t)
 	removeContainer(ctx, t, cri.RawContainerID(aID))
 	cs, err := rt.PodContainers(ctx, string(got.UID))

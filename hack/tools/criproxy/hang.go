@@ -20,7 +20,12 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
+
+// hangFeatures is what the hang file's ".features" companion says: the rule fields understood.
+const hangFeatures = `{"ruleFields":["methods","clients","podNamespaces"]}`
 
 // hangPollInterval is how often the hang file is read.
 const hangPollInterval = 100 * time.Millisecond
@@ -35,13 +40,21 @@ type hangRules struct {
 	// Clients are process names (/proc/PID/comm, e.g. "kruise-daemon") of
 	// the callers, found from the connection's peer credentials.
 	Clients []string `json:"clients,omitempty"`
+	// PodNamespaces, when set, narrow the rule to calls about a pod of one
+	// of these namespaces: RunPodSandbox and CreateContainer, whose
+	// requests carry the pod sandbox's metadata. A test can then hold the
+	// kubelet's work on its own pods without stalling the other tests'.
+	PodNamespaces []string `json:"podNamespaces,omitempty"`
 }
 
-func (r *hangRules) holds(method string, c client) bool {
+func (r *hangRules) holds(method string, c client, podNamespace string) bool {
 	if r == nil {
 		return false
 	}
 	if len(r.Methods) > 0 && !slices.Contains(r.Methods, method) && !slices.Contains(r.Methods, path.Base(method)) {
+		return false
+	}
+	if len(r.PodNamespaces) > 0 && (podNamespace == "" || !slices.Contains(r.PodNamespaces, podNamespace)) {
 		return false
 	}
 	return len(r.Clients) == 0 || slices.Contains(r.Clients, c.comm)
@@ -80,6 +93,11 @@ func (h *hangControl) run(ctx context.Context) {
 	// What a previous run applied is not in force any more.
 	if err := os.Remove(h.file + ".applied"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		slog.Error("removing the applied hang rules of a previous run", "err", err)
+	}
+	// Say which rule fields this proxy understands, so that a test does not rely on a field an
+	// older proxy would ignore (and then hold more than the test meant).
+	if err := writeFileAtomic(h.file+".features", []byte(hangFeatures)); err != nil {
+		slog.Error("writing the hang features file", "err", err)
 	}
 	t := time.NewTicker(hangPollInterval)
 	defer t.Stop()
@@ -124,7 +142,7 @@ func (h *hangControl) reload() {
 	h.changed = make(chan struct{})
 	h.mu.Unlock()
 	if rules != nil {
-		slog.Info("holding calls", "methods", rules.Methods, "clients", rules.Clients)
+		slog.Info("holding calls", "methods", rules.Methods, "clients", rules.Clients, "podNamespaces", rules.PodNamespaces)
 	} else {
 		slog.Info("holding no calls")
 	}
@@ -153,12 +171,12 @@ func writeFileAtomic(path string, data []byte) error {
 
 // hold blocks a call while the rules hold it, and returns the error to
 // answer with when the caller gives up first; nil lets the call go on.
-func (h *hangControl) hold(ctx context.Context, method string) error {
+func (h *hangControl) hold(ctx context.Context, method, podNamespace string) error {
 	c := clientOf(ctx)
 	logged := false
 	for {
 		rules, changed := h.current()
-		if !rules.holds(method, c) {
+		if !rules.holds(method, c, podNamespace) {
 			if logged {
 				slog.Info("released call", "method", method, "client", c)
 			}
@@ -242,4 +260,25 @@ func peerOf(conn net.Conn) client {
 		return client{pid: cred.Pid, comm: "unknown"}
 	}
 	return client{pid: cred.Pid, comm: strings.TrimSpace(string(comm))}
+}
+
+// podNamespaceOf is the namespace of the pod a call's first request is about, for the calls whose
+// request carries the pod sandbox's metadata; "" otherwise or when it does not decode.
+func podNamespaceOf(method string, first *frame) string {
+	if first == nil {
+		return ""
+	}
+	switch path.Base(method) {
+	case "CreateContainer":
+		var req runtimeapi.CreateContainerRequest
+		if proto.Unmarshal(first.data, &req) == nil {
+			return req.GetSandboxConfig().GetMetadata().GetNamespace()
+		}
+	case "RunPodSandbox":
+		var req runtimeapi.RunPodSandboxRequest
+		if proto.Unmarshal(first.data, &req) == nil {
+			return req.GetConfig().GetMetadata().GetNamespace()
+		}
+	}
+	return ""
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ownComm is this test process's name, as the proxy sees its client.
@@ -162,6 +164,32 @@ func TestHangRulesMatch(t *testing.T) {
 		{&hangRules{Methods: []string{"Version"}}, d, false},
 		{&hangRules{Methods: []string{"ListContainers"}, Clients: []string{"kruise-daemon"}}, k, false},
 	} {
-		assert.Equal(t, tc.want, tc.rules.holds(list, tc.c), "%+v %v", tc.rules, tc.c)
+		assert.Equal(t, tc.want, tc.rules.holds(list, tc.c, ""), "%+v %v", tc.rules, tc.c)
 	}
+}
+
+func TestHangRulesMatchPodNamespaces(t *testing.T) {
+	k := client{pid: 2, comm: "kubelet"}
+	const create = "/runtime.v1.RuntimeService/CreateContainer"
+	rules := &hangRules{Methods: []string{"CreateContainer"}, Clients: []string{"kubelet"}, PodNamespaces: []string{"mine"}}
+	assert.True(t, rules.holds(create, k, "mine"))
+	assert.False(t, rules.holds(create, k, "theirs"), "another namespace's pod")
+	assert.False(t, rules.holds(create, k, ""), "a call about no pod")
+	assert.True(t, (&hangRules{}).holds(create, k, "theirs"), "no namespaces: every call")
+}
+
+func TestPodNamespaceOf(t *testing.T) {
+	encode := func(m proto.Message) *frame {
+		raw, err := proto.Marshal(m)
+		require.NoError(t, err)
+		return &frame{data: raw}
+	}
+	meta := &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "mine"}
+	assert.Equal(t, "mine", podNamespaceOf("/runtime.v1.RuntimeService/CreateContainer",
+		encode(&runtimeapi.CreateContainerRequest{PodSandboxId: "s", SandboxConfig: &runtimeapi.PodSandboxConfig{Metadata: meta}})))
+	assert.Equal(t, "mine", podNamespaceOf("/runtime.v1.RuntimeService/RunPodSandbox",
+		encode(&runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{Metadata: meta}})))
+	assert.Equal(t, "", podNamespaceOf("/runtime.v1.RuntimeService/ListContainers", encode(&runtimeapi.ListContainersRequest{})))
+	assert.Equal(t, "", podNamespaceOf("/runtime.v1.RuntimeService/CreateContainer", &frame{data: []byte{0xff, 0xff}}), "garbage")
+	assert.Equal(t, "", podNamespaceOf("/runtime.v1.RuntimeService/CreateContainer", nil))
 }

@@ -31,10 +31,14 @@
 // usual). An empty or absent list matches every method or client. Clients
 // are told apart by the name of the process at the other end of the
 // connection (SO_PEERCRED, then /proc/PID/comm), so the kruise daemon can be
-// held while crictl, the tests and anything else go on. The file is read
+// held while crictl, the tests and anything else go on. "podNamespaces"
+// narrows a rule to RunPodSandbox and CreateContainer calls for pods of
+// those namespaces (read from the request), so a test can hold the
+// kubelet's work on its own pods alone. The file is read
 // every 100 ms; once a change is in force its content is copied to
 // FILE.applied (removed with FILE), for tests to wait on. Removing FILE
-// releases every held call.
+// releases every held call. FILE.features lists the rule fields this proxy
+// understands.
 package main
 
 import (
@@ -95,7 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fl.StringVar(&c.listen, "listen", "", "unix socket path to serve on (required)")
 	fl.StringVar(&c.upstream, "upstream", "", "unix socket path of the container runtime, e.g. /run/containerd/containerd.sock (required)")
 	fl.StringVar(&c.record, "record", "", "file to append one JSON line per PullImage request to; empty: no record")
-	fl.StringVar(&c.hangFile, "hang-file", "", `file whose JSON {"methods":[...],"clients":[...]} names the calls to hold without answering; empty: none`)
+	fl.StringVar(&c.hangFile, "hang-file", "", `file whose JSON {"methods":[...],"clients":[...],"podNamespaces":[...]} names the calls to hold without answering; empty: none`)
 	if err := fl.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -283,7 +287,16 @@ func (p *proxy) forward(_ any, down grpc.ServerStream) error {
 		return status.Error(codes.Internal, "criproxy: no method in stream")
 	}
 	arrived := time.Now()
-	if err := p.hang.hold(down.Context(), method); err != nil {
+	// Every CRI call starts with one request message; it is read before the call is held or
+	// forwarded, since a hang rule may name the pod namespace it is about.
+	first := &frame{}
+	if err := down.RecvMsg(first); err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+		first = nil
+	}
+	if err := p.hang.hold(down.Context(), method, podNamespaceOf(method, first)); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(down.Context())
@@ -300,7 +313,16 @@ func (p *proxy) forward(_ any, down grpc.ServerStream) error {
 	// is sent, so it is there once the upstream has answered.
 	firstReq := make(chan []byte, 1)
 	go func() {
-		first := true
+		if first == nil {
+			_ = up.CloseSend()
+			return
+		}
+		if recording {
+			firstReq <- first.data
+		}
+		if err := up.SendMsg(first); err != nil {
+			return
+		}
 		for {
 			f := &frame{}
 			if err := down.RecvMsg(f); err != nil {
@@ -311,10 +333,6 @@ func (p *proxy) forward(_ any, down grpc.ServerStream) error {
 				}
 				return
 			}
-			if recording && first {
-				firstReq <- f.data
-			}
-			first = false
 			if err := up.SendMsg(f); err != nil {
 				// The upstream call ended; RecvMsg below reports how.
 				return

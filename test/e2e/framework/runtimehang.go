@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ const DaemonProcessName = "kruise-daemon"
 type RuntimeHang struct {
 	Methods []string `json:"methods,omitempty"`
 	Clients []string `json:"clients,omitempty"`
+	// PodNamespaces narrows the hold to calls about pods of these namespaces (RunPodSandbox and
+	// CreateContainer): a test holds the kubelet's work on its own pods only.
+	PodNamespaces []string `json:"podNamespaces,omitempty"`
 }
 
 // hangApplyTimeout bounds the wait for the proxy to take in a change of its hang file (it reads
@@ -45,6 +49,9 @@ const hangApplyTimeout = 15 * time.Second
 func HangRuntime(ctx context.Context, t testing.TB, h RuntimeHang) (release func()) {
 	t.Helper()
 	requireHangSupport(t)
+	if len(h.PodNamespaces) > 0 {
+		requireHangFeature(t, "podNamespaces")
+	}
 	raw, err := json.Marshal(h)
 	if err != nil {
 		t.Fatalf("encoding the hang rules: %v", err)
@@ -117,4 +124,22 @@ func requireHangSupport(t testing.TB) {
 	t.Skipf("the running CRI proxy was not started with --hang-file %s (%s): rebuild and restart it: "+
 		"go build -o _output/bin/ ./hack/tools/criproxy && hack/cluster.sh stop criproxy && hack/cluster.sh start criproxy",
 		CRIProxyHangFile, fmt.Sprintf("%q", args))
+}
+
+// requireHangFeature fails the test unless the running proxy understands the hang rule field
+// name: an older proxy ignores a field it does not know and would hold more than asked.
+func requireHangFeature(t testing.TB, name string) {
+	t.Helper()
+	raw, err := os.ReadFile(CRIProxyHangFile + ".features")
+	var f struct {
+		RuleFields []string `json:"ruleFields"`
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &f)
+	}
+	if err != nil || !slices.Contains(f.RuleFields, name) {
+		t.Fatalf("the running CRI proxy does not understand hang rule %q (%s.features: %v %s): rebuild and restart it: "+
+			"go build -o _output/bin/ ./hack/tools/criproxy && hack/cluster.sh stop criproxy && hack/cluster.sh start criproxy",
+			name, CRIProxyHangFile, err, raw)
+	}
 }
