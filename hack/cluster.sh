@@ -508,11 +508,28 @@ unmount_all() {
   done
 }
 
+# The kubelet's cgroups, once the pods' processes have left them. A process of a pod killed with
+# its shim can take a moment to exit (longer on a loaded machine), and rmdir fails while it is
+# there: try for up to 15 s, and past 5 s kill what is still inside (only our pods live there).
 remove_cgroups() {
-  local d
+  local d try left pid
+  for try in $(seq 1 30); do
+    left=0
+    for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+      [[ -d "${d}" ]] || continue
+      find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      [[ -d "${d}" ]] || continue
+      left=1
+      if (( try > 10 )); then
+        find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do
+          [[ -n "${pid}" ]] && kill -KILL "${pid}" 2>/dev/null
+        done
+      fi
+    done
+    (( left )) || return 0
+    sleep 0.5
+  done
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
-    [[ -d "${d}" ]] || continue
-    find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || true
     [[ -d "${d}" ]] && log "could not remove cgroup ${d}"
   done
   return 0
