@@ -58,7 +58,8 @@ func Flatten(s *apiextensionsv1.JSONSchemaProps, path string, out *[]string) {
 		typ += ":" + s.Format
 	}
 	if path != "" {
-		line := path + " " + typ
+		// A schemaless field has no type: its line is the path alone.
+		line := strings.TrimSpace(path + " " + typ)
 		if len(s.Enum) > 0 {
 			vals := make([]string, len(s.Enum))
 			for i, e := range s.Enum {

@@ -18,6 +18,16 @@ var celBounded = map[string]string{
 	"spec.containers[].preStop.httpGet.port":   "self.httpGet.port <= 2147483647",
 	"spec.containers[].preStop.tcpSocket.port": "self.tcpSocket.port <= 2147483647",
 	"spec.parallelism":                         "self <= 2147483647",
+	// CloneSet (both versions; v1beta1 under updateStrategy.rollingUpdate).
+	"spec.scaleStrategy.maxUnavailable":                                                   "self <= 2147483647",
+	"spec.updateStrategy.partition":                                                       "self <= 2147483647",
+	"spec.updateStrategy.maxUnavailable":                                                  "self <= 2147483647",
+	"spec.updateStrategy.maxSurge":                                                        "self <= 2147483647",
+	"spec.updateStrategy.inPlaceUpdateStrategy.imagePreDownloadParallelism":               "self.imagePreDownloadParallelism <= 2147483647",
+	"spec.updateStrategy.rollingUpdate.partition":                                         "self <= 2147483647",
+	"spec.updateStrategy.rollingUpdate.maxUnavailable":                                    "self <= 2147483647",
+	"spec.updateStrategy.rollingUpdate.maxSurge":                                          "self <= 2147483647",
+	"spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism": "self.imagePreDownloadParallelism <= 2147483647",
 }
 
 // The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,

@@ -8,5 +8,6 @@ func knownTypes() []runtime.Object {
 		&ImagePullJob{}, &ImagePullJobList{},
 		&ImageListPullJob{}, &ImageListPullJobList{},
 		&NodeImage{}, &NodeImageList{},
+		&CloneSet{}, &CloneSetList{},
 	}
 }

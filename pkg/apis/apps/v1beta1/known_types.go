@@ -8,6 +8,7 @@ func knownTypes() []runtime.Object {
 		&ImageListPullJob{}, &ImageListPullJobList{},
 		&NodeImage{}, &NodeImageList{},
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
+		&CloneSet{}, &CloneSetList{},
 	}
 }
 

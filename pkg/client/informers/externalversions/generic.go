@@ -54,6 +54,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=apps.kruise.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("clonesets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().CloneSets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("containerrecreaterequests"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().ContainerRecreateRequests().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("imagelistpulljobs"):
@@ -64,6 +66,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().NodeImages().Informer()}, nil
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("clonesets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().CloneSets().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("containerrecreaterequests"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().ContainerRecreateRequests().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("imagelistpulljobs"):

@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// CloneSetListerExpansion allows custom methods to be added to
+// CloneSetLister.
+type CloneSetListerExpansion interface{}
+
+// CloneSetNamespaceListerExpansion allows custom methods to be added to
+// CloneSetNamespaceLister.
+type CloneSetNamespaceListerExpansion interface{}
+
 // ContainerRecreateRequestListerExpansion allows custom methods to be added to
 // ContainerRecreateRequestLister.
 type ContainerRecreateRequestListerExpansion interface{}

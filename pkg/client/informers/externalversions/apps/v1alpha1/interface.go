@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// CloneSets returns a CloneSetInformer.
+	CloneSets() CloneSetInformer
 	// ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
 	ContainerRecreateRequests() ContainerRecreateRequestInformer
 	// ImageListPullJobs returns a ImageListPullJobInformer.
@@ -43,6 +45,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// CloneSets returns a CloneSetInformer.
+func (v *version) CloneSets() CloneSetInformer {
+	return &cloneSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // ContainerRecreateRequests returns a ContainerRecreateRequestInformer.

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type CloneSetExpansion interface{}
+
 type ContainerRecreateRequestExpansion interface{}
 
 type ImageListPullJobExpansion interface{}

@@ -28,6 +28,7 @@ import (
 
 type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
+	CloneSetsGetter
 	ContainerRecreateRequestsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
@@ -37,6 +38,10 @@ type AppsV1beta1Interface interface {
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1beta1Client) CloneSets(namespace string) CloneSetInterface {
+	return newCloneSets(c, namespace)
 }
 
 func (c *AppsV1beta1Client) ContainerRecreateRequests(namespace string) ContainerRecreateRequestInterface {

@@ -28,6 +28,10 @@ type FakeAppsV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1alpha1) CloneSets(namespace string) v1alpha1.CloneSetInterface {
+	return newFakeCloneSets(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) ContainerRecreateRequests(namespace string) v1alpha1.ContainerRecreateRequestInterface {
 	return newFakeContainerRecreateRequests(c, namespace)
 }
