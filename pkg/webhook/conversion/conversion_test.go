@@ -50,6 +50,7 @@ var kindCases = []kindCase{
 	{kind: "ImageListPullJob", alpha: func() runtime.Object { return &v1alpha1.ImageListPullJob{} }, beta: func() runtime.Object { return &v1beta1.ImageListPullJob{} }},
 	{kind: "ContainerRecreateRequest", alpha: func() runtime.Object { return &v1alpha1.ContainerRecreateRequest{} },
 		beta: func() runtime.Object { return &v1beta1.ContainerRecreateRequest{} }},
+	{kind: "CloneSet", alpha: func() runtime.Object { return &v1alpha1.CloneSet{} }, beta: func() runtime.Object { return &v1beta1.CloneSet{} }},
 }
 
 func TestEveryKindServedIsConverted(t *testing.T) {

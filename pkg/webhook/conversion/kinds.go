@@ -38,6 +38,9 @@ var kinds = map[string]kindConverter{
 	"ContainerRecreateRequest": {
 		toBeta: via(v1alpha1.ContainerRecreateRequestToV1beta1), toAlpha: via(v1alpha1.ContainerRecreateRequestFromV1beta1),
 	},
+	"CloneSet": {
+		toBeta: via(v1alpha1.CloneSetToV1beta1), toAlpha: via(v1alpha1.CloneSetFromV1beta1),
+	},
 }
 
 // Kinds lists the kinds /convert converts, sorted.

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // FuzzPullSecretModesAnnotation converts v1alpha1 NodeImages carrying an
@@ -87,6 +91,66 @@ func FuzzPullSecretModesAnnotation(f *testing.F) {
 			a, _ := json.Marshal(out)
 			b, _ := json.Marshal(again)
 			t.Fatalf("v1beta1 -> v1alpha1 -> v1beta1 changed\n%s\nto\n%s", a, b)
+		}
+	})
+}
+
+// FuzzCloneSetConversion converts CloneSets whose strategies, label and
+// pre-download annotations hold arbitrary values, both ways. Invariants: no
+// panic; the input is not changed; converting there and back gives the
+// input again (as JSON); and a second round trip changes nothing.
+func FuzzCloneSetConversion(f *testing.F) {
+	f.Add("ReCreate", "RollingUpdate", "InPlaceOnly", "2", "600", "1", "true", true)
+	f.Add("OnDelete", "OnDelete", "", "30%", "0", "-1", "false", false)
+	f.Add("", "", "ReCreate", "x", "007", "", "", true)
+	f.Fuzz(func(t *testing.T, alphaType, betaType, policy, parallelism, timeout, minReady, exclude string, withIPS bool) {
+		for _, s := range []string{alphaType, betaType, policy, parallelism, timeout, minReady, exclude} {
+			if !utf8.ValidString(s) {
+				t.Skip("objects reach the conversion as JSON, whose strings are UTF-8")
+			}
+		}
+		meta := metav1.ObjectMeta{
+			Name:   "c",
+			Labels: map[string]string{CloneSetScalingExcludePreparingDeleteKey: exclude},
+			Annotations: map[string]string{
+				ImagePreDownloadParallelismKey: parallelism, ImagePreDownloadTimeoutSecondsKey: timeout,
+				ImagePreDownloadMinUpdatedReadyPods: minReady,
+			},
+		}
+		var ips *pub.InPlaceUpdateStrategy
+		if withIPS {
+			ips = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 3}
+		}
+		alpha := &CloneSet{ObjectMeta: meta, Spec: CloneSetSpec{UpdateStrategy: CloneSetUpdateStrategy{
+			Type: CloneSetUpdateStrategyType(alphaType), InPlaceUpdateStrategy: ips,
+		}}}
+		beta := &v1beta1.CloneSet{ObjectMeta: *meta.DeepCopy(), Spec: v1beta1.CloneSetSpec{UpdateStrategy: v1beta1.CloneSetUpdateStrategy{
+			Type: v1beta1.CloneSetUpdateStrategyType(betaType),
+			RollingUpdate: &v1beta1.RollingUpdateCloneSetStrategy{
+				PodUpdatePolicy: v1beta1.CloneSetPodUpdateStrategyType(policy), InPlaceUpdateStrategy: ips.DeepCopy(),
+			},
+		}}}
+		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
+
+		b := CloneSetToV1beta1(alpha)
+		a := CloneSetFromV1beta1(beta)
+		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
+			t.Fatalf("conversion changed its input")
+		}
+		backAlpha, backBeta := CloneSetFromV1beta1(b), CloneSetToV1beta1(a)
+		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
+		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
+			x, _ := json.Marshal(pair[0])
+			y, _ := json.Marshal(pair[1])
+			if string(x) != string(y) {
+				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
+			}
+		}
+		again := CloneSetToV1beta1(CloneSetFromV1beta1(b))
+		x, _ := json.Marshal(b)
+		y, _ := json.Marshal(again)
+		if string(x) != string(y) {
+			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
 		}
 	})
 }
