@@ -222,6 +222,34 @@ func TestConversionRoundTripsEveryKind(t *testing.T) {
 				},
 				appsv1alpha1.ImageListPullJobToV1beta1, appsv1alpha1.ImageListPullJobFromV1beta1)
 		},
+		"CloneSet": func(t *testing.T) {
+			// Written as v1alpha1 with an in-place policy and a pre-download annotation, which
+			// v1beta1 holds as rollingUpdate.podUpdatePolicy and a field.
+			cs := &appsv1alpha1.CloneSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rt",
+					Annotations: map[string]string{appsv1alpha1.ImagePreDownloadParallelismKey: "2"}},
+				Spec: appsv1alpha1.CloneSetSpec{
+					Replicas: ptr.To[int32](0),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rt-" + suffix}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rt-" + suffix}},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}}},
+					},
+					UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{Type: appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+				},
+			}
+			if _, err := kc.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(ctx, t, "CloneSet "+ns+"/rt",
+				func(ctx context.Context) (*appsv1alpha1.CloneSet, error) {
+					return kc.AppsV1alpha1().CloneSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				func(ctx context.Context) (*appsv1beta1.CloneSet, error) {
+					return kc.AppsV1beta1().CloneSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				appsv1alpha1.CloneSetToV1beta1, appsv1alpha1.CloneSetFromV1beta1)
+		},
 		"ContainerRecreateRequest": func(t *testing.T) {
 			// A pod no node can take: it stays Pending, so the request is admitted (its pod
 			// exists) and waits, and no daemon acts on it.
