@@ -52,6 +52,10 @@ type Runtime interface {
 	// StopContainer stops a container, sending SIGKILL after timeout (whole
 	// seconds, rounded up). A container that is already gone is not an error.
 	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+	// ContainerInfo reads a container instance's state and the runtime's
+	// verbose information about it (ContainerStatus, verbose): what it was
+	// created with, without running anything in it.
+	ContainerInfo(ctx context.Context, id string) (ContainerInfo, error)
 	// ExecSync runs cmd in the container and waits at most timeout (rounded
 	// up to whole seconds; zero means no runtime-side limit). A non-zero exit
 	// code is reported in the result, not as an error.

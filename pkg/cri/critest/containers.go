@@ -36,6 +36,10 @@ type Container struct {
 	Labels, Annotations map[string]string
 	// NoRestartCount leaves the restart-count annotation out.
 	NoRestartCount bool
+	// Info is what a verbose ContainerStatus answers in its info map (a
+	// runtime's own JSON, e.g. containerd's under "info"); a call without
+	// verbose gets none, as from a real runtime.
+	Info map[string]string
 
 	// StopExitCode is the exit code after a stop the container honours
 	// (zero means ExitSIGTERM).
@@ -344,7 +348,7 @@ func (f *FakeRuntime) ContainerStatus(ctx context.Context, req *runtimeapi.Conta
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "container %q: not found", req.GetContainerId())
 	}
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+	resp := &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id:          c.ID,
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: c.Attempt},
 		State:       c.State,
@@ -354,7 +358,11 @@ func (f *FakeRuntime) ContainerStatus(ctx context.Context, req *runtimeapi.Conta
 		ExitCode:    c.ExitCode,
 		Labels:      c.labels(),
 		Annotations: c.annotations(),
-	}}, nil
+	}}
+	if req.GetVerbose() {
+		resp.Info = maps.Clone(c.Info)
+	}
+	return resp, nil
 }
 
 // StopContainer implements runtimeapi.RuntimeServiceServer.
