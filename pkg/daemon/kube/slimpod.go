@@ -3,6 +3,9 @@ package kube
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/metadataenv"
 )
 
 // SlimPod is the transform of the daemon's pod informer: it keeps only the
@@ -21,6 +24,12 @@ import (
 //     the name, namespace, UID and resourceVersion.
 //   - the coexistence guard (package coexist): labels, ownerReferences,
 //     spec.nodeName, status.phase, each container's command and image.
+//   - the env-from-metadata restarter (package envrestart): labels, the
+//     in-place update state annotation, and of each container the env vars
+//     filled from labels and annotations (only those, and only the
+//     annotations they read); spec.restartPolicy and
+//     terminationGracePeriodSeconds, status.conditions and each container
+//     status's name, containerID and state.
 //
 // The informer itself needs the resourceVersion. A new reader of the pod
 // cache must add what it reads here; the executor's and the guard's tests
@@ -67,8 +76,11 @@ func SlimPod(obj any) (any, error) {
 			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 				out.Spec.Containers[i].Lifecycle = &corev1.Lifecycle{PreStop: c.Lifecycle.PreStop}
 			}
+			out.Spec.Containers[i].Env = slimEnv(c, p.Annotations, &out.Annotations)
 		}
 	}
+	keepAnnotation(p.Annotations, &out.Annotations, pub.InPlaceUpdateStateKey)
+	keepAnnotation(p.Annotations, &out.Annotations, pub.InPlaceUpdateStateKeyOld)
 	if len(p.Status.ContainerStatuses) > 0 {
 		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
 		for i := range p.Status.ContainerStatuses {
@@ -79,4 +91,34 @@ func SlimPod(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// slimEnv keeps of c's env only the vars filled from the pod's labels and
+// annotations, as fieldRefs, and keeps the annotations they read in kept.
+// Most pods have none, and cost nothing.
+func slimEnv(c *corev1.Container, annotations map[string]string, kept *map[string]string) []corev1.EnvVar {
+	vars := metadataenv.Vars(c)
+	if len(vars) == 0 {
+		return nil
+	}
+	env := make([]corev1.EnvVar, len(vars))
+	for i, v := range vars {
+		env[i] = corev1.EnvVar{Name: v.Name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: v.FieldPath()}}}
+		if v.Source == metadataenv.Annotations {
+			keepAnnotation(annotations, kept, v.Key)
+		}
+	}
+	return env
+}
+
+// keepAnnotation copies annotation key, when from has it, into *to.
+func keepAnnotation(from map[string]string, to *map[string]string, key string) {
+	v, ok := from[key]
+	if !ok {
+		return
+	}
+	if *to == nil {
+		*to = map[string]string{}
+	}
+	(*to)[key] = v
 }

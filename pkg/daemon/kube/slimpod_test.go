@@ -64,3 +64,39 @@ func TestSlimPodLeavesOtherObjects(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tomb, out)
 }
+
+// The env-from-metadata restarter reads the in-place update state and the
+// env vars filled from labels and annotations; only those, and only the
+// annotations they read, stay.
+func TestSlimPodKeepsEnvFromMetadata(t *testing.T) {
+	ref := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", Labels: map[string]string{"track": "stable"},
+			Annotations: map[string]string{
+				"apps.kruise.io/inplace-update-state": `{"updateEnvFromMetadata":true}`,
+				"owner":                               "team-a",
+				"unread":                              "big",
+			},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "main", Env: []corev1.EnvVar{
+				{Name: "PLAIN", Value: "x"},
+				ref("TRACK", "metadata.labels['track']"),
+				ref("OWNER", "metadata.annotations['owner']"),
+				ref("POD", "metadata.name"),
+			}},
+			{Name: "side", Env: []corev1.EnvVar{{Name: "PLAIN", Value: "y"}}},
+		}},
+	}
+	out, err := SlimPod(pod)
+	require.NoError(t, err)
+	got := out.(*corev1.Pod)
+	assert.Equal(t, map[string]string{"apps.kruise.io/inplace-update-state": `{"updateEnvFromMetadata":true}`, "owner": "team-a"},
+		got.Annotations)
+	assert.Equal(t, []corev1.EnvVar{ref("TRACK", "metadata.labels['track']"), ref("OWNER", "metadata.annotations['owner']")},
+		got.Spec.Containers[0].Env)
+	assert.Nil(t, got.Spec.Containers[1].Env)
+}
