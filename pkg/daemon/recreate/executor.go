@@ -65,7 +65,7 @@ type Executor struct {
 	crrIndexer   cache.Indexer
 	podLister    corelisters.PodLister
 	runtime      Runtime
-	prestop      *Runner
+	stopper      *Stopper
 	recorder     recorder.EventRecorder
 	metrics      *Metrics
 	clock        clock.WithTicker
@@ -103,7 +103,7 @@ func New(cfg Config) (*Executor, error) {
 		crrIndexer:   cfg.CRRs.GetIndexer(),
 		podLister:    corelisters.NewPodLister(cfg.Pods.GetIndexer()),
 		runtime:      cfg.Runtime,
-		prestop:      runner,
+		stopper:      NewStopper(cfg.Runtime, runner, clk),
 		recorder:     cfg.Recorder,
 		metrics:      cfg.Metrics,
 		clock:        clk,

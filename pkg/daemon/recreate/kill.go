@@ -33,9 +33,6 @@ const defaultGrace = 30 * time.Second
 // on SIGTERM, even when the preStop hook used up the grace period.
 const minStopTimeout = 2 * time.Second
 
-// errCancelled marks a kill abandoned because the CRR's work was cancelled.
-var errCancelled = errors.New("cancelled")
-
 // maxGrace bounds the grace period. The API takes any int64 number of
 // seconds, and the runtime calls add a margin to what is left of the grace as
 // a time.Duration: near the largest Duration that sum wraps round to a
@@ -56,52 +53,42 @@ func grace(strategy appsv1alpha1.ContainerRecreateRequestStrategy, pod *corev1.P
 	}
 }
 
-// kill runs the container's preStop hook, then stops instance id with what
-// is left of the grace period (at least minStopTimeout). ctx is the CRR's
-// work context: once it is cancelled nothing more starts and errCancelled
-// comes back. A failing hook is reported and the container stopped anyway.
+// kill stops instance id of the CRR's container through the executor's
+// Stopper (preStop hook, then StopContainer with what is left of the grace
+// period) and records what happened on the CRR and its pod. ctx is the
+// CRR's work context: once it is cancelled nothing more starts and
+// errCancelled comes back.
 func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod,
 	ctr appsv1alpha1.ContainerRecreateRequestContainer, strategy appsv1alpha1.ContainerRecreateRequestStrategy, id string) error {
 	logger := klog.FromContext(ctx).WithValues("container", ctr.Name, "containerID", id)
 	ctx = klog.NewContext(ctx, logger)
-	g := grace(strategy, pod)
-	deadline := e.clock.Now().Add(g)
-	logger.Info("Recreating container", "grace", g)
+	logger.Info("Recreating container")
 	e.event(pod, crr, corev1.EventTypeNormal, ReasonRecreating, "Recreating container %s", ctr.Name)
 
-	if h, ports := preStopFor(pod, ctr); h != nil {
-		res := e.prestop.Run(ctx, PreStop{
-			Handler: h, ContainerID: id, PodIP: pod.Status.PodIP, HostNetwork: pod.Spec.HostNetwork,
-			Ports: ports, Deadline: deadline,
-		})
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w during the preStop hook of container %s: %w", errCancelled, ctr.Name, ctx.Err())
-		}
-		switch {
-		case errors.Is(res.Err, ErrHookNotSupported):
-			e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopNotSupported, "Container %s: %v", ctr.Name, res.Err)
-		case res.Err != nil:
-			e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopFailed, "PreStop hook of container %s failed: %v", ctr.Name, res.Err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w before stopping container %s: %w", errCancelled, ctr.Name, err)
-	}
-	timeout := max(deadline.Sub(e.clock.Now()), minStopTimeout)
-	if err := e.runtime.StopContainer(ctx, id, timeout); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w while stopping container %s: %w", errCancelled, ctr.Name, err)
-		}
-		if runtimeGone(err) {
-			// Not the container's fault: reported as the runtime's (see runtimeUnavailable).
-			return fmt.Errorf("stopping the container: %w", err)
-		}
+	err := e.stopper.Stop(ctx, StopRequest{
+		Pod: pod, Container: ctr.Name, ID: id, GracePeriodSeconds: strategy.TerminationGracePeriodSeconds,
+		PreStopDone: func(res Result) {
+			switch {
+			case errors.Is(res.Err, ErrHookNotSupported):
+				e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopNotSupported, "Container %s: %v", ctr.Name, res.Err)
+			case res.Err != nil:
+				e.event(pod, crr, corev1.EventTypeWarning, ReasonPreStopFailed, "PreStop hook of container %s failed: %v", ctr.Name, res.Err)
+			}
+		},
+	})
+	switch {
+	case err == nil:
+		e.event(pod, crr, corev1.EventTypeNormal, ReasonKilled, "Stopped container %s (%s)", ctr.Name, id)
+		return nil
+	case errors.Is(err, errCancelled):
+		return err
+	case runtimeGone(err):
+		// Not the container's fault: reported as the runtime's (see runtimeUnavailable).
+		return fmt.Errorf("stopping the container: %w", err)
+	default:
 		e.event(pod, crr, corev1.EventTypeWarning, ReasonKillFailed, "Stopping container %s failed: %s", ctr.Name, cri.Redact(err.Error()))
 		return errors.New("stopping the container: " + cri.Redact(err.Error()))
 	}
-	logger.Info("Stopped container", "timeout", timeout)
-	e.event(pod, crr, corev1.EventTypeNormal, ReasonKilled, "Stopped container %s (%s)", ctr.Name, id)
-	return nil
 }
 
 // preStopFor picks the hook to run before stopping ctr, and the ports to
@@ -112,8 +99,13 @@ func (e *Executor) kill(ctx context.Context, crr *appsv1alpha1.ContainerRecreate
 // the container, with all it holds, or send a request of their choosing
 // from the node: CRRs are no exec API.
 func preStopFor(pod *corev1.Pod, ctr appsv1alpha1.ContainerRecreateRequestContainer) (*corev1.LifecycleHandler, []corev1.ContainerPort) {
+	return preStopOf(pod, ctr.Name)
+}
+
+// preStopOf is the pod's own preStop hook of container name, and its ports.
+func preStopOf(pod *corev1.Pod, name string) (*corev1.LifecycleHandler, []corev1.ContainerPort) {
 	for i := range pod.Spec.Containers {
-		if c := &pod.Spec.Containers[i]; c.Name == ctr.Name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if c := &pod.Spec.Containers[i]; c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 			return c.Lifecycle.PreStop, c.Ports
 		}
 	}

@@ -56,3 +56,8 @@ func (s *statusWriter) clearRuntimeWait() {
 		s.edit().Status.Message = ""
 	}
 }
+
+// RuntimeGone reports whether a CRI call failed because the runtime could
+// not be reached or did not answer in time, rather than because of the
+// container (see runtimeGone).
+func RuntimeGone(err error) bool { return runtimeGone(err) }
