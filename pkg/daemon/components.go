@@ -27,6 +27,10 @@ var components = []entry{
 	// renewed while the executor finishes the CRRs under way.
 	{name: "heartbeat", gated: true, on: withHeartbeat, build: buildHeartbeat},
 	{name: "crr", readyz: true, gated: true, on: withKruise, build: buildCRRExecutor},
+	// Restarts, once, the containers whose env from pod labels or
+	// annotations an in-place update has made out of date (feature gate
+	// InPlaceUpdateEnvFromMetadata). It needs no apps.kruise.io client.
+	{name: "envrestart", gated: true, on: withEnvRestart, build: buildEnvRestarter},
 	{name: "imagepull", readyz: true, gated: true, on: withKruise, build: buildImagePuller},
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -66,6 +67,9 @@ type deps struct {
 	// pod is this daemon's own pod ($POD_NAMESPACE/$POD_NAME); an empty
 	// name when unknown.
 	pod types.NamespacedName
+	// features are the feature gates; nil is features.DefaultFeatureGate,
+	// which --feature-gates sets.
+	features featuregate.FeatureGate
 }
 
 func run(ctx context.Context, o *Options, d deps) error {

@@ -36,6 +36,13 @@ const (
 	// caBundles. Only read with --webhook-enabled. Alpha, default false (as
 	// in OpenKruise).
 	EnableExternalCerts featuregate.Feature = "EnableExternalCerts"
+
+	// InPlaceUpdateEnvFromMetadata turns on kruise-daemon's env-from-metadata
+	// restarter: during an in-place update that changes labels or
+	// annotations containers read as env, it restarts those containers
+	// once so that they see the new values. Beta, default true (as in
+	// OpenKruise).
+	InPlaceUpdateEnvFromMetadata featuregate.Feature = "InPlaceUpdateEnvFromMetadata"
 )
 
 // specs are the gates kruise implements.
@@ -44,7 +51,8 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
 	// Alpha like OpenKruise's, so AllAlpha=true turns it on there and here.
-	EnableExternalCerts: {Default: false, PreRelease: featuregate.Alpha},
+	EnableExternalCerts:          {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceUpdateEnvFromMetadata: {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

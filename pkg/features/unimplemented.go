@@ -22,7 +22,6 @@ var unimplemented = map[string]string{
 	"PodUnavailableBudgetDeleteGate":            notImplemented,
 	"PodUnavailableBudgetUpdateGate":            notImplemented,
 	"TemplateNoDefaults":                        notImplemented,
-	"InPlaceUpdateEnvFromMetadata":              notImplemented,
 	"StatefulSetAutoDeletePVC":                  notImplemented,
 	"SidecarSetPatchPodMetadataDefaultsAllowed": notImplemented,
 	"PodProbeMarkerGate":                        notImplemented,
