@@ -45,8 +45,14 @@ unix socket):
 /healthz, or /readyz) once and exits 0 on a 2xx answer: an exec probe.
 
 --feature-gates takes OpenKruise's gate names (KruiseDaemon, SidecarTerminator,
-ImagePullJobGate; OpenKruise's other gates are accepted and ignored with a
-warning), so that one string can be passed to both binaries.
+ImagePullJobGate, InPlaceUpdateEnvFromMetadata; OpenKruise's other gates are
+accepted and ignored with a warning), so that one string can be passed to both
+binaries.
+
+With InPlaceUpdateEnvFromMetadata (default on) it restarts, once, the containers
+whose env from pod labels or annotations an in-place update has changed,
+comparing with the env the runtime recorded (CRI ContainerStatus, verbose);
+nothing is exec'd in the container.
 
 It executes the ContainerRecreateRequests admitted for its node (--crr-workers
 pods in parallel): preStop hook, StopContainer, then it waits for the kubelet's

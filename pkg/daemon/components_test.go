@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
+	"github.com/nodekruise/kruise/pkg/features"
 )
 
 func TestComponentNamesAreUnique(t *testing.T) {
@@ -66,4 +68,18 @@ func TestImagePullerDoesNotWaitForTheCRRExecutor(t *testing.T) {
 	assert.Contains(t, body, "[+]imagepull ok")
 	assert.Contains(t, body, "[-]crr failed: informers have not synced: containerrecreaterequests")
 	assert.False(t, heartbeatLease(t, client), "no heartbeat while the CRRs cannot be executed")
+}
+
+// The env restarter is one entry, on while its feature gate is.
+func TestEnvRestarterFollowsItsGate(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		gate := features.New()
+		require.NoError(t, gate.SetFromMap(map[string]bool{string(features.InPlaceUpdateEnvFromMetadata): on}))
+		l := newLoop(components, &env{deps: deps{features: gate}, opts: &Options{}})
+		var names []string
+		for _, en := range l.entries {
+			names = append(names, en.name)
+		}
+		assert.Equal(t, on, slices.Contains(names, "envrestart"), "gate %t: %v", on, names)
+	}
 }
