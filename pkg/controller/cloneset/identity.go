@@ -1,0 +1,73 @@
+package cloneset
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Keys that give a CloneSet's pods and PVCs their identity (OpenKruise's names).
+const (
+	// InstanceIDLabel holds a pod's instance ID, the suffix of its name; its PVCs carry it too,
+	// which is how the next pod with that ID finds them.
+	InstanceIDLabel = "apps.kruise.io/cloneset-instance-id"
+	// instanceIDLength is the length of an instance ID.
+	instanceIDLength = 5
+)
+
+// InstanceIDs returns n instance IDs for new pods. With reuse, the IDs of PVCs whose pod is gone
+// come first (oldest PVC first), so a new pod gets its predecessor's volumes; the rest are drawn
+// at random, never one a pod or PVC already holds. random draws one candidate ID.
+func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, random func() string) []string {
+	if random == nil {
+		random = func() string { return utilrand.String(instanceIDLength) }
+	}
+	taken := sets.New[string]()
+	for _, p := range pods {
+		if id := p.Labels[InstanceIDLabel]; id != "" {
+			taken.Insert(id)
+		}
+	}
+	var out []string
+	if reuse {
+		orphans := append([]*corev1.PersistentVolumeClaim(nil), pvcs...)
+		sort.SliceStable(orphans, func(i, j int) bool {
+			return orphans[i].CreationTimestamp.Before(&orphans[j].CreationTimestamp)
+		})
+		for _, c := range orphans {
+			id := c.Labels[InstanceIDLabel]
+			if len(out) == n {
+				break
+			}
+			if id == "" || taken.Has(id) {
+				continue
+			}
+			taken.Insert(id)
+			out = append(out, id)
+		}
+	}
+	for _, c := range pvcs {
+		if id := c.Labels[InstanceIDLabel]; id != "" {
+			taken.Insert(id)
+		}
+	}
+	for len(out) < n {
+		id := random()
+		if taken.Has(id) {
+			continue
+		}
+		taken.Insert(id)
+		out = append(out, id)
+	}
+	return out
+}
+
+// ClaimName names the PVC of volume claim template vct for the pod of CloneSet cs with
+// instance ID id: <vct>-<cloneset>-<id>.
+func ClaimName(vct, cs, id string) string { return fmt.Sprintf("%s-%s-%s", vct, cs, id) }
+
+// PodName names the pod of CloneSet cs with instance ID id: <cloneset>-<id>.
+func PodName(cs, id string) string { return fmt.Sprintf("%s-%s", cs, id) }

@@ -1,0 +1,120 @@
+package cloneset
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+)
+
+// PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.
+const PodTemplateHashLabel = "pod-template-hash"
+
+// PodRecipe is what a new pod of a CloneSet is made from.
+type PodRecipe struct {
+	// Owner is the CloneSet's controller reference.
+	Owner     metav1.OwnerReference
+	Namespace string
+	// CloneSet is the CloneSet's name.
+	CloneSet string
+	Template *corev1.PodTemplateSpec
+	// ClaimTemplates are spec.volumeClaimTemplates.
+	ClaimTemplates []corev1.PersistentVolumeClaim
+	// Selector's matchLabels go on the PVCs, so they can be found as the CloneSet's.
+	MatchLabels map[string]string
+	// Revision is the ControllerRevision's name (<cloneset>-<hash>) the pod is created at.
+	Revision string
+}
+
+// NewPod is the pod with instance ID id, created at r.Revision at time now: the template with
+// the CloneSet's identity and bookkeeping added. It carries the InPlaceUpdateReady readiness gate
+// whatever the update strategy, so that a later switch to an in-place strategy works on it, and
+// starts in lifecycle state PreparingNormal.
+func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
+	t := r.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            PodName(r.CloneSet, id),
+			Namespace:       r.Namespace,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{r.Owner},
+		},
+		Spec: t.Spec,
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[InstanceIDLabel] = id
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
+	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
+	addReadinessGate(&pod.Spec, pub.InPlaceUpdateReady)
+	mountClaims(&pod.Spec, r.ClaimTemplates, r.CloneSet, id)
+	return pod
+}
+
+// NewClaims are the PVCs of the pod with instance ID id, one per volume claim template.
+func NewClaims(r PodRecipe, id string) []*corev1.PersistentVolumeClaim {
+	out := make([]*corev1.PersistentVolumeClaim, 0, len(r.ClaimTemplates))
+	for i := range r.ClaimTemplates {
+		c := r.ClaimTemplates[i].DeepCopy()
+		c.Name = ClaimName(r.ClaimTemplates[i].Name, r.CloneSet, id)
+		c.Namespace = r.Namespace
+		c.Labels = map[string]string{}
+		for k, v := range r.ClaimTemplates[i].Labels {
+			c.Labels[k] = v
+		}
+		for k, v := range r.MatchLabels {
+			c.Labels[k] = v
+		}
+		c.Labels[InstanceIDLabel] = id
+		c.OwnerReferences = []metav1.OwnerReference{r.Owner}
+		c.ResourceVersion, c.UID = "", ""
+		out = append(out, c)
+	}
+	return out
+}
+
+// ShortRevision is the hash part of revision <cloneset>-<hash>.
+func ShortRevision(cloneSet, revision string) string {
+	if p := cloneSet + "-"; len(revision) > len(p) && revision[:len(p)] == p {
+		return revision[len(p):]
+	}
+	return revision
+}
+
+func addReadinessGate(spec *corev1.PodSpec, t corev1.PodConditionType) {
+	for _, g := range spec.ReadinessGates {
+		if g.ConditionType == t {
+			return
+		}
+	}
+	spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+}
+
+// mountClaims points the pod's volumes named after claim templates at the pod's own PVCs,
+// adding those the template does not declare.
+func mountClaims(spec *corev1.PodSpec, templates []corev1.PersistentVolumeClaim, cloneSet, id string) {
+	for _, vct := range templates {
+		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(vct.Name, cloneSet, id)}}
+		found := false
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == vct.Name {
+				spec.Volumes[i].VolumeSource = src
+				found = true
+			}
+		}
+		if !found {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
+		}
+	}
+}
