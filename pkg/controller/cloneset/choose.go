@@ -1,0 +1,115 @@
+package cloneset
+
+import corev1 "k8s.io/api/core/v1"
+
+// Orderer sorts pods, the first the most suitable (to delete, or to update); see pkg/podorder.
+type Orderer func([]*corev1.Pod) []*corev1.Pod
+
+// Candidate is an active pod with its facts.
+type Candidate struct {
+	Pod   *corev1.Pod
+	Facts PodFacts
+}
+
+// ChooseDeletes picks the pods a scale pass deletes under d: the pods asked to go, then as many
+// as d.ScaleDown (old-revision pods first, d.ScaleDownOld of them), each in deletion order. An
+// unavailable pod is always deleted when chosen; an available one only while d.DeleteReadyLimit
+// lasts. Pods waiting on their preDelete hook are not chosen again.
+func ChooseDeletes(d Diff, pods []Candidate, order Orderer) []*corev1.Pod {
+	readyLeft := d.DeleteReadyLimit
+	var out []*corev1.Pod
+	take := func(c Candidate) bool {
+		if c.Facts.Available {
+			if readyLeft <= 0 {
+				return false
+			}
+			readyLeft--
+		}
+		out = append(out, c.Pod)
+		return true
+	}
+
+	var asked, olds, news []*corev1.Pod
+	facts := map[*corev1.Pod]PodFacts{}
+	for _, c := range pods {
+		facts[c.Pod] = c.Facts
+		switch {
+		case c.Facts.PreparingDelete:
+		case c.Facts.SpecifiedDelete:
+			asked = append(asked, c.Pod)
+		case c.Facts.Updated:
+			news = append(news, c.Pod)
+		default:
+			olds = append(olds, c.Pod)
+		}
+	}
+	for _, p := range order(asked) {
+		take(Candidate{p, facts[p]})
+	}
+	left := d.ScaleDown
+	pick := func(from []*corev1.Pod, n int) int {
+		taken := 0
+		for _, p := range order(from) {
+			if taken == n {
+				break
+			}
+			if take(Candidate{p, facts[p]}) {
+				taken++
+			}
+		}
+		return taken
+	}
+	left -= pick(olds, min(d.ScaleDownOld, left))
+	if left > 0 {
+		left -= pick(news, left)
+	}
+	if left > 0 {
+		// Fewer new pods than the count wants gone: the rest from the old ones left.
+		var rest []*corev1.Pod
+		for _, p := range olds {
+			if !contains(out, p) {
+				rest = append(rest, p)
+			}
+		}
+		pick(rest, left)
+	}
+	return out
+}
+
+// ChooseUpdates picks, in update order, the old pods an update pass moves to the update
+// revision: at most d.Update, and no more available pods than leave the CloneSet within
+// d.UpdateMaxUnavailable. Updating a pod that is already unavailable costs nothing. candidates
+// are the pods that may be updated now (old revision, not asked to go, not waiting on a hook,
+// not in an in-place grace period); unavailable counts all active pods not available now.
+func ChooseUpdates(d Diff, candidates []Candidate, unavailable int, order Orderer) []*corev1.Pod {
+	facts := map[*corev1.Pod]PodFacts{}
+	pods := make([]*corev1.Pod, 0, len(candidates))
+	for _, c := range candidates {
+		facts[c.Pod] = c.Facts
+		pods = append(pods, c.Pod)
+	}
+	room := d.UpdateMaxUnavailable - unavailable
+	var out []*corev1.Pod
+	for _, p := range order(pods) {
+		if len(out) == d.Update {
+			break
+		}
+		if facts[p].Available {
+			if room <= 0 {
+				continue
+			}
+			room--
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func contains(pods []*corev1.Pod, p *corev1.Pod) bool {
+	for _, q := range pods {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
