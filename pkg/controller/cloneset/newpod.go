@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/inplace"
 )
 
 // PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.
@@ -35,6 +36,7 @@ type PodRecipe struct {
 // starts in lifecycle state PreparingNormal.
 func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	t := r.Template.DeepCopy()
+	inplace.InjectReadinessGate(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            PodName(r.CloneSet, id),
@@ -57,7 +59,6 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
-	addReadinessGate(&pod.Spec, pub.InPlaceUpdateReady)
 	mountClaims(&pod.Spec, r.ClaimTemplates, r.CloneSet, id)
 	return pod
 }
@@ -90,15 +91,6 @@ func ShortRevision(cloneSet, revision string) string {
 		return revision[len(p):]
 	}
 	return revision
-}
-
-func addReadinessGate(spec *corev1.PodSpec, t corev1.PodConditionType) {
-	for _, g := range spec.ReadinessGates {
-		if g.ConditionType == t {
-			return
-		}
-	}
-	spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
 }
 
 // mountClaims points the pod's volumes named after claim templates at the pod's own PVCs,
