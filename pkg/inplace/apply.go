@@ -19,6 +19,9 @@ type Target struct {
 	// empty.
 	RevisionLabelKey   string
 	RevisionLabelValue string
+	// Mutate, when set, changes the pod in the same write that starts the update: a workload's
+	// own bookkeeping that must not be seen apart from it (the lifecycle state Updating).
+	Mutate func(*corev1.Pod)
 }
 
 // Step is one write of an in-place update, computed from the pod as read: the pod to write
@@ -46,6 +49,9 @@ func Start(pod *corev1.Pod, spec *Spec, target Target, graceSeconds int32, now t
 			out.Labels = map[string]string{}
 		}
 		out.Labels[target.RevisionLabelKey] = target.RevisionLabelValue
+	}
+	if target.Mutate != nil {
+		target.Mutate(out)
 	}
 	state := &pub.InPlaceUpdateState{
 		Revision:              target.Revision,

@@ -116,6 +116,16 @@ func TestNextBatchWritesTheRest(t *testing.T) {
 	assert.EqualError(t, err, "pod ns/web has no batch of an in-place update left")
 }
 
+func TestStartMutatesInTheSameWrite(t *testing.T) {
+	tg := target
+	tg.Mutate = func(p *corev1.Pod) { p.Labels["lifecycle.apps.kruise.io/state"] = "Updating" }
+	for _, grace := range []int32{0, 5} {
+		step, err := Start(runningPod(), twoBatchSpec(), tg, grace, t0)
+		require.NoError(t, err)
+		assert.Equal(t, "Updating", step.Pod.Labels["lifecycle.apps.kruise.io/state"], "grace %d", grace)
+	}
+}
+
 func TestStartWithGraceOnlyRecords(t *testing.T) {
 	step, err := Start(runningPod(), twoBatchSpec(), target, 30, t0)
 	require.NoError(t, err)
