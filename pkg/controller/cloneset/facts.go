@@ -7,11 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
-
-// SpecifiedDeleteLabel asks the CloneSet to delete the pod (its replacement follows the usual
-// scale rules); OpenKruise's name.
-const SpecifiedDeleteLabel = "apps.kruise.io/specified-delete"
 
 // Active is whether the pod still counts: not finished and not being deleted.
 func Active(pod *corev1.Pod) bool {
@@ -76,7 +73,7 @@ func Facts(pods []*corev1.Pod, o FactsOptions) []PodFacts {
 		}
 		if pub.LifecycleStateType(p.Labels[pub.LifecycleStateKey]) == pub.LifecycleStatePreparingDelete {
 			f.PreparingDelete = true
-		} else if _, ok := p.Labels[SpecifiedDeleteLabel]; ok || o.PodsToDelete[p.Name] {
+		} else if _, ok := p.Labels[appsv1beta1.SpecifiedDeleteKey]; ok || o.PodsToDelete[p.Name] {
 			f.SpecifiedDelete = true
 		}
 		if !f.Updated && o.Recreate != nil {

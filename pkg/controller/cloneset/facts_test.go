@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -64,9 +65,9 @@ func TestFacts(t *testing.T) {
 	pods := []*corev1.Pod{
 		readyPod("new", t0, rev("web-2")),
 		readyPod("old", t0, rev("web-1")),
-		readyPod("label-deleted", t0, rev("web-1"), gen.AddPodLabels(map[string]string{SpecifiedDeleteLabel: "true"})),
+		readyPod("label-deleted", t0, rev("web-1"), gen.AddPodLabels(map[string]string{appsv1beta1.SpecifiedDeleteKey: "true"})),
 		readyPod("listed", t0, rev("web-2")),
-		readyPod("hooked", t0, rev("web-1"), state(pub.LifecycleStatePreparingDelete), gen.AddPodLabels(map[string]string{SpecifiedDeleteLabel: "true"})),
+		readyPod("hooked", t0, rev("web-1"), state(pub.LifecycleStatePreparingDelete), gen.AddPodLabels(map[string]string{appsv1beta1.SpecifiedDeleteKey: "true"})),
 	}
 	got := Facts(pods, FactsOptions{
 		UpdateRevision: "web-2", Now: t0, PodsToDelete: map[string]bool{"listed": true},

@@ -7,16 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// Keys that give a CloneSet's pods and PVCs their identity (OpenKruise's names).
-const (
-	// InstanceIDLabel holds a pod's instance ID, the suffix of its name; its PVCs carry it too,
-	// which is how the next pod with that ID finds them.
-	InstanceIDLabel = "apps.kruise.io/cloneset-instance-id"
-	// instanceIDLength is the length of an instance ID.
-	instanceIDLength = 5
-)
+// instanceIDLength is the length of an instance ID, the suffix of a pod's name that its PVCs
+// carry too (label apps.kruise.io/cloneset-instance-id), which is how the next pod with that ID
+// finds them.
+const instanceIDLength = 5
 
 // InstanceIDs returns n instance IDs for new pods. With reuse, the IDs of PVCs whose pod is gone
 // come first (oldest PVC first), so a new pod gets its predecessor's volumes; the rest are drawn
@@ -27,7 +25,7 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 	}
 	taken := sets.New[string]()
 	for _, p := range pods {
-		if id := p.Labels[InstanceIDLabel]; id != "" {
+		if id := p.Labels[appsv1beta1.CloneSetInstanceID]; id != "" {
 			taken.Insert(id)
 		}
 	}
@@ -38,7 +36,7 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 			return orphans[i].CreationTimestamp.Before(&orphans[j].CreationTimestamp)
 		})
 		for _, c := range orphans {
-			id := c.Labels[InstanceIDLabel]
+			id := c.Labels[appsv1beta1.CloneSetInstanceID]
 			if len(out) == n {
 				break
 			}
@@ -50,7 +48,7 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 		}
 	}
 	for _, c := range pvcs {
-		if id := c.Labels[InstanceIDLabel]; id != "" {
+		if id := c.Labels[appsv1beta1.CloneSetInstanceID]; id != "" {
 			taken.Insert(id)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/inplace"
 )
 
@@ -54,7 +55,7 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Labels[InstanceIDLabel] = id
+	pod.Labels[appsv1beta1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
 	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
@@ -77,7 +78,7 @@ func NewClaims(r PodRecipe, id string) []*corev1.PersistentVolumeClaim {
 		for k, v := range r.MatchLabels {
 			c.Labels[k] = v
 		}
-		c.Labels[InstanceIDLabel] = id
+		c.Labels[appsv1beta1.CloneSetInstanceID] = id
 		c.OwnerReferences = []metav1.OwnerReference{r.Owner}
 		c.ResourceVersion, c.UID = "", ""
 		out = append(out, c)

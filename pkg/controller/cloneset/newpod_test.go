@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -49,7 +50,7 @@ func TestNewPod(t *testing.T) {
 		t.Errorf("pod %s/%s, want ns/web-abcde", pod.Namespace, pod.Name)
 	}
 	wantLabels := map[string]string{
-		"app": "web", InstanceIDLabel: "abcde", "controller-revision-hash": "web-6d9f7c",
+		"app": "web", appsv1beta1.CloneSetInstanceID: "abcde", "controller-revision-hash": "web-6d9f7c",
 		PodTemplateHashLabel: "6d9f7c", pub.LifecycleStateKey: "PreparingNormal",
 	}
 	if !reflect.DeepEqual(pod.Labels, wantLabels) {
@@ -75,7 +76,7 @@ func TestNewPod(t *testing.T) {
 	if want := map[string]string{"data": "data-web-abcde", "logs": "logs-web-abcde"}; !reflect.DeepEqual(claims, want) {
 		t.Errorf("claims %v, want %v", claims, want)
 	}
-	if r.Template.Labels[InstanceIDLabel] != "" || r.Template.Spec.Volumes[0].EmptyDir == nil || len(r.Template.Spec.ReadinessGates) != 0 {
+	if r.Template.Labels[appsv1beta1.CloneSetInstanceID] != "" || r.Template.Spec.Volumes[0].EmptyDir == nil || len(r.Template.Spec.ReadinessGates) != 0 {
 		t.Error("NewPod changed the template")
 	}
 	// The readiness gate is not added twice.
@@ -94,10 +95,10 @@ func TestNewClaims(t *testing.T) {
 	if data.Name != "data-web-abcde" || logs.Name != "logs-web-abcde" || data.Namespace != "ns" {
 		t.Errorf("claims %s/%s and %s", data.Namespace, data.Name, logs.Name)
 	}
-	if want := map[string]string{"app": "web", InstanceIDLabel: "abcde"}; !reflect.DeepEqual(data.Labels, want) {
+	if want := map[string]string{"app": "web", appsv1beta1.CloneSetInstanceID: "abcde"}; !reflect.DeepEqual(data.Labels, want) {
 		t.Errorf("data labels %v, want %v", data.Labels, want)
 	}
-	if want := map[string]string{"app": "web", "kind": "logs", InstanceIDLabel: "abcde"}; !reflect.DeepEqual(logs.Labels, want) {
+	if want := map[string]string{"app": "web", "kind": "logs", appsv1beta1.CloneSetInstanceID: "abcde"}; !reflect.DeepEqual(logs.Labels, want) {
 		t.Errorf("logs labels %v, want %v", logs.Labels, want)
 	}
 	if data.Spec.Resources.Requests.Storage().String() != "1Gi" || len(data.OwnerReferences) != 1 {
@@ -106,10 +107,12 @@ func TestNewClaims(t *testing.T) {
 }
 
 func TestInstanceIDs(t *testing.T) {
-	withID := func(id string) gen.PodModifier { return gen.AddPodLabels(map[string]string{InstanceIDLabel: id}) }
+	withID := func(id string) gen.PodModifier {
+		return gen.AddPodLabels(map[string]string{appsv1beta1.CloneSetInstanceID: id})
+	}
 	pvc := func(id string, age time.Duration) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-			Name: "data-web-" + id, Labels: map[string]string{InstanceIDLabel: id},
+			Name: "data-web-" + id, Labels: map[string]string{appsv1beta1.CloneSetInstanceID: id},
 			CreationTimestamp: metav1.NewTime(time.Unix(1e9, 0).Add(-age)),
 		}}
 	}
