@@ -1,0 +1,156 @@
+package cloneset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workers"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "cloneset"
+
+// expectationTimeout is how long a create or delete may go unseen by the informers before the
+// CloneSet is scaled again anyway (and the loss is counted): long enough for a slow watch, short
+// enough that a lost event does not stall a CloneSet for long.
+const expectationTimeout = 5 * time.Minute
+
+// Config is what the controller is built from. Informers must not be started yet.
+type Config struct {
+	Client       kubernetes.Interface
+	KruiseClient versioned.Interface
+	CloneSets    kruiseinformers.CloneSetInformer
+	Pods         coreinformers.PodInformer
+	Claims       coreinformers.PersistentVolumeClaimInformer
+	Revisions    appsinformers.ControllerRevisionInformer
+	// Recorder records Events; nil makes one, started by Run.
+	Recorder record.EventRecorder
+	// Clock reads the time; nil is the real clock.
+	Clock clock.WithTicker
+	// Metrics registers the controller's metrics; nil leaves them unregistered.
+	Metrics prometheus.Registerer
+}
+
+// Controller runs CloneSets.
+type Controller struct {
+	client        kubernetes.Interface
+	kruiseClient  versioned.Interface
+	cloneSets     kruiselisters.CloneSetLister
+	cloneSetIndex cache.Indexer
+	pods          corelisters.PodLister
+	podIndex      cache.Indexer
+	claims        corelisters.PersistentVolumeClaimLister
+	claimIndex    cache.Indexer
+	history       *revision.History
+	updater       *inplace.Updater
+	expect        *expectations.Scale
+	recorder      record.EventRecorder
+	clock         clock.WithTicker
+	metrics       *metrics
+	queue         workqueue.TypedRateLimitingInterface[string]
+}
+
+// New builds the controller and registers its indexes and event handlers. It does not call the
+// API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.CloneSets == nil || cfg.Pods == nil || cfg.Claims == nil || cfg.Revisions == nil {
+		return nil, errors.New("cloneset: Client, KruiseClient, CloneSets, Pods, Claims and Revisions are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Controller{
+		client:        cfg.Client,
+		kruiseClient:  cfg.KruiseClient,
+		cloneSets:     cfg.CloneSets.Lister(),
+		cloneSetIndex: cfg.CloneSets.Informer().GetIndexer(),
+		pods:          cfg.Pods.Lister(),
+		podIndex:      cfg.Pods.Informer().GetIndexer(),
+		claims:        cfg.Claims.Lister(),
+		claimIndex:    cfg.Claims.Informer().GetIndexer(),
+		history:       revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
+		updater:       inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
+		expect:        expectations.NewScale(clk, expectationTimeout),
+		recorder:      cfg.Recorder,
+		clock:         clk,
+		queue:         workers.NewQueue(Name, clk),
+	}
+	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut()) })
+	if cfg.Metrics != nil {
+		if err := c.metrics.register(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("registering CloneSet metrics: %w", err)
+		}
+	}
+	if err := addOwnerIndex(cfg.Pods.Informer()); err != nil {
+		return nil, fmt.Errorf("adding the pod owner index: %w", err)
+	}
+	if err := addOwnerIndex(cfg.Claims.Informer()); err != nil {
+		return nil, fmt.Errorf("adding the PVC owner index: %w", err)
+	}
+	if _, err := cfg.CloneSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.cloneSetDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the CloneSet event handler: %w", err)
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podAdded,
+		UpdateFunc: c.podUpdated,
+		DeleteFunc: c.podDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.claimAdded,
+		DeleteFunc: c.claimDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the PVC event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run processes CloneSets with workers goroutines until ctx ends. Caches must be synced.
+func (c *Controller) Run(ctx context.Context, n int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	return events.While(ctx, c.client, &c.recorder, func() {
+		klog.FromContext(ctx).Info("Started workers", "workers", n)
+		c.loop().Run(ctx, n)
+	})
+}
+
+func (c *Controller) loop() workers.Loop {
+	return workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "cloneSet"}
+}
+
+// processNextWorkItem handles one queued key (tests drive the loop with it).
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	return c.loop().ProcessNext(ctx)
+}

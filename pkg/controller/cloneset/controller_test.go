@@ -1,0 +1,306 @@
+package cloneset
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/revision"
+)
+
+const testNS = "default"
+
+type fixture struct {
+	t        *testing.T
+	ctrl     *Controller
+	kube     *fake.Clientset
+	kruise   *kruisefake.Clientset
+	recorder *record.FakeRecorder
+	cs       *appsv1beta1.CloneSet
+}
+
+func cloneSet(replicas int32, image string, mods ...func(*appsv1beta1.CloneSet)) *appsv1beta1.CloneSet {
+	cs := &appsv1beta1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "cs-uid", Generation: 1},
+		Spec: appsv1beta1.CloneSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
+			},
+			UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{
+				Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
+				RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
+					PodUpdatePolicy: appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
+					MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
+				},
+			},
+		},
+	}
+	for _, m := range mods {
+		m(cs)
+	}
+	return cs
+}
+
+// revisionOf is the ControllerRevision cs's template makes, as the controller names it.
+func revisionOf(t *testing.T, cs *appsv1beta1.CloneSet, number int64) *appsv1.ControllerRevision {
+	t.Helper()
+	data, err := revision.PatchData(cs.Spec.Template, templatePath...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	return revision.NewRevision(revision.Owner{Object: cs, Kind: controllerKind, Selector: sel},
+		revision.Content{Data: data, Labels: cs.Spec.Template.Labels}, number, nil)
+}
+
+// runningPod is a ready pod of cs at revision rev, made as the controller makes them.
+func runningPod(t *testing.T, cs *appsv1beta1.CloneSet, rev *appsv1.ControllerRevision, id string) *corev1.Pod {
+	t.Helper()
+	tmpl := &corev1.PodTemplateSpec{}
+	if err := revision.DecodeData(rev.Data.Raw, tmpl, templatePath...); err != nil {
+		t.Fatal(err)
+	}
+	pod := NewPod(PodRecipe{Owner: *metav1.NewControllerRef(cs, controllerKind), Namespace: cs.Namespace, CloneSet: cs.Name,
+		Template: tmpl, Revision: rev.Name}, id, t0.Add(-time.Hour))
+	pod.UID = "uid-" + "id"
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateNormal)
+	pod.Spec.NodeName = "node-a"
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+		{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue},
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true, ContainerID: "containerd://" + id,
+		Image: tmpl.Spec.Containers[0].Image, ImageID: "sha-" + id, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	return pod
+}
+
+func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	var kubeObjs []runtime.Object
+	for _, p := range pods {
+		kubeObjs = append(kubeObjs, p)
+	}
+	for _, r := range revs {
+		kubeObjs = append(kubeObjs, r)
+	}
+	kube := fake.NewClientset(kubeObjs...)
+	kruise := kruisefake.NewSimpleClientset(cs)
+	inf := informers.NewSharedInformerFactory(kube, 0)
+	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
+	rec := record.NewFakeRecorder(100)
+	ctrl, err := New(Config{
+		Client: kube, KruiseClient: kruise,
+		CloneSets: kinf.Apps().V1beta1().CloneSets(), Pods: inf.Core().V1().Pods(),
+		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
+		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(kinf.Apps().V1beta1().CloneSets().Informer().GetIndexer().Add(cs))
+	for _, p := range pods {
+		must(inf.Core().V1().Pods().Informer().GetIndexer().Add(p))
+	}
+	for _, r := range revs {
+		must(inf.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(r))
+	}
+	kube.ClearActions()
+	return &fixture{t: t, ctrl: ctrl, kube: kube, kruise: kruise, recorder: rec, cs: cs}
+}
+
+func (f *fixture) sync() {
+	f.t.Helper()
+	_, ctx := ktesting.NewTestContext(f.t)
+	if _, err := f.ctrl.sync(ctx, testNS+"/"+f.cs.Name); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+}
+
+// actions lists the kube client's writes as "verb resource[/subresource] name".
+func (f *fixture) actions() []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func (f *fixture) status() appsv1beta1.CloneSetStatus {
+	f.t.Helper()
+	cs, err := f.kruise.AppsV1beta1().CloneSets(testNS).Get(context.Background(), f.cs.Name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cs.Status
+}
+
+func TestScaleOutCreatesPodsAndWaitsForTheCache(t *testing.T) {
+	cs := cloneSet(3, "app:1")
+	f := newFixture(t, cs, nil)
+	f.sync()
+
+	pods, err := f.kube.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 3 {
+		t.Fatalf("%d pods created, want 3", len(pods.Items))
+	}
+	revs, _ := f.kube.AppsV1().ControllerRevisions(testNS).List(context.Background(), metav1.ListOptions{})
+	if len(revs.Items) != 1 {
+		t.Fatalf("%d revisions, want 1", len(revs.Items))
+	}
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, "web-") || len(p.Name) != len("web-")+5 {
+			t.Errorf("pod name %q, want web-<5 chars>", p.Name)
+		}
+		if p.Labels["controller-revision-hash"] != revs.Items[0].Name || p.Labels[appsv1beta1.CloneSetInstanceID] != strings.TrimPrefix(p.Name, "web-") {
+			t.Errorf("pod %s labels %v", p.Name, p.Labels)
+		}
+	}
+	if st := f.status(); st.UpdateRevision != revs.Items[0].Name || st.LabelSelector != "app=web" || st.ObservedGeneration != 1 {
+		t.Errorf("status %+v", st)
+	}
+
+	// The cache has not seen the pods: a second pass creates nothing (expectations).
+	f.kube.ClearActions()
+	f.sync()
+	for _, a := range f.actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			t.Fatalf("created a pod before the cache showed the first ones: %v", a)
+		}
+	}
+	if got := f.ctrl.expect.Pending(testNS + "/web"); len(got) != 3 {
+		t.Errorf("pending expectations %v, want the 3 creations", got)
+	}
+}
+
+func TestInPlaceUpdateOnePodAtATime(t *testing.T) {
+	old := cloneSet(2, "app:1")
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:2")
+	a, b := runningPod(t, cs, oldRev, "aaaaa"), runningPod(t, cs, oldRev, "bbbbb")
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, a, b)
+	f.sync()
+
+	var updated []string
+	for _, act := range f.actions() {
+		if u, ok := act.(k8stesting.UpdateAction); ok && act.GetResource().Resource == "pods" && act.GetSubresource() == "" {
+			p := u.GetObject().(*corev1.Pod)
+			if p.Spec.Containers[0].Image != "app:2" || p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
+				t.Errorf("pod %s updated to image %s, state %s", p.Name, p.Spec.Containers[0].Image, p.Labels[pub.LifecycleStateKey])
+			}
+			if _, ok := p.Annotations[pub.InPlaceUpdateStateKey]; !ok {
+				t.Errorf("pod %s has no in-place update state", p.Name)
+			}
+			updated = append(updated, p.Name)
+		}
+		if act.GetVerb() == "delete" || (act.GetVerb() == "create" && act.GetResource().Resource == "pods") {
+			t.Errorf("an in-place update created or deleted a pod: %v", act)
+		}
+	}
+	if len(updated) != 1 {
+		t.Fatalf("updated %v in place, want one pod (maxUnavailable 1)", updated)
+	}
+}
+
+func TestReCreateMarksPodsForDeletion(t *testing.T) {
+	recreate := func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.RecreateCloneSetPodUpdateStrategyType
+	}
+	old := cloneSet(2, "app:1", recreate)
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:2", recreate)
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, runningPod(t, cs, oldRev, "aaaaa"), runningPod(t, cs, oldRev, "bbbbb"))
+	f.sync()
+
+	marked := 0
+	for _, act := range f.actions() {
+		if p, ok := act.(k8stesting.PatchAction); ok && act.GetResource().Resource == "pods" && strings.Contains(string(p.GetPatch()), appsv1beta1.SpecifiedDeleteKey) {
+			marked++
+		}
+	}
+	if marked != 1 {
+		t.Errorf("%d pods marked for recreation, want 1 (maxUnavailable 1): %v", marked, f.actions())
+	}
+}
+
+func TestInPlaceOnlyRefusesAnEnvChange(t *testing.T) {
+	inPlaceOnly := func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType
+	}
+	old := cloneSet(1, "app:1", inPlaceOnly)
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(1, "app:1", inPlaceOnly, func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+	})
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, runningPod(t, cs, oldRev, "aaaaa"))
+	f.sync()
+
+	for _, act := range f.actions() {
+		if act.GetResource().Resource == "pods" {
+			t.Errorf("InPlaceOnly touched a pod for a change it cannot apply: %v", act)
+		}
+	}
+	var failed *appsv1beta1.CloneSetCondition
+	st := f.status()
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == appsv1beta1.CloneSetConditionFailedUpdate {
+			failed = &st.Conditions[i]
+		}
+	}
+	if failed == nil || !strings.Contains(failed.Message, "spec.containers[main].env") {
+		t.Errorf("FailedUpdate condition %+v, want it to name spec.containers[main].env", failed)
+	}
+}
+
+func TestScaleInDeletesPodsAndTheirClaims(t *testing.T) {
+	cs := cloneSet(1, "app:1")
+	rev := revisionOf(t, cs, 1)
+	a, b := runningPod(t, cs, rev, "aaaaa"), runningPod(t, cs, rev, "bbbbb")
+	b.Status.Conditions[0].Status = corev1.ConditionFalse // not ready: deleted first
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{rev}, a, b)
+	f.sync()
+
+	var deleted []string
+	for _, act := range f.actions() {
+		if d, ok := act.(k8stesting.DeleteAction); ok && act.GetResource().Resource == "pods" {
+			deleted = append(deleted, d.GetName())
+		}
+	}
+	if len(deleted) != 1 || deleted[0] != "web-bbbbb" {
+		t.Errorf("deleted %v, want [web-bbbbb] (the pod not ready)", deleted)
+	}
+	_ = labels.Everything()
+}

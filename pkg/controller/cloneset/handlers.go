@@ -1,0 +1,156 @@
+package cloneset
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/expectations"
+)
+
+// ownerIndex maps a CloneSet's UID to the pods and PVCs it controls.
+const ownerIndex = "cloneset.kruise.io/owner"
+
+// controllerKind is what a CloneSet's controller references say.
+var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("CloneSet")
+
+func addOwnerIndex(inf cache.SharedIndexInformer) error {
+	return inf.AddIndexers(cache.Indexers{ownerIndex: func(obj any) ([]string, error) {
+		m, ok := obj.(metav1.Object)
+		if !ok {
+			return nil, nil
+		}
+		if ref := cloneSetRef(m); ref != nil {
+			return []string{string(ref.UID)}, nil
+		}
+		return nil, nil
+	}})
+}
+
+// cloneSetRef is obj's controller reference when a CloneSet (of either version) controls it.
+func cloneSetRef(obj metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != controllerKind.Group {
+		return nil
+	}
+	return ref
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) cloneSetDeleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.expect.Forget(key)
+		c.queue.Add(key)
+	}
+}
+
+// ownerKey is the queue key of the CloneSet controlling obj, if it is in the cache with that UID.
+func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
+	ref := cloneSetRef(obj)
+	if ref == nil {
+		return "", false
+	}
+	cs, err := c.cloneSets.CloneSets(obj.GetNamespace()).Get(ref.Name)
+	if err != nil || cs.UID != ref.UID {
+		return "", false
+	}
+	return obj.GetNamespace() + "/" + ref.Name, true
+}
+
+// enqueueMatching queues the CloneSets whose selector matches an orphan's labels: one of them
+// may adopt it.
+func (c *Controller) enqueueMatching(obj metav1.Object) {
+	list, err := c.cloneSets.CloneSets(obj.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, cs := range list {
+		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		c.enqueue(cs)
+	}
+}
+
+func (c *Controller) podAdded(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := c.ownerKey(pod); ok {
+		c.expect.Observe(key, expectations.Create, expectations.Pods, pod.Name)
+		c.queue.Add(key)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
+		c.enqueueMatching(pod)
+	}
+}
+
+func (c *Controller) podUpdated(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := curObj.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	oldKey, oldOwned := c.ownerKey(old)
+	curKey, curOwned := c.ownerKey(cur)
+	if oldOwned && (!curOwned || oldKey != curKey) {
+		c.queue.Add(oldKey) // released: the old owner counts one pod less
+	}
+	if curOwned {
+		c.queue.Add(curKey)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(cur) == nil && cur.DeletionTimestamp == nil &&
+		!reflect.DeepEqual(old.Labels, cur.Labels) {
+		c.enqueueMatching(cur)
+	}
+}
+
+func (c *Controller) podDeleted(obj any) {
+	m, ok := expectations.DeletedObject(obj)
+	if !ok {
+		return
+	}
+	if key, ok := c.ownerKey(m); ok {
+		c.expect.ObserveDeleted(key, expectations.Pods, obj)
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) claimAdded(obj any) {
+	if m, ok := obj.(metav1.Object); ok {
+		if key, ok := c.ownerKey(m); ok {
+			c.expect.Observe(key, expectations.Create, expectations.PersistentVolumeClaims, m.GetName())
+			c.queue.Add(key)
+		}
+	}
+}
+
+func (c *Controller) claimDeleted(obj any) {
+	m, ok := expectations.DeletedObject(obj)
+	if !ok {
+		return
+	}
+	if key, ok := c.ownerKey(m); ok {
+		c.expect.ObserveDeleted(key, expectations.PersistentVolumeClaims, obj)
+		c.queue.Add(key)
+	}
+}

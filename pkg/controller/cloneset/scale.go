@@ -1,0 +1,258 @@
+package cloneset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/podorder"
+)
+
+// scale creates or deletes pods as d says; it reports whether it wrote anything, in which case
+// the pass stops there and the next waits for the cache to show the writes.
+func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFacts) (bool, error) {
+	if !p.cs.Spec.ScaleStrategy.EnablePVCReuse {
+		if acted, err := c.cleanupClaims(ctx, p); acted || err != nil {
+			return acted, err
+		}
+	}
+	if acted, err := c.managePreparingDelete(ctx, p, d); acted || err != nil {
+		return acted, err
+	}
+	if d.ScaleUp > 0 {
+		if d.ScaleUpLimit < d.ScaleUp {
+			c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonScaleUpLimited,
+				"scaleStrategy.maxUnavailable allows %d of the %d pods to create now", d.ScaleUpLimit, d.ScaleUp)
+		}
+		if d.ScaleUpLimit > 0 {
+			return true, c.createPods(ctx, p, d.ScaleUpLimit, d.ScaleUpOld)
+		}
+	}
+	cands := make([]Candidate, len(p.pods))
+	for i := range p.pods {
+		cands[i] = Candidate{Pod: p.pods[i], Facts: facts[i]}
+	}
+	order := podorder.DeletionOrder{Now: p.now, SpreadConstraints: p.cs.Spec.Template.Spec.TopologySpreadConstraints,
+		Available: func(pod *corev1.Pod) bool { return Available(pod, p.cs.Spec.MinReadySeconds, p.now) }}
+	doomed := ChooseDeletes(d, cands, order.Sort)
+	if len(doomed) == 0 {
+		return false, nil
+	}
+	return true, c.deletePods(ctx, p, doomed)
+}
+
+// managePreparingDelete deletes the pods whose preDelete hook has let them go and, when the
+// CloneSet wants more pods again, takes back those still waiting (unless asked to go by name).
+func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff) (bool, error) {
+	acted := false
+	var errs []string
+	for _, pod := range p.pods {
+		if lifecycle.StateOf(pod) != "PreparingDelete" {
+			continue
+		}
+		_, specified := pod.Labels[appsv1beta1.SpecifiedDeleteKey]
+		want := lifecycle.WantDelete
+		if d.ScaleUp > 0 && !specified && !inList(p.cs.Spec.ScaleStrategy.PodsToDelete, pod.Name) {
+			want = lifecycle.WantKeep
+		}
+		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want})
+		var err error
+		switch dec.Action {
+		case lifecycle.ActionDelete:
+			err = c.deleteOne(ctx, p, pod)
+		case lifecycle.ActionSetState:
+			err = c.setLifecycleState(ctx, p, pod, dec)
+		default:
+			continue
+		}
+		acted = true
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return true, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return acted, nil
+}
+
+// createPods creates n pods (and their PVCs), the first old of them at the current revision.
+func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
+	all, err := c.podIndex.ByIndex(ownerIndex, string(p.cs.UID))
+	if err != nil {
+		return err
+	}
+	owned := make([]*corev1.Pod, 0, len(all))
+	for _, o := range all {
+		owned = append(owned, o.(*corev1.Pod))
+	}
+	ids := InstanceIDs(n, owned, p.claims, p.cs.Spec.ScaleStrategy.EnablePVCReuse, nil)
+	existing := sets.New[string]()
+	for _, cl := range p.claims {
+		existing.Insert(cl.Name)
+	}
+	ref := metav1.NewControllerRef(p.cs, controllerKind)
+	recipe := func(rev string) PodRecipe {
+		t := p.history.template(rev)
+		if t == nil {
+			t = &p.cs.Spec.Template
+		}
+		return PodRecipe{Owner: *ref, Namespace: p.cs.Namespace, CloneSet: p.cs.Name, Template: t,
+			ClaimTemplates: p.cs.Spec.VolumeClaimTemplates, MatchLabels: p.cs.Spec.Selector.MatchLabels, Revision: rev}
+	}
+	type plan struct {
+		pod    *corev1.Pod
+		claims []*corev1.PersistentVolumeClaim
+	}
+	plans := make([]plan, len(ids))
+	for i, id := range ids {
+		rev := p.history.updateName()
+		if i < old {
+			rev = p.history.currentName()
+		}
+		r := recipe(rev)
+		plans[i] = plan{pod: NewPod(r, id, p.now)}
+		for _, cl := range NewClaims(r, id) {
+			if !existing.Has(cl.Name) {
+				plans[i].claims = append(plans[i].claims, cl)
+			}
+		}
+	}
+	for _, pl := range plans {
+		c.expect.Expect(p.key, expectations.Create, expectations.Pods, pl.pod.Name)
+		for _, cl := range pl.claims {
+			c.expect.Expect(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
+		}
+	}
+	made, err := slowStart(len(plans), func(i int) error { return c.createOne(ctx, p, plans[i].pod, plans[i].claims) })
+	// Creations never made are not awaited.
+	for _, pl := range plans[made:] {
+		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pl.pod.Name)
+		for _, cl := range pl.claims {
+			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
+		}
+	}
+	return err
+}
+
+func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, claims []*corev1.PersistentVolumeClaim) error {
+	for _, cl := range claims {
+		if _, err := c.client.CoreV1().PersistentVolumeClaims(cl.Namespace).Create(ctx, cl, metav1.CreateOptions{}); err != nil {
+			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
+			if !apierrors.IsAlreadyExists(err) {
+				c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
+				c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create PVC %s: %v", cl.Name, err)
+				return fmt.Errorf("creating PVC %s: %w", cl.Name, err)
+			}
+		}
+	}
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
+		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "succeed to create pod %s", pod.Name)
+	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "revision", Revision(pod))
+	return nil
+}
+
+// deletePods deletes the chosen pods, or moves those with a preDelete hook to PreparingDelete.
+func (c *Controller) deletePods(ctx context.Context, p *pass, doomed []*corev1.Pod) error {
+	var errs []string
+	for _, pod := range doomed {
+		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: lifecycle.WantDelete})
+		var err error
+		switch dec.Action {
+		case lifecycle.ActionDelete:
+			err = c.deleteOne(ctx, p, pod)
+		case lifecycle.ActionSetState:
+			if err = c.setLifecycleState(ctx, p, pod, dec); err == nil {
+				c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonPreparingDelete, "pod %s waits on its preDelete hook: %s", pod.Name, dec.Reason)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// deleteOne deletes a pod and the PVCs of its instance ID: a pod the CloneSet deletes itself does
+// not come back, so neither do its volumes (a pod deleted by someone else keeps them for the next
+// pod with its ID, unless reuse is off).
+func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) error {
+	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil {
+		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulDelete, "succeed to delete pod %s", pod.Name)
+	id := pod.Labels[appsv1beta1.CloneSetInstanceID]
+	for _, cl := range p.claims {
+		if id == "" || cl.Labels[appsv1beta1.CloneSetInstanceID] != id || cl.DeletionTimestamp != nil {
+			continue
+		}
+		c.expect.Expect(p.key, expectations.Delete, expectations.PersistentVolumeClaims, cl.Name)
+		if err := c.client.CoreV1().PersistentVolumeClaims(cl.Namespace).Delete(ctx, cl.Name, metav1.DeleteOptions{}); err != nil {
+			c.expect.Observe(p.key, expectations.Delete, expectations.PersistentVolumeClaims, cl.Name)
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting PVC %s of pod %s: %w", cl.Name, pod.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// cleanupClaims deletes, when PVCs are not reused, the PVCs no active pod holds: those of pods
+// deleted, evicted or failed. The next pod then never takes the name, and the volume, of a pod
+// still terminating on a node that is gone (OpenKruise #1099).
+func (c *Controller) cleanupClaims(ctx context.Context, p *pass) (bool, error) {
+	held := sets.New[string]()
+	for _, pod := range p.pods {
+		held.Insert(pod.Labels[appsv1beta1.CloneSetInstanceID])
+	}
+	acted := false
+	for _, cl := range p.claims {
+		id := cl.Labels[appsv1beta1.CloneSetInstanceID]
+		if id == "" || held.Has(id) || cl.DeletionTimestamp != nil {
+			continue
+		}
+		c.expect.Expect(p.key, expectations.Delete, expectations.PersistentVolumeClaims, cl.Name)
+		err := c.client.CoreV1().PersistentVolumeClaims(cl.Namespace).Delete(ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}})
+		if err != nil {
+			c.expect.Observe(p.key, expectations.Delete, expectations.PersistentVolumeClaims, cl.Name)
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return true, fmt.Errorf("deleting PVC %s, which no pod uses: %w", cl.Name, err)
+			}
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted a PVC no pod uses (PVC reuse is off)", "pvc", klog.KObj(cl))
+		acted = true
+	}
+	return acted, nil
+}
+
+func inList(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,228 @@
+package cloneset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/inplace"
+)
+
+// Event reasons (OpenKruise's names where it has them).
+const (
+	ReasonSuccessfulCreate         = "SuccessfulCreate"
+	ReasonFailedCreate             = "FailedCreate"
+	ReasonSuccessfulDelete         = "SuccessfulDelete"
+	ReasonFailedDelete             = "FailedDelete"
+	ReasonScaleUpLimited           = "ScaleUpLimited"
+	ReasonSuccessfulUpdateInPlace  = "SuccessfulUpdatePodInPlace"
+	ReasonFailedUpdateInPlace      = "FailedUpdatePodInPlace"
+	ReasonSuccessfulUpdateReCreate = "SuccessfulUpdatePodReCreate"
+	ReasonFailedUpdateReCreate     = "FailedUpdatePodReCreate"
+	ReasonInvalidSpec              = "InvalidSpec"
+	ReasonPreparingDelete          = "PreparingDelete"
+)
+
+// pass is what one reconcile of a CloneSet works from.
+type pass struct {
+	cs       *appsv1beta1.CloneSet
+	key      string
+	selector labels.Selector
+	budget   Budget
+	policy   UpdatePolicy
+	history  *history
+	// pods are the CloneSet's active pods; claims its PVCs.
+	pods   []*corev1.Pod
+	claims []*corev1.PersistentVolumeClaim
+	now    time.Time
+	// refused says why pods could not be updated (InPlaceOnly), for the FailedUpdate condition.
+	refused []string
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (after time.Duration, err error) {
+	start := c.clock.Now()
+	defer func() {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		c.metrics.reconcile.WithLabelValues(result).Observe(c.clock.Since(start).Seconds())
+	}()
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	cs, err := c.cloneSets.CloneSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expect.Forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if cs.DeletionTimestamp != nil {
+		return 0, nil // the garbage collector deletes its pods and PVCs
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cloneSet", klog.KObj(cs)))
+	if ok, recheck := c.expect.Satisfied(ctx, key); !ok {
+		return recheck, nil
+	}
+	p, err := c.newPass(ctx, cs, key)
+	if err != nil {
+		return 0, err
+	}
+	if p == nil {
+		return 0, nil // spec refused; said in an Event
+	}
+
+	var scaleErr, updateErr error
+	var actAfter time.Duration
+	facts := c.facts(p)
+	d := Calculate(p.budget, facts)
+	acted, scaleErr := c.scale(ctx, p, d, facts)
+	if !acted && scaleErr == nil {
+		acted, actAfter, updateErr = c.update(ctx, p, d, facts)
+	}
+	statusAfter, statusErr := c.writeStatus(ctx, p, scaleErr, updateErr)
+	if scaleErr != nil {
+		return 0, scaleErr
+	}
+	if updateErr != nil {
+		return 0, updateErr
+	}
+	if statusErr != nil {
+		return 0, statusErr
+	}
+	if !acted {
+		if err := c.truncateHistory(ctx, p); err != nil {
+			return 0, err
+		}
+	}
+	return shortest(actAfter, statusAfter, c.minReadyRecheck(p)), nil
+}
+
+// newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
+func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key string) (*pass, error) {
+	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil || selector.Empty() {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
+		return nil, nil
+	}
+	budget, err := Resolve(strategyOf(cs))
+	if err != nil {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)
+		return nil, nil
+	}
+	pods, err := c.claimPods(ctx, cs, selector)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := c.ownedClaims(cs)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.resolveHistory(ctx, cs, selector)
+	if err != nil {
+		return nil, err
+	}
+	var active []*corev1.Pod
+	for _, pod := range pods {
+		if Active(pod) {
+			active = append(active, pod)
+		}
+	}
+	return &pass{cs: cs, key: key, selector: selector, budget: budget, policy: policyOf(cs), history: h,
+		pods: active, claims: claims, now: c.clock.Now()}, nil
+}
+
+// facts reads the pass's pods for Calculate.
+func (c *Controller) facts(p *pass) []PodFacts {
+	toDelete := map[string]bool{}
+	for _, n := range p.cs.Spec.ScaleStrategy.PodsToDelete {
+		toDelete[n] = true
+	}
+	return Facts(p.pods, FactsOptions{
+		UpdateRevision: p.history.updateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
+		PodsToDelete: toDelete,
+		Recreate:     func(pod *corev1.Pod) bool { return c.route(p, pod).Recreate },
+	})
+}
+
+// route is how pod reaches the update revision under the CloneSet's policy.
+func (c *Controller) route(p *pass, pod *corev1.Pod) Route {
+	return RouteUpdate(p.policy, p.history.template(Revision(pod)), p.history.template(p.history.updateName()), inplace.Options{})
+}
+
+// strategyOf reads the CloneSet's strategy in the terms Resolve takes.
+func strategyOf(cs *appsv1beta1.CloneSet) Strategy {
+	s := Strategy{Replicas: 1, ScaleMaxUnavailable: cs.Spec.ScaleStrategy.MaxUnavailable,
+		ExcludePreparingDelete: cs.Spec.ScaleStrategy.ExcludePreparingDelete ||
+			cs.Labels[appsv1beta1.CloneSetScalingExcludePreparingDeleteKey] == "true"}
+	if cs.Spec.Replicas != nil {
+		s.Replicas = *cs.Spec.Replicas
+	}
+	if ru := cs.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		s.Partition, s.MaxSurge, s.MaxUnavailable, s.Paused = ru.Partition, ru.MaxSurge, ru.MaxUnavailable, ru.Paused
+	}
+	return s
+}
+
+func policyOf(cs *appsv1beta1.CloneSet) UpdatePolicy {
+	if ru := cs.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		switch ru.PodUpdatePolicy {
+		case appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType:
+			return PolicyInPlaceIfPossible
+		case appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType:
+			return PolicyInPlaceOnly
+		}
+	}
+	return PolicyReCreate
+}
+
+// minReadyRecheck is when a ready pod becomes available by minReadySeconds, so that status
+// counts it without waiting for another event.
+func (c *Controller) minReadyRecheck(p *pass) time.Duration {
+	if p.cs.Spec.MinReadySeconds <= 0 {
+		return 0
+	}
+	var soonest time.Duration
+	for _, pod := range p.pods {
+		if !Ready(pod) || Available(pod, p.cs.Spec.MinReadySeconds, p.now) {
+			continue
+		}
+		since := condition(pod, corev1.PodReady).LastTransitionTime.Time
+		left := since.Add(time.Duration(p.cs.Spec.MinReadySeconds)*time.Second).Sub(p.now) + time.Second
+		soonest = shortest(soonest, left)
+	}
+	return soonest
+}
+
+// shortest is the smallest positive duration of ds; 0 when none is.
+func shortest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}
+
+func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
+	limit := int32(10)
+	if p.cs.Spec.RevisionHistoryLimit != nil {
+		limit = *p.cs.Spec.RevisionHistoryLimit
+	}
+	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
+		return fmt.Errorf("truncating the revision history: %w", err)
+	}
+	return nil
+}
