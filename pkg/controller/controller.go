@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -104,6 +105,9 @@ var builders = []Entry{
 	// admitted while the webhook was on (or by another replica) are still
 	// released.
 	{Name: launchpriority.Name, Build: buildLaunchPriority},
+	// CloneSet: no gate, as in OpenKruise. It acts on CloneSets only; their pods carry the
+	// InPlaceUpdateReady gate, which it alone sets.
+	{Name: cloneset.Name, Build: buildCloneSet},
 }
 
 // Disabled is a controller a feature gate turned off.

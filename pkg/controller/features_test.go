@@ -26,7 +26,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -34,18 +34,18 @@ func TestSelectEnabled(t *testing.T) {
 	}{
 		{gates: "", enabled: all},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
-		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority"},
+		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset"},
 			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
-		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority"},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
@@ -99,8 +99,9 @@ func TestValidateSidecarTerminationNeedsDaemonForCRR(t *testing.T) {
 }
 
 // TestDisabledControllersAreNotBuilt runs the real controller table with the
-// daemon gate off: only the sidecar terminator is built, and nothing lists
-// or watches what the others would (kruise kinds, secrets, leases).
+// daemon gate off: only the controllers that need no daemon are built, and
+// nothing lists or watches what the others would (CRRs, image kinds, secrets,
+// leases).
 func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
@@ -128,7 +129,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	// Logged once every informer has synced, so every informer that was
 	// started has listed by now.
 	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority"}}}, logged("Started controllers"))
+	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "nodeimage", "gate", features.KruiseDaemon},
@@ -144,14 +145,18 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("controller did not stop")
 	}
-	assert.Empty(t, kruiseClient.Actions(), "no apps.kruise.io informer may start")
+	kruiseListed := map[string]bool{}
+	for _, a := range kruiseClient.Actions() {
+		kruiseListed[a.GetResource().Resource] = true
+	}
+	assert.Equal(t, map[string]bool{"clonesets": true}, kruiseListed, "of the apps.kruise.io kinds only CloneSets, which need no daemon")
 	listed := map[string]bool{}
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
 			listed[a.GetResource().Resource] = true
 		}
 	}
-	assert.Equal(t, map[string]bool{"pods": true, "nodes": true}, listed)
+	assert.Equal(t, map[string]bool{"pods": true, "nodes": true, "persistentvolumeclaims": true, "controllerrevisions": true}, listed)
 }
 
 func TestGatedBuilderIsNotCalled(t *testing.T) {

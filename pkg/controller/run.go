@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -356,6 +357,19 @@ func buildSidecarTerminator(d Deps) (Controller, error) {
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Nodes:        d.InformerFactory.Core().V1().Nodes(),
 		Mechanism:    m,
+		Metrics:      d.Metrics,
+	})
+}
+
+// buildCloneSet adapts Deps to the CloneSet controller.
+func buildCloneSet(d Deps) (Controller, error) {
+	return cloneset.New(cloneset.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		CloneSets:    d.KruiseInformerFactory.Apps().V1beta1().CloneSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
 	})
 }

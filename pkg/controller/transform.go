@@ -160,7 +160,9 @@ func isKruiseKey(key string) bool {
 //     KRUISE_CONTAINER_PRIORITY env vars, the launch-priority annotations
 //     (kruise's), status.startTime (when a slow container is reported),
 //     status.phase, deletionTimestamp, uid, and the containers' statuses
-//     (ready, state.waiting.reason, state.terminated.exitCode).
+//     (ready, state.waiting.reason, state.terminated.exitCode);
+//   - CloneSet: its own pods whole (see ownedByKruiseWorkload); of other pods, those it may
+//     adopt, the labels, owner references, deletionTimestamp and status.phase.
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,
@@ -173,6 +175,14 @@ func isKruiseKey(key string) bool {
 func leanPod(in *corev1.Pod) *corev1.Pod {
 	if in == nil {
 		return nil
+	}
+	if ownedByKruiseWorkload(in) {
+		// A CloneSet's pods are kept whole but for managedFields: its in-place updates read
+		// the containers' specs and statuses (images, image IDs, resources, init containers)
+		// and every annotation of the pod (pod-deletion-cost, the update state).
+		out := *in
+		out.ManagedFields = nil
+		return &out
 	}
 	return &corev1.Pod{
 		TypeMeta:   in.TypeMeta,
@@ -191,6 +201,12 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
 		},
 	}
+}
+
+// ownedByKruiseWorkload reports whether a kruise workload (an apps.kruise.io kind) controls pod.
+func ownedByKruiseWorkload(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && strings.HasPrefix(ref.APIVersion, "apps.kruise.io/")
 }
 
 // leanContainers keeps each container's name, image and the env vars some

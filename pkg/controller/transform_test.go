@@ -463,6 +463,27 @@ func TestTransformPod(t *testing.T) {
 	}, lean)
 }
 
+func TestTransformKeepsKruiseWorkloadPodsWhole(t *testing.T) {
+	full := fullPod()
+	full.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "cs", Controller: ptr.To(true)}}
+	before := full.DeepCopy()
+
+	out, err := transformObject(full)
+	require.NoError(t, err)
+	kept, ok := out.(*corev1.Pod)
+	require.True(t, ok, "a *Pod comes out: %T", out)
+	want := before.DeepCopy()
+	want.ManagedFields = nil
+	assert.Equal(t, want, kept, "a CloneSet's pod loses its managedFields only")
+
+	// A pod a kruise workload only owns, without controlling it, is lean as any other.
+	full = fullPod()
+	full.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "CloneSet", Name: "web", UID: "cs"}}
+	out, err = transformObject(full)
+	require.NoError(t, err)
+	assert.Nil(t, out.(*corev1.Pod).Spec.Volumes, "not controlled by a kruise workload: lean")
+}
+
 func TestTransformNode(t *testing.T) {
 	full := fullNode(300)
 	before := full.DeepCopy()
@@ -855,6 +876,7 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 	reviewed := map[string]bool{
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
 		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
+		"cloneset": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
