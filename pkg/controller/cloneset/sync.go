@@ -156,9 +156,14 @@ func (c *Controller) facts(p *pass) []PodFacts {
 	})
 }
 
+// inPlaceOptions are the changes a CloneSet applies in place beyond images and metadata: cpu and
+// memory through the pods/resize subresource (Kubernetes 1.33 and later, which kruise needs), and
+// the images of native sidecars, which the kubelet restarts as it does containers.
+var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
+
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) Route {
-	return RouteUpdate(p.policy, p.history.template(Revision(pod)), p.history.template(p.history.updateName()), inplace.Options{})
+	return RouteUpdate(p.policy, p.history.template(Revision(pod)), p.history.template(p.history.updateName()), inPlaceOptions)
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.

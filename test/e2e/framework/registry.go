@@ -13,9 +13,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -135,4 +137,38 @@ func (f *Framework) RegistryHasPrefix(t testing.TB, prefix string) bool {
 		t.Fatalf("probing registry prefix %s: %v", prefix, err)
 	}
 	return true
+}
+
+// BusyboxVariant pushes, under a new public/ repository, the loopback registry's busybox with one
+// more small layer: an image that runs as busybox does but has a digest of its own, for updates
+// that change a container's image. It returns the new reference.
+func (f *Framework) BusyboxVariant(t testing.TB) string {
+	t.Helper()
+	src, err := name.ParseReference(f.Image("public/busybox:1.35"), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base, err := remote.Image(src, remote.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("reading %s: %v", src, err)
+	}
+	extra, err := random.Layer(256, types.DockerLayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(base, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := f.UniqueImage("public/")
+	dst, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(dst, img, remote.WithContext(ctx)); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	return ref
 }

@@ -1,0 +1,168 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// cloneSetTimeout bounds each step of a CloneSet test: pods start in seconds on the local node.
+const cloneSetTimeout = 2 * time.Minute
+
+// clonePods lists the pods of CloneSet name, by its selector.
+func clonePods(ctx context.Context, t *testing.T, f *framework.Framework, ns, name string) []corev1.Pod {
+	t.Helper()
+	list, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	return list.Items
+}
+
+// waitCloneSet waits until CloneSet name reports want replicas, all updated, ready and available,
+// at its update revision, and returns it.
+func waitCloneSet(ctx context.Context, t *testing.T, kc versioned.Interface, ns, name string, want int32) *appsv1alpha1.CloneSet {
+	t.Helper()
+	var cs *appsv1alpha1.CloneSet
+	framework.WaitFor(ctx, t, cloneSetTimeout, fmt.Sprintf("CloneSet %s with %d pods updated and available", name, want), func(ctx context.Context) (bool, string, error) {
+		var err error
+		if cs, err = kc.AppsV1alpha1().CloneSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, "", err
+		}
+		s := cs.Status
+		return s.ObservedGeneration == cs.Generation && s.Replicas == want && s.UpdatedReplicas == want &&
+				s.UpdatedAvailableReplicas == want && s.AvailableReplicas == want && s.CurrentRevision == s.UpdateRevision,
+			fmt.Sprintf("status %+v", s), nil
+	})
+	return cs
+}
+
+// A CloneSet written as OpenKruise's docs write it (v1alpha1) scales through its scale
+// subresource, updates an image in place (same pods, same IPs, containers restarted) and
+// recreates pods for a change that cannot be applied in place.
+func TestCloneSetScaleAndUpdateInPlace(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 8*time.Minute)
+	ns := f.NewNamespace(ctx, t, "cloneset")
+	variant := f.BusyboxVariant(t)
+
+	cs := &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](2),
+					Containers: []corev1.Container{{
+						Name: "main", Image: f.Image("public/busybox:1.35"),
+						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
+					}},
+				},
+			},
+			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{
+				Type:           appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType,
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			},
+		},
+	}
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CloneSet: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "web", 2)
+	before := map[string]corev1.Pod{}
+	for _, p := range clonePods(ctx, t, f, ns, "web") {
+		before[p.Name] = p
+		if !hasReadinessGate(&p, pub.InPlaceUpdateReady) {
+			t.Errorf("pod %s lacks the InPlaceUpdateReady readiness gate", p.Name)
+		}
+	}
+	if len(before) != 2 {
+		t.Fatalf("%d pods, want 2", len(before))
+	}
+
+	// In place: a new image.
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":%q}]}}}}`, variant)
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the image: %v", err)
+	}
+	updated := waitCloneSet(ctx, t, kc, ns, "web", 2)
+	for _, p := range clonePods(ctx, t, f, ns, "web") {
+		old, ok := before[p.Name]
+		if !ok || old.UID != p.UID || old.Status.PodIP != p.Status.PodIP {
+			t.Errorf("pod %s (uid %s, IP %s) is not the one before the update: updated in place keeps the pod", p.Name, p.UID, p.Status.PodIP)
+			continue
+		}
+		st := p.Status.ContainerStatuses[0]
+		if st.ContainerID == old.Status.ContainerStatuses[0].ContainerID || st.RestartCount != old.Status.ContainerStatuses[0].RestartCount+1 {
+			t.Errorf("pod %s container %s (restarts %d): want a new container, restarted once", p.Name, st.ContainerID, st.RestartCount)
+		}
+		if p.Spec.Containers[0].Image != variant || p.Labels["controller-revision-hash"] != updated.Status.UpdateRevision {
+			t.Errorf("pod %s runs %s at revision %s, want %s at %s", p.Name, p.Spec.Containers[0].Image, p.Labels["controller-revision-hash"], variant, updated.Status.UpdateRevision)
+		}
+		var state pub.InPlaceUpdateState
+		if err := json.Unmarshal([]byte(p.Annotations[pub.InPlaceUpdateStateKey]), &state); err != nil || state.Revision != updated.Status.UpdateRevision {
+			t.Errorf("pod %s in-place update state %q (%v), want revision %s", p.Name, p.Annotations[pub.InPlaceUpdateStateKey], err, updated.Status.UpdateRevision)
+		}
+	}
+
+	// The scale subresource, as kubectl scale and an HPA use it.
+	scale, err := kc.AppsV1alpha1().CloneSets(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the scale subresource: %v", err)
+	}
+	scale.Spec.Replicas = 3
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("scaling to 3: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "web", 3)
+
+	// Not in place: an env change recreates the pods.
+	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"MODE","value":"b"}]}]}}}}`
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the env: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "web", 3)
+	for _, p := range clonePods(ctx, t, f, ns, "web") {
+		if _, ok := before[p.Name]; ok {
+			t.Errorf("pod %s survived an env change: it should have been recreated", p.Name)
+		}
+	}
+
+	// Scale in.
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("scaling to 1: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "web", 1)
+	framework.WaitFor(ctx, t, cloneSetTimeout, "one pod left", func(ctx context.Context) (bool, string, error) {
+		n := len(clonePods(ctx, t, f, ns, "web"))
+		return n == 1, fmt.Sprintf("%d pods", n), nil
+	})
+}
+
+func hasReadinessGate(p *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		if g.ConditionType == t {
+			return true
+		}
+	}
+	return false
+}
