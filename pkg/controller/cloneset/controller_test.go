@@ -304,3 +304,75 @@ func TestScaleInDeletesPodsAndTheirClaims(t *testing.T) {
 	}
 	_ = labels.Everything()
 }
+
+func TestNewPodBecomesNormalAndReady(t *testing.T) {
+	cs := cloneSet(1, "app:1")
+	rev := revisionOf(t, cs, 1)
+	pod := runningPod(t, cs, rev, "aaaaa")
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+	pod.Status.Conditions = pod.Status.Conditions[:1] // no InPlaceUpdateReady yet
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{rev}, pod)
+	f.sync()
+
+	var markedReady, normal bool
+	for _, act := range f.actions() {
+		p, ok := act.(k8stesting.PatchAction)
+		if !ok || act.GetResource().Resource != "pods" {
+			continue
+		}
+		body := string(p.GetPatch())
+		if act.GetSubresource() == "status" && strings.Contains(body, string(pub.InPlaceUpdateReady)) && strings.Contains(body, `"True"`) {
+			markedReady = true
+		}
+		if act.GetSubresource() == "" && strings.Contains(body, string(pub.LifecycleStateNormal)) {
+			normal = true
+		}
+	}
+	if !markedReady {
+		t.Errorf("a new pod's InPlaceUpdateReady was not set True: %v", f.actions())
+	}
+	if normal {
+		t.Errorf("the pod went Normal in the same pass as its readiness write; one write per pod per pass")
+	}
+	// Next pass, with the condition in the cache: PreparingNormal → Normal (scheduled, no preNormal hook).
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue})
+	f = newFixture(t, cs, []*appsv1.ControllerRevision{rev}, pod)
+	f.sync()
+	for _, act := range f.actions() {
+		if p, ok := act.(k8stesting.PatchAction); ok && act.GetResource().Resource == "pods" && strings.Contains(string(p.GetPatch()), string(pub.LifecycleStateNormal)) {
+			normal = true
+		}
+	}
+	if !normal {
+		t.Errorf("the pod did not go Normal: %v", f.actions())
+	}
+}
+
+func TestPartitionKeepsOldPods(t *testing.T) {
+	withPartition := func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromInt32(2))
+		cs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+	}
+	old := cloneSet(4, "app:1", withPartition)
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(4, "app:2", withPartition)
+	var pods []*corev1.Pod
+	for _, id := range []string{"aaaaa", "bbbbb", "ccccc", "ddddd"} {
+		pods = append(pods, runningPod(t, cs, oldRev, id))
+	}
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, pods...)
+	f.sync()
+
+	updated := 0
+	for _, act := range f.actions() {
+		if act.GetVerb() == "update" && act.GetResource().Resource == "pods" && act.GetSubresource() == "" {
+			updated++
+		}
+	}
+	if updated != 2 {
+		t.Errorf("%d pods updated, want 2 (4 replicas, partition 2)", updated)
+	}
+	if st := f.status(); st.ExpectedUpdatedReplicas != 2 {
+		t.Errorf("expectedUpdatedReplicas %d, want 2", st.ExpectedUpdatedReplicas)
+	}
+}
