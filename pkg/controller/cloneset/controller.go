@@ -66,10 +66,14 @@ type Controller struct {
 	history       *revision.History
 	updater       *inplace.Updater
 	expect        *expectations.Scale
-	recorder      record.EventRecorder
-	clock         clock.WithTicker
-	metrics       *metrics
-	queue         workqueue.TypedRateLimitingInterface[string]
+	// podVersions holds back updates of a pod until the cache shows the controller's last
+	// write to it: an in-place update started again from a stale copy would record the new
+	// container as the old one and never see it restart.
+	podVersions *expectations.ResourceVersions
+	recorder    record.EventRecorder
+	clock       clock.WithTicker
+	metrics     *metrics
+	queue       workqueue.TypedRateLimitingInterface[string]
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -94,11 +98,12 @@ func New(cfg Config) (*Controller, error) {
 		history:       revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
 		updater:       inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
 		expect:        expectations.NewScale(clk, expectationTimeout),
+		podVersions:   expectations.NewResourceVersions(clk, expectationTimeout),
 		recorder:      cfg.Recorder,
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
 	}
-	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut()) })
+	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut() + c.podVersions.TimedOut()) })
 	if cfg.Metrics != nil {
 		if err := c.metrics.register(cfg.Metrics); err != nil {
 			return nil, fmt.Errorf("registering CloneSet metrics: %w", err)

@@ -109,6 +109,7 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
 		return
 	}
+	c.podVersions.Observe(cur)
 	oldKey, oldOwned := c.ownerKey(old)
 	curKey, curOwned := c.ownerKey(cur)
 	if oldOwned && (!curOwned || oldKey != curKey) {
@@ -129,6 +130,7 @@ func (c *Controller) podDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.podVersions.Forget(m)
 	if key, ok := c.ownerKey(m); ok {
 		c.expect.ObserveDeleted(key, expectations.Pods, obj)
 		c.queue.Add(key)

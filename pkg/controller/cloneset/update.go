@@ -25,6 +25,15 @@ import (
 // none of them needed a write, old pods to the update revision as d allows. It reports whether it
 // wrote anything and when to look again.
 func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFacts) (bool, time.Duration, error) {
+	var wait time.Duration
+	for _, pod := range p.pods {
+		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
+			wait = shortest(wait, recheck)
+		}
+	}
+	if wait > 0 {
+		return false, wait, nil // a pod's last write is not in the cache yet
+	}
 	acted, after, err := c.refreshPods(ctx, p)
 	if acted || err != nil {
 		return acted, after, err
@@ -112,6 +121,9 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) (b
 		grace = ru.InPlaceUpdateStrategy.GracePeriodSeconds
 	}
 	res := c.updater.Update(ctx, pod, r.InPlace, target, grace)
+	if res.Pod != nil {
+		c.podVersions.Expect(res.Pod)
+	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)
 		return res.Pod != nil, fmt.Errorf("updating pod %s in place: %w", pod.Name, res.Err)
@@ -151,6 +163,9 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 			started = st.UpdateTimestamp.Time
 		}
 		res := c.updater.Refresh(ctx, pod)
+		if res.Pod != nil {
+			c.podVersions.Expect(res.Pod)
+		}
 		if res.Err != nil {
 			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
 				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
