@@ -29,7 +29,7 @@ type webhooks struct {
 // newWebhooks builds the certificate manager and the webhook server with
 // its handlers: the launch-priority pod webhook, the validating webhooks of
 // ContainerRecreateRequests (which read pods with d.client at each request),
-// ImagePullJobs and ImageListPullJobs, and /convert. It does not call the
+// ImagePullJobs, ImageListPullJobs and CloneSets, and /convert. It does not call the
 // API server.
 func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Registerer) (*webhooks, error) {
 	mode := certs.ModeManaged
@@ -63,6 +63,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CRRWebhook(d.client.CoreV1()),
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
+		validate.CloneSetWebhook(),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err
@@ -100,7 +101,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, conversion.Path,
+		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath, conversion.Path,
 	})
 }
 

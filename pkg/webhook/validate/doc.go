@@ -1,12 +1,18 @@
 // Package validate holds the validating admission webhooks of kruise's own
-// kinds: at CREATE, they refuse what can be known to be wrong then and
-// that the CRD schema cannot express.
+// kinds: they refuse what can be known to be wrong then and that the CRD
+// schema cannot express.
 //
-//   - ContainerRecreateRequest: its pod does not exist, is being deleted or
-//     has finished, or lacks a container the request names (the pod is read
-//     from the API server, not a cache: it may have been created a moment
-//     before the request).
-//   - ImagePullJob, ImageListPullJob: an image reference does not parse.
+//   - ContainerRecreateRequest, at CREATE: its pod does not exist, is being
+//     deleted or has finished, or lacks a container the request names (the
+//     pod is read from the API server, not a cache: it may have been created
+//     a moment before the request).
+//   - ImagePullJob, ImageListPullJob, at CREATE: an image reference does not
+//     parse.
+//   - CloneSet, at CREATE and UPDATE: the selector, the schemaless pod
+//     template and claim templates, podsToDelete, and what an update may
+//     change (cloneset_rules.go, cloneset_update.go). Nothing is read from
+//     the API server. There is no CloneSet controller yet to answer in
+//     status what an object admitted without the webhook gets wrong.
 //
 // Each refusal uses the words kruise-controller puts in status when it finds
 // the same at admission, so a request sent where the webhook is not called
@@ -17,5 +23,7 @@
 //
 // A webhook never refuses on its own failure: when it cannot decide (the
 // pod cannot be read, the object does not decode) it admits the object with
-// a warning, and the status path answers.
+// a warning, and the status path answers. One exception: a new CloneSet
+// that does not decode is refused, since only its schemaless template can
+// be at fault, and stored it would break every client listing CloneSets.
 package validate

@@ -13,10 +13,11 @@ const ControllerServiceAccount = "kruise-controller"
 const NotControllerConditionName = "not-kruise-controller"
 
 // ControllerMatchConditions are the matchConditions of the
-// ContainerRecreateRequest and ImagePullJob webhooks, with kruise installed
-// in namespace: kruise-controller creates both kinds (the Job sidecar
-// terminator its CRRs, the ImageListPullJob controller one ImagePullJob per
-// image) and reports what is wrong with them in their status itself, so its
+// ContainerRecreateRequest, ImagePullJob and CloneSet webhooks, with kruise
+// installed in namespace. kruise-controller creates CRRs (the Job sidecar
+// terminator) and ImagePullJobs (one per image of an ImageListPullJob) and
+// reports what is wrong with them in their status itself, and writes
+// CloneSets (it drops the names of gone pods from podsToDelete), so its
 // requests are not sent: they never wait on a webhook kruise-controller
 // serves, and an image the list job's webhook was not there to refuse fails
 // its ImagePullJob in status, as the list job reports.
@@ -25,4 +26,20 @@ func ControllerMatchConditions(namespace string) []admissionregistrationv1.Match
 		Name:       NotControllerConditionName,
 		Expression: "request.userInfo.username != 'system:serviceaccount:" + namespace + ":" + ControllerServiceAccount + "'",
 	}}
+}
+
+// SpecChangedConditionName names the matchCondition that sends a CloneSet
+// update only when its spec changes.
+const SpecChangedConditionName = "spec-changed"
+
+// CloneSetMatchConditions are the CloneSet webhook's matchConditions:
+// ControllerMatchConditions, and an update that leaves spec as it was (a
+// finalizer removed by the garbage collector, labels edited) is not sent,
+// since every rule is about spec: such writes never wait on kruise, even
+// when it is down and failurePolicy is Fail.
+func CloneSetMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+	return append(ControllerMatchConditions(namespace), admissionregistrationv1.MatchCondition{
+		Name:       SpecChangedConditionName,
+		Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+	})
 }
