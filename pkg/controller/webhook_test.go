@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
@@ -210,8 +211,8 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	assert.Equal(t, "other-replica_abcd", *lease(t, client).Spec.HolderIdentity, "the standby never led")
 }
 
-// Every replica serves the validating webhooks too; the CRR webhook reads
-// the pod with the controller's client.
+// Every replica serves the validating webhooks too (CRRs, image jobs,
+// CloneSets); the CRR webhook reads the pod with the controller's client.
 func TestValidatingWebhooksServed(t *testing.T) {
 	m, v := webhookConfigs()
 	client := fake.NewClientset(m, v, gen.Pod("web", gen.SetPodNamespace("default"), gen.AddPodContainer(corev1.Container{Name: "main"})))
@@ -245,8 +246,23 @@ func TestValidatingWebhooksServed(t *testing.T) {
 	require.False(t, resp.Allowed)
 	assert.Contains(t, resp.Result.Message, `spec.images[1]: Invalid value: "Not Valid"`)
 
+	cs := &appsv1beta1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1beta1.CloneSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx"}}},
+			},
+		},
+	}
+	resp = h.review(t, ca, validate.CloneSetPath, kruiseRequest("clonesets", "CloneSet", cs))
+	require.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, `spec.template.metadata.labels: Invalid value: "app=api": does not match the selector "app=web"`)
+
 	_, metrics := h.get(t, "/metrics")
 	for _, line := range []string{
+		`kruise_webhook_admission_rejections_total{reason="InvalidSelector",webhook="cloneset-validate"} 1`,
 		`kruise_webhook_admission_rejections_total{reason="ContainerNotFound",webhook="containerrecreaterequest-validate"} 1`,
 		`kruise_webhook_admission_requests_total{result="allowed",webhook="containerrecreaterequest-validate"} 1`,
 		`kruise_webhook_admission_rejections_total{reason="InvalidImage",webhook="imagepulljob-validate"} 1`,

@@ -113,7 +113,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []string{"kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values)
 	assert.Empty(t, m.Annotations)
 
-	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
+	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
 
 	rules := objs.clusterRoleRules(t)
 	cfg := ruleFor(rules, "mutatingwebhookconfigurations")
@@ -139,12 +139,14 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	}
 
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.containerRecreateRequest=Ignore")
-	objs.checkValidating(t, admissionregistrationv1.Ignore, admissionregistrationv1.Fail)
+	objs.checkValidating(t, admissionregistrationv1.Ignore, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
 	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[0].FailurePolicy)
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
-	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Ignore)
+	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Ignore, admissionregistrationv1.Fail)
+	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.cloneSet=Ignore")
+	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail, admissionregistrationv1.Ignore)
 
-	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob"} {
+	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet"} {
 		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
 		require.Error(t, err, group)
@@ -160,20 +162,28 @@ func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWe
 }
 
 // checkValidating checks the validating webhooks: OpenKruise's names where
-// it has a validating webhook of the kind, CREATE of v1beta1 only (v1alpha1
-// sent as v1beta1), the paths pkg/webhook/validate serves, and
-// kruise-controller's own requests kept out of the kinds it creates.
-func (r rendered) checkValidating(t *testing.T, crrPolicy, jobPolicy admissionregistrationv1.FailurePolicyType) {
+// it has a validating webhook of the kind, CREATE (CloneSets: and UPDATE) of
+// v1beta1 only (v1alpha1 sent as v1beta1), the paths pkg/webhook/validate
+// serves, and kruise-controller's own requests kept out of the kinds it
+// writes (and CloneSet updates that leave spec as is).
+func (r rendered) checkValidating(t *testing.T, crrPolicy, jobPolicy, cloneSetPolicy admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	v := r.validating(t)
+	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 	want := []struct {
 		name, path, resource string
 		policy               admissionregistrationv1.FailurePolicyType
-		notController        bool
+		operations           []admissionregistrationv1.OperationType
+		matchConditions      []admissionregistrationv1.MatchCondition
 	}{
-		{"vcontainerrecreaterequest.kb.io", validate.CRRPath, "containerrecreaterequests", crrPolicy, true},
-		{"vimagepulljob-v1beta1.kb.io", validate.ImagePullJobPath, "imagepulljobs", jobPolicy, true},
-		{"vimagelistpulljob-v1beta1.kb.io", validate.ImageListPullJobPath, "imagelistpulljobs", jobPolicy, false},
+		{"vcontainerrecreaterequest.kb.io", validate.CRRPath, "containerrecreaterequests", crrPolicy, create,
+			validate.ControllerMatchConditions("kruise-system")},
+		{"vimagepulljob-v1beta1.kb.io", validate.ImagePullJobPath, "imagepulljobs", jobPolicy, create,
+			validate.ControllerMatchConditions("kruise-system")},
+		{"vimagelistpulljob-v1beta1.kb.io", validate.ImageListPullJobPath, "imagelistpulljobs", jobPolicy, create, nil},
+		{"vcloneset.kb.io", validate.CloneSetPath, "clonesets", cloneSetPolicy,
+			[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			validate.CloneSetMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -188,12 +198,12 @@ func (r rendered) checkValidating(t *testing.T, crrPolicy, jobPolicy admissionre
 		assert.Equal(t, w.path, *got.ClientConfig.Service.Path, w.name)
 		assert.EqualValues(t, 443, *got.ClientConfig.Service.Port, w.name)
 		require.Len(t, got.Rules, 1, w.name)
-		assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, got.Rules[0].Operations, w.name)
+		assert.Equal(t, w.operations, got.Rules[0].Operations, w.name)
 		assert.Equal(t, []string{"apps.kruise.io"}, got.Rules[0].APIGroups, w.name)
 		assert.Equal(t, []string{"v1beta1"}, got.Rules[0].APIVersions, w.name)
 		assert.Equal(t, []string{w.resource}, got.Rules[0].Resources, w.name)
-		if w.notController {
-			assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), got.MatchConditions, w.name)
+		if w.matchConditions != nil {
+			assert.Equal(t, w.matchConditions, got.MatchConditions, w.name)
 		} else {
 			assert.Empty(t, got.MatchConditions, "%s: kruise-controller never creates these", w.name)
 		}
@@ -365,8 +375,13 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=ops")
 	for _, w := range objs.validating(t).Webhooks {
 		assert.Equal(t, "ops", w.ClientConfig.Service.Namespace, w.Name)
-		if len(w.MatchConditions) > 0 {
+		switch {
+		case w.Name == "vcloneset.kb.io":
+			assert.Equal(t, validate.CloneSetMatchConditions("ops"), w.MatchConditions, w.Name)
+		case len(w.MatchConditions) > 0:
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
+		}
+		if len(w.MatchConditions) > 0 {
 			assert.Contains(t, w.MatchConditions[0].Expression, "'system:serviceaccount:ops:kruise-controller'")
 		}
 	}

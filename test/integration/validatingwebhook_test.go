@@ -142,7 +142,7 @@ func TestValidatingWebhooksInAnAPIServer(t *testing.T) {
 	})
 }
 
-// serveValidatingWebhooks serves the three validating webhooks on loopback over TLS, reading
+// serveValidatingWebhooks serves the four validating webhooks on loopback over TLS, reading
 // pods with kube, and returns the server's address and its CA.
 func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface) (addr string, ca []byte) {
 	t.Helper()
@@ -152,7 +152,8 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface) (addr stri
 	require.NoError(t, err)
 	srv, err := server.New(server.Options{Addr: "127.0.0.1:0", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }})
 	require.NoError(t, err)
-	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook()} {
+	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
+		validate.CloneSetWebhook()} {
 		require.NoError(t, srv.HandleAdmission(wh))
 	}
 	a, err := srv.Listen()
@@ -187,7 +188,7 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		require.Len(t, cfg.Webhooks, 3)
+		require.Len(t, cfg.Webhooks, 4)
 		for i := range cfg.Webhooks {
 			w := &cfg.Webhooks[i]
 			url := "https://" + addr + *w.ClientConfig.Service.Path
@@ -200,15 +201,15 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 	t.Fatal("no ValidatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
 }
 
-// grantKruiseKinds lets users create CRRs and image jobs (RBAC is on).
+// grantKruiseKinds lets users write CRRs, image jobs and CloneSets (RBAC is on).
 func grantKruiseKinds(t *testing.T, kube kubernetes.Interface, users ...string) {
 	t.Helper()
 	cx := context.Background()
 	_, err := kube.RbacV1().ClusterRoles().Create(cx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "kruise-writer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
-			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs"},
-			Verbs:     []string{"get", "list", "create", "delete"}}},
+			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "clonesets"},
+			Verbs:     []string{"get", "list", "create", "update", "delete"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	for i, u := range users {

@@ -55,9 +55,9 @@ func TestOnlyTheEntriesThatDifferArePatchedAndOthersAreKept(t *testing.T) {
 	assert.Equal(t, "Normal CABundleInjected replaced the caBundle of webhooks mcrr.kb.io with the CA of Secret kruise-system/kruise-webhook-certs", events[0])
 }
 
-// The validating configuration as the chart renders it (three webhooks, for
-// CRRs, ImagePullJobs and ImageListPullJobs): each gets the CA, a stale one
-// alone is patched, and the rest of every entry is kept.
+// The validating configuration as the chart renders it (four webhooks, for
+// CRRs, ImagePullJobs, ImageListPullJobs and CloneSets): each gets the CA, a
+// stale one alone is patched, and the rest of every entry is kept.
 func TestEveryWebhookOfTheValidatingConfigurationGetsTheCA(t *testing.T) {
 	v := validatingConfig(nil)
 	policy := admissionregistrationv1.Ignore
@@ -67,26 +67,29 @@ func TestEveryWebhookOfTheValidatingConfigurationGetsTheCA(t *testing.T) {
 		{Name: "vimagepulljob-v1beta1.kb.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: serviceRef("/validate-apps-kruise-io-imagepulljob")},
 			FailurePolicy: &policy},
 		{Name: "vimagelistpulljob-v1beta1.kb.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: serviceRef("/validate-apps-kruise-io-imagelistpulljob")}},
+		{Name: "vcloneset.kb.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: serviceRef("/validate-apps-kruise-io-cloneset")},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-kruise-controller", Expression: "true"}, {Name: "spec-changed", Expression: "true"}}},
 	}
 	c := newCluster(t, mutatingConfig(nil), v, webhookCRD(convertingCRD, nil), noneCRD(plainCRD))
 	r := newReplica(t, c, newClock())
 	r.sync()
 	bundle := r.CABundle()
 	got := c.validating(t)
-	require.Len(t, got.Webhooks, 3)
+	require.Len(t, got.Webhooks, 4)
 	for i, w := range got.Webhooks {
 		assert.Equal(t, v.Webhooks[i].Name, w.Name, "order kept")
 		assert.Equal(t, bundle, w.ClientConfig.CABundle, w.Name)
 		assert.Equal(t, *v.Webhooks[i].ClientConfig.Service.Path, *w.ClientConfig.Service.Path, w.Name)
 	}
 	assert.Equal(t, v.Webhooks[0].MatchConditions, got.Webhooks[0].MatchConditions)
+	assert.Equal(t, v.Webhooks[3].MatchConditions, got.Webhooks[3].MatchConditions)
 	assert.Equal(t, admissionregistrationv1.Ignore, *got.Webhooks[1].FailurePolicy)
 	require.NoError(t, r.Check(nil))
 	r.writes()
 	gen.DrainEvents(r.recorder)
 
 	// One entry overwritten: only it is patched back.
-	patch := `{"webhooks":[{"name":"vimagepulljob-v1beta1.kb.io","clientConfig":{"caBundle":"` + b64("stale") + `"}}]}`
+	patch := `{"webhooks":[{"name":"vcloneset.kb.io","clientConfig":{"caBundle":"` + b64("stale") + `"}}]}`
 	_, err := r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(context.Background(),
 		ValidatingWebhookConfigurationName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
@@ -98,7 +101,7 @@ func TestEveryWebhookOfTheValidatingConfigurationGetsTheCA(t *testing.T) {
 	}
 	events := gen.DrainEvents(r.recorder)
 	require.Len(t, events, 1)
-	assert.Contains(t, events[0], "caBundle of webhooks vimagepulljob-v1beta1.kb.io was changed by someone else")
+	assert.Contains(t, events[0], "caBundle of webhooks vcloneset.kb.io was changed by someone else")
 }
 
 func ptrTo[T any](v T) *T { return &v }
