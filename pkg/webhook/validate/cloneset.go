@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	sigsjson "sigs.k8s.io/json"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -90,9 +91,11 @@ func admitCloneSet(ctx context.Context, req *admissionv1.AdmissionRequest) serve
 	var warnings []string
 	if req.Operation == admissionv1.Update {
 		if old, err = decodeCloneSet(req.Kind.Version, req.OldObject.Raw); err != nil {
-			// The stored object is not ours to refuse: judge the new one alone.
-			res := unchecked(ctx, "the update against the stored CloneSet", fmt.Errorf("decoding it: %w", err))
-			warnings, old = res.Warnings, nil
+			// The stored object is not ours to refuse (and the update may be
+			// its fix): judge the new one alone.
+			klog.FromContext(ctx).Error(err, "Checking a CloneSet update without the stored object, which does not decode")
+			warnings, old = []string{fmt.Sprintf("kruise could not read the stored CloneSet (%v): "+
+				"the update was checked as a new CloneSet, without the rules of updates", err)}, nil
 		}
 	}
 	problems := checkCloneSet(cs, old)

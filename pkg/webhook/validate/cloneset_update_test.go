@@ -191,7 +191,8 @@ func TestCloneSetWebhookUpdateOfAnUndecodableObject(t *testing.T) {
 	resp := s.send(t, req)
 	assert.True(t, resp.Allowed)
 	require.Len(t, resp.Warnings, 1)
-	assert.Contains(t, resp.Warnings[0], "kruise could not check the update against the stored CloneSet at admission")
+	assert.Contains(t, resp.Warnings[0], "kruise could not read the stored CloneSet (json: cannot unmarshal string")
+	assert.Contains(t, resp.Warnings[0], "the update was checked as a new CloneSet, without the rules of updates")
 
 	req.Object.Raw = inVersion(t, cloneSet(func(cs *appsv1beta1.CloneSet) { cs.Spec.Selector = nil }), "v1beta1")
 	resp = s.send(t, req)
