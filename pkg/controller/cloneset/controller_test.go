@@ -376,3 +376,28 @@ func TestPartitionKeepsOldPods(t *testing.T) {
 		t.Errorf("expectedUpdatedReplicas %d, want 2", st.ExpectedUpdatedReplicas)
 	}
 }
+
+func TestNoPodsForASpecTheWebhookWouldRefuse(t *testing.T) {
+	for name, mod := range map[string]func(*appsv1beta1.CloneSet){
+		"selector does not match the template": func(cs *appsv1beta1.CloneSet) { cs.Spec.Template.Labels = map[string]string{"app": "other"} },
+		"restartPolicy Never":                  func(cs *appsv1beta1.CloneSet) { cs.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, cloneSet(2, "app:1", mod), nil)
+			f.sync()
+			for _, act := range f.actions() {
+				if act.GetVerb() == "create" {
+					t.Errorf("created %v for a spec it cannot run", act.GetResource())
+				}
+			}
+			select {
+			case ev := <-f.recorder.Events:
+				if !strings.Contains(ev, ReasonInvalidSpec) {
+					t.Errorf("event %q, want %s", ev, ReasonInvalidSpec)
+				}
+			default:
+				t.Error("no Event says why nothing happens")
+			}
+		})
+	}
+}

@@ -116,6 +116,19 @@ func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key 
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
 		return nil, nil
 	}
+	// What the validating webhook refuses, for a CloneSet admitted without it: pods the selector
+	// does not match would be released as soon as created, and pods that end would be replaced
+	// without end.
+	if !selector.Matches(labels.Set(cs.Spec.Template.Labels)) {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
+			"spec.template.metadata.labels do not match the selector %q: the CloneSet would not own the pods it creates; no pod is created", selector.String())
+		return nil, nil
+	}
+	if rp := cs.Spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
+			"spec.template.spec.restartPolicy %s: a CloneSet's pods must run until deleted (Always); no pod is created", rp)
+		return nil, nil
+	}
 	budget, err := Resolve(strategyOf(cs))
 	if err != nil {
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)

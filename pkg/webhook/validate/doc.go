@@ -11,8 +11,9 @@
 //   - CloneSet, at CREATE and UPDATE: the selector, the schemaless pod
 //     template and claim templates, podsToDelete, and what an update may
 //     change (cloneset_rules.go, cloneset_update.go). Nothing is read from
-//     the API server. There is no CloneSet controller yet to answer in
-//     status what an object admitted without the webhook gets wrong.
+//     the API server. kruise-controller does not act on a CloneSet admitted
+//     without the webhook whose selector does not match its template or
+//     whose pods would not run until deleted, and says so in an Event.
 //
 // Each refusal uses the words kruise-controller puts in status when it finds
 // the same at admission, so a request sent where the webhook is not called
