@@ -30,6 +30,9 @@ local_node() {
     --username "${REGISTRY_USER}" --password "${REGISTRY_BASIC_PASSWORD}" >/dev/null
   push --busybox "${busybox}" --cmd '["sh"]' --push "${REGISTRY_ADDR}/token/busybox:${BUSYBOX_TAG}" \
     --username "${REGISTRY_USER}" --password "${REGISTRY_TOKEN_PASSWORD}" >/dev/null
+  # The same busybox under another digest (another default command), for trying an in-place image
+  # update (docs/cloneset.md).
+  push --busybox "${busybox}" --cmd '["sh", "-i"]' --push "${REGISTRY_ADDR}/public/busybox:${BUSYBOX_TAG}-b" >/dev/null
   # Served to kruise-daemon by the test credential provider (hack/deploy.sh), not by pull secrets.
   push --busybox "${busybox}" --cmd '["sh"]' --push "${REGISTRY_ADDR}/basic/viaplugin/busybox:${BUSYBOX_TAG}" \
     --username "${REGISTRY_USER}" --password "${REGISTRY_BASIC_PASSWORD}" >/dev/null

@@ -100,8 +100,8 @@ func TestCloneSetScaleAndUpdateInPlace(t *testing.T) {
 	}
 
 	// In place: a new image.
-	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":%q}]}}}}`, variant)
-	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, variant)
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching the image: %v", err)
 	}
 	updated := waitCloneSet(ctx, t, kc, ns, "web", 2)
@@ -136,8 +136,8 @@ func TestCloneSetScaleAndUpdateInPlace(t *testing.T) {
 	waitCloneSet(ctx, t, kc, ns, "web", 3)
 
 	// Not in place: an env change recreates the pods.
-	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"main","env":[{"name":"MODE","value":"b"}]}]}}}}`
-	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	patch = `[{"op":"add","path":"/spec/template/spec/containers/0/env","value":[{"name":"MODE","value":"b"}]}]`
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patching the env: %v", err)
 	}
 	waitCloneSet(ctx, t, kc, ns, "web", 3)
