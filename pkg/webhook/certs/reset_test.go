@@ -55,6 +55,26 @@ func TestResetConversionReportsAFailureAndGoesOn(t *testing.T) {
 	assert.Equal(t, []string{"imagepulljobs.apps.kruise.io"}, reset)
 }
 
+// A CRD changed between the read and the patch (cainjector writing its caBundle, as seen in CI) is
+// read again and reset: a one-shot hook must not fail on it.
+func TestResetConversionRetriesAConflict(t *testing.T) {
+	c := newCluster(t, webhookCRD(convertingCRD, nil))
+	conflicts := 0
+	c.crds.PrependReactor("patch", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), convertingCRD, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	_, ctx := ktesting.NewTestContext(t)
+	reset, err := ResetConversion(ctx, c.crds, testNS, ServiceName, []string{convertingCRD}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{convertingCRD}, reset)
+	assert.Equal(t, 1, conflicts)
+	assert.Equal(t, apiextensionsv1.NoneConverter, c.crd(t, convertingCRD).Spec.Conversion.Strategy)
+}
+
 // The replicas still running when the chart's pre-delete hook resets the
 // CRD leave it alone (they would otherwise switch it back at once); a
 // replica started after the reset (kruise installed again) switches it back

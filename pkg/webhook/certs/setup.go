@@ -13,9 +13,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 )
 
@@ -55,12 +57,11 @@ type ConversionSetup struct {
 
 // SetupConversion makes every CRD of setup convert through kruise's webhook
 // Service and carry setup's annotations. A CRD already so is not written;
-// any other is patched once, at the resourceVersion read (a concurrent
-// change is reported, not overwritten blindly). A CRD that does not exist is
+// any other is patched at the resourceVersion read (a concurrent change is
+// never overwritten blindly: the CRD is read again and decided again). A CRD that does not exist is
 // an error: the conversion it was meant to get would silently be missing.
 // It returns the CRDs it changed.
 func SetupConversion(ctx context.Context, client apiextensionsclient.Interface, setup ConversionSetup, now time.Time) ([]string, error) {
-	logger := klog.FromContext(ctx)
 	for k := range setup.Annotations {
 		if k == ConversionAnnotationsAnnotation || k == ConversionSetupAnnotation || k == ConversionResetAnnotation {
 			return nil, fmt.Errorf("annotation %s is kruise's own bookkeeping and cannot be set", k)
@@ -70,37 +71,20 @@ func SetupConversion(ctx context.Context, client apiextensionsclient.Interface, 
 	var changed []string
 	var errs []error
 	for _, name := range setup.CRDs {
-		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("CRD %s does not exist: install kruise's CRDs first (helm installs them from crds/ unless --skip-crds)", name))
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading CRD %s: %w", name, err))
-			continue
-		}
-		annotations, why := setupAnnotations(crd.Annotations, setup.Annotations)
-		why = append(why, setupConversionDiffs(crd.Spec.Conversion, setup)...)
-		if len(why) == 0 {
-			logger.Info("CRD already converts through kruise's webhook as set up", "crd", name)
-			continue
-		}
-		annotations[ConversionSetupAnnotation] = now.UTC().Format(time.RFC3339Nano)
-		conversion := conversionBlock(setup.Namespace, setup.Service, setup.CABundle)
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": crd.ResourceVersion, "annotations": annotations},
-			"spec":     map[string]any{"conversion": conversion},
+		// A conflict reads the CRD again and decides again (see ResetConversion).
+		var done bool
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var err error
+			done, err = setupOne(ctx, crds, name, setup, now)
+			return err
 		})
 		if err != nil {
-			return changed, fmt.Errorf("encoding the conversion set-up of CRD %s: %w", name, err)
-		}
-		if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("setting CRD %s to convert through Service %s/%s: %w", name, setup.Namespace, setup.Service, err))
+			errs = append(errs, err)
 			continue
 		}
-		logger.Info("CRD set to convert through kruise's webhook", "crd", name,
-			"service", klog.KRef(setup.Namespace, setup.Service), "changed", strings.Join(why, "; "))
-		changed = append(changed, name)
+		if done {
+			changed = append(changed, name)
+		}
 	}
 	return changed, errors.Join(errs...)
 }
@@ -183,4 +167,37 @@ func setupConversionDiffs(conv *apiextensionsv1.CustomResourceConversion, setup 
 		diffs = append(diffs, "caBundle differs from the one given")
 	}
 	return diffs
+}
+
+// setupOne sets up CRD name if it needs it, reporting whether it wrote.
+func setupOne(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, name string, setup ConversionSetup, now time.Time) (bool, error) {
+	logger := klog.FromContext(ctx)
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("CRD %s does not exist: install kruise's CRDs first (helm installs them from crds/ unless --skip-crds)", name)
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading CRD %s: %w", name, err)
+	}
+	annotations, why := setupAnnotations(crd.Annotations, setup.Annotations)
+	why = append(why, setupConversionDiffs(crd.Spec.Conversion, setup)...)
+	if len(why) == 0 {
+		logger.Info("CRD already converts through kruise's webhook as set up", "crd", name)
+		return false, nil
+	}
+	annotations[ConversionSetupAnnotation] = now.UTC().Format(time.RFC3339Nano)
+	conversion := conversionBlock(setup.Namespace, setup.Service, setup.CABundle)
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": crd.ResourceVersion, "annotations": annotations},
+		"spec":     map[string]any{"conversion": conversion},
+	})
+	if err != nil {
+		return false, fmt.Errorf("encoding the conversion set-up of CRD %s: %w", name, err)
+	}
+	if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return false, fmt.Errorf("setting CRD %s to convert through Service %s/%s: %w", name, setup.Namespace, setup.Service, err)
+	}
+	logger.Info("CRD set to convert through kruise's webhook", "crd", name,
+		"service", klog.KRef(setup.Namespace, setup.Service), "changed", strings.Join(why, "; "))
+	return true, nil
 }

@@ -1,13 +1,17 @@
 package certs
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodekruise/kruise/test/unit/gen"
@@ -46,6 +50,25 @@ func TestSetupConversionSwitchesTheCRDAndAnnotatesItOnce(t *testing.T) {
 	assert.Empty(t, changed)
 	assert.Empty(t, c.crdWrites())
 	assert.Equal(t, "injected", string(c.crd(t, convertingCRD).Spec.Conversion.Webhook.ClientConfig.CABundle))
+}
+
+// A conflict with another writer of the CRD is read again and set up, not reported.
+func TestSetupConversionRetriesAConflict(t *testing.T) {
+	c := newCluster(t, installedCRD(convertingCRD))
+	conflicts := 0
+	c.crds.PrependReactor("patch", "customresourcedefinitions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), convertingCRD, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	_, ctx := ktesting.NewTestContext(t)
+	changed, err := SetupConversion(ctx, c.crds, externalSetup(nil, nil), t0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{convertingCRD}, changed)
+	assert.Equal(t, 1, conflicts)
+	requireKruiseConversion(t, c.crd(t, convertingCRD), nil)
 }
 
 func TestSetupConversionReplacesOnlyTheAnnotationsItSet(t *testing.T) {
