@@ -371,6 +371,7 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
+		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
 	})
 }
 

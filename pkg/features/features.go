@@ -43,6 +43,12 @@ const (
 	// once so that they see the new values. Beta, default true (as in
 	// OpenKruise).
 	InPlaceUpdateEnvFromMetadata featuregate.Feature = "InPlaceUpdateEnvFromMetadata"
+
+	// CloneSetEventHandlerOptimization makes the CloneSet controller skip pod
+	// updates that change nothing it reads (probe timestamps, IPs, container
+	// start times), so status noise does not cost reconciles. Alpha, default
+	// false (as in OpenKruise).
+	CloneSetEventHandlerOptimization featuregate.Feature = "CloneSetEventHandlerOptimization"
 )
 
 // specs are the gates kruise implements.
@@ -51,8 +57,9 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
 	// Alpha like OpenKruise's, so AllAlpha=true turns it on there and here.
-	EnableExternalCerts:          {Default: false, PreRelease: featuregate.Alpha},
-	InPlaceUpdateEnvFromMetadata: {Default: true, PreRelease: featuregate.Beta},
+	EnableExternalCerts:              {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceUpdateEnvFromMetadata:     {Default: true, PreRelease: featuregate.Beta},
+	CloneSetEventHandlerOptimization: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

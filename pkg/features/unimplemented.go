@@ -26,7 +26,6 @@ var unimplemented = map[string]string{
 	"SidecarSetPatchPodMetadataDefaultsAllowed": notImplemented,
 	"PodProbeMarkerGate":                        notImplemented,
 	"PreDownloadImageForDaemonSetUpdate":        notImplemented,
-	"CloneSetEventHandlerOptimization":          notImplemented,
 	"PreparingUpdateAsUpdate":                   notImplemented,
 	"ResourceDistributionGate":                  notImplemented,
 	"DeletionProtectionForCRDCascadingGate":     notImplemented,

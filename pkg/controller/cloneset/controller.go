@@ -51,6 +51,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Metrics registers the controller's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// SkipPodNoise (gate CloneSetEventHandlerOptimization) skips pod updates that change nothing
+	// the controller reads.
+	SkipPodNoise bool
 }
 
 // Controller runs CloneSets.
@@ -69,11 +72,12 @@ type Controller struct {
 	// podVersions holds back updates of a pod until the cache shows the controller's last
 	// write to it: an in-place update started again from a stale copy would record the new
 	// container as the old one and never see it restart.
-	podVersions *expectations.ResourceVersions
-	recorder    record.EventRecorder
-	clock       clock.WithTicker
-	metrics     *metrics
-	queue       workqueue.TypedRateLimitingInterface[string]
+	podVersions  *expectations.ResourceVersions
+	recorder     record.EventRecorder
+	clock        clock.WithTicker
+	metrics      *metrics
+	queue        workqueue.TypedRateLimitingInterface[string]
+	skipPodNoise bool
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -102,6 +106,7 @@ func New(cfg Config) (*Controller, error) {
 		recorder:      cfg.Recorder,
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
+		skipPodNoise:  cfg.SkipPodNoise,
 	}
 	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut() + c.podVersions.TimedOut()) })
 	if cfg.Metrics != nil {

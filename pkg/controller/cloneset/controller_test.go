@@ -401,3 +401,14 @@ func TestNoPodsForASpecTheWebhookWouldRefuse(t *testing.T) {
 		})
 	}
 }
+
+// patched reports whether some patch of a pod's metadata contains s.
+func patched(f *fixture, s string) bool {
+	for _, act := range f.actions() {
+		if p, ok := act.(k8stesting.PatchAction); ok && act.GetResource().Resource == "pods" && act.GetSubresource() == "" &&
+			strings.Contains(string(p.GetPatch()), s) {
+			return true
+		}
+	}
+	return false
+}

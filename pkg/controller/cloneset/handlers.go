@@ -109,6 +109,10 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
 		return
 	}
+	if c.skipPodNoise && !podChangeMatters(old, cur) {
+		c.podVersions.Observe(cur)
+		return
+	}
 	c.podVersions.Observe(cur)
 	oldKey, oldOwned := c.ownerKey(old)
 	curKey, curOwned := c.ownerKey(cur)
