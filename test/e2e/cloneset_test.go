@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,4 +166,140 @@ func hasReadinessGate(p *corev1.Pod, t corev1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// A label that a container reads as env changes in place: kruise-daemon restarts that container
+// once (deciding from the env the runtime started it with, no exec: busybox's env would work, but
+// nothing here needs it), and the new container sees the new value.
+func TestCloneSetEnvFromLabelInPlace(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 6*time.Minute)
+	ns := f.NewNamespace(ctx, t, "cloneset-env")
+
+	cs := &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "env", Namespace: ns},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "env"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "env", "version": "v1"}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](2),
+					Containers: []corev1.Container{{
+						Name: "main", Image: f.Image("public/busybox:1.35"),
+						Command: []string{"sh", "-c", "echo VERSION=$VERSION; trap 'exit 0' TERM; while true; do sleep 1; done"},
+						Env: []corev1.EnvVar{{Name: "VERSION", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['version']"}}}},
+					}},
+				},
+			},
+			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{Type: appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
+		},
+	}
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CloneSet: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "env", 1)
+	before := clonePods(ctx, t, f, ns, "env")
+	if len(before) != 1 {
+		t.Fatalf("%d pods, want 1", len(before))
+	}
+
+	patch := `[{"op":"replace","path":"/spec/template/metadata/labels/version","value":"v2"}]`
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "env", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the label: %v", err)
+	}
+	waitCloneSet(ctx, t, kc, ns, "env", 1)
+	after := clonePods(ctx, t, f, ns, "env")
+	if len(after) != 1 || after[0].UID != before[0].UID {
+		t.Fatalf("pods %v after the update, want the same pod %s", after, before[0].Name)
+	}
+	p := after[0]
+	if p.Labels["version"] != "v2" {
+		t.Errorf("pod label version=%q, want v2", p.Labels["version"])
+	}
+	if st := p.Status.ContainerStatuses[0]; st.RestartCount != before[0].Status.ContainerStatuses[0].RestartCount+1 {
+		t.Errorf("container restarted %d times, want once", st.RestartCount)
+	}
+	framework.WaitFor(ctx, t, time.Minute, "the restarted container printing VERSION=v2", func(ctx context.Context) (bool, string, error) {
+		logs, err := f.PodLogs(ctx, ns, p.Name, "main")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return strings.Contains(logs, "VERSION=v2"), logs, nil
+	})
+}
+
+// preDelete by finalizer: a pod chosen for scale-in waits in PreparingDelete while the hook's
+// finalizer is on it, and goes once the hook's owner removes it.
+func TestCloneSetPreDeleteHook(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 6*time.Minute)
+	ns := f.NewNamespace(ctx, t, "cloneset-hook")
+	const hook = "example.com/drain"
+
+	cs := &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "hooked", Namespace: ns},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "hooked"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "hooked"}, Finalizers: []string{hook}},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](2),
+					Containers: []corev1.Container{{
+						Name: "main", Image: f.Image("public/busybox:1.35"),
+						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
+					}},
+				},
+			},
+			Lifecycle: &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{hook}}},
+		},
+	}
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CloneSet: %v", err)
+	}
+	t.Cleanup(func() {
+		// Let the namespace go: remove the hook from whatever pod still has it.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, p := range clonePods(ctx, t, f, ns, "hooked") {
+			_, _ = f.Client.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	})
+	waitCloneSet(ctx, t, kc, ns, "hooked", 2)
+
+	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "hooked", types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("scaling to 1: %v", err)
+	}
+	var held corev1.Pod
+	framework.WaitFor(ctx, t, cloneSetTimeout, "a pod in PreparingDelete", func(ctx context.Context) (bool, string, error) {
+		for _, p := range clonePods(ctx, t, f, ns, "hooked") {
+			if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) {
+				held = p
+				return true, "", nil
+			}
+		}
+		return false, "none yet", nil
+	})
+	if held.DeletionTimestamp != nil {
+		t.Fatalf("pod %s was deleted while its preDelete hook held it", held.Name)
+	}
+
+	if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, held.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("releasing the hook: %v", err)
+	}
+	framework.WaitFor(ctx, t, cloneSetTimeout, "the released pod gone, one left", func(ctx context.Context) (bool, string, error) {
+		pods := clonePods(ctx, t, f, ns, "hooked")
+		for _, p := range pods {
+			if p.Name == held.Name {
+				return false, "still there", nil
+			}
+		}
+		return len(pods) == 1, fmt.Sprintf("%d pods", len(pods)), nil
+	})
 }
