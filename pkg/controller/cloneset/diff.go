@@ -124,9 +124,13 @@ func Calculate(b Budget, pods []PodFacts) Diff {
 	}
 
 	total, totalOld := c.all, c.oldAll
+	// Pods waiting on their preDelete hook are on their way out: they count towards replicas
+	// (unless excluded) until they are gone, but are never what is still to delete.
+	goingNew, goingOld := c.toDeleteNew+c.preDeleteNew, c.toDeleteOld+c.preDeleteOld
 	if b.ExcludePreparingDelete {
 		total -= c.preDeleteNew + c.preDeleteOld
 		totalOld -= c.preDeleteOld
+		goingNew, goingOld = c.toDeleteNew, c.toDeleteOld
 	}
 	wantTotal := b.Replicas + d.Surge
 	wantOld := b.Partition + d.SurgeOld
@@ -136,9 +140,9 @@ func Calculate(b Budget, pods []PodFacts) Diff {
 		d.ScaleUpOld = min(max(wantOld-totalOld, 0), n)
 		d.ScaleUpLimit = min(n, max(b.ScaleMaxUnavailable-c.unavailable, 0))
 	}
-	if n := total - c.toDeleteNew - c.toDeleteOld - wantTotal; n > 0 {
+	if n := total - goingNew - goingOld - wantTotal; n > 0 {
 		d.ScaleDown = n
-		d.ScaleDownOld = min(max(totalOld-c.toDeleteOld-wantOld, 0), n)
+		d.ScaleDownOld = min(max(totalOld-goingOld-wantOld, 0), n)
 	}
 	if c.toDeleteNew+c.toDeleteOld > 0 || d.ScaleDown > 0 {
 		d.DeleteReadyLimit = max(b.MaxUnavailable+(c.all-b.Replicas)-c.unavailable, 0)

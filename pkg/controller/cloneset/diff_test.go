@@ -117,6 +117,10 @@ func TestCalculate(t *testing.T) {
 		b:    Budget{Replicas: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100},
 		pods: join(pods(2, newReady), pods(1, newPreDeleted)),
 	}, {
+		name: "a pod waiting on its preDelete hook is already going: no other pod is chosen",
+		b:    Budget{Replicas: 1, MaxUnavailable: 1, ScaleMaxUnavailable: 100},
+		pods: join(pods(1, newReady), pods(1, newPreDeleted)),
+	}, {
 		name: "a pod waiting on its preDelete hook is replaced when excluded",
 		b:    Budget{Replicas: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100, ExcludePreparingDelete: true},
 		pods: join(pods(2, newReady), pods(1, newPreDeleted)),
