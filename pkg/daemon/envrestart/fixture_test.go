@@ -47,11 +47,13 @@ type fixture struct {
 	pods     informers.SharedInformerFactory
 	recorder *record.FakeRecorder
 	metrics  *Metrics
+	clock    *clocktesting.FakeClock
 }
 
 func newFixture(t *testing.T, pod *corev1.Pod) *fixture {
 	t.Helper()
-	f := &fixture{rt: critest.NewFakeRuntime(), recorder: record.NewFakeRecorder(100), metrics: NewMetrics()}
+	f := &fixture{rt: critest.NewFakeRuntime(), recorder: record.NewFakeRecorder(100), metrics: NewMetrics(),
+		clock: clocktesting.NewFakeClock(tNow)}
 	sock := filepath.Join(critest.ShortTempDir(t), "containerd.sock")
 	critest.Serve(t, sock, f.rt)
 	rt, err := cri.Dial(sock)
@@ -65,7 +67,7 @@ func newFixture(t *testing.T, pod *corev1.Pod) *fixture {
 		Stopper:  recreate.NewStopper(rt, recreate.NewRunner(rt), clock.RealClock{}),
 		Recorder: f.recorder,
 		Metrics:  f.metrics,
-		Clock:    clocktesting.NewFakeClock(tNow),
+		Clock:    f.clock,
 	})
 	require.NoError(t, err)
 	t.Cleanup(r.queue.ShutDown)
@@ -84,18 +86,25 @@ func (f *fixture) setPod(t *testing.T, pod *corev1.Pod) {
 }
 
 // syncAll syncs the pod as the queue would: a sync that starts a stop is
-// followed, once the stop has ended, by the sync its end asks for, until
-// a sync starts none or fails.
+// followed, once the stop has ended, by the sync its end asks for; a sync
+// that asks to look again after the settle delay is followed by one that
+// much later on the clock; until a sync does neither or fails.
 func (f *fixture) syncAll(t *testing.T) error {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	for {
 		started := f.r.stopsStarted.Load()
-		_, err := f.r.sync(ctx, podKey)
-		if err != nil || f.r.stopsStarted.Load() == started {
+		after, err := f.r.sync(ctx, podKey)
+		switch {
+		case err != nil:
 			return err
+		case f.r.stopsStarted.Load() != started:
+			f.r.stops.Wait()
+		case after > 0 && after <= settleDelay:
+			f.clock.Step(after)
+		default:
+			return nil
 		}
-		f.r.stops.Wait()
 	}
 }
 
@@ -226,7 +235,7 @@ func setState(rt *critest.FakeRuntime, id string, s runtimeapiState) {
 func (f *fixture) restartDaemon(t *testing.T) {
 	t.Helper()
 	r, err := New(Config{Pods: f.pods.Core().V1().Pods().Informer(), Runtime: f.r.runtime, Stopper: f.r.stopper,
-		Recorder: f.recorder, Metrics: NewMetrics()})
+		Recorder: f.recorder, Metrics: NewMetrics(), Clock: f.clock})
 	require.NoError(t, err)
 	t.Cleanup(r.queue.ShutDown)
 	f.r = r

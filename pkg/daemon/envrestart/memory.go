@@ -2,6 +2,7 @@ package envrestart
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -25,6 +26,9 @@ type podMemory struct {
 	stopped  map[string]bool
 	// told is, per container name, the problem last reported in an Event.
 	told map[string]string
+	// staleSince is, per bare container ID, when the instance was first found with
+	// out-of-date env.
+	staleSince map[string]time.Time
 }
 
 func newMemory() *memory { return &memory{pods: map[string]*podMemory{}} }
@@ -34,7 +38,8 @@ func newMemory() *memory { return &memory{pods: map[string]*podMemory{}} }
 func (m *memory) of(key string, uid types.UID) *podMemory {
 	p, ok := m.pods[key]
 	if !ok || p.uid != uid {
-		p = &podMemory{uid: uid, stopping: map[string]bool{}, stopped: map[string]bool{}, told: map[string]string{}}
+		p = &podMemory{uid: uid, stopping: map[string]bool{}, stopped: map[string]bool{}, told: map[string]string{},
+			staleSince: map[string]time.Time{}}
 		m.pods[key] = p
 	}
 	return p
@@ -83,6 +88,23 @@ func (m *memory) tell(key string, uid types.UID, container, msg string) bool {
 	}
 	p.told[container] = msg
 	return true
+}
+
+// staleFor records that instance id is out of date (from now, the first time) and returns how
+// long it must still wait before it is stopped; 0 once it has been stale for delay.
+func (m *memory) staleFor(key string, uid types.UID, id string, now time.Time, delay time.Duration) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.of(key, uid)
+	since, ok := p.staleSince[id]
+	if !ok {
+		p.staleSince[id] = now
+		since = now
+	}
+	if left := since.Add(delay).Sub(now); left > 0 {
+		return left
+	}
+	return 0
 }
 
 // settle clears the problem of container: its env is up to date.

@@ -94,6 +94,7 @@ type Restarter struct {
 	metrics  *Metrics
 	queue    workqueue.TypedRateLimitingInterface[string]
 	mem      *memory
+	clock    clock.PassiveClock
 	// stops are the stop goroutines under way; stopsStarted counts them
 	// all, for tests.
 	stops        sync.WaitGroup
@@ -118,7 +119,8 @@ func New(cfg Config) (*Restarter, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minBackoff, maxBackoff),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: clk}),
-		mem: newMemory(),
+		mem:   newMemory(),
+		clock: clk,
 	}
 	if _, err := cfg.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.podChanged,
@@ -197,6 +199,7 @@ func (r *Restarter) sync(ctx context.Context, key string) (time.Duration, error)
 		return 0, nil
 	}
 	var retry []error
+	var after time.Duration
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		vars := metadataenv.Vars(c)
@@ -210,6 +213,15 @@ func (r *Restarter) sync(ctx context.Context, key string) (time.Duration, error)
 		case actWait:
 			logger.V(4).Info("Container not running, or stopped by us; waiting for the kubelet", "container", c.Name, "containerID", v.id)
 		case actRestart:
+			// The kubelet starts the next container from its own copy of the pod, which it
+			// gets by the same watch as this daemon: stopping the container the moment the
+			// labels change can beat the kubelet to them, and the new container would start
+			// with the old values (and be restarted a second time). A container found stale is
+			// stopped only once it has been so for settleDelay.
+			if wait := r.mem.staleFor(key, pod.UID, v.id, r.clock.Now(), settleDelay); wait > 0 {
+				after = shortestWait(after, wait)
+				continue
+			}
 			r.startStop(ctx, key, pod, c.Name, v)
 		case actSkip:
 			r.tell(ctx, key, pod, c.Name, resultSkipped, ReasonRestartSkipped, v.reason)
@@ -225,7 +237,19 @@ func (r *Restarter) sync(ctx context.Context, key string) (time.Duration, error)
 	if len(retry) > 0 {
 		return 0, fmt.Errorf("pod %s: %w", key, errors.Join(retry...))
 	}
-	return 0, nil
+	return after, nil
+}
+
+// settleDelay is how long a container must have been seen with out-of-date env before it is
+// stopped: time for the kubelet to receive the pod's new labels and annotations too (it takes
+// milliseconds on a quiet node, up to a second on a busy one).
+const settleDelay = 2 * time.Second
+
+func shortestWait(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // tell records a Warning Event and counts result, once per container and

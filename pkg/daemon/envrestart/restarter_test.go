@@ -42,6 +42,31 @@ func TestStaleEnvRestartsOnce(t *testing.T) {
 	assert.Empty(t, f.rt.ExecCalls(), "nothing is run in any container")
 }
 
+// A container found stale is stopped only once it has been so for settleDelay, giving the
+// kubelet time to see the new labels too (else it starts the next container with the old ones).
+func TestStaleEnvWaitsTheSettleDelay(t *testing.T) {
+	f := newFixture(t, updatingPod("canary", "team-a"))
+	f.addContainer("app", appID, createdWith("stable", "team-a"))
+	_, ctx := ktesting.NewTestContext(t)
+
+	after, err := f.r.sync(ctx, podKey)
+	require.NoError(t, err)
+	assert.Equal(t, settleDelay, after, "look again once the delay has passed")
+	assert.Empty(t, f.stops(), "not at first sight")
+
+	f.clock.Step(settleDelay / 2)
+	after, err = f.r.sync(ctx, podKey)
+	require.NoError(t, err)
+	assert.Equal(t, settleDelay/2, after, "the delay counts from the first sight")
+	assert.Empty(t, f.stops())
+
+	f.clock.Step(settleDelay / 2)
+	_, err = f.r.sync(ctx, podKey)
+	require.NoError(t, err)
+	f.r.stops.Wait()
+	assert.Equal(t, []string{appID}, f.stops(), "stopped once the delay has passed")
+}
+
 func TestUpToDateEnvRestartsNothing(t *testing.T) {
 	f := newFixture(t, updatingPod("stable", "team-a"))
 	f.addContainer("app", appID, createdWith("stable", "team-a"))
@@ -267,7 +292,10 @@ func TestStopUnderWayIsNotRepeated(t *testing.T) {
 	f.rt.HangCall("StopContainer", true)
 	_, ctx := ktesting.NewTestContext(t)
 
-	_, err := f.r.sync(ctx, podKey)
+	_, err := f.r.sync(ctx, podKey) // first sight: waits the settle delay
+	require.NoError(t, err)
+	f.clock.Step(settleDelay)
+	_, err = f.r.sync(ctx, podKey)
 	require.NoError(t, err)
 	<-arrived
 	for range 3 {
@@ -302,7 +330,10 @@ func TestStopFailureIsRetried(t *testing.T) {
 	f.rt.SetCallError("StopContainer", status.Error(codes.Internal, "shim gone"))
 	_, ctx := ktesting.NewTestContext(t)
 
-	_, err := f.r.sync(ctx, podKey)
+	_, err := f.r.sync(ctx, podKey) // first sight: waits the settle delay
+	require.NoError(t, err)
+	f.clock.Step(settleDelay)
+	_, err = f.r.sync(ctx, podKey)
 	require.NoError(t, err, "the stop runs apart; its end asks for the retry")
 	f.r.stops.Wait()
 	assert.Equal(t, 1.0, f.restarts(resultFailed))
