@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -66,13 +67,21 @@ func serveCloneSetConversion(t *testing.T, c *cluster) {
 	require.NoError(t, err)
 
 	// The API server picks the new conversion up asynchronously: wait until
-	// a v1alpha1 write reads back as v1beta1 with its policy.
-	probe := cloneSet("probe")
-	probe.Spec.UpdateStrategy.Type = v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
-	_, err = c.kruise.AppsV1alpha1().CloneSets(cloneSetNS).Create(cx, probe, metav1.CreateOptions{})
-	require.NoError(t, err)
+	// a v1alpha1 write reads back as v1beta1 with its policy. Each try writes
+	// a new probe: one written before the webhook took over is stored with
+	// its apiVersion merely rewritten, and reading it back never changes.
+	tries := 0
 	waitFor(t, "CloneSet conversion through the webhook", func(ctx context.Context) (bool, error) {
-		got, err := c.kruise.AppsV1beta1().CloneSets(cloneSetNS).Get(ctx, "probe", metav1.GetOptions{})
+		tries++
+		probe := cloneSet(fmt.Sprintf("probe-%d", tries))
+		probe.Spec.UpdateStrategy.Type = v1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+		if _, err := c.kruise.AppsV1alpha1().CloneSets(cloneSetNS).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+			return false, nil
+		}
+		defer func() {
+			_ = c.kruise.AppsV1beta1().CloneSets(cloneSetNS).Delete(ctx, probe.Name, metav1.DeleteOptions{})
+		}()
+		got, err := c.kruise.AppsV1beta1().CloneSets(cloneSetNS).Get(ctx, probe.Name, metav1.GetOptions{})
 		return err == nil && got.Spec.UpdateStrategy.RollingUpdate != nil &&
 			got.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy == v1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType, nil
 	})
