@@ -1,6 +1,10 @@
 package cloneset
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Orderer sorts pods, the first the most suitable (to delete, or to update); see pkg/podorder.
 type Orderer func([]*corev1.Pod) []*corev1.Pod
@@ -67,7 +71,7 @@ func ChooseDeletes(d Diff, pods []Candidate, order Orderer) []*corev1.Pod {
 		// Fewer new pods than the count wants gone: the rest from the old ones left.
 		var rest []*corev1.Pod
 		for _, p := range olds {
-			if !contains(out, p) {
+			if !slices.Contains(out, p) {
 				rest = append(rest, p)
 			}
 		}
@@ -103,13 +107,4 @@ func ChooseUpdates(d Diff, candidates []Candidate, unavailable int, order Ordere
 		out = append(out, p)
 	}
 	return out
-}
-
-func contains(pods []*corev1.Pod, p *corev1.Pod) bool {
-	for _, q := range pods {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package cloneset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 		}
 		_, specified := pod.Labels[appsv1beta1.SpecifiedDeleteKey]
 		want := lifecycle.WantDelete
-		if d.ScaleUp > 0 && !specified && !inList(p.cs.Spec.ScaleStrategy.PodsToDelete, pod.Name) {
+		if d.ScaleUp > 0 && !specified && !slices.Contains(p.cs.Spec.ScaleStrategy.PodsToDelete, pod.Name) {
 			want = lifecycle.WantKeep
 		}
 		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want})
@@ -246,13 +247,4 @@ func (c *Controller) cleanupClaims(ctx context.Context, p *pass) (bool, error) {
 		acted = true
 	}
 	return acted, nil
-}
-
-func inList(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

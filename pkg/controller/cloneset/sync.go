@@ -105,6 +105,9 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 		if err := c.truncateHistory(ctx, p); err != nil {
 			return 0, err
 		}
+		if err := c.prunePodsToDelete(ctx, p); err != nil {
+			return 0, err
+		}
 	}
 	return shortest(actAfter, statusAfter, c.minReadyRecheck(p)), nil
 }
