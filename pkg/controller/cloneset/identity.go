@@ -3,6 +3,7 @@ package cloneset
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -40,7 +41,8 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 			if len(out) == n {
 				break
 			}
-			if id == "" || taken.Has(id) {
+			// A PVC being deleted went with its pod: a new pod naming it would never start.
+			if id == "" || taken.Has(id) || c.DeletionTimestamp != nil {
 				continue
 			}
 			taken.Insert(id)
@@ -61,6 +63,43 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 		out = append(out, id)
 	}
 	return out
+}
+
+// deletionOverdue is how long past its deletion time a pod may remain before its replacement
+// stops waiting for it: the kubelet removes a pod seconds after its grace period ends, so one
+// still there a minute later is on a node that does not answer, and its replacement takes a new
+// instance ID rather than wait for ever (OpenKruise #1099).
+const deletionOverdue = time.Minute
+
+// ReplacementsWaiting counts the pods being deleted (not overdue) that hold the instance ID of a
+// PVC to reuse: reuse on, the PVC not being deleted with them, so deleted by someone else. Their
+// replacements wait until they are gone, then take their names and PVCs; created at once, they
+// would take new IDs and leave the PVCs unused. recheck is when the first of them becomes
+// overdue (0: none waits).
+func ReplacementsWaiting(pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, now time.Time) (waiting int, recheck time.Duration) {
+	if !reuse {
+		return 0, 0
+	}
+	reusable := sets.New[string]()
+	for _, c := range pvcs {
+		if id := c.Labels[appsv1beta1.CloneSetInstanceID]; id != "" && c.DeletionTimestamp == nil {
+			reusable.Insert(id)
+		}
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil || !reusable.Has(p.Labels[appsv1beta1.CloneSetInstanceID]) {
+			continue
+		}
+		left := p.DeletionTimestamp.Add(deletionOverdue).Sub(now)
+		if left <= 0 {
+			continue
+		}
+		waiting++
+		if recheck == 0 || left < recheck {
+			recheck = left
+		}
+	}
+	return waiting, recheck
 }
 
 // ClaimName names the PVC of volume claim template vct for the pod of CloneSet cs with

@@ -128,7 +128,62 @@ func TestInstanceIDs(t *testing.T) {
 	if got, want := InstanceIDs(2, pods, pvcs, false, seq("older", "aaaaa", "fresh", "other")), []string{"fresh", "other"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("without reuse: %v, want %v (never an ID a PVC still holds)", got, want)
 	}
+	dying := pvc("dying", 4*time.Hour)
+	dying.DeletionTimestamp = &metav1.Time{Time: time.Unix(1e9, 0)}
+	if got, want := InstanceIDs(2, pods, []*corev1.PersistentVolumeClaim{dying, pvc("young", time.Hour)}, true, seq("dying", "fresh")), []string{"young", "fresh"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with reuse and a PVC being deleted: %v, want %v (a pod naming that PVC would never start)", got, want)
+	}
 	if got := InstanceIDs(2, nil, nil, true, nil); len(got) != 2 || len(got[0]) != 5 || got[0] == got[1] {
 		t.Errorf("random IDs %v, want two distinct of length 5", got)
+	}
+}
+
+func TestReplacementsWaiting(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	pod := func(id string, deletedAgo time.Duration) *corev1.Pod {
+		p := gen.Pod("web-"+id, gen.AddPodLabels(map[string]string{appsv1beta1.CloneSetInstanceID: id}))
+		if deletedAgo >= 0 {
+			p.DeletionTimestamp = &metav1.Time{Time: now.Add(-deletedAgo)}
+		}
+		return p
+	}
+	const alive = -1
+	claim := func(id string, deleting bool) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
+			Name: "data-web-" + id, Labels: map[string]string{appsv1beta1.CloneSetInstanceID: id}}}
+		if deleting {
+			c.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return c
+	}
+	cases := []struct {
+		name    string
+		pods    []*corev1.Pod
+		claims  []*corev1.PersistentVolumeClaim
+		reuse   bool
+		waiting int
+		recheck time.Duration
+	}{
+		{name: "a pod deleted by someone else, its PVC kept: its replacement waits for its name and PVC",
+			pods: []*corev1.Pod{pod("aaaaa", 10*time.Second), pod("bbbbb", alive)}, claims: []*corev1.PersistentVolumeClaim{claim("aaaaa", false), claim("bbbbb", false)},
+			reuse: true, waiting: 1, recheck: 50 * time.Second},
+		{name: "the soonest overdue sets the recheck",
+			pods: []*corev1.Pod{pod("aaaaa", 10*time.Second), pod("ccccc", 40*time.Second)}, claims: []*corev1.PersistentVolumeClaim{claim("aaaaa", false), claim("ccccc", false)},
+			reuse: true, waiting: 2, recheck: 20 * time.Second},
+		{name: "a pod deleted a minute past its deletion time is on a dead node: no waiting (OpenKruise #1099)",
+			pods: []*corev1.Pod{pod("aaaaa", time.Minute)}, claims: []*corev1.PersistentVolumeClaim{claim("aaaaa", false)}, reuse: true},
+		{name: "reuse off: the PVC goes, nothing to wait for",
+			pods: []*corev1.Pod{pod("aaaaa", 10*time.Second)}, claims: []*corev1.PersistentVolumeClaim{claim("aaaaa", false)}},
+		{name: "a pod the CloneSet deleted took its PVC with it",
+			pods: []*corev1.Pod{pod("aaaaa", 10*time.Second)}, claims: []*corev1.PersistentVolumeClaim{claim("aaaaa", true)}, reuse: true},
+		{name: "a pod with no PVC", pods: []*corev1.Pod{pod("aaaaa", 10*time.Second)}, reuse: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			waiting, recheck := ReplacementsWaiting(tc.pods, tc.claims, tc.reuse, now)
+			if waiting != tc.waiting || recheck != tc.recheck {
+				t.Errorf("waiting %d, recheck %s; want %d, %s", waiting, recheck, tc.waiting, tc.recheck)
+			}
+		})
 	}
 }

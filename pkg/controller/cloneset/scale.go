@@ -96,7 +96,15 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	for _, o := range all {
 		owned = append(owned, o.(*corev1.Pod))
 	}
-	ids := InstanceIDs(n, owned, p.claims, p.cs.Spec.ScaleStrategy.EnablePVCReuse, nil)
+	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
+	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)
+	p.recheck = shortest(p.recheck, recheck)
+	if waiting > 0 {
+		klog.FromContext(ctx).V(2).Info("Replacements wait for the pods being deleted whose PVCs they take", "waiting", waiting, "recheck", recheck)
+	}
+	n -= min(waiting, n)
+	old = min(old, n)
+	ids := InstanceIDs(n, owned, p.claims, reuse, nil)
 	existing := sets.New[string]()
 	for _, cl := range p.claims {
 		existing.Insert(cl.Name)

@@ -45,6 +45,8 @@ type pass struct {
 	now    time.Time
 	// refused says why pods could not be updated (InPlaceOnly), for the FailedUpdate condition.
 	refused []string
+	// recheck is when to look again for a reason found during the pass (0: none).
+	recheck time.Duration
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (after time.Duration, err error) {
@@ -109,7 +111,7 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 			return 0, err
 		}
 	}
-	return shortest(actAfter, statusAfter, c.minReadyRecheck(p)), nil
+	return shortest(actAfter, statusAfter, c.minReadyRecheck(p), p.recheck), nil
 }
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
