@@ -25,6 +25,8 @@
 //	webhook.go      kruise-controller's pods and its /readyz, where the webhooks' checks are
 //	controller.go   kruise-controller's rollout, the certificate its webhook serves, a pod it mutates
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
+//	kubectl.go      running the kubectl binary
+//	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
 package framework
 
 import (
