@@ -363,7 +363,7 @@ func buildSidecarTerminator(d Deps) (Controller, error) {
 
 // buildCloneSet adapts Deps to the CloneSet controller.
 func buildCloneSet(d Deps) (Controller, error) {
-	return cloneset.New(cloneset.Config{
+	cfg := cloneset.Config{
 		Client:       d.Client,
 		KruiseClient: d.KruiseClient,
 		CloneSets:    d.KruiseInformerFactory.Apps().V1beta1().CloneSets(),
@@ -372,7 +372,14 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
-	})
+	}
+	// Pre-download needs the ImagePullJob controller and the daemons that carry the pulls out.
+	gate := d.Options.featureGate()
+	if gate.Enabled(features.PreDownloadImageForInPlaceUpdate) && gate.Enabled(features.ImagePullJobGate) && gate.Enabled(features.KruiseDaemon) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return cloneset.New(cfg)
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.

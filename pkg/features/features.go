@@ -49,6 +49,12 @@ const (
 	// start times), so status noise does not cost reconciles. Alpha, default
 	// false (as in OpenKruise).
 	CloneSetEventHandlerOptimization featuregate.Feature = "CloneSetEventHandlerOptimization"
+
+	// PreDownloadImageForInPlaceUpdate makes the CloneSet controller pull an
+	// in-place update's new images ahead, with ImagePullJobs, on the nodes
+	// of the pods still to be updated (it needs ImagePullJobGate and
+	// KruiseDaemon too). Alpha, default false (as in OpenKruise).
+	PreDownloadImageForInPlaceUpdate featuregate.Feature = "PreDownloadImageForInPlaceUpdate"
 )
 
 // specs are the gates kruise implements.
@@ -60,6 +66,7 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	EnableExternalCerts:              {Default: false, PreRelease: featuregate.Alpha},
 	InPlaceUpdateEnvFromMetadata:     {Default: true, PreRelease: featuregate.Beta},
 	CloneSetEventHandlerOptimization: {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForInPlaceUpdate: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

@@ -15,7 +15,6 @@ var unimplemented = map[string]string{
 	"CloneSetShortHash": notImplemented,
 	"KruisePodReadinessGate": "kruise injects no KruisePodReady readiness gate when pods are created (no pod webhook); " +
 		notImplemented,
-	"PreDownloadImageForInPlaceUpdate":          notImplemented,
 	"CloneSetPartitionRollback":                 notImplemented,
 	"ResourcesDeletionProtection":               notImplemented,
 	"WorkloadSpread":                            notImplemented,

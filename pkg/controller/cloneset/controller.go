@@ -54,6 +54,11 @@ type Config struct {
 	// SkipPodNoise (gate CloneSetEventHandlerOptimization) skips pod updates that change nothing
 	// the controller reads.
 	SkipPodNoise bool
+	// PreDownloadImages (gate PreDownloadImageForInPlaceUpdate) pulls an in-place update's new
+	// images ahead on the nodes of the pods still to be updated (predownload.go); it needs
+	// ImagePullJobs.
+	PreDownloadImages bool
+	ImagePullJobs     kruiseinformers.ImagePullJobInformer
 }
 
 // Controller runs CloneSets.
@@ -78,6 +83,10 @@ type Controller struct {
 	metrics      *metrics
 	queue        workqueue.TypedRateLimitingInterface[string]
 	skipPodNoise bool
+	// preDownloadImages: see Config; jobs and jobIndex are then the ImagePullJobs' cache.
+	preDownloadImages bool
+	jobs              kruiselisters.ImagePullJobLister
+	jobIndex          cache.Indexer
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -107,6 +116,15 @@ func New(cfg Config) (*Controller, error) {
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
 		skipPodNoise:  cfg.SkipPodNoise,
+	}
+	if cfg.PreDownloadImages {
+		if cfg.ImagePullJobs == nil {
+			return nil, errors.New("cloneset: PreDownloadImages needs ImagePullJobs")
+		}
+		c.preDownloadImages, c.jobs, c.jobIndex = true, cfg.ImagePullJobs.Lister(), cfg.ImagePullJobs.Informer().GetIndexer()
+		if err := addOwnerIndex(cfg.ImagePullJobs.Informer()); err != nil {
+			return nil, fmt.Errorf("adding the ImagePullJob owner index: %w", err)
+		}
 	}
 	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut() + c.podVersions.TimedOut()) })
 	if cfg.Metrics != nil {

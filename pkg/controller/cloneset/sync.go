@@ -85,6 +85,9 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 		return 0, nil // spec refused; said in an Event
 	}
 
+	// Pre-download first, so that pulls start before this pass's updates; its errors are
+	// returned after the pass, not in its way.
+	preDownloadErr := c.preDownload(ctx, p)
 	var scaleErr, updateErr error
 	var actAfter time.Duration
 	facts := c.facts(p)
@@ -102,6 +105,9 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	}
 	if statusErr != nil {
 		return 0, statusErr
+	}
+	if preDownloadErr != nil {
+		return 0, preDownloadErr
 	}
 	if !acted {
 		if err := c.truncateHistory(ctx, p); err != nil {
