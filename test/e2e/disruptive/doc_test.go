@@ -18,6 +18,7 @@
 //	apiserver_outage_test.go    kube-apiserver stopped while the daemon works
 //	coexist_test.go             the daemon refusing to act beside OpenKruise's daemon
 //	webhook_outage_test.go      the controller scaled to 0: only pods marked for kruise (and kruise's own kinds) are refused
+//	cloneset_predownload_test.go  gate PreDownloadImageForInPlaceUpdate turned on: a CloneSet's new image pulled ahead
 //
 // and what they share:
 //

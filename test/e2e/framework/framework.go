@@ -24,6 +24,7 @@
 //	runtimehang.go  making the CRI proxy hold the daemon's runtime calls
 //	webhook.go      kruise-controller's pods and its /readyz, where the webhooks' checks are
 //	controller.go   kruise-controller's rollout, the certificate its webhook serves, a pod it mutates
+//	controllergates.go  kruise-controller's --feature-gates: one gate set for a test, the args put back
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
 //	kubectl.go      running the kubectl binary
 //	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
