@@ -22,6 +22,13 @@
 //	imagepull_test.go        ImagePullJob and ImageListPullJob behaviour: failures, parallelism, policy, TTL, deletion
 //	imagepull_admission_test.go  unparsable image references refused at create by the validating webhooks
 //	imagepull_helpers_test.go  the environment and checks the image pull files share
+//	cloneset_test.go         CloneSet: scale subresource and in-place image update, env from a label, preDelete by finalizer
+//	cloneset_scale_test.go   CloneSet: PVCs per instance ID (reuse and disablePVCReuse), podsToDelete, kubectl scale and an HPA
+//	cloneset_update_test.go  CloneSet: ReCreate, InPlaceOnly, cpu/memory resized in place, partition canary
+//	cloneset_priority_test.go  CloneSet: containers updated in place in batches by priority; the state annotation
+//	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
+//	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
+//	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
 //	malformed_expect_test.go what kruise must answer to each row
