@@ -20,6 +20,19 @@ func Declared(pod *corev1.Pod) bool {
 	return false
 }
 
+// Declare adds KruisePodReady to the template's readiness gates unless it is there; it reports
+// whether it added it. Readiness gates cannot be added to a running pod, so a workload that may
+// later hold its pods not-ready declares the gate when it creates them.
+func Declare(t *corev1.PodTemplateSpec) bool {
+	for _, g := range t.Spec.ReadinessGates {
+		if g.ConditionType == appsv1alpha1.KruisePodReadyConditionType {
+			return false
+		}
+	}
+	t.Spec.ReadinessGates = append(t.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: appsv1alpha1.KruisePodReadyConditionType})
+	return true
+}
+
 // Condition returns the pod's KruisePodReady condition, or nil when it has none.
 func Condition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {

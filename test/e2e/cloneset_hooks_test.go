@@ -96,8 +96,9 @@ func hookCleanup(t *testing.T, f *framework.Framework, ns, name string) {
 	})
 }
 
-// hookCloneSet is a one-pod CloneSet of busybox named name with lifecycle lc. Its pods declare
-// the KruisePodReady readiness gate, which markPodNotReady needs.
+// hookCloneSet is a one-pod CloneSet of busybox named name with lifecycle lc. Its template does
+// not list the KruisePodReady readiness gate markPodNotReady needs, as manifests written for
+// OpenKruise do not: the CloneSet gives its pods that gate.
 func hookCloneSet(f *framework.Framework, ns, name string, replicas int32, lc *pub.Lifecycle) *appsv1alpha1.CloneSet {
 	return &appsv1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -108,7 +109,6 @@ func hookCloneSet(f *framework.Framework, ns, name string, replicas int32, lc *p
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReady}},
 					Containers: []corev1.Container{{
 						Name: "main", Image: f.Image("public/busybox:1.35"),
 						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},

@@ -92,8 +92,8 @@ func TestCloneSetScaleAndUpdateInPlace(t *testing.T) {
 	before := map[string]corev1.Pod{}
 	for _, p := range clonePods(ctx, t, f, ns, "web") {
 		before[p.Name] = p
-		if !hasReadinessGate(&p, pub.InPlaceUpdateReady) {
-			t.Errorf("pod %s lacks the InPlaceUpdateReady readiness gate", p.Name)
+		if !hasReadinessGate(&p, pub.InPlaceUpdateReady) || !hasReadinessGate(&p, pub.KruisePodReady) {
+			t.Errorf("pod %s lacks the InPlaceUpdateReady or KruisePodReady readiness gate: %v", p.Name, p.Spec.ReadinessGates)
 		}
 	}
 	if len(before) != 2 {

@@ -10,6 +10,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.
@@ -34,10 +35,13 @@ type PodRecipe struct {
 // NewPod is the pod with instance ID id, created at r.Revision at time now: the template with
 // the CloneSet's identity and bookkeeping added. It carries the InPlaceUpdateReady readiness gate
 // whatever the update strategy, so that a later switch to an in-place strategy works on it, and
-// starts in lifecycle state PreparingNormal.
+// the KruisePodReady gate, so that a lifecycle hook's markPodNotReady added later holds it too
+// (OpenKruise's pod webhook gives every pod of its workloads that gate: manifests written for it
+// use markPodNotReady without listing the gate). It starts in lifecycle state PreparingNormal.
 func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	t := r.Template.DeepCopy()
 	inplace.InjectReadinessGate(t)
+	readinessgate.Declare(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            PodName(r.CloneSet, id),

@@ -59,8 +59,8 @@ func TestNewPod(t *testing.T) {
 	if got := pod.Annotations[pub.LifecycleTimestampKey]; got != "2026-11-26T12:00:00Z" {
 		t.Errorf("lifecycle timestamp %q", got)
 	}
-	if len(pod.Spec.ReadinessGates) != 1 || pod.Spec.ReadinessGates[0].ConditionType != pub.InPlaceUpdateReady {
-		t.Errorf("readiness gates %v, want only InPlaceUpdateReady", pod.Spec.ReadinessGates)
+	if g := pod.Spec.ReadinessGates; len(g) != 2 || g[0].ConditionType != pub.InPlaceUpdateReady || g[1].ConditionType != pub.KruisePodReady {
+		t.Errorf("readiness gates %v, want InPlaceUpdateReady and KruisePodReady", g)
 	}
 	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "u1" {
 		t.Errorf("owner references %v", pod.OwnerReferences)
@@ -79,10 +79,10 @@ func TestNewPod(t *testing.T) {
 	if r.Template.Labels[appsv1beta1.CloneSetInstanceID] != "" || r.Template.Spec.Volumes[0].EmptyDir == nil || len(r.Template.Spec.ReadinessGates) != 0 {
 		t.Error("NewPod changed the template")
 	}
-	// The readiness gate is not added twice.
-	r.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
-	if got := NewPod(r, "abcde", now).Spec.ReadinessGates; len(got) != 1 {
-		t.Errorf("readiness gates %v, want one", got)
+	// A readiness gate the template lists is not added twice.
+	r.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReady}, {ConditionType: pub.InPlaceUpdateReady}}
+	if got := NewPod(r, "abcde", now).Spec.ReadinessGates; len(got) != 2 {
+		t.Errorf("readiness gates %v, want the template's two", got)
 	}
 }
 
