@@ -8,11 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +79,7 @@ func preDownloadRollout(ctx context.Context, t *testing.T, f *framework.Framewor
 		t.Fatal(err)
 	}
 	preDownloadWaitRolledOut(ctx, t, kc, ns, csName)
-	newImage := pushBigBusybox(t, f, preDownloadLayerMiB)
+	newImage := f.Variant(t, "public/busybox:1.35", int64(preDownloadLayerMiB)<<20) // on no node yet
 
 	start := time.Now()
 	framework.WaitFor(ctx, t, time.Minute, "updating the image of "+csName, func(ctx context.Context) (bool, string, error) {
@@ -139,37 +134,4 @@ func preDownloadRolledOut(ctx context.Context, kc versioned.Interface, ns, name 
 	s, want := cs.Status, int32(preDownloadReplicas)
 	return s.ObservedGeneration == cs.Generation && s.Replicas == want && s.UpdatedReadyReplicas == want && s.ReadyReplicas == want &&
 		s.CurrentRevision == s.UpdateRevision, fmt.Sprintf("status %+v", s), nil
-}
-
-// pushBigBusybox pushes busybox with a random layer of mib MiB under a new repository (on no
-// node yet) and returns its reference.
-func pushBigBusybox(t *testing.T, f *framework.Framework, mib int) string {
-	t.Helper()
-	src, err := name.ParseReference(image, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	base, err := remote.Image(src, remote.WithContext(ctx))
-	if err != nil {
-		t.Fatalf("reading %s: %v", src, err)
-	}
-	layer, err := random.Layer(int64(mib)<<20, types.DockerLayer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := f.UniqueImage("public/")
-	dst, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(dst, img, remote.WithContext(ctx)); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	return ref
 }

@@ -11,11 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	ggcrtypes "github.com/google/go-containerregistry/pkg/v1/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,39 +66,6 @@ func seedApply(ctx context.Context, t *testing.T, f *framework.Framework, ns, fi
 		t.Fatalf("creating the CloneSet of seed %s: %v", file, err)
 	}
 	return created
-}
-
-// seedVariant pushes, under a new public/ repository, the loopback registry's image repoTag with
-// one more small layer, and returns the new reference: the same program under another digest.
-func seedVariant(t *testing.T, f *framework.Framework, repoTag string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	src, err := name.ParseReference(f.Image(repoTag), name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := remote.Image(src, remote.WithContext(ctx))
-	if err != nil {
-		t.Fatalf("reading %s: %v", src, err)
-	}
-	layer, err := random.Layer(256, ggcrtypes.DockerLayer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := f.UniqueImage("public/")
-	dst, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(dst, img, remote.WithContext(ctx)); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	return ref
 }
 
 // seedWaitPods waits until the seed's CloneSet (label app=sample) has n pods, all Ready and in
@@ -216,7 +178,7 @@ func TestCloneSetSeedInPlacePriority(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 5*time.Minute)
 	ns := f.NewNamespace(ctx, t, "seed-priority")
-	mainV2 := seedVariant(t, f, seedPause)
+	mainV2 := f.Variant(t, seedPause, 256)
 	created := seedApply(ctx, t, f, ns, "openkruise-1.1-inplace-priority.yaml", map[string]string{
 		"sidecar-image:v1": f.Image(seedPause), "main-image:v1": f.Image(seedPause),
 	})

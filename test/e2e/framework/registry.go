@@ -144,17 +144,25 @@ func (f *Framework) RegistryHasPrefix(t testing.TB, prefix string) bool {
 // that change a container's image. It returns the new reference.
 func (f *Framework) BusyboxVariant(t testing.TB) string {
 	t.Helper()
-	src, err := name.ParseReference(f.Image("public/busybox:1.35"), name.Insecure)
+	return f.Variant(t, "public/busybox:1.35", 256)
+}
+
+// Variant pushes, under a new public/ repository, the loopback registry's image repoTag with one
+// more random layer of layerBytes: the same program under a digest of its own (and, for a large
+// layer, an image that takes that long to pull). It returns the new reference.
+func (f *Framework) Variant(t testing.TB, repoTag string, layerBytes int64) string {
+	t.Helper()
+	src, err := name.ParseReference(f.Image(repoTag), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	base, err := remote.Image(src, remote.WithContext(ctx))
 	if err != nil {
 		t.Fatalf("reading %s: %v", src, err)
 	}
-	extra, err := random.Layer(256, types.DockerLayer)
+	extra, err := random.Layer(layerBytes, types.DockerLayer)
 	if err != nil {
 		t.Fatal(err)
 	}
