@@ -38,6 +38,11 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	if acted || err != nil {
 		return acted, after, err
 	}
+	if why := UnconvertedStrategy(p.cs); why != "" && d.Update > 0 {
+		p.refused = append(p.refused, why)
+		c.recorder.Event(p.cs, corev1.EventTypeWarning, ReasonUnconvertedStrategy, why)
+		return false, after, nil
+	}
 	us := p.cs.Spec.UpdateStrategy
 	if us.Type == appsv1beta1.OnDeleteCloneSetUpdateStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused) || d.Update <= 0 {
 		return false, after, nil
