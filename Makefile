@@ -17,7 +17,7 @@ E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority
+	bench-webhook bench-launchpriority bench-cloneset-scale
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,10 @@ bench-webhook: deploy ## Pod Create call and create → Ready with and without t
 
 bench-launchpriority: deploy ## Launch priority, 3 levels: create → all Ready, kruise vs OpenKruise v1.9.0 (built from the module proxy).
 	$(BENCH_GO_TEST) -timeout 60m -run TestLaunchPriorityLatency ./bench/...
+
+bench-cloneset-scale: deps build ## CloneSets at scale (500 x 20 pods) on kwok nodes, private control plane: idle CPU, RSS, reconciles, in-place rollout time.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 120m -run TestCloneSetScale ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh

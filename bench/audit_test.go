@@ -65,14 +65,19 @@ func (e *auditEvent) NodeName() string {
 }
 
 // auditRequests returns one event per request (its last stage seen) received in [from, to) and
-// accepted by keep, in the order they were received. It reads the rotated backup too, so a window
-// that spans a rotation is complete.
+// accepted by keep, in the order they were received, from the local cluster's audit log.
 func auditRequests(from, to time.Time, keep func(*auditEvent) bool) ([]auditEvent, error) {
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(auditLog), "audit-*.log"))
+	return auditRequestsIn(auditLog, from, to, keep)
+}
+
+// auditRequestsIn is auditRequests of the audit log at path. It reads the rotated backups
+// (audit-*.log beside it) too, so a window that spans a rotation is complete.
+func auditRequestsIn(path string, from, to time.Time, keep func(*auditEvent) bool) ([]auditEvent, error) {
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(path), "audit-*.log"))
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, auditLog)
+	files = append(files, path)
 	byID := map[string]auditEvent{}
 	for _, f := range files {
 		if err := readAuditFile(f, func(e *auditEvent) {

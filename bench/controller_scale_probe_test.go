@@ -43,6 +43,9 @@ type leaderProbe struct {
 	http *http.Client
 	// apiserver is the local kube-apiserver's PID, 0 when unknown: its CPU is reported beside.
 	apiserver int
+	// auditLog is the API server's audit log to read requests from; "" means the local
+	// cluster's (auditLog).
+	auditLog string
 }
 
 // findLeader finds the pod holding the controller's Lease and its process on this node.
@@ -251,7 +254,11 @@ func (p *leaderProbe) measure(name string, from, to snapshot, peak int64) (*wind
 			w.reconcileSum += d
 		}
 	}
-	events, err := auditRequests(from.at, to.at, func(e *auditEvent) bool {
+	path := p.auditLog
+	if path == "" {
+		path = auditLog
+	}
+	events, err := auditRequestsIn(path, from.at, to.at, func(e *auditEvent) bool {
 		if e.User.Username != controllerUser {
 			return false
 		}
