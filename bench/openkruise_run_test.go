@@ -49,7 +49,8 @@ type openKruise struct {
 	e     *env
 	ns    string // the namespace of its pods; also its POD_NAMESPACE
 	build openKruiseBuild
-	dir   string // its certificates, protection log and log
+	dir   string   // its certificates, protection log and log
+	args  []string // more kruise-manager flags, after the ones startManager always passes
 
 	netns   *netns
 	proc    *process
@@ -90,10 +91,8 @@ const (
 //     webhook is only served when the SidecarSet CRD exists: the benchmark installs
 //     OpenKruise's for the phase if the cluster has none, and removes it.
 func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBuild) (*openKruise, error) {
-	ok := &openKruise{e: e, build: b}
-	ok.ns = "bench-openkruise-" + e.ns[strings.LastIndexByte(e.ns, '-')+1:]
-	ok.dir = filepath.Join(openKruiseCache, "run-"+ok.ns)
-	if err := os.MkdirAll(ok.dir, 0o755); err != nil {
+	ok, err := e.newOpenKruise(b)
+	if err != nil {
 		return ok, err
 	}
 	steps := []struct {
@@ -118,6 +117,14 @@ func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBui
 		t.Logf("OpenKruise phase: %s (%s)", s.name, time.Since(start).Round(time.Millisecond))
 	}
 	return ok, nil
+}
+
+// newOpenKruise names the phase's namespace after the benchmark's and makes its directory.
+func (e *env) newOpenKruise(b openKruiseBuild) (*openKruise, error) {
+	ok := &openKruise{e: e, build: b}
+	ok.ns = "bench-openkruise-" + e.ns[strings.LastIndexByte(e.ns, '-')+1:]
+	ok.dir = filepath.Join(openKruiseCache, "run-"+ok.ns)
+	return ok, os.MkdirAll(ok.dir, 0o755)
 }
 
 // stop undoes what startOpenKruise did, last first, and returns every error.
@@ -438,6 +445,7 @@ func (ok *openKruise) startManager(context.Context) error {
 		"--feature-gates=KruiseDaemon=false,EnableExternalCerts=true,WorkloadSpread=false,PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
 		"--v=2",
 	)
+	cmd.Args = append(cmd.Args, ok.args...)
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+os.Getenv("KUBECONFIG"),
 		"POD_NAMESPACE="+ok.ns,

@@ -1,0 +1,163 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Where a rollout's time goes, from its pod events (client receipt times, sorted lists, so the
+// i-th pod to go is paired with the i-th to come back):
+//   - first: the first pod seen unavailable after the spec update (the controller's reaction);
+//   - slot: the i-th pod gone unavailable → the i-th seen Ready at the new image, median (one
+//     step's work: in place, the kubelet's restart plus the readiness gate's round trip);
+//   - handover: the i-th pod Ready → the (i+M)-th gone unavailable, median (the controller
+//     noticing a freed slot and starting the next pod);
+//   - lag: the last pod Ready → the status showing the rollout done.
+type rolloutBreakdown struct{ first, slot, handover, lag time.Duration }
+
+func (res csResults) breakdownOf(r rolloutRun) rolloutBreakdown {
+	b := rolloutBreakdown{lag: r.done - r.lastReady}
+	if len(r.unready) > 0 {
+		b.first = r.unready[0]
+	}
+	var slots, handovers []time.Duration
+	for i := range min(len(r.unready), len(r.ready)) {
+		slots = append(slots, r.ready[i]-r.unready[i])
+	}
+	for i := 0; i+res.m < len(r.unready) && i < len(r.ready); i++ {
+		handovers = append(handovers, r.unready[i+res.m]-r.ready[i])
+	}
+	b.slot, b.handover = median(slots), median(handovers)
+	return b
+}
+
+func (res csResults) breakdown(r rolloutRun) string {
+	b := res.breakdownOf(r)
+	return fmt.Sprintf("first unavailable %.3f s, step %.3f s, handover %.3f s, status lag %.3f s, kept %d",
+		b.first.Seconds(), b.slot.Seconds(), b.handover.Seconds(), b.lag.Seconds(), r.kept)
+}
+
+// median is the nearest-rank median (0 for none).
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return percentile(s, 0.5)
+}
+
+// floorTotal is ceil(N/M) × the phase's median single-pod restart.
+func (res csResults) floorTotal(phase string) (single, total time.Duration) {
+	var ds []time.Duration
+	for _, f := range res.floor[phase] {
+		ds = append(ds, f.ready)
+	}
+	single = median(ds)
+	steps := (res.n + res.m - 1) / res.m
+	return single, time.Duration(steps) * single
+}
+
+func (res csResults) report(t *testing.T) {
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+	pick := func(v csVariant, f func(rolloutRun) time.Duration) (med, lo, hi time.Duration) {
+		var ds []time.Duration
+		for _, r := range res.rollout[v] {
+			ds = append(ds, f(r))
+		}
+		if len(ds) == 0 {
+			return 0, 0, 0
+		}
+		return median(ds), slices.Min(ds), slices.Max(ds)
+	}
+	done := func(r rolloutRun) time.Duration { return r.done }
+	variants := []csVariant{csInPlace, csRecreate, csDeploy, csOK}
+	steps := (res.n + res.m - 1) / res.m
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nspec update → status: all %d pods updated, ready, available (watch event received); maxUnavailable %d (%d steps), maxSurge 0\n\n", res.n, res.m, steps)
+	fmt.Fprintf(&b, "| variant | rounds | median | min | max | last pod Ready (median) |\n| --- | --- | --- | --- | --- | --- |\n")
+	med := map[csVariant]time.Duration{}
+	for _, v := range variants {
+		m, lo, hi := pick(v, done)
+		med[v] = m
+		last, _, _ := pick(v, func(r rolloutRun) time.Duration { return r.lastReady })
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", v, len(res.rollout[v]), sec(m), sec(lo), sec(hi), sec(last))
+	}
+	for _, phase := range []string{phaseKruise, phaseOK} {
+		fs := res.floor[phase]
+		if len(fs) == 0 {
+			continue
+		}
+		var rs []time.Duration
+		for _, f := range fs {
+			rs = append(rs, f.ready)
+		}
+		_, total := res.floorTotal(phase)
+		fmt.Fprintf(&b, "| floor, %s: %d × one restart (image patch of a bare pod → Ready; median of %d, min %s, max %s) | | %s | | | |\n",
+			phase, steps, len(fs), sec(slices.Min(rs)), sec(slices.Max(rs)), sec(total))
+	}
+
+	fmt.Fprintf(&b, "\nbreakdown, median over rounds (pod watch; see rolloutBreakdown)\n\n")
+	fmt.Fprintf(&b, "| variant | first pod unavailable | step: unavailable → Ready | handover: Ready → next unavailable | status lag |\n| --- | --- | --- | --- | --- |\n")
+	for _, v := range variants {
+		cell := func(f func(rolloutBreakdown) time.Duration) string {
+			m, _, _ := pick(v, func(r rolloutRun) time.Duration { return f(res.breakdownOf(r)) })
+			return sec(m)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", v,
+			cell(func(x rolloutBreakdown) time.Duration { return x.first }),
+			cell(func(x rolloutBreakdown) time.Duration { return x.slot }),
+			cell(func(x rolloutBreakdown) time.Duration { return x.handover }),
+			cell(func(x rolloutBreakdown) time.Duration { return x.lag }))
+	}
+	for _, phase := range []string{phaseKruise, phaseOK} {
+		if len(res.floor[phase]) == 0 {
+			continue
+		}
+		single, _ := res.floorTotal(phase)
+		var un []time.Duration
+		for _, f := range res.floor[phase] {
+			un = append(un, f.unready)
+		}
+		fmt.Fprintf(&b, "| floor pod, %s | %s | %s (patch → Ready) | – | – |\n", phase, sec(median(un)), sec(single))
+	}
+
+	ratio := func(x, y time.Duration) float64 {
+		if y == 0 {
+			return 0
+		}
+		return x.Seconds() / y.Seconds()
+	}
+	_, floorK := res.floorTotal(phaseKruise)
+	_, floorO := res.floorTotal(phaseOK)
+	fmt.Fprintf(&b, "\nratios of medians (same run)\n\n| ratio | value | target | |\n| --- | --- | --- | --- |\n")
+	rows := []struct {
+		name   string
+		v      float64
+		target string
+		met    *bool
+	}{
+		{"Deployment / kruise in-place (how many times faster)", ratio(med[csDeploy], med[csInPlace]), "≥ 3", ptrBool(ratio(med[csDeploy], med[csInPlace]) >= 3)},
+		{"kruise in-place / OpenKruise in-place", ratio(med[csInPlace], med[csOK]), "≤ 1", ptrBool(ratio(med[csInPlace], med[csOK]) <= 1)},
+		{"kruise in-place / floor (kruise phase)", ratio(med[csInPlace], floorK), "≤ 1.15", ptrBool(ratio(med[csInPlace], floorK) <= 1.15)},
+		{"OpenKruise in-place / floor (OpenKruise phase)", ratio(med[csOK], floorO), "", nil},
+		{"kruise ReCreate / kruise in-place", ratio(med[csRecreate], med[csInPlace]), "", nil},
+		{"floor, OpenKruise phase / kruise phase (machine drift)", ratio(floorO, floorK), "", nil},
+	}
+	for _, r := range rows {
+		v := "–"
+		if r.met != nil {
+			v = verdict(*r.met)
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %s |\n", r.name, r.v, r.target, v)
+	}
+	t.Log(b.String())
+}
+
+func ptrBool(b bool) *bool { return &b }

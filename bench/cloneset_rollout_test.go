@@ -1,0 +1,290 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// The rollout benchmark's settings.
+var (
+	csReplicas       = envInt("BENCH_CLONESET_REPLICAS", 30)
+	csRounds         = envInt("BENCH_CLONESET_ROUNDS", 3)
+	csMaxUnavailable = envInt("BENCH_CLONESET_MAX_UNAVAILABLE", 3)
+	csFloorSamples   = envInt("BENCH_CLONESET_FLOOR_SAMPLES", 3)
+	// BENCH_CLONESET_OPENKRUISE=0 leaves OpenKruise's phase out (while developing).
+	csOpenKruise = envStr("BENCH_CLONESET_OPENKRUISE", "1") != "0"
+	// BENCH_CLONESET_TRACE=1 logs every pod and workload event of the rollouts.
+	csTrace = envStr("BENCH_CLONESET_TRACE", "0") == "1"
+)
+
+// csVariant is one way of rolling out the same image change.
+type csVariant string
+
+const (
+	csInPlace  csVariant = "kruise CloneSet, InPlaceIfPossible"
+	csRecreate csVariant = "kruise CloneSet, ReCreate"
+	csDeploy   csVariant = "Deployment, RollingUpdate, maxSurge 0"
+	csOK       csVariant = "OpenKruise v1.9.0 CloneSet, InPlaceIfPossible"
+	csFloor    csVariant = "floor" // not a rollout: F single-pod restarts
+)
+
+// The phases: kruise's controller leads in the first, OpenKruise's acts in the second.
+const (
+	phaseKruise = "kruise phase"
+	phaseOK     = "OpenKruise phase"
+)
+
+// csResults are the figures of one run.
+type csResults struct {
+	n, m    int
+	rollout map[csVariant][]rolloutRun
+	floor   map[string][]floorRun // per phase
+}
+
+// TestCloneSetRollout measures, in one run, the time from a template image change to the
+// workload's status showing every pod updated, ready and available, for N pods and
+// maxUnavailable M: kruise's CloneSet in place and by recreation, a Deployment, and OpenKruise
+// v1.9.0's CloneSet in place; and the floor, one container's restart by a direct image patch of
+// a bare pod (the kubelet alone), times ceil(N/M). Variants take turns within each phase.
+func TestCloneSetRollout(t *testing.T) {
+	ctx := context.Background()
+	e := connect(ctx, t, "bench-cs", "bench-cloneset")
+	n, m, rounds, fs := csReplicas, csMaxUnavailable, csRounds, csFloorSamples
+	t.Logf("%d pods, maxUnavailable %d, %d rounds, %d floor samples per round and phase", n, m, rounds, fs)
+	var build openKruiseBuild
+	if csOpenKruise {
+		var err error
+		if build, err = buildOpenKruise(ctx, t.Logf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	imgs := e.rolloutImages(ctx, t, rounds+2*rounds*fs)
+	targets, floorImgs := imgs[:rounds], imgs[rounds:]
+
+	// OpenKruise first: its controllers take a minute or more to come up, which overlaps
+	// kruise's phase. It sees only its own namespace, empty until its phase.
+	start := time.Now()
+	var ok *openKruise
+	if csOpenKruise {
+		var err error
+		ok, err = e.startOpenKruiseForCloneSets(ctx, t, build)
+		t.Cleanup(func() {
+			if ok == nil {
+				return
+			}
+			if err := ok.stop(context.Background()); err != nil {
+				t.Errorf("stopping OpenKruise: %v", err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	kc := e.kruise.AppsV1alpha1()
+	inPlace := cloneSetWorkload{c: e.kruise, ns: e.ns, nm: "inplace", n: int32(n)}
+	recreate := cloneSetWorkload{c: e.kruise, ns: e.ns, nm: "recreate", n: int32(n)}
+	deploy := deploymentWorkload{c: e.client, ns: e.ns, nm: "deploy", n: int32(n)}
+	for _, cs := range []*appsv1alpha1.CloneSet{
+		rolloutCloneSet(e.ns, inPlace.nm, image, int32(n), int32(m), appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType),
+		rolloutCloneSet(e.ns, recreate.nm, image, int32(n), int32(m), appsv1alpha1.RecreateCloneSetUpdateStrategyType),
+	} {
+		if _, err := kc.CloneSets(e.ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating CloneSet %s: %v", cs.Name, err)
+		}
+	}
+	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.nm, image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Deployment: %v", err)
+	}
+	const floorPod = "floor"
+	if err := e.createFloorPod(ctx, floorPod, image); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []workload{inPlace, recreate, deploy} {
+		if _, _, err := e.settledPods(ctx, e.ns, w.name(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("workloads of %d pods each Ready: %s; load average %s", n, time.Since(start).Round(time.Second), loadAverage())
+
+	res := csResults{n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}}
+	nextFloor := 0
+	measure := func(phase string, v csVariant, ns string, w workload, round int) {
+		t.Helper()
+		if v == csFloor {
+			for range fs {
+				img := floorImgs[nextFloor]
+				nextFloor++
+				r, err := e.measureFloor(ctx, floorPod, img)
+				if err != nil {
+					t.Fatalf("%s, floor: %v", phase, err)
+				}
+				res.floor[phase] = append(res.floor[phase], r)
+				t.Logf("round %d %-48s unready %6.3f s  Ready %6.3f s", round, phase+" floor (image patch of one pod)", r.unready.Seconds(), r.ready.Seconds())
+			}
+			return
+		}
+		var trace func(string, ...any)
+		if csTrace {
+			trace = func(f string, a ...any) { t.Logf("  trace %s: "+f, append([]any{v}, a...)...) }
+		}
+		r, err := e.measureRollout(ctx, ns, w, n, targets[round], trace)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		wantKept := 0
+		if v == csInPlace || v == csOK {
+			wantKept = n
+		}
+		if r.kept != wantKept {
+			t.Errorf("%s: %d of %d pods kept their UID, want %d", v, r.kept, n, wantKept)
+		}
+		res.rollout[v] = append(res.rollout[v], r)
+		t.Logf("round %d %-48s done %7.3f s  last pod Ready %7.3f s  %s", round, v, r.done.Seconds(), r.lastReady.Seconds(), res.breakdown(r))
+	}
+	type turn struct {
+		v csVariant
+		w workload
+	}
+	turns := func(phase, ns string, ts []turn) {
+		for i := range rounds {
+			for k := range ts {
+				x := ts[(i+k)%len(ts)]
+				measure(phase, x.v, ns, x.w, i)
+			}
+		}
+	}
+
+	start = time.Now()
+	turns(phaseKruise, e.ns, []turn{{csInPlace, inPlace}, {csRecreate, recreate}, {csDeploy, deploy}, {csFloor, nil}})
+	t.Logf("%s: %s; load average %s", phaseKruise, time.Since(start).Round(time.Second), loadAverage())
+	if !csOpenKruise {
+		res.report(t)
+		return
+	}
+
+	// The ReCreate CloneSet makes room on the node (110 pods at most): each phase then has the
+	// same number of pods running (three workloads and the floor pod).
+	start = time.Now()
+	if err := kc.CloneSets(e.ns).Delete(ctx, recreate.nm, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.waitPodsGone(ctx, e.ns, recreate.nm); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.waitCloneSetController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	okCS := cloneSetWorkload{c: e.kruise, ns: ok.ns, nm: "okinplace", n: int32(n)}
+	fence, err := e.fenceKruise(ctx)
+	// Ends the OpenKruise phase, also when the test fails in it: nothing of OpenKruise's may be
+	// left for kruise's controller to find, so its CloneSet and pods go before the fence is lifted.
+	endOK := func(ctx context.Context) error {
+		var errs []error
+		err := kc.CloneSets(ok.ns).Delete(ctx, okCS.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		} else if err := e.waitPodsGone(ctx, ok.ns, okCS.nm); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, ok.stop(ctx))
+		ok = nil
+		if fence != nil {
+			if err := fence.release(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("releasing kruise-controller's Lease: %w", err))
+			}
+			fence = nil
+		}
+		return errors.Join(errs...)
+	}
+	t.Cleanup(func() {
+		if ok == nil {
+			return
+		}
+		if err := endOK(context.Background()); err != nil {
+			t.Errorf("ending the OpenKruise phase: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kruise-controller fenced (no replica leads): %s", time.Since(start).Round(time.Second))
+	if _, err := kc.CloneSets(ok.ns).Create(ctx, rolloutCloneSet(ok.ns, okCS.nm, image, int32(n), int32(m),
+		appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating OpenKruise's CloneSet: %v", err)
+	}
+	pods, _, err := e.settledPods(ctx, ok.ns, okCS.nm, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasReadinessGate(&pods[0], pub.InPlaceUpdateReady) {
+		t.Fatalf("pod %s of OpenKruise's CloneSet lacks the %s readiness gate: not created by its controller?", pods[0].Name, pub.InPlaceUpdateReady)
+	}
+	t.Logf("OpenKruise's CloneSet of %d pods Ready: %s", n, time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	turns(phaseOK, ok.ns, []turn{{csOK, okCS}, {csFloor, nil}})
+	t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
+
+	start = time.Now()
+	if err := endOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("OpenKruise stopped, kruise-controller leading again: %s", time.Since(start).Round(time.Second))
+	res.report(t)
+}
+
+// waitPodsGone waits until no pod labelled app=name is left in ns.
+func (e *env) waitPodsGone(ctx context.Context, ns, name string) error {
+	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d pods left", len(l.Items)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods of %s/%s going: %w", ns, name, err)
+	}
+	return nil
+}
+
+func hasReadinessGate(p *corev1.Pod, c corev1.PodConditionType) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		if g.ConditionType == c {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, for the log: the benchmark
+// wants a quiet machine, and the lock it runs under keeps other tests off the cluster, not
+// other work off the CPUs.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,302 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodekruise/kruise/test/e2e/framework"
+)
+
+// cloneSetRolloutTimeout bounds one rollout of up to a few dozen pods, and the settling of a
+// workload; either takes well under a minute here.
+const cloneSetRolloutTimeout = 5 * time.Minute
+
+// rolloutRun is one rollout, from t0 (the client clock just before the spec update) to the
+// receipt of watch events.
+type rolloutRun struct {
+	// done: the workload's status shows every pod updated, ready and available at the new
+	// template.
+	done time.Duration
+	// lastReady: the last pod seen Ready at the new image (pod watch).
+	lastReady time.Duration
+	// unready: per pod present at t0, when it was first seen unavailable (not Ready, deleting
+	// or gone); sorted.
+	unready []time.Duration
+	// ready: per pod at the new image, when it was first seen Ready so; sorted.
+	ready []time.Duration
+	// kept is how many pods at the end were there at t0 (same UID): updated in place.
+	kept int
+}
+
+// readyAtImage says whether pod p runs img, Ready, in a container other than oldID.
+func readyAtImage(p *corev1.Pod, img, oldID string) bool {
+	if p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != img || !podCond(p, corev1.PodReady) {
+		return false
+	}
+	st := framework.ContainerStatusOf(p, rolloutContainer)
+	return st != nil && st.Ready && st.ContainerID != "" && st.ContainerID != oldID
+}
+
+// settledPods waits until the pods labelled app=name are exactly n, none deleting, all Ready,
+// and returns them with the list's resourceVersion.
+func (e *env) settledPods(ctx context.Context, ns, name string, n int) ([]corev1.Pod, string, error) {
+	var pods []corev1.Pod
+	var rv string
+	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		pods, rv = l.Items, l.ResourceVersion
+		ready := 0
+		for i := range pods {
+			if pods[i].DeletionTimestamp == nil && podCond(&pods[i], corev1.PodReady) {
+				ready++
+			}
+		}
+		return len(pods) == n && ready == n, fmt.Sprintf("%d pods, %d of them Ready and not deleting, want %d", len(pods), ready, n), nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("pods of %s settling: %w", name, err)
+	}
+	return pods, rv, nil
+}
+
+// measureRollout changes w's image to img and follows the rollout to its end, by watch: the
+// workload's status and its pods.
+func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, img string, trace func(string, ...any)) (rolloutRun, error) {
+	var r rolloutRun
+	pods, rv, err := e.settledPods(ctx, ns, w.name(), n)
+	if err != nil {
+		return r, err
+	}
+	oldIDs := map[types.UID]string{}
+	for _, p := range pods {
+		if st := framework.ContainerStatusOf(&p, rolloutContainer); st != nil {
+			oldIDs[p.UID] = st.ContainerID
+		}
+	}
+	pw, err := e.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + w.name(), ResourceVersion: rv})
+	if err != nil {
+		return r, err
+	}
+	defer pw.Stop()
+	ww, err := w.watch(ctx)
+	if err != nil {
+		return r, err
+	}
+	defer ww.Stop()
+
+	t0 := time.Now()
+	gen, err := w.setImage(ctx, img)
+	if err != nil {
+		return r, err
+	}
+	unready := map[types.UID]time.Duration{}
+	ready := map[types.UID]time.Duration{}
+	var status string
+	deadline := time.NewTimer(cloneSetRolloutTimeout)
+	defer deadline.Stop()
+	for r.done == 0 || len(ready) < n {
+		select {
+		case ev, ok := <-pw.ResultChan():
+			if !ok {
+				return r, fmt.Errorf("pod watch of %s closed", w.name())
+			}
+			now := time.Since(t0)
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			if trace != nil {
+				trace("%7.3f %s %s", now.Seconds(), ev.Type, describeRolloutPod(p))
+			}
+			oldID, old := oldIDs[p.UID]
+			if _, seen := unready[p.UID]; old && !seen && (ev.Type == watch.Deleted || p.DeletionTimestamp != nil || !podCond(p, corev1.PodReady)) {
+				unready[p.UID] = now
+			}
+			if _, seen := ready[p.UID]; !seen && ev.Type != watch.Deleted && readyAtImage(p, img, oldID) {
+				ready[p.UID] = now
+				if _, seen := unready[p.UID]; old && !seen {
+					unready[p.UID] = now // its not-Ready status was never seen
+				}
+			}
+		case ev, ok := <-ww.ResultChan():
+			if !ok {
+				return r, fmt.Errorf("watch of %s closed", w.name())
+			}
+			if ev.Type == watch.Error {
+				return r, fmt.Errorf("watch of %s: %v", w.name(), apierrors.FromObject(ev.Object))
+			}
+			done, s := w.done(ev.Object, gen)
+			status = s
+			if trace != nil {
+				trace("%7.3f %s %s: %s", time.Since(t0).Seconds(), ev.Type, w.name(), s)
+			}
+			if done && r.done == 0 {
+				r.done = time.Since(t0)
+			}
+		case <-deadline.C:
+			return r, fmt.Errorf("rollout of %s to %s not done after %s: %d of %d pods Ready at it; last status: %s",
+				w.name(), img, cloneSetRolloutTimeout, len(ready), n, status)
+		}
+	}
+	for _, d := range unready {
+		r.unready = append(r.unready, d)
+	}
+	for _, d := range ready {
+		r.ready = append(r.ready, d)
+		r.lastReady = max(r.lastReady, d)
+	}
+	slices.Sort(r.unready)
+	slices.Sort(r.ready)
+
+	// The end state: n pods at img, none deleting (old ones may still be terminating).
+	l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + w.name()})
+	if err != nil {
+		return r, err
+	}
+	live := 0
+	for i := range l.Items {
+		p := &l.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		if p.Spec.Containers[0].Image != img {
+			return r, fmt.Errorf("rollout of %s done, but pod %s runs %s", w.name(), p.Name, p.Spec.Containers[0].Image)
+		}
+		if _, old := oldIDs[p.UID]; old {
+			r.kept++
+		}
+	}
+	if live != n {
+		return r, fmt.Errorf("rollout of %s done with %d live pods, want %d", w.name(), live, n)
+	}
+	return r, nil
+}
+
+// floorRun is one container restart by a direct image patch of a bare pod, from t0 (the client
+// clock just before the patch).
+type floorRun struct {
+	unready time.Duration // the pod first seen not Ready
+	ready   time.Duration // Ready again, in a new container at the new image
+}
+
+// createFloorPod creates the floor's bare pod (the rollout pod spec, no owner) and waits until
+// it is Ready.
+func (e *env) createFloorPod(ctx context.Context, name, img string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{"bench": "floor"}},
+		Spec:       rolloutPodSpec(img),
+	}
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the floor pod: %w", err)
+	}
+	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		return podCond(p, corev1.PodReady), describePod(p), nil
+	})
+	return err
+}
+
+// measureFloor patches the floor pod's image to img and waits, by watch, until it is Ready in
+// the new container: what the kubelet needs for one in-place step of one pod.
+func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, error) {
+	var r floorRun
+	p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return r, err
+	}
+	if !podCond(p, corev1.PodReady) {
+		return r, fmt.Errorf("floor pod not Ready before the patch: %s", describePod(p))
+	}
+	var oldID string
+	if st := framework.ContainerStatusOf(p, rolloutContainer); st != nil {
+		oldID = st.ContainerID
+	}
+	pw, err := e.client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: p.ResourceVersion})
+	if err != nil {
+		return r, err
+	}
+	defer pw.Stop()
+	t0 := time.Now()
+	if _, err := e.client.CoreV1().Pods(e.ns).Patch(ctx, name, types.JSONPatchType, imagePatch("/spec", img), metav1.PatchOptions{}); err != nil {
+		return r, fmt.Errorf("patching the floor pod's image: %w", err)
+	}
+	deadline := time.NewTimer(cloneSetRolloutTimeout)
+	defer deadline.Stop()
+	var last *corev1.Pod
+	for {
+		select {
+		case ev, ok := <-pw.ResultChan():
+			if !ok {
+				return r, fmt.Errorf("floor pod watch closed: %s", describePod(last))
+			}
+			now := time.Since(t0)
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			last = p
+			if r.unready == 0 && !podCond(p, corev1.PodReady) {
+				r.unready = now
+			}
+			if readyAtImage(p, img, oldID) {
+				r.ready = now
+				if r.unready == 0 {
+					r.unready = now
+				}
+				return r, nil
+			}
+		case <-deadline.C:
+			return r, fmt.Errorf("floor pod not Ready at %s after %s: %s", img, cloneSetRolloutTimeout, describePod(last))
+		}
+	}
+}
+
+// describeRolloutPod is one line of a pod's state for the trace: Ready, the readiness gate's
+// condition, the container's ID, image, state and restarts.
+func describeRolloutPod(p *corev1.Pod) string {
+	cond := func(t corev1.PodConditionType) string {
+		for _, c := range p.Status.Conditions {
+			if c.Type == t {
+				return string(c.Status)
+			}
+		}
+		return "-"
+	}
+	ctr := "-"
+	if st := framework.ContainerStatusOf(p, rolloutContainer); st != nil {
+		id := st.ContainerID
+		if i := strings.LastIndexByte(id, '/'); i >= 0 && len(id) > i+9 {
+			id = id[i+1 : i+9]
+		}
+		state := "waiting"
+		switch {
+		case st.State.Running != nil:
+			state = "running"
+		case st.State.Terminated != nil:
+			state = "terminated"
+		}
+		ctr = fmt.Sprintf("%s %s ready=%t restarts=%d image=%s", id, state, st.Ready, st.RestartCount, st.Image)
+	}
+	return fmt.Sprintf("%s rv=%s deleting=%t Ready=%s InPlaceUpdateReady=%s spec=%s ctr=%s", p.Name, p.ResourceVersion,
+		p.DeletionTimestamp != nil, cond(corev1.PodReady), cond("InPlaceUpdateReady"), p.Spec.Containers[0].Image, ctr)
+}
