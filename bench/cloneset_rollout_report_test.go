@@ -84,6 +84,9 @@ func (res csResults) report(t *testing.T) {
 	fmt.Fprintf(&b, "| variant | rounds | median | min | max | last pod Ready (median) |\n| --- | --- | --- | --- | --- | --- |\n")
 	med := map[csVariant]time.Duration{}
 	for _, v := range variants {
+		if len(res.rollout[v]) == 0 {
+			continue
+		}
 		m, lo, hi := pick(v, done)
 		med[v] = m
 		last, _, _ := pick(v, func(r rolloutRun) time.Duration { return r.lastReady })
@@ -106,6 +109,9 @@ func (res csResults) report(t *testing.T) {
 	fmt.Fprintf(&b, "\nbreakdown, median over rounds (pod watch; see rolloutBreakdown)\n\n")
 	fmt.Fprintf(&b, "| variant | first pod unavailable | step: unavailable → Ready | handover: Ready → next unavailable | status lag |\n| --- | --- | --- | --- | --- |\n")
 	for _, v := range variants {
+		if len(res.rollout[v]) == 0 {
+			continue
+		}
 		cell := func(f func(rolloutBreakdown) time.Duration) string {
 			m, _, _ := pick(v, func(r rolloutRun) time.Duration { return f(res.breakdownOf(r)) })
 			return sec(m)
@@ -128,36 +134,32 @@ func (res csResults) report(t *testing.T) {
 		fmt.Fprintf(&b, "| floor pod, %s | %s | %s (patch → Ready) | – | – |\n", phase, sec(median(un)), sec(single))
 	}
 
-	ratio := func(x, y time.Duration) float64 {
-		if y == 0 {
-			return 0
-		}
-		return x.Seconds() / y.Seconds()
-	}
 	_, floorK := res.floorTotal(phaseKruise)
 	_, floorO := res.floorTotal(phaseOK)
 	fmt.Fprintf(&b, "\nratios of medians (same run)\n\n| ratio | value | target | |\n| --- | --- | --- | --- |\n")
 	rows := []struct {
 		name   string
-		v      float64
+		x, y   time.Duration
 		target string
-		met    *bool
+		met    func(float64) bool
 	}{
-		{"Deployment / kruise in-place (how many times faster)", ratio(med[csDeploy], med[csInPlace]), "≥ 3", ptrBool(ratio(med[csDeploy], med[csInPlace]) >= 3)},
-		{"kruise in-place / OpenKruise in-place", ratio(med[csInPlace], med[csOK]), "≤ 1", ptrBool(ratio(med[csInPlace], med[csOK]) <= 1)},
-		{"kruise in-place / floor (kruise phase)", ratio(med[csInPlace], floorK), "≤ 1.15", ptrBool(ratio(med[csInPlace], floorK) <= 1.15)},
-		{"OpenKruise in-place / floor (OpenKruise phase)", ratio(med[csOK], floorO), "", nil},
-		{"kruise ReCreate / kruise in-place", ratio(med[csRecreate], med[csInPlace]), "", nil},
-		{"floor, OpenKruise phase / kruise phase (machine drift)", ratio(floorO, floorK), "", nil},
+		{"Deployment / kruise in-place (how many times faster)", med[csDeploy], med[csInPlace], "≥ 3", func(r float64) bool { return r >= 3 }},
+		{"kruise in-place / OpenKruise in-place", med[csInPlace], med[csOK], "≤ 1", func(r float64) bool { return r <= 1 }},
+		{"kruise in-place / floor (kruise phase)", med[csInPlace], floorK, "≤ 1.15", func(r float64) bool { return r <= 1.15 }},
+		{"OpenKruise in-place / floor (OpenKruise phase)", med[csOK], floorO, "", nil},
+		{"kruise ReCreate / kruise in-place", med[csRecreate], med[csInPlace], "", nil},
+		{"floor, OpenKruise phase / kruise phase (machine drift)", floorO, floorK, "", nil},
 	}
 	for _, r := range rows {
-		v := "–"
-		if r.met != nil {
-			v = verdict(*r.met)
+		if r.x == 0 || r.y == 0 {
+			fmt.Fprintf(&b, "| %s | – (not measured) | %s | |\n", r.name, r.target)
+			continue
 		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %s |\n", r.name, r.v, r.target, v)
+		v, ok := r.x.Seconds()/r.y.Seconds(), "–"
+		if r.met != nil {
+			ok = verdict(r.met(v))
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %s |\n", r.name, v, r.target, ok)
 	}
 	t.Log(b.String())
 }
-
-func ptrBool(b bool) *bool { return &b }

@@ -124,6 +124,8 @@ func TestCloneSetRollout(t *testing.T) {
 	t.Logf("workloads of %d pods each Ready: %s; load average %s", n, time.Since(start).Round(time.Second), loadAverage())
 
 	res := csResults{n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}}
+	// The tables, also when a later phase fails: what was measured is reported.
+	t.Cleanup(func() { res.report(t) })
 	nextFloor := 0
 	measure := func(phase string, v csVariant, ns string, w workload, round int) {
 		t.Helper()
@@ -175,7 +177,6 @@ func TestCloneSetRollout(t *testing.T) {
 	turns(phaseKruise, e.ns, []turn{{csInPlace, inPlace}, {csRecreate, recreate}, {csDeploy, deploy}, {csFloor, nil}})
 	t.Logf("%s: %s; load average %s", phaseKruise, time.Since(start).Round(time.Second), loadAverage())
 	if !csOpenKruise {
-		res.report(t)
 		return
 	}
 
@@ -247,7 +248,6 @@ func TestCloneSetRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("OpenKruise stopped, kruise-controller leading again: %s", time.Since(start).Round(time.Second))
-	res.report(t)
 }
 
 // waitPodsGone waits until no pod labelled app=name is left in ns.
