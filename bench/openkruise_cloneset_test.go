@@ -11,21 +11,25 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// startOpenKruiseForCloneSets starts OpenKruise's kruise-manager for the CloneSets of its own
-// namespace, and waits until its CloneSet controller runs. Compared with startOpenKruise (the
+// startOpenKruiseForCloneSets starts OpenKruise's kruise-manager for CloneSets, and the caller
+// waits for its CloneSet controller (waitCloneSetController). Compared with startOpenKruise (the
 // launch-priority phase), it changes nothing of kruise's:
 //
-//   - --namespace confines its caches, so it acts on nothing outside its namespace; its pod
-//     webhook would then fail (see startOpenKruise) but is not needed for CloneSets (the
-//     controller itself gives its pods the InPlaceUpdateReady readiness gate), so the API
-//     server is not told about it and kruise's SidecarSet-less cluster needs no SidecarSet CRD.
+//   - its caches see the whole cluster (--namespace breaks its CloneSet controller as it breaks
+//     its pod webhook: "informer *cache.multiNamespaceInformer from cache is not a
+//     SharedIndexInformer"), so it would act on every CloneSet: it is started only when the
+//     cluster has none (checked), and the benchmark creates none but OpenKruise's while it runs;
 //   - kruise-controller keeps running: OpenKruise reads CloneSets as v1alpha1, which the API
 //     server converts from the stored v1beta1 through kruise's conversion webhook. The caller
 //     fences kruise's controllers (fenceKruise) for as long as a CloneSet exists in OpenKruise's
-//     namespace, so only one controller acts on it.
+//     namespace, so only one controller acts on it;
+//   - no pod webhook: a CloneSet needs none (its controller gives its pods the
+//     InPlaceUpdateReady readiness gate itself), so the API server is not told about it and no
+//     SidecarSet CRD is installed;
 //   - certificates and network as for the launch-priority phase: it checks, and does not
 //     change, kruise's webhook configurations and CRD conversion blocks (EnableExternalCerts).
 //
@@ -35,11 +39,11 @@ func (e *env) startOpenKruiseForCloneSets(ctx context.Context, t *testing.T, b o
 	if err != nil {
 		return ok, err
 	}
-	ok.args = []string{"--namespace=" + ok.ns}
 	steps := []struct {
 		name string
 		f    func(context.Context) error
 	}{
+		{"no CloneSet in the cluster", e.requireNoCloneSets},
 		{"namespace", ok.createNamespace},
 		{"certificates", ok.writeSecret},
 		{"network namespace", ok.startNetns},
@@ -72,6 +76,22 @@ func (ok *openKruise) waitCloneSetController(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("OpenKruise's cloneset-controller not started (log %s): %w", logPath, err)
+	}
+	return nil
+}
+
+// requireNoCloneSets fails when any CloneSet exists: OpenKruise's controller would act on it.
+func (e *env) requireNoCloneSets(ctx context.Context) error {
+	l, err := e.kruise.AppsV1alpha1().CloneSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, cs := range l.Items {
+		names = append(names, cs.Namespace+"/"+cs.Name)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("OpenKruise's CloneSet controller would act on %v: delete them or run with BENCH_CLONESET_OPENKRUISE=0", names)
 	}
 	return nil
 }

@@ -49,8 +49,7 @@ type openKruise struct {
 	e     *env
 	ns    string // the namespace of its pods; also its POD_NAMESPACE
 	build openKruiseBuild
-	dir   string   // its certificates, protection log and log
-	args  []string // more kruise-manager flags, after the ones startManager always passes
+	dir   string // its certificates, protection log and log
 
 	netns   *netns
 	proc    *process
@@ -445,7 +444,6 @@ func (ok *openKruise) startManager(context.Context) error {
 		"--feature-gates=KruiseDaemon=false,EnableExternalCerts=true,WorkloadSpread=false,PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
 		"--v=2",
 	)
-	cmd.Args = append(cmd.Args, ok.args...)
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+os.Getenv("KUBECONFIG"),
 		"POD_NAMESPACE="+ok.ns,
