@@ -34,10 +34,10 @@ var (
 	// csQPS is the controller's --kube-api-qps (burst twice it). Its default, 20, would make the
 	// client's rate limiter the whole story at 10,000 pods (each in-place update is three writes).
 	csQPS = envInt("BENCH_CLONESET_SCALE_QPS", 100)
-	// csMaxUnavailable: 20% is kruise's (and OpenKruise's) default, so the rollout is what a
+	// csScaleMaxUnavailable: 20% is kruise's (and OpenKruise's) default, so the rollout is what a
 	// CloneSet without a tuned strategy does: 4 of 20 pods at a time, in 5 waves.
-	csMaxUnavailable = envStr("BENCH_CLONESET_SCALE_MAX_UNAVAILABLE", "20%")
-	csTimeout        = time.Duration(envInt("BENCH_CLONESET_SCALE_TIMEOUT_MINUTES", 30)) * time.Minute
+	csScaleMaxUnavailable = envStr("BENCH_CLONESET_SCALE_MAX_UNAVAILABLE", "20%")
+	csTimeout             = time.Duration(envInt("BENCH_CLONESET_SCALE_TIMEOUT_MINUTES", 30)) * time.Minute
 	// csControllerBin is the kruise-controller binary run as a host process (`make build`).
 	csControllerBin = envStr("KRUISE_CONTROLLER_BIN", "../_output/bin/kruise-controller")
 )
@@ -71,7 +71,7 @@ func TestCloneSetScale(t *testing.T) {
 	}
 	total := csSets * csPods
 	t.Logf("shape: %d CloneSets x %d pods = %d pods on %d kwok nodes; maxUnavailable %s; controller QPS %d; idle %s; dir %s",
-		csSets, csPods, total, csNodes, csMaxUnavailable, csQPS, csIdle, dir)
+		csSets, csPods, total, csNodes, csScaleMaxUnavailable, csQPS, csIdle, dir)
 	ctx := context.Background()
 
 	c := startKWOKCluster(t, dir, filepath.Join("testdata", "kwok-stages.yaml"))
@@ -179,7 +179,7 @@ func csName(i int) string { return fmt.Sprintf("cs-%03d", i) }
 // They are v1beta1, the version the controller reads and the CRD stores: with webhooks off there
 // is no conversion, and a v1alpha1 updateStrategy would be read as v1beta1's (ReCreate).
 func createCloneSets(ctx context.Context, client versioned.Interface, sets, pods int) error {
-	mu := intstr.Parse(csMaxUnavailable)
+	mu := intstr.Parse(csScaleMaxUnavailable)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := range sets {
