@@ -219,10 +219,18 @@ func (e *env) createFloorPod(ctx context.Context, name, img string) error {
 // the new container: what the kubelet needs for one in-place step of one pod.
 func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, error) {
 	var r floorRun
-	p, err := e.client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	// A list's resourceVersion is the store's current one; the pod's own, from when it last
+	// changed, may have left the watch cache after a busy rollout (the watch then ends at once
+	// with 410 Gone).
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	list, err := e.client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return r, err
 	}
+	if len(list.Items) != 1 {
+		return r, fmt.Errorf("floor pod %s: %d found", name, len(list.Items))
+	}
+	p := &list.Items[0]
 	if !podCond(p, corev1.PodReady) {
 		return r, fmt.Errorf("floor pod not Ready before the patch: %s", describePod(p))
 	}
@@ -230,8 +238,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 	if st := framework.ContainerStatusOf(p, rolloutContainer); st != nil {
 		oldID = st.ContainerID
 	}
-	pw, err := e.client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: p.ResourceVersion})
+	pw, err := e.client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		return r, err
 	}
