@@ -183,7 +183,10 @@ func TestCloneSetInPlaceUpdateByContainerPriority(t *testing.T) {
 			return false, "", err
 		}
 		low := framework.ContainerStatusOf(p, "low")
-		untouched := framework.ContainerSpecOf(p, "low").Image == lowBefore.Image && low != nil && low.ContainerID == lowBefore.ContainerID
+		// The spec's image against the spec's: a status reports whichever tag the runtime
+		// knows the image by, which need not be the one the spec names.
+		untouched := framework.ContainerSpecOf(p, "low").Image == framework.ContainerSpecOf(&before, "low").Image &&
+			low != nil && low.ContainerID == lowBefore.ContainerID
 		return untouched, "low: " + framework.DescribeContainerStatus(low) + " spec image " + framework.ContainerSpecOf(p, "low").Image, nil
 	})
 	mid, err := f.Client.CoreV1().Pods(ns).Get(ctx, mid.Name, metav1.GetOptions{})
