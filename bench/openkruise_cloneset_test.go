@@ -39,24 +39,14 @@ func (e *env) startOpenKruiseForCloneSets(ctx context.Context, t *testing.T, b o
 	if err != nil {
 		return ok, err
 	}
-	steps := []struct {
-		name string
-		f    func(context.Context) error
-	}{
+	steps := []startStep{
 		{"no CloneSet in the cluster", e.requireNoCloneSets},
 		{"namespace", ok.createNamespace},
 		{"certificates", ok.writeSecret},
 		{"network namespace", ok.startNetns},
 		{"kruise-manager", ok.startManager},
 	}
-	for _, s := range steps {
-		start := time.Now()
-		if err := s.f(ctx); err != nil {
-			return ok, fmt.Errorf("OpenKruise, %s: %w", s.name, err)
-		}
-		t.Logf("OpenKruise: %s (%s)", s.name, time.Since(start).Round(time.Millisecond))
-	}
-	return ok, nil
+	return ok, runSteps(ctx, t, "OpenKruise", steps)
 }
 
 // waitCloneSetController waits until kruise-manager has started its CloneSet controller's

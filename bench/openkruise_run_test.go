@@ -94,10 +94,7 @@ func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBui
 	if err != nil {
 		return ok, err
 	}
-	steps := []struct {
-		name string
-		f    func(context.Context) error
-	}{
+	steps := []startStep{
 		{"namespace", ok.createNamespace},
 		{"scale kruise-controller to 0", ok.scaleKruiseDown},
 		{"exclude the namespace from kruise's pod webhook", ok.excludeFromKruise},
@@ -108,14 +105,7 @@ func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBui
 		{"kruise-manager", ok.startManager},
 		{"webhook answering", ok.waitServing},
 	}
-	for _, s := range steps {
-		start := time.Now()
-		if err := s.f(ctx); err != nil {
-			return ok, fmt.Errorf("OpenKruise phase, %s: %w", s.name, err)
-		}
-		t.Logf("OpenKruise phase: %s (%s)", s.name, time.Since(start).Round(time.Millisecond))
-	}
-	return ok, nil
+	return ok, runSteps(ctx, t, "OpenKruise phase", steps)
 }
 
 // newOpenKruise names the phase's namespace after the benchmark's and makes its directory.
@@ -500,6 +490,25 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("OpenKruise's container-launch-priority-controller not started (log %s): %w", logPath, err)
+	}
+	return nil
+}
+
+// startStep is one named step of starting OpenKruise.
+type startStep struct {
+	name string
+	f    func(context.Context) error
+}
+
+// runSteps runs steps in order, logging how long each took, and stops at the first error, which
+// it returns named by label and step.
+func runSteps(ctx context.Context, t *testing.T, label string, steps []startStep) error {
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.f(ctx); err != nil {
+			return fmt.Errorf("%s, %s: %w", label, s.name, err)
+		}
+		t.Logf("%s: %s (%s)", label, s.name, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
