@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -100,25 +99,9 @@ func hookCleanup(t *testing.T, f *framework.Framework, ns, name string) {
 // not list the KruisePodReady readiness gate markPodNotReady needs, as manifests written for
 // OpenKruise do not: the CloneSet gives its pods that gate.
 func hookCloneSet(f *framework.Framework, ns, name string, replicas int32, lc *pub.Lifecycle) *appsv1alpha1.CloneSet {
-	return &appsv1alpha1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1alpha1.CloneSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "main", Image: f.Image("public/busybox:1.35"),
-						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
-					}},
-				},
-			},
-			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{Type: appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType},
-			Lifecycle:      lc,
-		},
-	}
+	cs := busyboxCloneSet(f, ns, name, replicas, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
+	cs.Spec.Lifecycle = lc
+	return cs
 }
 
 func lifecycleState(p *corev1.Pod) pub.LifecycleStateType {
