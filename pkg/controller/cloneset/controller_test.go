@@ -99,6 +99,18 @@ func runningPod(t *testing.T, cs *appsv1beta1.CloneSet, rev *appsv1.ControllerRe
 
 func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
 	t.Helper()
+	return newFixtureWith(t, cs, revs, pods, fixtureExtras{})
+}
+
+// fixtureExtras are what some tests add to a fixture: the pre-download gate, and objects of the
+// kruise client (ImagePullJobs also go to their informer).
+type fixtureExtras struct {
+	preDownload bool
+	kruiseObjs  []runtime.Object
+}
+
+func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, x fixtureExtras) *fixture {
+	t.Helper()
 	var kubeObjs []runtime.Object
 	for _, p := range pods {
 		kubeObjs = append(kubeObjs, p)
@@ -107,7 +119,7 @@ func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Controlle
 		kubeObjs = append(kubeObjs, r)
 	}
 	kube := fake.NewClientset(kubeObjs...)
-	kruise := kruisefake.NewSimpleClientset(cs)
+	kruise := kruisefake.NewSimpleClientset(append([]runtime.Object{cs}, x.kruiseObjs...)...)
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
@@ -116,6 +128,7 @@ func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Controlle
 		CloneSets: kinf.Apps().V1beta1().CloneSets(), Pods: inf.Core().V1().Pods(),
 		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
 		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
+		PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +145,13 @@ func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Controlle
 	for _, r := range revs {
 		must(inf.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(r))
 	}
+	for _, o := range x.kruiseObjs {
+		if j, ok := o.(*appsv1beta1.ImagePullJob); ok {
+			must(kinf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Add(j))
+		}
+	}
 	kube.ClearActions()
+	kruise.ClearActions()
 	return &fixture{t: t, ctrl: ctrl, kube: kube, kruise: kruise, recorder: rec, cs: cs}
 }
 

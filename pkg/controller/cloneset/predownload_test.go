@@ -13,18 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
 
@@ -236,51 +230,19 @@ func TestPreDownloadJobName(t *testing.T) {
 // preDownloadFixture is a controller with pre-download on or off, a CloneSet of 5 pods at the
 // old revision (app:1) and its template at app:2, updated one pod at a time.
 type preDownloadFixture struct {
-	t        *testing.T
-	ctrl     *Controller
-	kube     *fake.Clientset
-	kruise   *kruisefake.Clientset
-	recorder *record.FakeRecorder
-	cs       *appsv1beta1.CloneSet
-	oldRev   string
+	*fixture
+	oldRev string
 }
 
 func newPreDownloadFixture(t *testing.T, gate bool, cs *appsv1beta1.CloneSet, oldRev *appsv1.ControllerRevision, objs ...runtime.Object) *preDownloadFixture {
 	t.Helper()
 	cs.Status.CurrentRevision = oldRev.Name
 	var pods []*corev1.Pod
-	kubeObjs := []runtime.Object{oldRev}
 	for i := range 5 {
-		p := runningPod(t, cs, oldRev, "pod"+string(rune('a'+i)))
-		pods = append(pods, p)
-		kubeObjs = append(kubeObjs, p)
+		pods = append(pods, runningPod(t, cs, oldRev, "pod"+string(rune('a'+i))))
 	}
-	kruiseObjs := append([]runtime.Object{cs}, objs...)
-	kube := fake.NewClientset(kubeObjs...)
-	kruise := kruisefake.NewSimpleClientset(kruiseObjs...)
-	inf := informers.NewSharedInformerFactory(kube, 0)
-	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
-	rec := record.NewFakeRecorder(100)
-	ctrl, err := New(Config{
-		Client: kube, KruiseClient: kruise,
-		CloneSets: kinf.Apps().V1beta1().CloneSets(), Pods: inf.Core().V1().Pods(),
-		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
-		PreDownloadImages: gate, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs(),
-	})
-	require.NoError(t, err)
-	require.NoError(t, kinf.Apps().V1beta1().CloneSets().Informer().GetIndexer().Add(cs))
-	for _, p := range pods {
-		require.NoError(t, inf.Core().V1().Pods().Informer().GetIndexer().Add(p))
-	}
-	require.NoError(t, inf.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(oldRev))
-	for _, o := range objs {
-		if j, ok := o.(*appsv1beta1.ImagePullJob); ok {
-			require.NoError(t, kinf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Add(j))
-		}
-	}
-	kruise.ClearActions()
-	return &preDownloadFixture{t: t, ctrl: ctrl, kube: kube, kruise: kruise, recorder: rec, cs: cs, oldRev: oldRev.Name}
+	f := newFixtureWith(t, cs, []*appsv1.ControllerRevision{oldRev}, pods, fixtureExtras{preDownload: gate, kruiseObjs: objs})
+	return &preDownloadFixture{fixture: f, oldRev: oldRev.Name}
 }
 
 func (f *preDownloadFixture) sync() error {
