@@ -60,13 +60,15 @@ func TestCRRKillsContainerIgnoringSIGTERM(t *testing.T) {
 	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](2)}
 	got := runCRR(ctx, t, kc, crr)
 	requireSucceeded(t, got, "main")
-	after := getPod(ctx, t, f, ns, "web")
-	st := containerStatus(after, "main")
-	if st.ContainerID == containerStatus(before, "main").ContainerID {
-		t.Errorf("container ID unchanged: %s", st.ContainerID)
-	}
-	if term := st.LastTerminationState.Terminated; term == nil || term.ExitCode != 137 {
-		t.Errorf("last termination %+v, want exit code 137 (SIGKILL after the grace)", st.LastTerminationState.Terminated)
+	// The kubelet may publish the new instance before the status that carries the old one's
+	// termination (it failed once in CI read straight after the CRR), so wait for it.
+	oldID := containerStatus(before, "main").ContainerID
+	after := f.WaitPod(ctx, t, ns, "web", 30*time.Second, "a new instance whose last termination is recorded", func(p *corev1.Pod) (bool, error) {
+		st := containerStatus(p, "main")
+		return st.ContainerID != oldID && st.LastTerminationState.Terminated != nil, nil
+	})
+	if term := containerStatus(after, "main").LastTerminationState.Terminated; term.ExitCode != 137 {
+		t.Errorf("last termination %+v, want exit code 137 (SIGKILL after the grace)", term)
 	}
 }
 
