@@ -78,22 +78,30 @@ func NewUpdaterFor(pods PodClient, clk clock.PassiveClock, backoff wait.Backoff)
 // the InPlaceUpdateReady readiness gate and the update restarts containers or waits a grace
 // period, the condition is set False first; then the resize, if any, and the pod update are
 // written, with the first batch or the grace record.
+//
+// pod may come from a cache: every write carries its resourceVersion, so a stale copy fails with
+// a conflict and only then is the pod read again. In the usual case the update costs two writes
+// and no read.
 func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, target Target, graceSeconds int32) Result {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", target.Revision)
 	now := u.clock.Now()
+	base := pod
 	if DeclaresReadinessGate(pod) && (graceSeconds > 0 || spec.RestartsContainers(pod)) {
-		if err := u.markNotReady(ctx, pod, now); err != nil {
+		marked, err := u.markNotReady(ctx, pod, now)
+		if err != nil {
 			return Result{Err: err}
 		}
+		base = marked
 	}
 	var step *Step
 	var written *corev1.Pod
 	err := retry.RetryOnConflict(u.backoff, func() error {
-		fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+		cur, err := u.current(ctx, pod, base)
+		base = nil // a conflict means the copy was stale: read the pod on the next try
 		if err != nil {
-			return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return err
 		}
-		if step, err = Start(fresh, spec, target, graceSeconds, now); err != nil {
+		if step, err = Start(cur, spec, target, graceSeconds, now); err != nil {
 			return err
 		}
 		written, err = u.write(ctx, step)
@@ -108,6 +116,18 @@ func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, targe
 	}
 	logger.Info("Started in-place update", "containers", step.Containers, "resized", sortedKeys(step.Resize))
 	return Result{Outcome: OutcomeStarted, Pod: written, Containers: step.Containers}
+}
+
+// current is cached when there is one, else pod as the API server has it now.
+func (u *Updater) current(ctx context.Context, pod, cached *corev1.Pod) (*corev1.Pod, error) {
+	if cached != nil {
+		return cached, nil
+	}
+	fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return fresh, nil
 }
 
 // Refresh moves the pod's update on: it ends a grace period that is over, writes the next batch
@@ -180,26 +200,29 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 	return result
 }
 
-// markNotReady sets InPlaceUpdateReady=False (and Ready=False) on the pod as it is now: the
-// pod given may be an old copy from a cache, and a condition it already shows False may have
-// been set True since.
-func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) error {
+// markNotReady sets InPlaceUpdateReady=False (and Ready=False) and returns the pod as written.
+// The patch carries the resourceVersion of the pod it was computed on: a condition a cached copy
+// shows False may have been set True since, so a conflict reads the pod and decides again.
+func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+	base := pod
+	var written *corev1.Pod
 	err := retry.RetryOnConflict(u.backoff, func() error {
-		fresh, err := u.pods.GetPod(ctx, pod.Namespace, pod.Name)
+		cur, err := u.current(ctx, pod, base)
+		base = nil
 		if err != nil {
 			return err
 		}
-		patch, err := NotReadyStatusPatch(fresh, now)
+		patch, err := NotReadyStatusPatch(cur, now)
 		if err != nil {
 			return err
 		}
-		_, err = u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		written, err = u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("marking pod %s/%s not ready for its in-place update: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("marking pod %s/%s not ready for its in-place update: %w", pod.Namespace, pod.Name, err)
 	}
-	return nil
+	return written, nil
 }
 
 // write carries out a step: the resize first, so that a failure between the two writes leaves
