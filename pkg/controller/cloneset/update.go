@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -80,12 +81,20 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	if orderErr != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonInvalidSpec, "updateStrategy.rollingUpdate.priorityStrategy: %v; pods are updated in the default order", orderErr)
 	}
+	// The pods of one step are written side by side: each costs a few sequential requests, and
+	// the step's last pod should not wait for the first one's.
+	outs := make([]podUpdate, len(chosen))
+	workqueue.ParallelizeUntil(ctx, updateWorkers, len(chosen), func(i int) {
+		outs[i] = c.updatePod(ctx, p, chosen[i])
+	})
 	var errs []string
-	for _, pod := range chosen {
-		wrote, err := c.updatePod(ctx, p, pod)
-		acted = acted || wrote
-		if err != nil {
-			errs = append(errs, err.Error())
+	for _, o := range outs {
+		acted = acted || o.wrote
+		if o.refused != "" {
+			p.refused = append(p.refused, o.refused)
+		}
+		if o.err != nil {
+			errs = append(errs, o.err.Error())
 		}
 	}
 	if len(errs) > 0 {
@@ -94,24 +103,35 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	return acted, after, nil
 }
 
+// updateWorkers bounds how many pods of one step are written at once.
+const updateWorkers = 16
+
+// podUpdate is what updatePod did to one pod: whether it wrote, why the pod was refused an
+// update (for the FailedUpdate condition), and the error.
+type podUpdate struct {
+	wrote   bool
+	refused string
+	err     error
+}
+
 // updatePod moves one old pod towards the update revision: through its inPlaceUpdate hook, then
-// in place, or by asking for its deletion when it must be recreated.
-func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) (bool, error) {
+// in place, or by asking for its deletion when it must be recreated. It runs beside the other
+// pods of its step, so it only reads p.
+func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) podUpdate {
 	r := c.route(p, pod)
 	if r.Refused != nil {
-		p.refused = append(p.refused, fmt.Sprintf("pod %s: %v", pod.Name, r.Refused))
-		return false, nil
+		return podUpdate{refused: fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)}
 	}
 	if r.Recreate {
-		return true, c.markForRecreate(ctx, p, pod)
+		return podUpdate{wrote: true, err: c.markForRecreate(ctx, p, pod)}
 	}
 	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: lifecycle.WantUpdate})
 	switch dec.Action {
 	case lifecycle.ActionSetState:
-		return true, c.setLifecycleState(ctx, p, pod, dec)
+		return podUpdate{wrote: true, err: c.setLifecycleState(ctx, p, pod, dec)}
 	case lifecycle.ActionUpdate:
 	default:
-		return false, nil
+		return podUpdate{}
 	}
 	update := p.history.updateName()
 	target := inplace.Target{
@@ -131,11 +151,11 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) (b
 	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)
-		return res.Pod != nil, fmt.Errorf("updating pod %s in place: %w", pod.Name, res.Err)
+		return podUpdate{wrote: res.Pod != nil, err: fmt.Errorf("updating pod %s in place: %w", pod.Name, res.Err)}
 	}
 	c.metrics.podsUpdated.WithLabelValues(modeInPlace).Inc()
 	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateInPlace, "successfully update pod %s in-place (revision %s)", pod.Name, update)
-	return true, nil
+	return podUpdate{wrote: true}
 }
 
 // markForRecreate asks for the pod's deletion (label apps.kruise.io/specified-delete, as the
@@ -184,7 +204,10 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 				c.metrics.inPlace.Observe(c.clock.Since(started).Seconds())
 			}
 			acted = true
-			continue
+			// The lifecycle state follows at once, on the pod as written, as its own pass would:
+			// the kubelet then takes both changes in one sync instead of two, each of which can
+			// wait a PLEG relist before the pod turns Ready.
+			pod = res.Pod
 		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished:
 			logger.V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
 			acted = true
@@ -194,7 +217,8 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		}
 		want := lifecycle.WantNothing
 		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-			if done, _, err := inplace.UpdateDone(pod); err == nil && done && res.Outcome == inplace.OutcomeNothing {
+			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
+				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
 				want = lifecycle.WantUpdateFinished
 			}
 		}
