@@ -154,6 +154,7 @@ func TestCloneSetRollout(t *testing.T) {
 		}
 	}
 
+	t.Logf("%s: %d live pods on the node", phaseKruise, e.livePods(ctx, t))
 	start = time.Now()
 	turns(phaseKruise, e.ns, []turn{{csInPlace, inPlace}, {csRecreate, recreate}, {csDeploy, deploy}, {csFloor, nil}})
 	t.Logf("%s: %s; load average %s", phaseKruise, time.Since(start).Round(time.Second), loadAverage())
@@ -161,17 +162,22 @@ func TestCloneSetRollout(t *testing.T) {
 		return
 	}
 
-	// OpenKruise's controller sees every CloneSet of the cluster: kruise's go first. The
-	// Deployment's 30 pods stay, so the node is not idle in OpenKruise's phase either (61 pods
-	// there against 91 in kruise's).
+	// OpenKruise's controller sees every CloneSet of the cluster: kruise's go first. The node
+	// carries the same load in both phases: the Deployment's pods stay, and the ReCreate
+	// CloneSet's are orphaned (left running, ownerless) to stand in for OpenKruise's CloneSet
+	// against kruise's in-place one.
 	start = time.Now()
-	for _, w := range []cloneSetWorkload{inPlace, recreate} {
-		if err := kc.CloneSets(e.ns).Delete(ctx, w.nm, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.waitPodsGone(ctx, e.ns, w.nm); err != nil {
-			t.Fatal(err)
-		}
+	if err := kc.CloneSets(e.ns).Delete(ctx, inPlace.nm, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.waitPodsGone(ctx, e.ns, inPlace.nm); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.CloneSets(e.ns).Delete(ctx, recreate.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.waitOrphaned(ctx, e.ns, recreate.nm, n); err != nil {
+		t.Fatal(err)
 	}
 	ok, err := e.startOpenKruiseForCloneSets(ctx, t, build)
 	t.Cleanup(func() {
@@ -235,6 +241,7 @@ func TestCloneSetRollout(t *testing.T) {
 	}
 	t.Logf("OpenKruise's CloneSet of %d pods Ready: %s", n, time.Since(start).Round(time.Second))
 
+	t.Logf("%s: %d live pods on the node", phaseOK, e.livePods(ctx, t))
 	start = time.Now()
 	turns(phaseOK, ok.ns, []turn{{csOK, okCS}, {csFloor, nil}})
 	t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
@@ -244,6 +251,42 @@ func TestCloneSetRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("OpenKruise stopped, kruise-controller leading again: %s", time.Since(start).Round(time.Second))
+}
+
+// livePods counts the cluster's pods not being deleted (the local cluster has one node).
+func (e *env) livePods(ctx context.Context, t *testing.T) int {
+	l, err := e.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	n := 0
+	for i := range l.Items {
+		if l.Items[i].DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// waitOrphaned waits until the n pods labelled app=name in ns are running without an owner.
+func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int) error {
+	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		orphans := 0
+		for i := range l.Items {
+			if p := &l.Items[i]; len(p.OwnerReferences) == 0 && p.DeletionTimestamp == nil {
+				orphans++
+			}
+		}
+		return orphans == n, fmt.Sprintf("%d of %d pods orphaned", orphans, len(l.Items)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods of %s/%s orphaned: %w", ns, name, err)
+	}
+	return nil
 }
 
 // waitPodsGone waits until no pod labelled app=name is left in ns.
