@@ -268,7 +268,8 @@ func (e *env) livePods(ctx context.Context, t *testing.T) int {
 	return n
 }
 
-// waitOrphaned waits until the n pods labelled app=name in ns are running without an owner.
+// waitOrphaned waits until the n pods labelled app=name in ns are running without an owner and
+// the CloneSet name is gone.
 func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int) error {
 	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
 		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
@@ -281,7 +282,18 @@ func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int) error {
 				orphans++
 			}
 		}
-		return orphans == n, fmt.Sprintf("%d of %d pods orphaned", orphans, len(l.Items)), nil
+		if orphans != n {
+			return false, fmt.Sprintf("%d of %d pods orphaned", orphans, len(l.Items)), nil
+		}
+		// The garbage collector removes the CloneSet's orphan finalizer after its pods.
+		_, err = e.kruise.AppsV1alpha1().CloneSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		return false, "pods orphaned, the CloneSet still there (orphan finalizer)", nil
 	})
 	if err != nil {
 		return fmt.Errorf("pods of %s/%s orphaned: %w", ns, name, err)
