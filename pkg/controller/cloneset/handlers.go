@@ -95,6 +95,9 @@ func (c *Controller) podAdded(obj any) {
 	}
 	if key, ok := c.ownerKey(pod); ok {
 		c.expect.Observe(key, expectations.Create, expectations.Pods, pod.Name)
+		if pod.DeletionTimestamp != nil {
+			c.expect.Observe(key, expectations.Delete, expectations.Pods, pod.Name) // seen first while terminating (a relist)
+		}
 		c.queue.Add(key)
 		return
 	}
@@ -116,6 +119,12 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	c.podVersions.Observe(cur)
 	oldKey, oldOwned := c.ownerKey(old)
 	curKey, curOwned := c.ownerKey(cur)
+	if curOwned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		// A pod being deleted no longer counts (Active), so the deletion asked for is done
+		// for the diff: its replacement need not wait out the grace period. Replacements that
+		// take its PVCs wait for it to be gone all the same (ReplacementsWaiting).
+		c.expect.Observe(curKey, expectations.Delete, expectations.Pods, cur.Name)
+	}
 	if oldOwned && (!curOwned || oldKey != curKey) {
 		c.queue.Add(oldKey) // released: the old owner counts one pod less
 	}
