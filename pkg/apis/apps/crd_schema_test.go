@@ -52,7 +52,6 @@ func readOurCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinit
 // the others, and must leave this list.
 var notYetServed = map[string]string{
 	"statefulsets.apps.kruise.io": "Advanced StatefulSet (issue 20)",
-	"daemonsets.apps.kruise.io":   "Advanced DaemonSet (issue 20)",
 	"sidecarsets.apps.kruise.io":  "SidecarSet (issue 21)",
 }
 

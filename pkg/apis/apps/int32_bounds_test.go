@@ -28,6 +28,8 @@ var celBounded = map[string]string{
 	"spec.updateStrategy.rollingUpdate.maxUnavailable":                                    "self <= 2147483647",
 	"spec.updateStrategy.rollingUpdate.maxSurge":                                          "self <= 2147483647",
 	"spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism": "self.imagePreDownloadParallelism <= 2147483647",
+	// Advanced DaemonSet (both versions; its rollingUpdate fields are CloneSet v1beta1's paths).
+	"spec.burstReplicas": "self <= 2147483647",
 }
 
 // The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,

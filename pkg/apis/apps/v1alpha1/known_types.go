@@ -9,5 +9,6 @@ func knownTypes() []runtime.Object {
 		&ImageListPullJob{}, &ImageListPullJobList{},
 		&NodeImage{}, &NodeImageList{},
 		&CloneSet{}, &CloneSetList{},
+		&DaemonSet{}, &DaemonSetList{},
 	}
 }

@@ -9,6 +9,7 @@ func knownTypes() []runtime.Object {
 		&NodeImage{}, &NodeImageList{},
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 		&CloneSet{}, &CloneSetList{},
+		&DaemonSet{}, &DaemonSetList{},
 	}
 }
 

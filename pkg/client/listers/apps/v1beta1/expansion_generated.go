@@ -34,6 +34,14 @@ type ContainerRecreateRequestListerExpansion interface{}
 // ContainerRecreateRequestNamespaceLister.
 type ContainerRecreateRequestNamespaceListerExpansion interface{}
 
+// DaemonSetListerExpansion allows custom methods to be added to
+// DaemonSetLister.
+type DaemonSetListerExpansion interface{}
+
+// DaemonSetNamespaceListerExpansion allows custom methods to be added to
+// DaemonSetNamespaceLister.
+type DaemonSetNamespaceListerExpansion interface{}
+
 // ImageListPullJobListerExpansion allows custom methods to be added to
 // ImageListPullJobLister.
 type ImageListPullJobListerExpansion interface{}

@@ -28,6 +28,8 @@ type Interface interface {
 	CloneSets() CloneSetInformer
 	// ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
 	ContainerRecreateRequests() ContainerRecreateRequestInformer
+	// DaemonSets returns a DaemonSetInformer.
+	DaemonSets() DaemonSetInformer
 	// ImageListPullJobs returns a ImageListPullJobInformer.
 	ImageListPullJobs() ImageListPullJobInformer
 	// ImagePullJobs returns a ImagePullJobInformer.
@@ -55,6 +57,11 @@ func (v *version) CloneSets() CloneSetInformer {
 // ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
 func (v *version) ContainerRecreateRequests() ContainerRecreateRequestInformer {
 	return &containerRecreateRequestInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// DaemonSets returns a DaemonSetInformer.
+func (v *version) DaemonSets() DaemonSetInformer {
+	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // ImageListPullJobs returns a ImageListPullJobInformer.

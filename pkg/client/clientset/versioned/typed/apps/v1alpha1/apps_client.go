@@ -30,6 +30,7 @@ type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	CloneSetsGetter
 	ContainerRecreateRequestsGetter
+	DaemonSetsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
@@ -46,6 +47,10 @@ func (c *AppsV1alpha1Client) CloneSets(namespace string) CloneSetInterface {
 
 func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) ContainerRecreateRequestInterface {
 	return newContainerRecreateRequests(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
+	return newDaemonSets(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {

@@ -30,6 +30,7 @@ type AppsV1beta1Interface interface {
 	RESTClient() rest.Interface
 	CloneSetsGetter
 	ContainerRecreateRequestsGetter
+	DaemonSetsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
@@ -46,6 +47,10 @@ func (c *AppsV1beta1Client) CloneSets(namespace string) CloneSetInterface {
 
 func (c *AppsV1beta1Client) ContainerRecreateRequests(namespace string) ContainerRecreateRequestInterface {
 	return newContainerRecreateRequests(c, namespace)
+}
+
+func (c *AppsV1beta1Client) DaemonSets(namespace string) DaemonSetInterface {
+	return newDaemonSets(c, namespace)
 }
 
 func (c *AppsV1beta1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {

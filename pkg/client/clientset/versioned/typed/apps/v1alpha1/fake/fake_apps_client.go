@@ -36,6 +36,10 @@ func (c *FakeAppsV1alpha1) ContainerRecreateRequests(namespace string) v1alpha1.
 	return newFakeContainerRecreateRequests(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterface {
+	return newFakeDaemonSets(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) ImageListPullJobs(namespace string) v1alpha1.ImageListPullJobInterface {
 	return newFakeImageListPullJobs(c, namespace)
 }

@@ -36,6 +36,10 @@ func (c *FakeAppsV1beta1) ContainerRecreateRequests(namespace string) v1beta1.Co
 	return newFakeContainerRecreateRequests(c, namespace)
 }
 
+func (c *FakeAppsV1beta1) DaemonSets(namespace string) v1beta1.DaemonSetInterface {
+	return newFakeDaemonSets(c, namespace)
+}
+
 func (c *FakeAppsV1beta1) ImageListPullJobs(namespace string) v1beta1.ImageListPullJobInterface {
 	return newFakeImageListPullJobs(c, namespace)
 }
