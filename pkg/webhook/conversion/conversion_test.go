@@ -51,6 +51,7 @@ var kindCases = []kindCase{
 	{kind: "ContainerRecreateRequest", alpha: func() runtime.Object { return &v1alpha1.ContainerRecreateRequest{} },
 		beta: func() runtime.Object { return &v1beta1.ContainerRecreateRequest{} }},
 	{kind: "CloneSet", alpha: func() runtime.Object { return &v1alpha1.CloneSet{} }, beta: func() runtime.Object { return &v1beta1.CloneSet{} }},
+	{kind: "DaemonSet", alpha: func() runtime.Object { return &v1alpha1.DaemonSet{} }, beta: func() runtime.Object { return &v1beta1.DaemonSet{} }},
 }
 
 func TestEveryKindServedIsConverted(t *testing.T) {

@@ -41,6 +41,9 @@ var kinds = map[string]kindConverter{
 	"CloneSet": {
 		toBeta: via(v1alpha1.CloneSetToV1beta1), toAlpha: via(v1alpha1.CloneSetFromV1beta1),
 	},
+	"DaemonSet": {
+		toBeta: via(v1alpha1.DaemonSetToV1beta1), toAlpha: via(v1alpha1.DaemonSetFromV1beta1),
+	},
 }
 
 // Kinds lists the kinds /convert converts, sorted.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -147,6 +148,69 @@ func FuzzCloneSetConversion(f *testing.F) {
 			}
 		}
 		again := CloneSetToV1beta1(CloneSetFromV1beta1(b))
+		x, _ := json.Marshal(b)
+		y, _ := json.Marshal(again)
+		if string(x) != string(y) {
+			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
+		}
+	})
+}
+
+// FuzzDaemonSetConversion converts DaemonSets whose strategies and
+// progressive-create-pod annotation hold arbitrary values, both ways.
+// Invariants: no panic; the input is not changed; converting there and back
+// gives the input again (as JSON); and a second round trip changes nothing.
+func FuzzDaemonSetConversion(f *testing.F) {
+	f.Add("RollingUpdate", "Surging", "Standard", "true", int32(-1), int32(-1), true)
+	f.Add("OnDelete", "InPlaceIfPossible", "Surging", "false", int32(1), int32(0), false)
+	f.Add("", "", "", "", int32(0), int32(2), true)
+	f.Fuzz(func(t *testing.T, typ, alphaRU, betaRU, progressive string, surge, unavailable int32, partitioned bool) {
+		for _, s := range []string{typ, alphaRU, betaRU, progressive} {
+			if !utf8.ValidString(s) {
+				t.Skip("objects reach the conversion as JSON, whose strings are UTF-8")
+			}
+		}
+		// A negative limit stands for an unset one.
+		limit := func(n int32) *intstr.IntOrString {
+			if n < 0 {
+				return nil
+			}
+			v := intstr.FromInt32(n)
+			return &v
+		}
+		meta := metav1.ObjectMeta{Name: "d", Annotations: map[string]string{ProgressiveCreatePodAnnotation: progressive}}
+		alpha := &DaemonSet{ObjectMeta: meta, Spec: DaemonSetSpec{UpdateStrategy: DaemonSetUpdateStrategy{
+			Type: DaemonSetUpdateStrategyType(typ),
+			RollingUpdate: &RollingUpdateDaemonSet{
+				Type: DaemonSetRollingUpdateType(alphaRU), MaxSurge: limit(surge), MaxUnavailable: limit(unavailable),
+			},
+		}}}
+		beta := &v1beta1.DaemonSet{ObjectMeta: *meta.DeepCopy(), Spec: v1beta1.DaemonSetSpec{
+			UpdateStrategy: v1beta1.DaemonSetUpdateStrategy{
+				Type: v1beta1.DaemonSetUpdateStrategyType(typ),
+				RollingUpdate: &v1beta1.RollingUpdateDaemonSet{
+					Type: v1beta1.DaemonSetRollingUpdateType(betaRU), MaxSurge: limit(surge), MaxUnavailable: limit(unavailable),
+				},
+			},
+			ScaleStrategy: &v1beta1.DaemonSetScaleStrategy{PartitionedScaling: partitioned},
+		}}
+		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
+
+		b := DaemonSetToV1beta1(alpha)
+		a := DaemonSetFromV1beta1(beta)
+		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
+			t.Fatalf("conversion changed its input")
+		}
+		backAlpha, backBeta := DaemonSetFromV1beta1(b), DaemonSetToV1beta1(a)
+		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
+		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
+			x, _ := json.Marshal(pair[0])
+			y, _ := json.Marshal(pair[1])
+			if string(x) != string(y) {
+				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
+			}
+		}
+		again := DaemonSetToV1beta1(DaemonSetFromV1beta1(b))
 		x, _ := json.Marshal(b)
 		y, _ := json.Marshal(again)
 		if string(x) != string(y) {
