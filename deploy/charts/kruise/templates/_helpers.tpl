@@ -60,10 +60,11 @@ certificates are not kruise's (externalCerts.enabled, or a caBundle the chart wr
 
 {{/* The CRDs that convert through kruise's /convert with webhook.conversion.enabled: those whose
 versions differ (NodeImage: pullSecrets[].mode is v1beta1-only; CloneSet: the strategies have two
-shapes; the other kinds' versions share one schema, docs/api.md). Comma-separated, as
+shapes; DaemonSet: Surging, partitionedScaling and the revision's name; the other kinds' versions
+share one schema, docs/api.md). Comma-separated, as
 --webhook-conversion-crds takes them. */}}
 {{- define "kruise.conversionCRDs" -}}
-nodeimages.apps.kruise.io,clonesets.apps.kruise.io
+nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io
 {{- end -}}
 
 {{/* A hook Job running kruise-controller with args (and extra env) as kruise-conversion-hook,
