@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
@@ -249,6 +250,37 @@ func TestConversionRoundTripsEveryKind(t *testing.T) {
 					return kc.AppsV1beta1().CloneSets(ns).Get(ctx, "rt", metav1.GetOptions{})
 				},
 				appsv1alpha1.CloneSetToV1beta1, appsv1alpha1.CloneSetFromV1beta1)
+		},
+		"DaemonSet": func(t *testing.T) {
+			// Written as v1alpha1 with the deprecated Surging type and the progressive-create
+			// annotation, which v1beta1 holds as Standard with maxSurge and partitionedScaling.
+			// No node matches its nodeSelector, and no controller runs for it yet.
+			ds := &appsv1alpha1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rt",
+					Annotations: map[string]string{appsv1alpha1.ProgressiveCreatePodAnnotation: "true"}},
+				Spec: appsv1alpha1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rt-" + suffix}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rt-" + suffix}},
+						Spec: corev1.PodSpec{NodeSelector: map[string]string{"kruise.e2e/no-such-node": suffix},
+							Containers: []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}}},
+					},
+					UpdateStrategy: appsv1alpha1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1alpha1.RollingUpdateDaemonSet{
+						Type: appsv1alpha1.SurgingDaemonSetRollingUpdateType, MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					}},
+				},
+			}
+			if _, err := kc.AppsV1alpha1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(ctx, t, "DaemonSet "+ns+"/rt",
+				func(ctx context.Context) (*appsv1alpha1.DaemonSet, error) {
+					return kc.AppsV1alpha1().DaemonSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				func(ctx context.Context) (*appsv1beta1.DaemonSet, error) {
+					return kc.AppsV1beta1().DaemonSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				appsv1alpha1.DaemonSetToV1beta1, appsv1alpha1.DaemonSetFromV1beta1)
 		},
 		"ContainerRecreateRequest": func(t *testing.T) {
 			// A pod no node can take: it stays Pending, so the request is admitted (its pod
