@@ -30,6 +30,8 @@ var celBounded = map[string]string{
 	"spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism": "self.imagePreDownloadParallelism <= 2147483647",
 	// Advanced DaemonSet (both versions; its rollingUpdate fields are CloneSet v1beta1's paths).
 	"spec.burstReplicas": "self <= 2147483647",
+	// Advanced StatefulSet (v1beta1).
+	"spec.reserveOrdinals[]": "o <= 2147483647",
 }
 
 // The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,
@@ -53,6 +55,9 @@ func checkInt32Bounds(s *apiextensionsv1.JSONSchemaProps, path string, rules []s
 		rules = append(rules, r.Rule)
 	}
 	switch {
+	case s.Type == "integer" && s.Format == "int32" && withinInt32(s):
+		// Bounded by its schema (an Advanced StatefulSet's partition is an
+		// int32 where CloneSet's, at the same path, is an int-or-string).
 	case s.XIntOrString || (s.Type == "integer" && s.Format == "int32"):
 		if frag, ok := celBounded[path]; ok {
 			if !strings.Contains(strings.Join(rules, "\n"), frag) {
@@ -89,4 +94,9 @@ func checkInt32Bounds(s *apiextensionsv1.JSONSchemaProps, path string, rules []s
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		checkInt32Bounds(s.AdditionalProperties.Schema, path+"{}", rules, problems)
 	}
+}
+
+// withinInt32: s has a minimum and a maximum, both within int32.
+func withinInt32(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.Minimum != nil && *s.Minimum >= math.MinInt32 && s.Maximum != nil && *s.Maximum <= math.MaxInt32
 }

@@ -10,5 +10,6 @@ func knownTypes() []runtime.Object {
 		&NodeImage{}, &NodeImageList{},
 		&CloneSet{}, &CloneSetList{},
 		&DaemonSet{}, &DaemonSetList{},
+		&StatefulSet{}, &StatefulSetList{},
 	}
 }

@@ -10,6 +10,7 @@ func knownTypes() []runtime.Object {
 		&ContainerRecreateRequest{}, &ContainerRecreateRequestList{},
 		&CloneSet{}, &CloneSetList{},
 		&DaemonSet{}, &DaemonSetList{},
+		&StatefulSet{}, &StatefulSetList{},
 	}
 }
 

@@ -61,3 +61,11 @@ type ImagePullJobNamespaceListerExpansion interface{}
 // NodeImageListerExpansion allows custom methods to be added to
 // NodeImageLister.
 type NodeImageListerExpansion interface{}
+
+// StatefulSetListerExpansion allows custom methods to be added to
+// StatefulSetLister.
+type StatefulSetListerExpansion interface{}
+
+// StatefulSetNamespaceListerExpansion allows custom methods to be added to
+// StatefulSetNamespaceLister.
+type StatefulSetNamespaceListerExpansion interface{}

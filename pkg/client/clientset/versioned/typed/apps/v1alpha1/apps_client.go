@@ -34,6 +34,7 @@ type AppsV1alpha1Interface interface {
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
+	StatefulSetsGetter
 }
 
 // AppsV1alpha1Client is used to interact with features provided by the apps.kruise.io group.
@@ -63,6 +64,10 @@ func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterfa
 
 func (c *AppsV1alpha1Client) NodeImages() NodeImageInterface {
 	return newNodeImages(c)
+}
+
+func (c *AppsV1alpha1Client) StatefulSets(namespace string) StatefulSetInterface {
+	return newStatefulSets(c, namespace)
 }
 
 // NewForConfig creates a new AppsV1alpha1Client for the given config.

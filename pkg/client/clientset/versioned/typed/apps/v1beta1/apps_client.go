@@ -34,6 +34,7 @@ type AppsV1beta1Interface interface {
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
+	StatefulSetsGetter
 }
 
 // AppsV1beta1Client is used to interact with features provided by the apps.kruise.io group.
@@ -63,6 +64,10 @@ func (c *AppsV1beta1Client) ImagePullJobs(namespace string) ImagePullJobInterfac
 
 func (c *AppsV1beta1Client) NodeImages() NodeImageInterface {
 	return newNodeImages(c)
+}
+
+func (c *AppsV1beta1Client) StatefulSets(namespace string) StatefulSetInterface {
+	return newStatefulSets(c, namespace)
 }
 
 // NewForConfig creates a new AppsV1beta1Client for the given config.

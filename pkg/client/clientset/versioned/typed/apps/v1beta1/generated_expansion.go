@@ -29,3 +29,5 @@ type ImageListPullJobExpansion interface{}
 type ImagePullJobExpansion interface{}
 
 type NodeImageExpansion interface{}
+
+type StatefulSetExpansion interface{}

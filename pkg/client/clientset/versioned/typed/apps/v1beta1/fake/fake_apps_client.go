@@ -52,6 +52,10 @@ func (c *FakeAppsV1beta1) NodeImages() v1beta1.NodeImageInterface {
 	return newFakeNodeImages(c)
 }
 
+func (c *FakeAppsV1beta1) StatefulSets(namespace string) v1beta1.StatefulSetInterface {
+	return newFakeStatefulSets(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeAppsV1beta1) RESTClient() rest.Interface {
