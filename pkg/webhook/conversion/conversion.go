@@ -1,6 +1,6 @@
 // Package conversion is the CRD conversion webhook of apps.kruise.io
 // (/convert): it converts NodeImage, ImagePullJob, ImageListPullJob,
-// ContainerRecreateRequest and CloneSet objects between v1alpha1 and v1beta1 with the
+// ContainerRecreateRequest, CloneSet and StatefulSet objects between v1alpha1 and v1beta1 with the
 // lossless conversions of pkg/apis/apps/v1alpha1, answering ConversionReview
 // v1.
 //

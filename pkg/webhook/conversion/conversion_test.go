@@ -52,6 +52,7 @@ var kindCases = []kindCase{
 		beta: func() runtime.Object { return &v1beta1.ContainerRecreateRequest{} }},
 	{kind: "CloneSet", alpha: func() runtime.Object { return &v1alpha1.CloneSet{} }, beta: func() runtime.Object { return &v1beta1.CloneSet{} }},
 	{kind: "DaemonSet", alpha: func() runtime.Object { return &v1alpha1.DaemonSet{} }, beta: func() runtime.Object { return &v1beta1.DaemonSet{} }},
+	{kind: "StatefulSet", alpha: func() runtime.Object { return &v1alpha1.StatefulSet{} }, beta: func() runtime.Object { return &v1beta1.StatefulSet{} }},
 }
 
 func TestEveryKindServedIsConverted(t *testing.T) {

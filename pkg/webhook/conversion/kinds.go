@@ -44,6 +44,9 @@ var kinds = map[string]kindConverter{
 	"DaemonSet": {
 		toBeta: via(v1alpha1.DaemonSetToV1beta1), toAlpha: via(v1alpha1.DaemonSetFromV1beta1),
 	},
+	"StatefulSet": {
+		toBeta: via(v1alpha1.StatefulSetToV1beta1), toAlpha: via(v1alpha1.StatefulSetFromV1beta1),
+	},
 }
 
 // Kinds lists the kinds /convert converts, sorted.

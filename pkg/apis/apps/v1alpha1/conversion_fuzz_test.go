@@ -218,3 +218,64 @@ func FuzzDaemonSetConversion(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStatefulSetConversion converts a v1alpha1 StatefulSet carrying an
+// arbitrary apps.kruise.io/v1beta1-statefulset-fields annotation (which a
+// user may edit) and a v1beta1 one with arbitrary v1beta1-only fields, both
+// ways. Invariants: no panic; the input is not changed; converting there and
+// back gives the input again (as JSON); and a second round trip changes
+// nothing.
+func FuzzStatefulSetConversion(f *testing.F) {
+	f.Add(`{"reserveOrdinals":[1,"3-5"],"ordinals":{"start":2}}`, "2-4", int32(3), "Delete", "OnPodRollingUpdate", true)
+	f.Add(`{"ordinals":{"start":2},"x":1}`, "", int32(0), "", "", false)
+	f.Add(`{}`, "x", int32(-1), "Retain", "OnDelete", true)
+	f.Add(`null`, "1", int32(7), "", "", false)
+	f.Fuzz(func(t *testing.T, annotation, reserved string, start int32, whenDeleted, vcus string, withLifecycle bool) {
+		for _, s := range []string{annotation, reserved, whenDeleted, vcus} {
+			if !utf8.ValidString(s) {
+				t.Skip("objects reach the conversion as JSON, whose strings are UTF-8")
+			}
+		}
+		alpha := &StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: map[string]string{
+			StatefulSetV1beta1FieldsAnnotation: annotation, "keep": "me",
+		}}}
+		beta := &v1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+		if reserved != "" {
+			beta.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromString(reserved), intstr.FromInt32(start)}
+		}
+		if start != 0 {
+			beta.Spec.Ordinals = &v1beta1.StatefulSetOrdinals{Start: start}
+		}
+		if whenDeleted != "" {
+			beta.Spec.PersistentVolumeClaimRetentionPolicy = &v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: v1beta1.PersistentVolumeClaimRetentionPolicyType(whenDeleted),
+			}
+		}
+		beta.Spec.VolumeClaimUpdateStrategy.Type = v1beta1.VolumeClaimUpdateStrategyType(vcus)
+		if withLifecycle {
+			beta.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{MarkPodNotReady: true}}
+		}
+		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
+
+		b := StatefulSetToV1beta1(alpha)
+		a := StatefulSetFromV1beta1(beta)
+		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
+			t.Fatalf("conversion changed its input")
+		}
+		backAlpha, backBeta := StatefulSetFromV1beta1(b), StatefulSetToV1beta1(a)
+		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
+		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
+			x, _ := json.Marshal(pair[0])
+			y, _ := json.Marshal(pair[1])
+			if string(x) != string(y) {
+				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
+			}
+		}
+		again := StatefulSetToV1beta1(StatefulSetFromV1beta1(b))
+		x, _ := json.Marshal(b)
+		y, _ := json.Marshal(again)
+		if string(x) != string(y) {
+			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
+		}
+	})
+}
