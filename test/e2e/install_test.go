@@ -187,6 +187,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"nodeimages.apps.kruise.io":                {"v1alpha1", "v1beta1"},
 		"clonesets.apps.kruise.io":                 {"v1alpha1", "v1beta1"},
 		"daemonsets.apps.kruise.io":                {"v1alpha1", "v1beta1"},
+		"statefulsets.apps.kruise.io":              {"v1alpha1", "v1beta1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

@@ -90,6 +90,7 @@ func testVersions(t *testing.T, c *cluster) {
 		"nodeimages.apps.kruise.io":                {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"clonesets.apps.kruise.io":                 {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"daemonsets.apps.kruise.io":                {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
+		"statefulsets.apps.kruise.io":              {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 	}
 	for name, w := range want {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})
