@@ -282,6 +282,40 @@ func TestConversionRoundTripsEveryKind(t *testing.T) {
 				},
 				appsv1alpha1.DaemonSetToV1beta1, appsv1alpha1.DaemonSetFromV1beta1)
 		},
+		"StatefulSet": func(t *testing.T) {
+			// Written as v1beta1 with reserveOrdinals, a field v1alpha1 lacks: its v1alpha1 view
+			// carries it in an annotation. No replicas, and no controller runs for it yet.
+			sts := &appsv1beta1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rt"},
+				Spec: appsv1beta1.StatefulSetSpec{
+					Replicas: ptr.To[int32](0),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rt-" + suffix}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rt-" + suffix}},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}}},
+					},
+					ReserveOrdinals: []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-5")},
+				},
+			}
+			if _, err := kc.AppsV1beta1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(ctx, t, "StatefulSet "+ns+"/rt",
+				func(ctx context.Context) (*appsv1alpha1.StatefulSet, error) {
+					return kc.AppsV1alpha1().StatefulSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				func(ctx context.Context) (*appsv1beta1.StatefulSet, error) {
+					return kc.AppsV1beta1().StatefulSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+				},
+				appsv1alpha1.StatefulSetToV1beta1, appsv1alpha1.StatefulSetFromV1beta1)
+			alpha, err := kc.AppsV1alpha1().StatefulSets(ns).Get(ctx, "rt", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if alpha.Annotations[appsv1alpha1.StatefulSetV1beta1FieldsAnnotation] == "" {
+				t.Errorf("the v1alpha1 view does not carry reserveOrdinals in %s: %v", appsv1alpha1.StatefulSetV1beta1FieldsAnnotation, alpha.Annotations)
+			}
+		},
 		"ContainerRecreateRequest": func(t *testing.T) {
 			// A pod no node can take: it stays Pending, so the request is admitted (its pod
 			// exists) and waits, and no daemon acts on it.
