@@ -392,7 +392,7 @@ func copyMap(m map[string]string) map[string]string {
 func mustJSON(v any) []byte {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		panic("encoding CloneSet strategies: " + err.Error())
+		panic("encoding a conversion helper annotation: " + err.Error())
 	}
 	return raw
 }
