@@ -2,15 +2,12 @@ package integration
 
 import (
 	"context"
-	"encoding/pem"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +16,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 )
 
 const cloneSetNS = "cloneset-it"
@@ -45,26 +41,7 @@ func TestCloneSetAPI(t *testing.T) {
 // points the clonesets CRD's conversion at it, as kruise-controller does
 // with --webhook-conversion-crds.
 func serveCloneSetConversion(t *testing.T, c *cluster) {
-	h, err := conversion.NewHandler(conversion.Options{})
-	require.NoError(t, err)
-	srv := httptest.NewTLSServer(h)
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	cx := ctx(t)
-	crds := c.apiext.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(cx, "clonesets.apps.kruise.io", metav1.GetOptions{})
-	require.NoError(t, err)
-	url := srv.URL + conversion.Path
-	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-		Strategy: apiextensionsv1.WebhookConverter,
-		Webhook: &apiextensionsv1.WebhookConversion{
-			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			ConversionReviewVersions: []string{"v1"},
-		},
-	}
-	_, err = crds.Update(cx, crd, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	convertThroughWebhook(t, c, "clonesets.apps.kruise.io")
 
 	// The API server picks the new conversion up asynchronously: wait until
 	// a v1alpha1 write reads back as v1beta1 with its policy. Each try writes

@@ -2,15 +2,12 @@ package integration
 
 import (
 	"context"
-	"encoding/pem"
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +16,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 )
 
 const daemonSetNS = "daemonset-it"
@@ -124,26 +120,7 @@ func testDaemonSetValidation(t *testing.T, c *cluster) {
 // served on a loopback TLS server, as kruise-controller does with
 // --webhook-conversion-crds, and waits until the API server uses it.
 func serveDaemonSetConversion(t *testing.T, c *cluster) {
-	h, err := conversion.NewHandler(conversion.Options{})
-	require.NoError(t, err)
-	srv := httptest.NewTLSServer(h)
-	t.Cleanup(srv.Close)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-
-	cx := ctx(t)
-	crds := c.apiext.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(cx, "daemonsets.apps.kruise.io", metav1.GetOptions{})
-	require.NoError(t, err)
-	url := srv.URL + conversion.Path
-	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-		Strategy: apiextensionsv1.WebhookConverter,
-		Webhook: &apiextensionsv1.WebhookConversion{
-			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			ConversionReviewVersions: []string{"v1"},
-		},
-	}
-	_, err = crds.Update(cx, crd, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	convertThroughWebhook(t, c, "daemonsets.apps.kruise.io")
 
 	// Each try writes a new probe: one written before the webhook took over
 	// is stored with its apiVersion merely rewritten.
