@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -131,28 +132,7 @@ func FuzzCloneSetConversion(f *testing.F) {
 				PodUpdatePolicy: v1beta1.CloneSetPodUpdateStrategyType(policy), InPlaceUpdateStrategy: ips.DeepCopy(),
 			},
 		}}}
-		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
-
-		b := CloneSetToV1beta1(alpha)
-		a := CloneSetFromV1beta1(beta)
-		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
-			t.Fatalf("conversion changed its input")
-		}
-		backAlpha, backBeta := CloneSetFromV1beta1(b), CloneSetToV1beta1(a)
-		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
-		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
-			x, _ := json.Marshal(pair[0])
-			y, _ := json.Marshal(pair[1])
-			if string(x) != string(y) {
-				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
-			}
-		}
-		again := CloneSetToV1beta1(CloneSetFromV1beta1(b))
-		x, _ := json.Marshal(b)
-		y, _ := json.Marshal(again)
-		if string(x) != string(y) {
-			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
-		}
+		checkRoundTrips(t, alpha, beta, CloneSetToV1beta1, CloneSetFromV1beta1)
 	})
 }
 
@@ -194,28 +174,7 @@ func FuzzDaemonSetConversion(f *testing.F) {
 			},
 			ScaleStrategy: &v1beta1.DaemonSetScaleStrategy{PartitionedScaling: partitioned},
 		}}
-		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
-
-		b := DaemonSetToV1beta1(alpha)
-		a := DaemonSetFromV1beta1(beta)
-		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
-			t.Fatalf("conversion changed its input")
-		}
-		backAlpha, backBeta := DaemonSetFromV1beta1(b), DaemonSetToV1beta1(a)
-		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
-		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
-			x, _ := json.Marshal(pair[0])
-			y, _ := json.Marshal(pair[1])
-			if string(x) != string(y) {
-				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
-			}
-		}
-		again := DaemonSetToV1beta1(DaemonSetFromV1beta1(b))
-		x, _ := json.Marshal(b)
-		y, _ := json.Marshal(again)
-		if string(x) != string(y) {
-			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
-		}
+		checkRoundTrips(t, alpha, beta, DaemonSetToV1beta1, DaemonSetFromV1beta1)
 	})
 }
 
@@ -255,27 +214,35 @@ func FuzzStatefulSetConversion(f *testing.F) {
 		if withLifecycle {
 			beta.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{MarkPodNotReady: true}}
 		}
-		savedAlpha, savedBeta := alpha.DeepCopy(), beta.DeepCopy()
-
-		b := StatefulSetToV1beta1(alpha)
-		a := StatefulSetFromV1beta1(beta)
-		if !reflect.DeepEqual(alpha, savedAlpha) || !reflect.DeepEqual(beta, savedBeta) {
-			t.Fatalf("conversion changed its input")
-		}
-		backAlpha, backBeta := StatefulSetFromV1beta1(b), StatefulSetToV1beta1(a)
-		backAlpha.TypeMeta, backBeta.TypeMeta = alpha.TypeMeta, beta.TypeMeta
-		for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
-			x, _ := json.Marshal(pair[0])
-			y, _ := json.Marshal(pair[1])
-			if string(x) != string(y) {
-				t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
-			}
-		}
-		again := StatefulSetToV1beta1(StatefulSetFromV1beta1(b))
-		x, _ := json.Marshal(b)
-		y, _ := json.Marshal(again)
-		if string(x) != string(y) {
-			t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
-		}
+		checkRoundTrips(t, alpha, beta, StatefulSetToV1beta1, StatefulSetFromV1beta1)
 	})
+}
+
+// checkRoundTrips holds a kind's conversion to the fuzz targets' invariants on one object of
+// each version: the input is not changed; there and back gives the input again (as JSON, the
+// type meta aside); and a second round trip from v1beta1 changes nothing.
+func checkRoundTrips[A, B runtime.Object](t *testing.T, alpha A, beta B, toBeta func(A) B, toAlpha func(B) A) {
+	t.Helper()
+	savedAlpha, savedBeta := alpha.DeepCopyObject(), beta.DeepCopyObject()
+	b := toBeta(alpha)
+	a := toAlpha(beta)
+	if !reflect.DeepEqual(runtime.Object(alpha), savedAlpha) || !reflect.DeepEqual(runtime.Object(beta), savedBeta) {
+		t.Fatalf("conversion changed its input")
+	}
+	backAlpha, backBeta := toAlpha(b), toBeta(a)
+	backAlpha.GetObjectKind().SetGroupVersionKind(alpha.GetObjectKind().GroupVersionKind())
+	backBeta.GetObjectKind().SetGroupVersionKind(beta.GetObjectKind().GroupVersionKind())
+	for _, pair := range [][2]any{{alpha, backAlpha}, {beta, backBeta}} {
+		x, _ := json.Marshal(pair[0])
+		y, _ := json.Marshal(pair[1])
+		if string(x) != string(y) {
+			t.Fatalf("round trip changed\n%s\nto\n%s", x, y)
+		}
+	}
+	again := toBeta(toAlpha(b))
+	x, _ := json.Marshal(b)
+	y, _ := json.Marshal(again)
+	if string(x) != string(y) {
+		t.Fatalf("a second round trip changed\n%s\nto\n%s", x, y)
+	}
 }
