@@ -129,7 +129,7 @@ type StatefulSetSpec struct {
 	// ReserveOrdinals are ordinals no pod takes: numbers, or ranges
 	// "first-last" (both included). Replicas counts the pods that run.
 	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:XValidation:rule="self.all(o, type(o) == int ? (o >= 0 && o <= 2147483647) : size(o) <= 19)",message="every reserveOrdinals entry must be a non-negative 32-bit number or a range such as \"3-5\" (of two numbers of at most 9 digits)"
+	// +kubebuilder:validation:XValidation:rule="self.all(o, type(o) == int ? (o >= 0 && o <= 2147483647) : size(o) <= 21)",message="every reserveOrdinals entry must be a non-negative 32-bit number or a range such as \"3-5\" (of two numbers of at most 10 digits)"
 	// +listType=atomic
 	// +optional
 	ReserveOrdinals []intstr.IntOrString `json:"reserveOrdinals,omitempty"`
