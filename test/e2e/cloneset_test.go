@@ -142,11 +142,22 @@ func TestCloneSetScaleAndUpdateInPlace(t *testing.T) {
 		t.Fatalf("patching the env: %v", err)
 	}
 	waitCloneSet(ctx, t, kc, ns, "web", 3)
+	// The status counts only pods not being deleted (as OpenKruise's does), so an old pod may
+	// still be terminating here; none may be running without a deletion, and all must go.
 	for _, p := range clonePods(ctx, t, f, ns, "web") {
-		if _, ok := before[p.Name]; ok {
+		if _, ok := before[p.Name]; ok && p.DeletionTimestamp == nil {
 			t.Errorf("pod %s survived an env change: it should have been recreated", p.Name)
 		}
 	}
+	framework.WaitFor(ctx, t, cloneSetTimeout, "the pods from before the env change gone", func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, p := range clonePods(ctx, t, f, ns, "web") {
+			if _, ok := before[p.Name]; ok {
+				left = append(left, p.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("still there: %v", left), nil
+	})
 
 	// Scale in.
 	if _, err := kc.AppsV1alpha1().CloneSets(ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
