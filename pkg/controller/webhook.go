@@ -64,6 +64,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
 		validate.CloneSetWebhook(),
+		validate.StatefulSetWebhook(),
+		validate.DaemonSetWebhook(),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err

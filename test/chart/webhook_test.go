@@ -113,7 +113,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []string{"kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values)
 	assert.Empty(t, m.Annotations)
 
-	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
+	objs.checkValidating(t, nil)
 
 	rules := objs.clusterRoleRules(t)
 	cfg := ruleFor(rules, "mutatingwebhookconfigurations")
@@ -139,14 +139,17 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	}
 
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.containerRecreateRequest=Ignore")
-	objs.checkValidating(t, admissionregistrationv1.Ignore, admissionregistrationv1.Fail, admissionregistrationv1.Fail)
+	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{"vcontainerrecreaterequest.kb.io": admissionregistrationv1.Ignore})
 	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[0].FailurePolicy)
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
-	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Ignore, admissionregistrationv1.Fail)
-	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.cloneSet=Ignore")
-	objs.checkValidating(t, admissionregistrationv1.Fail, admissionregistrationv1.Fail, admissionregistrationv1.Ignore)
+	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{
+		"vimagepulljob-v1beta1.kb.io": admissionregistrationv1.Ignore, "vimagelistpulljob-v1beta1.kb.io": admissionregistrationv1.Ignore})
+	for value, name := range map[string]string{"cloneSet": "vcloneset.kb.io", "statefulSet": "vstatefulset.kb.io", "daemonSet": "vdaemonset.kb.io"} {
+		objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+value+"=Ignore")
+		objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{name: admissionregistrationv1.Ignore})
+	}
 
-	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet"} {
+	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet"} {
 		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
 		require.Error(t, err, group)
@@ -162,34 +165,39 @@ func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWe
 }
 
 // checkValidating checks the validating webhooks: OpenKruise's names where
-// it has a validating webhook of the kind, CREATE (CloneSets: and UPDATE) of
+// it has a validating webhook of the kind, CREATE (workloads: and UPDATE) of
 // v1beta1 only (v1alpha1 sent as v1beta1), the paths pkg/webhook/validate
-// serves, and kruise-controller's own requests kept out of the kinds it
-// writes (and CloneSet updates that leave spec as is).
-func (r rendered) checkValidating(t *testing.T, crrPolicy, jobPolicy, cloneSetPolicy admissionregistrationv1.FailurePolicyType) {
+// serves, kruise-controller's own requests kept out of the kinds it writes
+// (and workload updates that leave spec as is), and failurePolicy Fail but
+// for the webhooks named in policies.
+func (r rendered) checkValidating(t *testing.T, policies map[string]admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	v := r.validating(t)
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	want := []struct {
 		name, path, resource string
-		policy               admissionregistrationv1.FailurePolicyType
 		operations           []admissionregistrationv1.OperationType
 		matchConditions      []admissionregistrationv1.MatchCondition
 	}{
-		{"vcontainerrecreaterequest.kb.io", validate.CRRPath, "containerrecreaterequests", crrPolicy, create,
+		{"vcontainerrecreaterequest.kb.io", validate.CRRPath, "containerrecreaterequests", create,
 			validate.ControllerMatchConditions("kruise-system")},
-		{"vimagepulljob-v1beta1.kb.io", validate.ImagePullJobPath, "imagepulljobs", jobPolicy, create,
+		{"vimagepulljob-v1beta1.kb.io", validate.ImagePullJobPath, "imagepulljobs", create,
 			validate.ControllerMatchConditions("kruise-system")},
-		{"vimagelistpulljob-v1beta1.kb.io", validate.ImageListPullJobPath, "imagelistpulljobs", jobPolicy, create, nil},
-		{"vcloneset.kb.io", validate.CloneSetPath, "clonesets", cloneSetPolicy,
-			[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			validate.CloneSetMatchConditions("kruise-system")},
+		{"vimagelistpulljob-v1beta1.kb.io", validate.ImageListPullJobPath, "imagelistpulljobs", create, nil},
+		{"vcloneset.kb.io", validate.CloneSetPath, "clonesets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
+		{"vstatefulset.kb.io", validate.StatefulSetPath, "statefulsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
+		{"vdaemonset.kb.io", validate.DaemonSetPath, "daemonsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
 		got := v.Webhooks[i]
 		assert.Equal(t, w.name, got.Name)
-		assert.Equal(t, w.policy, *got.FailurePolicy, w.name)
+		policy, ok := policies[w.name]
+		if !ok {
+			policy = admissionregistrationv1.Fail
+		}
+		assert.Equal(t, policy, *got.FailurePolicy, w.name)
 		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *got.SideEffects, w.name)
 		assert.Equal(t, []string{"v1"}, got.AdmissionReviewVersions, w.name)
 		assert.Equal(t, admissionregistrationv1.Equivalent, *got.MatchPolicy, w.name)
@@ -376,8 +384,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 	for _, w := range objs.validating(t).Webhooks {
 		assert.Equal(t, "ops", w.ClientConfig.Service.Namespace, w.Name)
 		switch {
-		case w.Name == "vcloneset.kb.io":
-			assert.Equal(t, validate.CloneSetMatchConditions("ops"), w.MatchConditions, w.Name)
+		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io":
+			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 		case len(w.MatchConditions) > 0:
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
 		}

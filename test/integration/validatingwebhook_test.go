@@ -153,7 +153,7 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface) (addr stri
 	srv, err := server.New(server.Options{Addr: "127.0.0.1:0", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }})
 	require.NoError(t, err)
 	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
-		validate.CloneSetWebhook()} {
+		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook()} {
 		require.NoError(t, srv.HandleAdmission(wh))
 	}
 	a, err := srv.Listen()
@@ -188,7 +188,7 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		require.Len(t, cfg.Webhooks, 4)
+		require.Len(t, cfg.Webhooks, 6)
 		for i := range cfg.Webhooks {
 			w := &cfg.Webhooks[i]
 			url := "https://" + addr + *w.ClientConfig.Service.Path
@@ -201,14 +201,14 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 	t.Fatal("no ValidatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
 }
 
-// grantKruiseKinds lets users write CRRs, image jobs and CloneSets (RBAC is on).
+// grantKruiseKinds lets users write CRRs, image jobs and the workloads (RBAC is on).
 func grantKruiseKinds(t *testing.T, kube kubernetes.Interface, users ...string) {
 	t.Helper()
 	cx := context.Background()
 	_, err := kube.RbacV1().ClusterRoles().Create(cx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "kruise-writer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
-			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "clonesets"},
+			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "clonesets", "statefulsets", "daemonsets"},
 			Verbs:     []string{"get", "list", "create", "update", "delete"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

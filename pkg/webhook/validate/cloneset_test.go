@@ -48,9 +48,15 @@ var versions = []string{"v1beta1", "v1alpha1"}
 // inVersion is cs in version, as JSON.
 func inVersion(t *testing.T, cs *appsv1beta1.CloneSet, version string) []byte {
 	t.Helper()
-	var obj runtime.Object = cs
+	return encodeIn(t, cs, appsv1alpha1.CloneSetFromV1beta1(cs), version)
+}
+
+// encodeIn is obj (v1beta1), or alpha (obj converted) when version is
+// v1alpha1, as JSON.
+func encodeIn(t *testing.T, obj, alpha runtime.Object, version string) []byte {
+	t.Helper()
 	if version == "v1alpha1" {
-		obj = appsv1alpha1.CloneSetFromV1beta1(cs)
+		obj = alpha
 	}
 	raw, err := json.Marshal(obj)
 	require.NoError(t, err)

@@ -8,9 +8,12 @@
 //     a moment before the request).
 //   - ImagePullJob, ImageListPullJob, at CREATE: an image reference does not
 //     parse.
-//   - CloneSet, at CREATE and UPDATE: the selector, the schemaless pod
-//     template and claim templates, podsToDelete, and what an update may
-//     change (cloneset_rules.go, cloneset_update.go). Nothing is read from
+//   - The workloads, at CREATE and UPDATE (workload.go: one admission for
+//     all, a v1alpha1 object judged as v1beta1): the selector, the
+//     schemaless pod template and claim templates (podtemplate.go), and
+//     per kind: a CloneSet's podsToDelete, a StatefulSet's reserveOrdinals
+//     and in-place readiness gate, a DaemonSet's rolling update; what an
+//     update may change, and InPlaceOnly templates. Nothing is read from
 //     the API server. kruise-controller does not act on a CloneSet admitted
 //     without the webhook whose selector does not match its template or
 //     whose pods would not run until deleted, and says so in an Event.
@@ -24,7 +27,7 @@
 //
 // A webhook never refuses on its own failure: when it cannot decide (the
 // pod cannot be read, the object does not decode) it admits the object with
-// a warning, and the status path answers. One exception: a new CloneSet
+// a warning, and the status path answers. One exception: a new workload
 // that does not decode is refused, since only its schemaless template can
-// be at fault, and stored it would break every client listing CloneSets.
+// be at fault, and stored it would break every client listing its kind.
 package validate

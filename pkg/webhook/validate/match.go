@@ -28,16 +28,17 @@ func ControllerMatchConditions(namespace string) []admissionregistrationv1.Match
 	}}
 }
 
-// SpecChangedConditionName names the matchCondition that sends a CloneSet
-// update only when its spec changes.
+// SpecChangedConditionName names the matchCondition that sends a
+// workload's update only when its spec changes.
 const SpecChangedConditionName = "spec-changed"
 
-// CloneSetMatchConditions are the CloneSet webhook's matchConditions:
+// WorkloadMatchConditions are the matchConditions of the workload webhooks
+// (CloneSet, StatefulSet, DaemonSet):
 // ControllerMatchConditions, and an update that leaves spec as it was (a
 // finalizer removed by the garbage collector, labels edited) is not sent,
 // since every rule is about spec: such writes never wait on kruise, even
 // when it is down and failurePolicy is Fail.
-func CloneSetMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+func WorkloadMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
 	return append(ControllerMatchConditions(namespace), admissionregistrationv1.MatchCondition{
 		Name:       SpecChangedConditionName,
 		Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
