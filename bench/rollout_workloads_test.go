@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -140,7 +139,7 @@ func (w cloneSetWorkload) setImage(ctx context.Context, img string) (int64, erro
 }
 
 func (w cloneSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1alpha1().CloneSets(w.ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", w.nm).String()})
+	return w.c.AppsV1alpha1().CloneSets(w.ns).Watch(ctx, nameSelector(w.nm))
 }
 
 func (w cloneSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
@@ -171,7 +170,7 @@ func (w deploymentWorkload) setImage(ctx context.Context, img string) (int64, er
 }
 
 func (w deploymentWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1().Deployments(w.ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", w.nm).String()})
+	return w.c.AppsV1().Deployments(w.ns).Watch(ctx, nameSelector(w.nm))
 }
 
 func (w deploymentWorkload) done(obj runtime.Object, gen int64) (bool, string) {
