@@ -176,10 +176,13 @@ func TestCloneSetRollout(t *testing.T) {
 	if err := kc.CloneSets(e.ns).Delete(ctx, recreate.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.waitOrphaned(ctx, e.ns, recreate.nm, n); err != nil {
+	if err := e.waitOrphaned(ctx, e.ns, recreate.nm, n, func(ctx context.Context) error {
+		_, err := kc.CloneSets(e.ns).Get(ctx, recreate.nm, metav1.GetOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := e.startOpenKruiseForCloneSets(ctx, t, build)
+	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
 	t.Cleanup(func() {
 		if ok == nil {
 			return
@@ -191,7 +194,7 @@ func TestCloneSetRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ok.waitCloneSetController(ctx); err != nil {
+	if err := ok.waitController(ctx, "cloneset-controller"); err != nil {
 		t.Fatal(err)
 	}
 	okCS := cloneSetWorkload{c: e.kruise, ns: ok.ns, nm: "okinplace", n: int32(n)}
@@ -269,8 +272,8 @@ func (e *env) livePods(ctx context.Context, t *testing.T) int {
 }
 
 // waitOrphaned waits until the n pods labelled app=name in ns are running without an owner and
-// the CloneSet name is gone.
-func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int) error {
+// their workload is gone: getOwner reads it, NotFound once it is.
+func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int, getOwner func(context.Context) error) error {
 	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
 		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
 		if err != nil {
@@ -285,15 +288,15 @@ func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int) error {
 		if orphans != n {
 			return false, fmt.Sprintf("%d of %d pods orphaned", orphans, len(l.Items)), nil
 		}
-		// The garbage collector removes the CloneSet's orphan finalizer after its pods.
-		_, err = e.kruise.AppsV1alpha1().CloneSets(ns).Get(ctx, name, metav1.GetOptions{})
+		// The garbage collector removes the workload's orphan finalizer after its pods.
+		err = getOwner(ctx)
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
 		if err != nil {
 			return false, "", framework.Retry(err)
 		}
-		return false, "pods orphaned, the CloneSet still there (orphan finalizer)", nil
+		return false, "pods orphaned, the workload still there (orphan finalizer)", nil
 	})
 	if err != nil {
 		return fmt.Errorf("pods of %s/%s orphaned: %w", ns, name, err)

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +33,8 @@ var (
 	wlStatefulReplicas = envInt("BENCH_WORKLOAD_STS_REPLICAS", 10)
 	wlRounds           = envInt("BENCH_WORKLOAD_ROUNDS", 3)
 	wlFloorSamples     = envInt("BENCH_WORKLOAD_FLOOR_SAMPLES", 3)
+	// BENCH_WORKLOAD_OPENKRUISE=0 leaves OpenKruise's phase out (while developing).
+	wlOpenKruise = envStr("BENCH_WORKLOAD_OPENKRUISE", "1") != "0"
 )
 
 // wlVariant is one workload rolled to a new image.
@@ -43,6 +47,8 @@ const (
 	wlADSInPlace   wlVariant = "kruise Advanced DaemonSet, InPlaceIfPossible"
 	wlADSStandard  wlVariant = "kruise Advanced DaemonSet, Standard"
 	wlADSBuiltin   wlVariant = "DaemonSet (built-in), RollingUpdate"
+	wlSTSOK        wlVariant = "OpenKruise v1.9.0 Advanced StatefulSet, InPlaceIfPossible"
+	wlADSOK        wlVariant = "OpenKruise v1.9.0 Advanced DaemonSet, InPlaceIfPossible"
 	wlFloorVariant wlVariant = "floor"
 	wlDaemonPods             = 1 // the local cluster has one node
 )
@@ -52,28 +58,28 @@ const (
 // N pods (OrderedReady, one pod at a time) in place and by recreation against the built-in
 // StatefulSet, and an Advanced DaemonSet's pod on the node in place and by recreation against the
 // built-in DaemonSet; and the floor, one container's restart by a direct image patch of a bare
-// pod (the kubelet alone). Variants take turns within each round.
+// pod (the kubelet alone). Variants take turns within each round. A second phase measures
+// OpenKruise v1.9.0's Advanced StatefulSet and DaemonSet in place, with the same pods on the node.
 func TestWorkloadRollout(t *testing.T) {
 	ctx := context.Background()
 	e := connect(ctx, t, "bench-wl", "bench-workloads")
 	n, rounds, fs := wlStatefulReplicas, wlRounds, wlFloorSamples
-	t.Logf("StatefulSets of %d pods, DaemonSets of %d, %d rounds, %d floor samples per round", n, wlDaemonPods, rounds, fs)
-	imgs := e.rolloutImages(ctx, t, rounds+rounds*fs)
-	targets, floorImgs := imgs[:rounds], imgs[rounds:]
-
-	type arm struct {
-		v    wlVariant
-		w    workload
-		pods int
-		// inPlace: every pod keeps its UID.
-		inPlace bool
+	t.Logf("StatefulSets of %d pods, DaemonSets of %d, %d rounds, %d floor samples per round and phase", n, wlDaemonPods, rounds, fs)
+	var build openKruiseBuild
+	if wlOpenKruise {
+		var err error
+		if build, err = buildOpenKruise(ctx, t.Logf); err != nil {
+			t.Fatal(err)
+		}
 	}
-	arms := []arm{
-		{wlSTSInPlace, kruiseStatefulSetWorkload{e.kruise, e.ns, "sts-inplace", int32(n)}, n, true},
-		{wlSTSRecreate, kruiseStatefulSetWorkload{e.kruise, e.ns, "sts-recreate", int32(n)}, n, false},
+	imgs := e.rolloutImages(ctx, t, rounds+2*rounds*fs)
+	targets, floorImgs := imgs[:rounds], imgs[rounds:]
+	arms := []wlArm{
+		{wlSTSInPlace, advancedStatefulSetWorkload{e.kruise, e.ns, "sts-inplace", int32(n)}, n, true},
+		{wlSTSRecreate, advancedStatefulSetWorkload{e.kruise, e.ns, "sts-recreate", int32(n)}, n, false},
 		{wlSTSBuiltin, builtinStatefulSetWorkload{e.client, e.ns, "sts-builtin", int32(n)}, n, false},
-		{wlADSInPlace, kruiseDaemonSetWorkload{e.kruise, e.ns, "ads-inplace", wlDaemonPods}, wlDaemonPods, true},
-		{wlADSStandard, kruiseDaemonSetWorkload{e.kruise, e.ns, "ads-standard", wlDaemonPods}, wlDaemonPods, false},
+		{wlADSInPlace, advancedDaemonSetWorkload{e.kruise, e.ns, "ads-inplace", wlDaemonPods}, wlDaemonPods, true},
+		{wlADSStandard, advancedDaemonSetWorkload{e.kruise, e.ns, "ads-standard", wlDaemonPods}, wlDaemonPods, false},
 		{wlADSBuiltin, builtinDaemonSetWorkload{e.client, e.ns, "ds-builtin", wlDaemonPods}, wlDaemonPods, false},
 	}
 	start := time.Now()
@@ -119,46 +125,182 @@ func TestWorkloadRollout(t *testing.T) {
 	}
 	t.Logf("workloads Ready: %s; %d live pods on the node; load average %s", time.Since(start).Round(time.Second), e.livePods(ctx, t), loadAverage())
 
-	res := wlResults{rollout: map[wlVariant][]rolloutRun{}}
+	res := wlResults{rollout: map[wlVariant][]rolloutRun{}, floor: map[string][]floorRun{}}
 	t.Cleanup(func() { res.report(t, n) })
 	nextFloor := 0
-	for round := range rounds {
-		for k := range len(arms) + 1 {
-			i := (round + k) % (len(arms) + 1)
-			if i == len(arms) {
-				for range fs {
-					r, err := e.measureFloor(ctx, floorPod, floorImgs[nextFloor])
-					nextFloor++
-					if err != nil {
-						t.Fatalf("floor: %v", err)
+	turns := func(phase, ns string, arms []wlArm) {
+		t.Helper()
+		for round := range rounds {
+			for k := range len(arms) + 1 {
+				i := (round + k) % (len(arms) + 1)
+				if i == len(arms) {
+					for range fs {
+						r, err := e.measureFloor(ctx, floorPod, floorImgs[nextFloor])
+						nextFloor++
+						if err != nil {
+							t.Fatalf("%s, floor: %v", phase, err)
+						}
+						res.floor[phase] = append(res.floor[phase], r)
+						t.Logf("round %d %-58s Ready %6.3f s", round, phase+" "+string(wlFloorVariant), r.ready.Seconds())
 					}
-					res.floor = append(res.floor, r)
-					t.Logf("round %d %-50s Ready %6.3f s", round, wlFloorVariant, r.ready.Seconds())
+					continue
 				}
-				continue
+				a := arms[i]
+				r, err := e.measureRollout(ctx, ns, a.w, a.pods, targets[round], nil)
+				if err != nil {
+					t.Fatalf("%s: %v", a.v, err)
+				}
+				wantKept := 0
+				if a.inPlace {
+					wantKept = a.pods
+				}
+				if r.kept != wantKept {
+					t.Errorf("%s: %d of %d pods kept their UID, want %d", a.v, r.kept, a.pods, wantKept)
+				}
+				res.rollout[a.v] = append(res.rollout[a.v], r)
+				t.Logf("round %d %-58s done %7.3f s  last pod Ready %7.3f s", round, a.v, r.done.Seconds(), r.lastReady.Seconds())
 			}
-			a := arms[i]
-			r, err := e.measureRollout(ctx, e.ns, a.w, a.pods, targets[round], nil)
-			if err != nil {
-				t.Fatalf("%s: %v", a.v, err)
-			}
-			wantKept := 0
-			if a.inPlace {
-				wantKept = a.pods
-			}
-			if r.kept != wantKept {
-				t.Errorf("%s: %d of %d pods kept their UID, want %d", a.v, r.kept, a.pods, wantKept)
-			}
-			res.rollout[a.v] = append(res.rollout[a.v], r)
-			t.Logf("round %d %-50s done %7.3f s  last pod Ready %7.3f s", round, a.v, r.done.Seconds(), r.lastReady.Seconds())
 		}
+	}
+	start = time.Now()
+	turns(phaseKruise, e.ns, arms)
+	t.Logf("%s: %s; load average %s", phaseKruise, time.Since(start).Round(time.Second), loadAverage())
+	if !wlOpenKruise {
+		return
+	}
+	e.openKruiseWorkloadPhase(ctx, t, build, arms, func(ns string, arms []wlArm) { turns(phaseOK, ns, arms) })
+}
+
+// wlArm is a workload the benchmark rolls.
+type wlArm struct {
+	v    wlVariant
+	w    workload
+	pods int
+	// inPlace: every pod keeps its UID.
+	inPlace bool
+}
+
+// openKruiseWorkloadPhase runs OpenKruise's Advanced StatefulSet and DaemonSet in place through
+// turns, with the same pods on the node: kruise's workloads are deleted with their pods orphaned
+// (left running, ownerless), and kruise-controller is fenced while OpenKruise's exist.
+func (e *env) openKruiseWorkloadPhase(ctx context.Context, t *testing.T, build openKruiseBuild, kruiseArms []wlArm, turns func(ns string, arms []wlArm)) {
+	start := time.Now()
+	for _, a := range kruiseArms {
+		var del func(context.Context, string, metav1.DeleteOptions) error
+		var get func(context.Context) error
+		switch a.w.(type) {
+		case advancedStatefulSetWorkload:
+			del = e.kruise.AppsV1beta1().StatefulSets(e.ns).Delete
+			get = func(ctx context.Context) error {
+				_, err := e.kruise.AppsV1beta1().StatefulSets(e.ns).Get(ctx, a.w.name(), metav1.GetOptions{})
+				return err
+			}
+		case advancedDaemonSetWorkload:
+			del = e.kruise.AppsV1beta1().DaemonSets(e.ns).Delete
+			get = func(ctx context.Context) error {
+				_, err := e.kruise.AppsV1beta1().DaemonSets(e.ns).Get(ctx, a.w.name(), metav1.GetOptions{})
+				return err
+			}
+		default:
+			continue // the built-in workloads stay
+		}
+		if err := del(ctx, a.w.name(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.waitOrphaned(ctx, e.ns, a.w.name(), a.pods, get); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
+	t.Cleanup(func() {
+		if ok == nil {
+			return
+		}
+		if err := ok.stop(context.Background()); err != nil {
+			t.Errorf("stopping OpenKruise: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"statefulset-controller", "daemonset-controller"} {
+		if err := ok.waitController(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := int(wlStatefulReplicas)
+	arms := []wlArm{
+		{wlSTSOK, advancedStatefulSetWorkload{e.kruise, ok.ns, "ok-sts", int32(n)}, n, true},
+		{wlADSOK, advancedDaemonSetWorkload{e.kruise, ok.ns, "ok-ads", wlDaemonPods}, wlDaemonPods, true},
+	}
+	fence, err := e.fenceKruise(ctx)
+	// Ends the phase, also when the test fails in it: nothing of OpenKruise's may be left for
+	// kruise's controller to find, so its workloads and pods go before the fence is lifted.
+	endOK := func(ctx context.Context) error {
+		var errs []error
+		bg := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
+		if err := e.kruise.AppsV1beta1().StatefulSets(ok.ns).Delete(ctx, "ok-sts", bg); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+		if err := e.kruise.AppsV1beta1().DaemonSets(ok.ns).Delete(ctx, "ok-ads", bg); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+		for _, a := range arms {
+			if err := e.waitPodsGone(ctx, ok.ns, a.w.name()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, ok.stop(ctx))
+		ok = nil
+		if fence != nil {
+			if err := fence.release(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("releasing kruise-controller's Lease: %w", err))
+			}
+			fence = nil
+		}
+		return errors.Join(errs...)
+	}
+	t.Cleanup(func() {
+		if ok == nil {
+			return
+		}
+		if err := endOK(context.Background()); err != nil {
+			t.Errorf("ending the OpenKruise phase: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kruise.AppsV1beta1().StatefulSets(ok.ns).Create(ctx, rolloutStatefulSet(ok.ns, "ok-sts", image, int32(n),
+		appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating OpenKruise's StatefulSet: %v", err)
+	}
+	if _, err := e.kruise.AppsV1beta1().DaemonSets(ok.ns).Create(ctx, rolloutDaemonSet(ok.ns, "ok-ads", image,
+		appsv1beta1.InPlaceIfPossibleDaemonSetRollingUpdateType), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating OpenKruise's DaemonSet: %v", err)
+	}
+	for _, a := range arms {
+		pods, _, err := e.settledPods(ctx, ok.ns, a.w.name(), a.pods)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods[0].OwnerReferences) == 0 {
+			t.Fatalf("pod %s of %s has no owner: not created by OpenKruise's controller?", pods[0].Name, a.v)
+		}
+	}
+	t.Logf("OpenKruise's workloads Ready, kruise-controller fenced: %s; %d live pods on the node", time.Since(start).Round(time.Second), e.livePods(ctx, t))
+	start = time.Now()
+	turns(ok.ns, arms)
+	t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
+	if err := endOK(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // wlResults are the figures of one run.
 type wlResults struct {
 	rollout map[wlVariant][]rolloutRun
-	floor   []floorRun
+	floor   map[string][]floorRun // per phase
 }
 
 func (res wlResults) report(t *testing.T, n int) {
@@ -167,7 +309,7 @@ func (res wlResults) report(t *testing.T, n int) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nspec update → status: every pod updated, ready, available (watch event received)\n\n")
 	fmt.Fprintf(&b, "| variant | pods | rounds | median | min | max |\n| --- | --- | --- | --- | --- | --- |\n")
-	for _, v := range []wlVariant{wlSTSInPlace, wlSTSRecreate, wlSTSBuiltin, wlADSInPlace, wlADSStandard, wlADSBuiltin} {
+	for _, v := range []wlVariant{wlSTSInPlace, wlSTSRecreate, wlSTSBuiltin, wlSTSOK, wlADSInPlace, wlADSStandard, wlADSBuiltin, wlADSOK} {
 		var ds []time.Duration
 		for _, r := range res.rollout[v] {
 			ds = append(ds, r.done)
@@ -182,15 +324,18 @@ func (res wlResults) report(t *testing.T, n int) {
 		med[v] = median(ds)
 		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s |\n", v, pods, len(ds), sec(med[v]), sec(slices.Min(ds)), sec(slices.Max(ds)))
 	}
-	var single time.Duration
-	if len(res.floor) > 0 {
+	single := map[string]time.Duration{}
+	for _, phase := range []string{phaseKruise, phaseOK} {
 		var rs []time.Duration
-		for _, f := range res.floor {
+		for _, f := range res.floor[phase] {
 			rs = append(rs, f.ready)
 		}
-		single = median(rs)
-		fmt.Fprintf(&b, "| floor: one restart (image patch of a bare pod → Ready; %d samples) | 1 | | %s | %s | %s |\n",
-			len(rs), sec(single), sec(slices.Min(rs)), sec(slices.Max(rs)))
+		if len(rs) == 0 {
+			continue
+		}
+		single[phase] = median(rs)
+		fmt.Fprintf(&b, "| floor, %s: one restart (image patch of a bare pod → Ready; %d samples) | 1 | | %s | %s | %s |\n",
+			phase, len(rs), sec(single[phase]), sec(slices.Min(rs)), sec(slices.Max(rs)))
 	}
 	ratio := func(a, b time.Duration) string {
 		if a == 0 || b == 0 {
@@ -198,18 +343,20 @@ func (res wlResults) report(t *testing.T, n int) {
 		}
 		return fmt.Sprintf("%.2f", a.Seconds()/b.Seconds())
 	}
-	stsFloor := time.Duration(n) * single // OrderedReady: one pod at a time
+	stsFloor := time.Duration(n) * single[phaseKruise] // OrderedReady: one pod at a time
 	fmt.Fprintf(&b, "\nratios of medians (same run)\n\n| ratio | value |\n| --- | --- |\n")
 	for _, r := range []struct {
 		name string
 		a, b time.Duration
 	}{
 		{"built-in StatefulSet / Advanced StatefulSet in place", med[wlSTSBuiltin], med[wlSTSInPlace]},
+		{"Advanced StatefulSet in place / OpenKruise's", med[wlSTSInPlace], med[wlSTSOK]},
 		{"Advanced StatefulSet ReCreate / in place", med[wlSTSRecreate], med[wlSTSInPlace]},
 		{fmt.Sprintf("Advanced StatefulSet in place / floor (%d × one restart)", n), med[wlSTSInPlace], stsFloor},
 		{"built-in DaemonSet / Advanced DaemonSet in place", med[wlADSBuiltin], med[wlADSInPlace]},
+		{"Advanced DaemonSet in place / OpenKruise's", med[wlADSInPlace], med[wlADSOK]},
 		{"Advanced DaemonSet Standard / in place", med[wlADSStandard], med[wlADSInPlace]},
-		{"Advanced DaemonSet in place / floor (one restart)", med[wlADSInPlace], single},
+		{"Advanced DaemonSet in place / floor (one restart)", med[wlADSInPlace], single[phaseKruise]},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.name, ratio(r.a, r.b))
 	}
@@ -217,7 +364,9 @@ func (res wlResults) report(t *testing.T, n int) {
 }
 
 // rolloutStatefulSet is an Advanced StatefulSet of the rollout pod, OrderedReady, one pod at a
-// time; in place needs the InPlaceUpdateReady readiness gate in the template.
+// time; in place needs the InPlaceUpdateReady readiness gate in the template. Every field
+// OpenKruise's defaulting webhook would set is written out (it is not installed: OpenKruise's
+// controller must find them set).
 func rolloutStatefulSet(ns, name, img string, replicas int32, policy appsv1beta1.PodUpdateStrategyType) *appsv1beta1.StatefulSet {
 	tmpl := rolloutTemplate(name, img)
 	if policy != appsv1beta1.RecreatePodUpdateStrategyType {
@@ -226,15 +375,22 @@ func rolloutStatefulSet(ns, name, img string, replicas int32, policy appsv1beta1
 	return &appsv1beta1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1beta1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: name,
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
-			Template:    tmpl,
+			Replicas:             ptr.To(replicas),
+			ServiceName:          name,
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
+			Template:             tmpl,
+			PodManagementPolicy:  appsv1.OrderedReadyPodManagement,
+			RevisionHistoryLimit: ptr.To[int32](10),
 			UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{
 				Type: appsv1.RollingUpdateStatefulSetStrategyType,
 				RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{
 					Partition: ptr.To[int32](0), MaxUnavailable: ptr.To(intstr.FromInt32(1)), PodUpdatePolicy: policy,
+					MinReadySeconds: ptr.To[int32](0),
 				},
+			},
+			PersistentVolumeClaimRetentionPolicy: &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1beta1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1beta1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 		},
 	}
@@ -255,16 +411,20 @@ func builtinRolloutStatefulSet(ns, name, img string, replicas int32) *appsv1.Sta
 	}
 }
 
-// rolloutDaemonSet is an Advanced DaemonSet of the rollout pod: maxUnavailable 1, maxSurge 0.
+// rolloutDaemonSet is an Advanced DaemonSet of the rollout pod: maxUnavailable 1, maxSurge 0,
+// with OpenKruise's defaults written out.
 func rolloutDaemonSet(ns, name, img string, typ appsv1beta1.DaemonSetRollingUpdateType) *appsv1beta1.DaemonSet {
 	return &appsv1beta1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1beta1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
-			Template: rolloutTemplate(name, img),
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
+			Template:             rolloutTemplate(name, img),
+			BurstReplicas:        ptr.To(intstr.FromInt32(250)),
+			RevisionHistoryLimit: ptr.To[int32](10),
 			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
-				Type:          appsv1beta1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: typ, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+				Type: appsv1beta1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: typ,
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0))},
 			},
 		},
 	}
@@ -288,15 +448,15 @@ func nameSelector(name string) metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 }
 
-type kruiseStatefulSetWorkload struct {
+type advancedStatefulSetWorkload struct {
 	c      versioned.Interface
 	ns, nm string
 	n      int32
 }
 
-func (w kruiseStatefulSetWorkload) name() string { return w.nm }
+func (w advancedStatefulSetWorkload) name() string { return w.nm }
 
-func (w kruiseStatefulSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
+func (w advancedStatefulSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
 	s, err := w.c.AppsV1beta1().StatefulSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("patching the image of Advanced StatefulSet %s: %w", w.nm, err)
@@ -304,11 +464,11 @@ func (w kruiseStatefulSetWorkload) setImage(ctx context.Context, img string) (in
 	return s.Generation, nil
 }
 
-func (w kruiseStatefulSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
+func (w advancedStatefulSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
 	return w.c.AppsV1beta1().StatefulSets(w.ns).Watch(ctx, nameSelector(w.nm))
 }
 
-func (w kruiseStatefulSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
+func (w advancedStatefulSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
 	s, ok := obj.(*appsv1beta1.StatefulSet)
 	if !ok {
 		return false, fmt.Sprintf("unexpected %T", obj)
@@ -350,15 +510,15 @@ func (w builtinStatefulSetWorkload) done(obj runtime.Object, gen int64) (bool, s
 		fmt.Sprintf("generation %d, status %+v", s.Generation, st)
 }
 
-type kruiseDaemonSetWorkload struct {
+type advancedDaemonSetWorkload struct {
 	c      versioned.Interface
 	ns, nm string
 	n      int32
 }
 
-func (w kruiseDaemonSetWorkload) name() string { return w.nm }
+func (w advancedDaemonSetWorkload) name() string { return w.nm }
 
-func (w kruiseDaemonSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
+func (w advancedDaemonSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
 	d, err := w.c.AppsV1beta1().DaemonSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("patching the image of Advanced DaemonSet %s: %w", w.nm, err)
@@ -366,11 +526,11 @@ func (w kruiseDaemonSetWorkload) setImage(ctx context.Context, img string) (int6
 	return d.Generation, nil
 }
 
-func (w kruiseDaemonSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
+func (w advancedDaemonSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
 	return w.c.AppsV1beta1().DaemonSets(w.ns).Watch(ctx, nameSelector(w.nm))
 }
 
-func (w kruiseDaemonSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
+func (w advancedDaemonSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
 	d, ok := obj.(*appsv1beta1.DaemonSet)
 	if !ok {
 		return false, fmt.Sprintf("unexpected %T", obj)
