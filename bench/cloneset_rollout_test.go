@@ -79,18 +79,18 @@ func TestCloneSetRollout(t *testing.T) {
 
 	start := time.Now()
 	kc := e.kruise.AppsV1alpha1()
-	inPlace := cloneSetWorkload{c: e.kruise, ns: e.ns, nm: "inplace", n: int32(n)}
-	recreate := cloneSetWorkload{c: e.kruise, ns: e.ns, nm: "recreate", n: int32(n)}
-	deploy := deploymentWorkload{c: e.client, ns: e.ns, nm: "deploy", n: int32(n)}
+	inPlace := cloneSetWorkload(e.kruise, e.ns, "inplace", int32(n))
+	recreate := cloneSetWorkload(e.kruise, e.ns, "recreate", int32(n))
+	deploy := deploymentWorkload(e.client, e.ns, "deploy", int32(n))
 	for _, cs := range []*appsv1alpha1.CloneSet{
-		rolloutCloneSet(e.ns, inPlace.nm, image, int32(n), int32(m), appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType),
-		rolloutCloneSet(e.ns, recreate.nm, image, int32(n), int32(m), appsv1alpha1.RecreateCloneSetUpdateStrategyType),
+		rolloutCloneSet(e.ns, inPlace.name(), image, int32(n), int32(m), appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType),
+		rolloutCloneSet(e.ns, recreate.name(), image, int32(n), int32(m), appsv1alpha1.RecreateCloneSetUpdateStrategyType),
 	} {
 		if _, err := kc.CloneSets(e.ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating CloneSet %s: %v", cs.Name, err)
 		}
 	}
-	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.nm, image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.name(), image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Deployment: %v", err)
 	}
 	const floorPod = "floor"
@@ -167,19 +167,13 @@ func TestCloneSetRollout(t *testing.T) {
 	// CloneSet's are orphaned (left running, ownerless) to stand in for OpenKruise's CloneSet
 	// against kruise's in-place one.
 	start = time.Now()
-	if err := kc.CloneSets(e.ns).Delete(ctx, inPlace.nm, metav1.DeleteOptions{}); err != nil {
+	if err := kc.CloneSets(e.ns).Delete(ctx, inPlace.name(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.waitPodsGone(ctx, e.ns, inPlace.nm); err != nil {
+	if err := e.waitPodsGone(ctx, e.ns, inPlace.name()); err != nil {
 		t.Fatal(err)
 	}
-	if err := kc.CloneSets(e.ns).Delete(ctx, recreate.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.waitOrphaned(ctx, e.ns, recreate.nm, n, func(ctx context.Context) error {
-		_, err := kc.CloneSets(e.ns).Get(ctx, recreate.nm, metav1.GetOptions{})
-		return err
-	}); err != nil {
+	if err := e.orphanPods(ctx, e.ns, recreate, n); err != nil {
 		t.Fatal(err)
 	}
 	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
@@ -197,16 +191,16 @@ func TestCloneSetRollout(t *testing.T) {
 	if err := ok.waitController(ctx, "cloneset-controller"); err != nil {
 		t.Fatal(err)
 	}
-	okCS := cloneSetWorkload{c: e.kruise, ns: ok.ns, nm: "okinplace", n: int32(n)}
+	okCS := cloneSetWorkload(e.kruise, ok.ns, "okinplace", int32(n))
 	fence, err := e.fenceKruise(ctx)
 	// Ends the OpenKruise phase, also when the test fails in it: nothing of OpenKruise's may be
 	// left for kruise's controller to find, so its CloneSet and pods go before the fence is lifted.
 	endOK := func(ctx context.Context) error {
 		var errs []error
-		err := kc.CloneSets(ok.ns).Delete(ctx, okCS.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		err := kc.CloneSets(ok.ns).Delete(ctx, okCS.name(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
-		} else if err := e.waitPodsGone(ctx, ok.ns, okCS.nm); err != nil {
+		} else if err := e.waitPodsGone(ctx, ok.ns, okCS.name()); err != nil {
 			errs = append(errs, err)
 		}
 		errs = append(errs, ok.stop(ctx))
@@ -231,11 +225,11 @@ func TestCloneSetRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("kruise-controller fenced (no replica leads): %s", time.Since(start).Round(time.Second))
-	if _, err := kc.CloneSets(ok.ns).Create(ctx, rolloutCloneSet(ok.ns, okCS.nm, image, int32(n), int32(m),
+	if _, err := kc.CloneSets(ok.ns).Create(ctx, rolloutCloneSet(ok.ns, okCS.name(), image, int32(n), int32(m),
 		appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating OpenKruise's CloneSet: %v", err)
 	}
-	pods, _, err := e.settledPods(ctx, ok.ns, okCS.nm, n)
+	pods, _, err := e.settledPods(ctx, ok.ns, okCS.name(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,11 +265,14 @@ func (e *env) livePods(ctx context.Context, t *testing.T) int {
 	return n
 }
 
-// waitOrphaned waits until the n pods labelled app=name in ns are running without an owner and
-// their workload is gone: getOwner reads it, NotFound once it is.
-func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int, getOwner func(context.Context) error) error {
+// orphanPods deletes w, leaving its n pods (labelled app=name in ns) running without an owner,
+// and waits until they are so and w is gone.
+func (e *env) orphanPods(ctx context.Context, ns string, w workload, n int) error {
+	if err := w.orphan(ctx); err != nil {
+		return fmt.Errorf("deleting %s, orphaning its pods: %w", w.name(), err)
+	}
 	_, err := framework.Poll(ctx, cloneSetRolloutTimeout, func(ctx context.Context) (bool, string, error) {
-		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + w.name()})
 		if err != nil {
 			return false, "", framework.Retry(err)
 		}
@@ -289,7 +286,7 @@ func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int, getOwner
 			return false, fmt.Sprintf("%d of %d pods orphaned", orphans, len(l.Items)), nil
 		}
 		// The garbage collector removes the workload's orphan finalizer after its pods.
-		err = getOwner(ctx)
+		err = w.exists(ctx)
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
@@ -299,7 +296,7 @@ func (e *env) waitOrphaned(ctx context.Context, ns, name string, n int, getOwner
 		return false, "pods orphaned, the workload still there (orphan finalizer)", nil
 	})
 	if err != nil {
-		return fmt.Errorf("pods of %s/%s orphaned: %w", ns, name, err)
+		return fmt.Errorf("pods of %s/%s orphaned: %w", ns, w.name(), err)
 	}
 	return nil
 }

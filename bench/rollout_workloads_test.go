@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -109,8 +110,7 @@ func imagePatch(prefix, img string) []byte {
 	return p
 }
 
-// workload is what a rollout is measured on: a CloneSet or a Deployment of n pods labelled
-// app=name.
+// workload is what a rollout is measured on: a workload of n pods labelled app=name.
 type workload interface {
 	name() string
 	// setImage changes the template's image and returns the generation that carries it.
@@ -120,66 +120,85 @@ type workload interface {
 	// done says whether obj's status shows every pod updated, ready and available at the
 	// template of generation gen; the string says what it shows, for timeouts.
 	done(obj runtime.Object, gen int64) (bool, string)
+	// orphan deletes the workload and leaves its pods running (the garbage collector takes
+	// its owner reference off them); exists reads it, NotFound once it is gone.
+	orphan(ctx context.Context) error
+	exists(ctx context.Context) error
 }
 
-type cloneSetWorkload struct {
-	c      versioned.Interface
-	ns, nm string
-	n      int32
+// object is a workload's API type, a pointer to it.
+type object interface {
+	runtime.Object
+	GetGeneration() int64
 }
 
-func (w cloneSetWorkload) name() string { return w.nm }
+// typedClient is the part of a typed client (CloneSets(ns), Deployments(ns), ...) a workload
+// uses.
+type typedClient[T object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
 
-func (w cloneSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	cs, err := w.c.AppsV1alpha1().CloneSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
+// apiWorkload is a workload of kind, reached through its typed client; settled reads whether its
+// status shows n pods updated, ready and available.
+type apiWorkload[T object] struct {
+	kind    string
+	c       typedClient[T]
+	nm      string
+	n       int32
+	settled func(obj T, n int32) bool
+	status  func(obj T) any
+}
+
+func (w apiWorkload[T]) name() string { return w.nm }
+
+func (w apiWorkload[T]) setImage(ctx context.Context, img string) (int64, error) {
+	obj, err := w.c.Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("patching the image of CloneSet %s: %w", w.nm, err)
+		return 0, fmt.Errorf("patching the image of %s %s: %w", w.kind, w.nm, err)
 	}
-	return cs.Generation, nil
+	return obj.GetGeneration(), nil
 }
 
-func (w cloneSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1alpha1().CloneSets(w.ns).Watch(ctx, nameSelector(w.nm))
+func (w apiWorkload[T]) watch(ctx context.Context) (watch.Interface, error) {
+	return w.c.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", w.nm).String()})
 }
 
-func (w cloneSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	cs, ok := obj.(*appsv1alpha1.CloneSet)
+func (w apiWorkload[T]) done(obj runtime.Object, gen int64) (bool, string) {
+	o, ok := obj.(T)
 	if !ok {
 		return false, fmt.Sprintf("unexpected %T", obj)
 	}
-	s, n := cs.Status, w.n
-	return s.ObservedGeneration >= gen && s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == n &&
-			s.AvailableReplicas == n && s.UpdatedReadyReplicas == n && s.CurrentRevision == s.UpdateRevision,
-		fmt.Sprintf("generation %d, status %+v", cs.Generation, s)
+	return o.GetGeneration() >= gen && w.settled(o, w.n), fmt.Sprintf("generation %d, status %+v", o.GetGeneration(), w.status(o))
 }
 
-type deploymentWorkload struct {
-	c      kubernetes.Interface
-	ns, nm string
-	n      int32
+func (w apiWorkload[T]) orphan(ctx context.Context) error {
+	return w.c.Delete(ctx, w.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)})
 }
 
-func (w deploymentWorkload) name() string { return w.nm }
-
-func (w deploymentWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	d, err := w.c.AppsV1().Deployments(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("patching the image of Deployment %s: %w", w.nm, err)
-	}
-	return d.Generation, nil
+func (w apiWorkload[T]) exists(ctx context.Context) error {
+	_, err := w.c.Get(ctx, w.nm, metav1.GetOptions{})
+	return err
 }
 
-func (w deploymentWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1().Deployments(w.ns).Watch(ctx, nameSelector(w.nm))
+func cloneSetWorkload(c versioned.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1alpha1.CloneSet]{kind: "CloneSet", c: c.AppsV1alpha1().CloneSets(ns), nm: name, n: n,
+		settled: func(cs *appsv1alpha1.CloneSet, n int32) bool {
+			s := cs.Status
+			return s.ObservedGeneration >= cs.Generation && s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == n &&
+				s.AvailableReplicas == n && s.UpdatedReadyReplicas == n && s.CurrentRevision == s.UpdateRevision
+		},
+		status: func(cs *appsv1alpha1.CloneSet) any { return cs.Status }}
 }
 
-func (w deploymentWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return false, fmt.Sprintf("unexpected %T", obj)
-	}
-	s, n := d.Status, w.n
-	return s.ObservedGeneration >= gen && s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == n &&
-			s.AvailableReplicas == n && s.UnavailableReplicas == 0,
-		fmt.Sprintf("generation %d, status %+v", d.Generation, s)
+func deploymentWorkload(c kubernetes.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1.Deployment]{kind: "Deployment", c: c.AppsV1().Deployments(ns), nm: name, n: n,
+		settled: func(d *appsv1.Deployment, n int32) bool {
+			s := d.Status
+			return s.ObservedGeneration >= d.Generation && s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == n &&
+				s.AvailableReplicas == n && s.UnavailableReplicas == 0
+		},
+		status: func(d *appsv1.Deployment) any { return d.Status }}
 }

@@ -15,11 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -75,12 +71,12 @@ func TestWorkloadRollout(t *testing.T) {
 	imgs := e.rolloutImages(ctx, t, rounds+2*rounds*fs)
 	targets, floorImgs := imgs[:rounds], imgs[rounds:]
 	arms := []wlArm{
-		{wlSTSInPlace, advancedStatefulSetWorkload{e.kruise, e.ns, "sts-inplace", int32(n)}, n, true},
-		{wlSTSRecreate, advancedStatefulSetWorkload{e.kruise, e.ns, "sts-recreate", int32(n)}, n, false},
-		{wlSTSBuiltin, builtinStatefulSetWorkload{e.client, e.ns, "sts-builtin", int32(n)}, n, false},
-		{wlADSInPlace, advancedDaemonSetWorkload{e.kruise, e.ns, "ads-inplace", wlDaemonPods}, wlDaemonPods, true},
-		{wlADSStandard, advancedDaemonSetWorkload{e.kruise, e.ns, "ads-standard", wlDaemonPods}, wlDaemonPods, false},
-		{wlADSBuiltin, builtinDaemonSetWorkload{e.client, e.ns, "ds-builtin", wlDaemonPods}, wlDaemonPods, false},
+		{wlSTSInPlace, advancedStatefulSetWorkload(e.kruise, e.ns, "sts-inplace", int32(n)), n, true, true},
+		{wlSTSRecreate, advancedStatefulSetWorkload(e.kruise, e.ns, "sts-recreate", int32(n)), n, false, true},
+		{wlSTSBuiltin, builtinStatefulSetWorkload(e.client, e.ns, "sts-builtin", int32(n)), n, false, false},
+		{wlADSInPlace, advancedDaemonSetWorkload(e.kruise, e.ns, "ads-inplace", wlDaemonPods), wlDaemonPods, true, true},
+		{wlADSStandard, advancedDaemonSetWorkload(e.kruise, e.ns, "ads-standard", wlDaemonPods), wlDaemonPods, false, true},
+		{wlADSBuiltin, builtinDaemonSetWorkload(e.client, e.ns, "ds-builtin", wlDaemonPods), wlDaemonPods, false, false},
 	}
 	start := time.Now()
 	create := []func() error{
@@ -178,6 +174,8 @@ type wlArm struct {
 	pods int
 	// inPlace: every pod keeps its UID.
 	inPlace bool
+	// kruise: an Advanced StatefulSet or DaemonSet, which OpenKruise's phase must not find.
+	kruise bool
 }
 
 // openKruiseWorkloadPhase runs OpenKruise's Advanced StatefulSet and DaemonSet in place through
@@ -186,29 +184,10 @@ type wlArm struct {
 func (e *env) openKruiseWorkloadPhase(ctx context.Context, t *testing.T, build openKruiseBuild, kruiseArms []wlArm, turns func(ns string, arms []wlArm)) {
 	start := time.Now()
 	for _, a := range kruiseArms {
-		var del func(context.Context, string, metav1.DeleteOptions) error
-		var get func(context.Context) error
-		switch a.w.(type) {
-		case advancedStatefulSetWorkload:
-			del = e.kruise.AppsV1beta1().StatefulSets(e.ns).Delete
-			get = func(ctx context.Context) error {
-				_, err := e.kruise.AppsV1beta1().StatefulSets(e.ns).Get(ctx, a.w.name(), metav1.GetOptions{})
-				return err
+		if a.kruise {
+			if err := e.orphanPods(ctx, e.ns, a.w, a.pods); err != nil {
+				t.Fatal(err)
 			}
-		case advancedDaemonSetWorkload:
-			del = e.kruise.AppsV1beta1().DaemonSets(e.ns).Delete
-			get = func(ctx context.Context) error {
-				_, err := e.kruise.AppsV1beta1().DaemonSets(e.ns).Get(ctx, a.w.name(), metav1.GetOptions{})
-				return err
-			}
-		default:
-			continue // the built-in workloads stay
-		}
-		if err := del(ctx, a.w.name(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.waitOrphaned(ctx, e.ns, a.w.name(), a.pods, get); err != nil {
-			t.Fatal(err)
 		}
 	}
 	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
@@ -230,8 +209,8 @@ func (e *env) openKruiseWorkloadPhase(ctx context.Context, t *testing.T, build o
 	}
 	n := int(wlStatefulReplicas)
 	arms := []wlArm{
-		{wlSTSOK, advancedStatefulSetWorkload{e.kruise, ok.ns, "ok-sts", int32(n)}, n, true},
-		{wlADSOK, advancedDaemonSetWorkload{e.kruise, ok.ns, "ok-ads", wlDaemonPods}, wlDaemonPods, true},
+		{wlSTSOK, advancedStatefulSetWorkload(e.kruise, ok.ns, "ok-sts", int32(n)), n, true, false},
+		{wlADSOK, advancedDaemonSetWorkload(e.kruise, ok.ns, "ok-ads", wlDaemonPods), wlDaemonPods, true, false},
 	}
 	fence, err := e.fenceKruise(ctx)
 	// Ends the phase, also when the test fails in it: nothing of OpenKruise's may be left for
@@ -443,131 +422,42 @@ func builtinRolloutDaemonSet(ns, name, img string) *appsv1.DaemonSet {
 	}
 }
 
-// nameSelector watches one object by name.
-func nameSelector(name string) metav1.ListOptions {
-	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+func advancedStatefulSetWorkload(c versioned.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1beta1.StatefulSet]{kind: "Advanced StatefulSet", c: c.AppsV1beta1().StatefulSets(ns), nm: name, n: n,
+		settled: func(s *appsv1beta1.StatefulSet, n int32) bool {
+			st := s.Status
+			return st.ObservedGeneration >= s.Generation && st.Replicas == n && st.UpdatedReplicas == n && st.ReadyReplicas == n &&
+				st.AvailableReplicas == n && st.UpdatedReadyReplicas == n && st.CurrentRevision == st.UpdateRevision
+		},
+		status: func(s *appsv1beta1.StatefulSet) any { return s.Status }}
 }
 
-type advancedStatefulSetWorkload struct {
-	c      versioned.Interface
-	ns, nm string
-	n      int32
+func builtinStatefulSetWorkload(c kubernetes.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1.StatefulSet]{kind: "StatefulSet", c: c.AppsV1().StatefulSets(ns), nm: name, n: n,
+		settled: func(s *appsv1.StatefulSet, n int32) bool {
+			st := s.Status
+			return st.ObservedGeneration >= s.Generation && st.Replicas == n && st.UpdatedReplicas == n && st.ReadyReplicas == n &&
+				st.AvailableReplicas == n && st.CurrentRevision == st.UpdateRevision
+		},
+		status: func(s *appsv1.StatefulSet) any { return s.Status }}
 }
 
-func (w advancedStatefulSetWorkload) name() string { return w.nm }
-
-func (w advancedStatefulSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	s, err := w.c.AppsV1beta1().StatefulSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("patching the image of Advanced StatefulSet %s: %w", w.nm, err)
-	}
-	return s.Generation, nil
+func advancedDaemonSetWorkload(c versioned.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1beta1.DaemonSet]{kind: "Advanced DaemonSet", c: c.AppsV1beta1().DaemonSets(ns), nm: name, n: n,
+		settled: func(d *appsv1beta1.DaemonSet, n int32) bool {
+			st := d.Status
+			return st.ObservedGeneration >= d.Generation && st.DesiredNumberScheduled == n && st.UpdatedNumberScheduled == n &&
+				st.NumberReady == n && st.NumberAvailable == n && st.NumberUnavailable == 0
+		},
+		status: func(d *appsv1beta1.DaemonSet) any { return d.Status }}
 }
 
-func (w advancedStatefulSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1beta1().StatefulSets(w.ns).Watch(ctx, nameSelector(w.nm))
-}
-
-func (w advancedStatefulSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	s, ok := obj.(*appsv1beta1.StatefulSet)
-	if !ok {
-		return false, fmt.Sprintf("unexpected %T", obj)
-	}
-	st, n := s.Status, w.n
-	return st.ObservedGeneration >= gen && st.Replicas == n && st.UpdatedReplicas == n && st.ReadyReplicas == n &&
-			st.AvailableReplicas == n && st.UpdatedReadyReplicas == n && st.CurrentRevision == st.UpdateRevision,
-		fmt.Sprintf("generation %d, status %+v", s.Generation, st)
-}
-
-type builtinStatefulSetWorkload struct {
-	c      kubernetes.Interface
-	ns, nm string
-	n      int32
-}
-
-func (w builtinStatefulSetWorkload) name() string { return w.nm }
-
-func (w builtinStatefulSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	s, err := w.c.AppsV1().StatefulSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("patching the image of StatefulSet %s: %w", w.nm, err)
-	}
-	return s.Generation, nil
-}
-
-func (w builtinStatefulSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1().StatefulSets(w.ns).Watch(ctx, nameSelector(w.nm))
-}
-
-func (w builtinStatefulSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	s, ok := obj.(*appsv1.StatefulSet)
-	if !ok {
-		return false, fmt.Sprintf("unexpected %T", obj)
-	}
-	st, n := s.Status, w.n
-	return st.ObservedGeneration >= gen && st.Replicas == n && st.UpdatedReplicas == n && st.ReadyReplicas == n &&
-			st.AvailableReplicas == n && st.CurrentRevision == st.UpdateRevision,
-		fmt.Sprintf("generation %d, status %+v", s.Generation, st)
-}
-
-type advancedDaemonSetWorkload struct {
-	c      versioned.Interface
-	ns, nm string
-	n      int32
-}
-
-func (w advancedDaemonSetWorkload) name() string { return w.nm }
-
-func (w advancedDaemonSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	d, err := w.c.AppsV1beta1().DaemonSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("patching the image of Advanced DaemonSet %s: %w", w.nm, err)
-	}
-	return d.Generation, nil
-}
-
-func (w advancedDaemonSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1beta1().DaemonSets(w.ns).Watch(ctx, nameSelector(w.nm))
-}
-
-func (w advancedDaemonSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	d, ok := obj.(*appsv1beta1.DaemonSet)
-	if !ok {
-		return false, fmt.Sprintf("unexpected %T", obj)
-	}
-	st, n := d.Status, w.n
-	return st.ObservedGeneration >= gen && st.DesiredNumberScheduled == n && st.UpdatedNumberScheduled == n &&
-			st.NumberReady == n && st.NumberAvailable == n && st.NumberUnavailable == 0,
-		fmt.Sprintf("generation %d, status %+v", d.Generation, st)
-}
-
-type builtinDaemonSetWorkload struct {
-	c      kubernetes.Interface
-	ns, nm string
-	n      int32
-}
-
-func (w builtinDaemonSetWorkload) name() string { return w.nm }
-
-func (w builtinDaemonSetWorkload) setImage(ctx context.Context, img string) (int64, error) {
-	d, err := w.c.AppsV1().DaemonSets(w.ns).Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("patching the image of DaemonSet %s: %w", w.nm, err)
-	}
-	return d.Generation, nil
-}
-
-func (w builtinDaemonSetWorkload) watch(ctx context.Context) (watch.Interface, error) {
-	return w.c.AppsV1().DaemonSets(w.ns).Watch(ctx, nameSelector(w.nm))
-}
-
-func (w builtinDaemonSetWorkload) done(obj runtime.Object, gen int64) (bool, string) {
-	d, ok := obj.(*appsv1.DaemonSet)
-	if !ok {
-		return false, fmt.Sprintf("unexpected %T", obj)
-	}
-	st, n := d.Status, w.n
-	return st.ObservedGeneration >= gen && st.DesiredNumberScheduled == n && st.UpdatedNumberScheduled == n &&
-			st.NumberReady == n && st.NumberAvailable == n && st.NumberUnavailable == 0,
-		fmt.Sprintf("generation %d, status %+v", d.Generation, st)
+func builtinDaemonSetWorkload(c kubernetes.Interface, ns, name string, n int32) workload {
+	return apiWorkload[*appsv1.DaemonSet]{kind: "DaemonSet", c: c.AppsV1().DaemonSets(ns), nm: name, n: n,
+		settled: func(d *appsv1.DaemonSet, n int32) bool {
+			st := d.Status
+			return st.ObservedGeneration >= d.Generation && st.DesiredNumberScheduled == n && st.UpdatedNumberScheduled == n &&
+				st.NumberReady == n && st.NumberAvailable == n && st.NumberUnavailable == 0
+		},
+		status: func(d *appsv1.DaemonSet) any { return d.Status }}
 }
