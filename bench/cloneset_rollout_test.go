@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -176,78 +174,30 @@ func TestCloneSetRollout(t *testing.T) {
 	if err := e.orphanPods(ctx, e.ns, recreate, n); err != nil {
 		t.Fatal(err)
 	}
-	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
-	t.Cleanup(func() {
-		if ok == nil {
-			return
-		}
-		if err := ok.stop(context.Background()); err != nil {
-			t.Errorf("stopping OpenKruise: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ok.waitController(ctx, "cloneset-controller"); err != nil {
-		t.Fatal(err)
-	}
-	okCS := cloneSetWorkload(e.kruise, ok.ns, "okinplace", int32(n))
-	fence, err := e.fenceKruise(ctx)
-	// Ends the OpenKruise phase, also when the test fails in it: nothing of OpenKruise's may be
-	// left for kruise's controller to find, so its CloneSet and pods go before the fence is lifted.
-	endOK := func(ctx context.Context) error {
-		var errs []error
-		err := kc.CloneSets(ok.ns).Delete(ctx, okCS.name(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		} else if err := e.waitPodsGone(ctx, ok.ns, okCS.name()); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, ok.stop(ctx))
-		ok = nil
-		if fence != nil {
-			if err := fence.release(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("releasing kruise-controller's Lease: %w", err))
+	t.Logf("kruise's CloneSets gone or orphaned: %s", time.Since(start).Round(time.Second))
+	e.openKruisePhase(ctx, t, build, []string{"cloneset-controller"},
+		func(ns string) []workload { return []workload{cloneSetWorkload(e.kruise, ns, "okinplace", int32(n))} },
+		func(ns string, ws []workload) {
+			okCS := ws[0]
+			start := time.Now()
+			if _, err := kc.CloneSets(ns).Create(ctx, rolloutCloneSet(ns, okCS.name(), image, int32(n), int32(m),
+				appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating OpenKruise's CloneSet: %v", err)
 			}
-			fence = nil
-		}
-		return errors.Join(errs...)
-	}
-	t.Cleanup(func() {
-		if ok == nil {
-			return
-		}
-		if err := endOK(context.Background()); err != nil {
-			t.Errorf("ending the OpenKruise phase: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kruise-controller fenced (no replica leads): %s", time.Since(start).Round(time.Second))
-	if _, err := kc.CloneSets(ok.ns).Create(ctx, rolloutCloneSet(ok.ns, okCS.name(), image, int32(n), int32(m),
-		appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating OpenKruise's CloneSet: %v", err)
-	}
-	pods, _, err := e.settledPods(ctx, ok.ns, okCS.name(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !hasReadinessGate(&pods[0], pub.InPlaceUpdateReady) {
-		t.Fatalf("pod %s of OpenKruise's CloneSet lacks the %s readiness gate: not created by its controller?", pods[0].Name, pub.InPlaceUpdateReady)
-	}
-	t.Logf("OpenKruise's CloneSet of %d pods Ready: %s", n, time.Since(start).Round(time.Second))
+			pods, _, err := e.settledPods(ctx, ns, okCS.name(), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasReadinessGate(&pods[0], pub.InPlaceUpdateReady) {
+				t.Fatalf("pod %s of OpenKruise's CloneSet lacks the %s readiness gate: not created by its controller?", pods[0].Name, pub.InPlaceUpdateReady)
+			}
+			t.Logf("OpenKruise's CloneSet of %d pods Ready: %s", n, time.Since(start).Round(time.Second))
 
-	t.Logf("%s: %d live pods on the node", phaseOK, e.livePods(ctx, t))
-	start = time.Now()
-	turns(phaseOK, ok.ns, []turn{{csOK, okCS}, {csFloor, nil}})
-	t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
-
-	start = time.Now()
-	if err := endOK(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("OpenKruise stopped, kruise-controller leading again: %s", time.Since(start).Round(time.Second))
+			t.Logf("%s: %d live pods on the node", phaseOK, e.livePods(ctx, t))
+			start = time.Now()
+			turns(phaseOK, ns, []turn{{csOK, okCS}, {csFloor, nil}})
+			t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
+		})
 }
 
 // livePods counts the cluster's pods not being deleted (the local cluster has one node).

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,4 +103,71 @@ func (e *env) requireNoWorkloads(ctx context.Context) error {
 		return fmt.Errorf("OpenKruise's controllers would act on %v: delete them, or leave OpenKruise's phase out (BENCH_CLONESET_OPENKRUISE=0, BENCH_WORKLOAD_OPENKRUISE=0)", names)
 	}
 	return nil
+}
+
+// openKruisePhase runs run with OpenKruise's kruise-manager up (the controllers named waited
+// for) and kruise-controller fenced, on the workloads workloads makes in OpenKruise's namespace
+// (run creates them). However run or the test ends, the phase ends the same way: those
+// workloads and their pods go before OpenKruise stops and the fence is lifted, so that kruise's
+// controller never finds anything of OpenKruise's.
+func (e *env) openKruisePhase(ctx context.Context, t *testing.T, build openKruiseBuild, controllers []string,
+	workloads func(ns string) []workload, run func(ns string, ws []workload)) {
+	t.Helper()
+	start := time.Now()
+	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
+	t.Cleanup(func() {
+		if ok == nil {
+			return
+		}
+		if err := ok.stop(context.Background()); err != nil {
+			t.Errorf("stopping OpenKruise: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range controllers {
+		if err := ok.waitController(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := workloads(ok.ns)
+	fence, err := e.fenceKruise(ctx)
+	end := func(ctx context.Context) error {
+		var errs []error
+		for _, w := range ws {
+			if err := w.remove(ctx); err != nil {
+				errs = append(errs, err)
+			} else if err := e.waitPodsGone(ctx, ok.ns, w.name()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, ok.stop(ctx))
+		ok = nil
+		if fence != nil {
+			if err := fence.release(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("releasing kruise-controller's Lease: %w", err))
+			}
+			fence = nil
+		}
+		return errors.Join(errs...)
+	}
+	t.Cleanup(func() {
+		if ok == nil {
+			return
+		}
+		if err := end(context.Background()); err != nil {
+			t.Errorf("ending the OpenKruise phase: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("OpenKruise's %v started, kruise-controller fenced (no replica leads): %s", controllers, time.Since(start).Round(time.Second))
+	run(ok.ns, ws)
+	start = time.Now()
+	if err := end(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("OpenKruise stopped, kruise-controller leading again: %s", time.Since(start).Round(time.Second))
 }

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,8 +122,10 @@ type workload interface {
 	// template of generation gen; the string says what it shows, for timeouts.
 	done(obj runtime.Object, gen int64) (bool, string)
 	// orphan deletes the workload and leaves its pods running (the garbage collector takes
-	// its owner reference off them); exists reads it, NotFound once it is gone.
+	// its owner reference off them); remove deletes it with its pods (gone already is fine);
+	// exists reads it, NotFound once it is gone.
 	orphan(ctx context.Context) error
+	remove(ctx context.Context) error
 	exists(ctx context.Context) error
 }
 
@@ -176,6 +179,14 @@ func (w apiWorkload[T]) done(obj runtime.Object, gen int64) (bool, string) {
 
 func (w apiWorkload[T]) orphan(ctx context.Context) error {
 	return w.c.Delete(ctx, w.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)})
+}
+
+func (w apiWorkload[T]) remove(ctx context.Context) error {
+	err := w.c.Delete(ctx, w.nm, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s: %w", w.kind, w.nm, err)
+	}
+	return nil
 }
 
 func (w apiWorkload[T]) exists(ctx context.Context) error {

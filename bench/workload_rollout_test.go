@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -190,90 +188,37 @@ func (e *env) openKruiseWorkloadPhase(ctx context.Context, t *testing.T, build o
 			}
 		}
 	}
-	ok, err := e.startOpenKruiseForWorkloads(ctx, t, build)
-	t.Cleanup(func() {
-		if ok == nil {
-			return
-		}
-		if err := ok.stop(context.Background()); err != nil {
-			t.Errorf("stopping OpenKruise: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{"statefulset-controller", "daemonset-controller"} {
-		if err := ok.waitController(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Logf("kruise's workloads gone, their pods orphaned: %s", time.Since(start).Round(time.Second))
 	n := int(wlStatefulReplicas)
-	arms := []wlArm{
-		{wlSTSOK, advancedStatefulSetWorkload(e.kruise, ok.ns, "ok-sts", int32(n)), n, true, false},
-		{wlADSOK, advancedDaemonSetWorkload(e.kruise, ok.ns, "ok-ads", wlDaemonPods), wlDaemonPods, true, false},
-	}
-	fence, err := e.fenceKruise(ctx)
-	// Ends the phase, also when the test fails in it: nothing of OpenKruise's may be left for
-	// kruise's controller to find, so its workloads and pods go before the fence is lifted.
-	endOK := func(ctx context.Context) error {
-		var errs []error
-		bg := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
-		if err := e.kruise.AppsV1beta1().StatefulSets(ok.ns).Delete(ctx, "ok-sts", bg); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-		if err := e.kruise.AppsV1beta1().DaemonSets(ok.ns).Delete(ctx, "ok-ads", bg); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-		for _, a := range arms {
-			if err := e.waitPodsGone(ctx, ok.ns, a.w.name()); err != nil {
-				errs = append(errs, err)
+	e.openKruisePhase(ctx, t, build, []string{"statefulset-controller", "daemonset-controller"},
+		func(ns string) []workload {
+			return []workload{advancedStatefulSetWorkload(e.kruise, ns, "ok-sts", int32(n)), advancedDaemonSetWorkload(e.kruise, ns, "ok-ads", wlDaemonPods)}
+		},
+		func(ns string, ws []workload) {
+			start := time.Now()
+			if _, err := e.kruise.AppsV1beta1().StatefulSets(ns).Create(ctx, rolloutStatefulSet(ns, ws[0].name(), image, int32(n),
+				appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType), metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating OpenKruise's StatefulSet: %v", err)
 			}
-		}
-		errs = append(errs, ok.stop(ctx))
-		ok = nil
-		if fence != nil {
-			if err := fence.release(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("releasing kruise-controller's Lease: %w", err))
+			if _, err := e.kruise.AppsV1beta1().DaemonSets(ns).Create(ctx, rolloutDaemonSet(ns, ws[1].name(), image,
+				appsv1beta1.InPlaceIfPossibleDaemonSetRollingUpdateType), metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating OpenKruise's DaemonSet: %v", err)
 			}
-			fence = nil
-		}
-		return errors.Join(errs...)
-	}
-	t.Cleanup(func() {
-		if ok == nil {
-			return
-		}
-		if err := endOK(context.Background()); err != nil {
-			t.Errorf("ending the OpenKruise phase: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.kruise.AppsV1beta1().StatefulSets(ok.ns).Create(ctx, rolloutStatefulSet(ok.ns, "ok-sts", image, int32(n),
-		appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating OpenKruise's StatefulSet: %v", err)
-	}
-	if _, err := e.kruise.AppsV1beta1().DaemonSets(ok.ns).Create(ctx, rolloutDaemonSet(ok.ns, "ok-ads", image,
-		appsv1beta1.InPlaceIfPossibleDaemonSetRollingUpdateType), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating OpenKruise's DaemonSet: %v", err)
-	}
-	for _, a := range arms {
-		pods, _, err := e.settledPods(ctx, ok.ns, a.w.name(), a.pods)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pods[0].OwnerReferences) == 0 {
-			t.Fatalf("pod %s of %s has no owner: not created by OpenKruise's controller?", pods[0].Name, a.v)
-		}
-	}
-	t.Logf("OpenKruise's workloads Ready, kruise-controller fenced: %s; %d live pods on the node", time.Since(start).Round(time.Second), e.livePods(ctx, t))
-	start = time.Now()
-	turns(ok.ns, arms)
-	t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
-	if err := endOK(ctx); err != nil {
-		t.Fatal(err)
-	}
+			arms := []wlArm{{wlSTSOK, ws[0], n, true, false}, {wlADSOK, ws[1], wlDaemonPods, true, false}}
+			for _, a := range arms {
+				pods, _, err := e.settledPods(ctx, ns, a.w.name(), a.pods)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(pods[0].OwnerReferences) == 0 {
+					t.Fatalf("pod %s of %s has no owner: not created by OpenKruise's controller?", pods[0].Name, a.v)
+				}
+			}
+			t.Logf("OpenKruise's workloads Ready: %s; %d live pods on the node", time.Since(start).Round(time.Second), e.livePods(ctx, t))
+			start = time.Now()
+			turns(ns, arms)
+			t.Logf("%s: %s; load average %s", phaseOK, time.Since(start).Round(time.Second), loadAverage())
+		})
 }
 
 // wlResults are the figures of one run.
