@@ -67,11 +67,22 @@ func encodeIn(t *testing.T, obj, alpha runtime.Object, version string) []byte {
 // from old, in version.
 func cloneSetRequest(t *testing.T, version string, cs, old *appsv1beta1.CloneSet) *admissionv1.AdmissionRequest {
 	t.Helper()
-	req := request(t, "clonesets", "CloneSet", cs, version)
-	req.Object.Raw = inVersion(t, cs, version)
+	return workloadRequest(t, "clonesets", "CloneSet", version, cs, old, appsv1alpha1.CloneSetFromV1beta1)
+}
+
+// workloadRequest is the request of a CREATE of obj (old nil) or an UPDATE
+// from old, of a workload resource of kind, in version (toV1alpha1 converts
+// a v1beta1 object).
+func workloadRequest[S any, PS interface {
+	*S
+	runtime.Object
+}, A runtime.Object](t *testing.T, resource, kind, version string, obj, old PS, toV1alpha1 func(PS) A) *admissionv1.AdmissionRequest {
+	t.Helper()
+	req := request(t, resource, kind, obj, version)
+	req.Object.Raw = encodeIn(t, obj, toV1alpha1(obj), version)
 	if old != nil {
 		req.Operation = admissionv1.Update
-		req.OldObject.Raw = inVersion(t, old, version)
+		req.OldObject.Raw = encodeIn(t, old, toV1alpha1(old), version)
 	}
 	return req
 }

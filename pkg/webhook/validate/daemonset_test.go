@@ -44,13 +44,7 @@ func daemonSet(mods ...func(*appsv1beta1.DaemonSet)) *appsv1beta1.DaemonSet {
 // from old, in version.
 func daemonSetRequest(t *testing.T, version string, ds, old *appsv1beta1.DaemonSet) *admissionv1.AdmissionRequest {
 	t.Helper()
-	req := request(t, "daemonsets", "DaemonSet", ds, version)
-	req.Object.Raw = encodeIn(t, ds, appsv1alpha1.DaemonSetFromV1beta1(ds), version)
-	if old != nil {
-		req.Operation = admissionv1.Update
-		req.OldObject.Raw = encodeIn(t, old, appsv1alpha1.DaemonSetFromV1beta1(old), version)
-	}
-	return req
+	return workloadRequest(t, "daemonsets", "DaemonSet", version, ds, old, appsv1alpha1.DaemonSetFromV1beta1)
 }
 
 func rollingUpdate(f func(*appsv1beta1.RollingUpdateDaemonSet)) func(*appsv1beta1.DaemonSet) {
@@ -131,14 +125,7 @@ func TestDaemonSetWebhook(t *testing.T) {
 	for _, tt := range tests {
 		for _, version := range versions {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
-				s := serve(t, DaemonSetWebhook())
-				resp := s.send(t, daemonSetRequest(t, version, tt.new, tt.old))
-				if tt.reason == "" {
-					assert.True(t, resp.Allowed, "refused: %v", resp.Result)
-					return
-				}
-				denied(t, resp, tt.message...)
-				assert.EqualValues(t, 1, s.rejections(t, tt.reason))
+				serve(t, DaemonSetWebhook()).judged(t, daemonSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
 			})
 		}
 	}

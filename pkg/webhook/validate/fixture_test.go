@@ -113,3 +113,16 @@ func denied(t *testing.T, resp *admissionv1.AdmissionResponse, want ...string) {
 		require.Contains(t, resp.Result.Message, w)
 	}
 }
+
+// judged sends req to s and checks the answer: admitted when reason is "",
+// else refused with every part of message and counted under reason.
+func (s *served) judged(t *testing.T, req *admissionv1.AdmissionRequest, reason string, message ...string) {
+	t.Helper()
+	resp := s.send(t, req)
+	if reason == "" {
+		require.True(t, resp.Allowed, "refused: %v", resp.Result)
+		return
+	}
+	denied(t, resp, message...)
+	require.EqualValues(t, 1, s.rejections(t, reason))
+}

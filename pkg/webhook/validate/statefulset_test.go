@@ -47,13 +47,7 @@ func statefulSet(mods ...func(*appsv1beta1.StatefulSet)) *appsv1beta1.StatefulSe
 // UPDATE from old, in version.
 func statefulSetRequest(t *testing.T, version string, sts, old *appsv1beta1.StatefulSet) *admissionv1.AdmissionRequest {
 	t.Helper()
-	req := request(t, "statefulsets", "StatefulSet", sts, version)
-	req.Object.Raw = encodeIn(t, sts, appsv1alpha1.StatefulSetFromV1beta1(sts), version)
-	if old != nil {
-		req.Operation = admissionv1.Update
-		req.OldObject.Raw = encodeIn(t, old, appsv1alpha1.StatefulSetFromV1beta1(old), version)
-	}
-	return req
+	return workloadRequest(t, "statefulsets", "StatefulSet", version, sts, old, appsv1alpha1.StatefulSetFromV1beta1)
 }
 
 func inPlaceSTS(policy appsv1beta1.PodUpdateStrategyType, gate bool) func(*appsv1beta1.StatefulSet) {
@@ -166,14 +160,7 @@ func TestStatefulSetWebhook(t *testing.T) {
 	for _, tt := range tests {
 		for _, version := range versions {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
-				s := serve(t, StatefulSetWebhook())
-				resp := s.send(t, statefulSetRequest(t, version, tt.new, tt.old))
-				if tt.reason == "" {
-					assert.True(t, resp.Allowed, "refused: %v", resp.Result)
-					return
-				}
-				denied(t, resp, tt.message...)
-				assert.EqualValues(t, 1, s.rejections(t, tt.reason))
+				serve(t, StatefulSetWebhook()).judged(t, statefulSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
 			})
 		}
 	}
