@@ -29,10 +29,12 @@ import (
 // blocks until SIGTERM, as a server does.
 const seedPause = "public/pause:3.10"
 
-// seedApply creates the CloneSet of testdata/seeds/file in ns as written, through the dynamic
+// seedApply creates the workload of testdata/seeds/file in ns as written, through the dynamic
 // client (so no field is dropped on the way), after pointing each container image named in
-// images at the reference given there. Every image of the seed must be in images.
-func seedApply(ctx context.Context, t *testing.T, f *framework.Framework, ns, file string, images map[string]string) *unstructured.Unstructured {
+// images at the reference given there, and after mods (what the test must point at its own
+// objects). Every image of the seed must be in images.
+func seedApply(ctx context.Context, t *testing.T, f *framework.Framework, ns, file string, images map[string]string,
+	mods ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "seeds", file))
 	if err != nil {
@@ -57,13 +59,17 @@ func seedApply(ctx context.Context, t *testing.T, f *framework.Framework, ns, fi
 	if err := unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers"); err != nil {
 		t.Fatal(err)
 	}
+	for _, m := range mods {
+		m(obj)
+	}
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, err := f.Dynamic(t).Resource(gv.WithResource("clonesets")).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+	resource := strings.ToLower(obj.GetKind()) + "s"
+	created, err := f.Dynamic(t).Resource(gv.WithResource(resource)).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating the CloneSet of seed %s: %v", file, err)
+		t.Fatalf("creating the %s of seed %s: %v", obj.GetKind(), file, err)
 	}
 	return created
 }

@@ -29,6 +29,7 @@
 //	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
 //	workload_parity_test.go  a StatefulSet and a DaemonSet manifest, as written and with only apiVersion changed to kruise's: the same pods
+//	workload_seed_test.go    Advanced StatefulSet and DaemonSet: OpenKruise v1.1's published manifests (testdata/seeds)
 //	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
