@@ -152,6 +152,21 @@ func TestDaemonSetInPlaceImageUpdate(t *testing.T) {
 	}
 	variant := f.BusyboxVariant(t)
 	patchDaemonSet(ctx, t, kc, ns, "agent", imagePatch(variant))
+	// The status may count the pod as updated as soon as its update starts: wait for the update
+	// to finish on the pod itself (the controller sets InPlaceUpdateReady back to True).
+	framework.WaitFor(ctx, t, daemonSetTimeout, "the in-place update to finish", func(ctx context.Context) (bool, string, error) {
+		p, err := f.Client.CoreV1().Pods(ns).Get(ctx, before.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var gate, ready bool
+		for _, c := range p.Status.Conditions {
+			gate = gate || (c.Type == pub.InPlaceUpdateReady && c.Status == corev1.ConditionTrue)
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		st := framework.ContainerStatusOf(p, "main")
+		return gate && ready && st != nil && st.RestartCount > 0 && st.Ready, framework.DescribeContainerStatus(st), nil
+	})
 	after := daemonPod(ctx, t, f, kc, ns, "agent")
 	if after.UID != before.UID || after.Status.PodIP != before.Status.PodIP {
 		t.Fatalf("pod %s (uid %s, IP %s) replaced pod %s (uid %s, IP %s): want the same pod", after.Name, after.UID, after.Status.PodIP,
