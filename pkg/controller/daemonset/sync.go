@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -71,8 +72,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	acted, err := c.manage(ctx, p)
-	if !acted && err == nil {
-		acted, err = c.update(ctx, p)
+	if c.podsSettled(ctx, p) {
+		refreshed, refreshErr := c.refreshInPlace(ctx, p)
+		if !acted && !refreshed && err == nil && refreshErr == nil {
+			acted, err = c.update(ctx, p)
+		}
+		acted, err = acted || refreshed, errors.Join(err, refreshErr)
 	}
 	if statusErr := c.writeStatus(ctx, p); err == nil {
 		err = statusErr

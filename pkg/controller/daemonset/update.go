@@ -19,22 +19,23 @@ import (
 // Advanced DaemonSet updates images and metadata only).
 var inPlaceOptions = inplace.Options{}
 
-// update moves pods to the update revision: it first moves every in-place update on (next
-// batch, InPlaceUpdateReady), then, for RollingUpdate when not paused, takes a step of the
-// rolling update on the nodes partition and the update selector allow. It reports whether it
-// wrote anything.
-func (c *Controller) update(ctx context.Context, p *pass) (bool, error) {
+// podsSettled reports whether the cache shows the controller's last in-place write to every pod:
+// an update started again from a stale copy would record the new container as the old one.
+func (c *Controller) podsSettled(ctx context.Context, p *pass) bool {
 	for _, n := range p.nodes {
 		for _, pod := range n.Pods {
 			if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
 				p.after(recheck)
-				return false, nil // a pod's last write is not in the cache yet
+				return false
 			}
 		}
 	}
-	if acted, err := c.refreshInPlace(ctx, p); acted || err != nil {
-		return acted, err
-	}
+	return true
+}
+
+// update takes a step of the rolling update, for RollingUpdate when not paused, on the nodes
+// partition and the update selector allow. It reports whether it wrote anything.
+func (c *Controller) update(ctx context.Context, p *pass) (bool, error) {
 	us := p.ds.Spec.UpdateStrategy
 	if us.Type == appsv1beta1.OnDeleteDaemonSetStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused != nil && *us.RollingUpdate.Paused) {
 		return false, nil
@@ -101,7 +102,8 @@ func (c *Controller) updateInPlace(ctx context.Context, p *pass, pod *corev1.Pod
 }
 
 // refreshInPlace moves every pod's in-place update on: the next container batch once the last
-// is done, and InPlaceUpdateReady=True once all are.
+// is done, and InPlaceUpdateReady=True once all are (which is also how a new pod carrying the
+// gate becomes ready at all, so it runs whatever manage did in the same pass).
 func (c *Controller) refreshInPlace(ctx context.Context, p *pass) (bool, error) {
 	acted := false
 	var errs []error
