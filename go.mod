@@ -21,6 +21,7 @@ require (
 	k8s.io/apimachinery v0.34.10
 	k8s.io/client-go v0.34.10
 	k8s.io/component-base v0.34.10
+	k8s.io/component-helpers v0.34.10
 	k8s.io/cri-api v0.34.10
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubelet v0.34.10
@@ -80,7 +81,6 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/component-helpers v0.34.10 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 )

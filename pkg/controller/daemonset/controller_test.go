@@ -365,6 +365,7 @@ func TestCountStatus(t *testing.T) {
 		node("c", run, dpod("c1", "c", "v2")),
 		node("d", run),
 		node("e", keep, dpod("e1", "e", "v2", ready)),
+		{Name: "gone", Gone: true, Pods: []*corev1.Pod{dpod("g1", "gone", "v2", ready)}},
 	}
 	s := CountStatus(nodes, "v2", 0, now)
 	assert.Equal(t, appsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 4, CurrentNumberScheduled: 3, NumberMisscheduled: 1,

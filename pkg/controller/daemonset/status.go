@@ -28,7 +28,10 @@ func CountStatus(nodes []NodeState, updateHash string, minReadySeconds int32, no
 				pods = append(pods, p)
 			}
 		}
-		if n.Gone || !n.Eligibility.ShouldRun {
+		if n.Gone {
+			continue // counted by nodes that exist, as the built-in controller counts
+		}
+		if !n.Eligibility.ShouldRun {
 			if len(pods) > 0 {
 				s.NumberMisscheduled++
 			}
