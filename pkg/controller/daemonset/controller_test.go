@@ -371,3 +371,30 @@ func TestCountStatus(t *testing.T) {
 	assert.Equal(t, appsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 4, CurrentNumberScheduled: 3, NumberMisscheduled: 1,
 		NumberReady: 2, NumberAvailable: 2, NumberUnavailable: 2, UpdatedNumberScheduled: 2}, s)
 }
+
+// A DaemonSet taken over from OpenKruise (or the built-in controller) keeps its pods: the
+// revision they were made from records the same template, and its controller-revision-hash
+// label, which the pods carry, is the other controller's (here as OpenKruise labels a revision
+// that had none: with its whole name).
+func TestTakeOverKeepsThePods(t *testing.T) {
+	ds := daemonSet("agent:1")
+	data, err := revision.PatchData(ds.Spec.Template, templatePath...)
+	require.NoError(t, err)
+	theirs := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-legacy", Namespace: testNS,
+			Labels:          map[string]string{"app": "agent", appsv1.ControllerRevisionHashLabelKey: "agent-legacy"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: 1,
+	}
+	pod := runningPod(t, ds, theirs, "a")
+	require.Equal(t, "agent-legacy", pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+	f := newFixture(t, ds, []*corev1.Node{gen.Node("a")}, []*appsv1.ControllerRevision{theirs}, pod)
+	f.sync()
+	assert.Empty(t, f.writes(), "no pod recreated")
+	revs, _ := f.kube.AppsV1().ControllerRevisions(testNS).List(context.Background(), metav1.ListOptions{})
+	assert.Len(t, revs.Items, 1, "their revision is ours")
+	st := f.status()
+	assert.Equal(t, "agent-legacy", st.UpdateRevision)
+	assert.Equal(t, int32(1), st.UpdatedNumberScheduled)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -29,8 +30,15 @@ func (h *history) updateHash() string { return revisionHash(h.Update.Name, h.Upd
 // template is the pod template of the revision with hash; nil when it is not in the history.
 func (h *history) template(hash string) *corev1.PodTemplateSpec { return h.templates[hash] }
 
+// revisionHash is the hash pods of a revision carry: ours from the revision's hash label; a
+// revision the built-in DaemonSet or OpenKruise made (found equal to the template and adopted
+// on a takeover) names it in its own controller-revision-hash label, which its pods carry, so
+// they are not rolled.
 func revisionHash(name string, lbls map[string]string) string {
 	if h := lbls[revision.HashLabel]; h != "" {
+		return h
+	}
+	if h := lbls[appsv1.ControllerRevisionHashLabelKey]; h != "" {
 		return h
 	}
 	return revision.ShortHash(name)
