@@ -398,3 +398,33 @@ func TestTakeOverKeepsThePods(t *testing.T) {
 	assert.Equal(t, "agent-legacy", st.UpdateRevision)
 	assert.Equal(t, int32(1), st.UpdatedNumberScheduled)
 }
+
+// markPodNotReady: new pods declare the KruisePodReady gate, and a pod taken into
+// PreparingDelete is marked not ready (its status first) before its state is written.
+func TestPreDeleteMarkPodNotReady(t *testing.T) {
+	hooked := func(ds *appsv1beta1.DaemonSet) {
+		ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	}
+	f := newFixture(t, daemonSet("agent:1", hooked), []*corev1.Node{gen.Node("a")}, nil)
+	f.sync()
+	pods, _ := f.kube.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	require.Len(t, pods.Items, 1)
+	assert.Equal(t, []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReady}}, pods.Items[0].Spec.ReadinessGates)
+
+	old := daemonSet("agent:1", hooked)
+	oldRev := revisionOf(t, old, 1)
+	pod := runningPod(t, old, oldRev, "a")
+	pod.Labels["hold"] = "true"
+	f = newFixture(t, daemonSet("agent:2", hooked), []*corev1.Node{gen.Node("a")}, []*appsv1.ControllerRevision{oldRev}, pod)
+	f.sync()
+	assert.Equal(t, []string{"patch/status agent-a", "patch agent-a"}, f.writes())
+	got, _ := f.kube.CoreV1().Pods(testNS).Get(context.Background(), "agent-a", metav1.GetOptions{})
+	var cond *corev1.PodCondition
+	for i := range got.Status.Conditions {
+		if got.Status.Conditions[i].Type == pub.KruisePodReady {
+			cond = &got.Status.Conditions[i]
+		}
+	}
+	require.NotNil(t, cond)
+	assert.Equal(t, corev1.ConditionFalse, cond.Status)
+}
