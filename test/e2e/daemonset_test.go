@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -222,5 +223,57 @@ func TestDaemonSetPreDeleteHook(t *testing.T) {
 	after := daemonPod(ctx, t, f, kc, ns, "agent")
 	if after.UID == pod.UID {
 		t.Errorf("pod %s still runs after its hook was released", pod.Name)
+	}
+}
+
+// partition and the update selector hold the node's old pod; once both let the node in, it is
+// updated.
+func TestDaemonSetPartitionAndSelector(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 6*time.Minute)
+	ns := f.NewNamespace(ctx, t, "daemonset-partition")
+
+	ds := newDaemonSet(f, ns, "agent", func(ds *appsv1beta1.DaemonSet) {
+		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateDaemonSet{Partition: ptr.To(intstr.FromInt32(1))}
+	})
+	if _, err := kc.AppsV1beta1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating DaemonSet: %v", err)
+	}
+	pod := daemonPod(ctx, t, f, kc, ns, "agent")
+
+	// held waits until the controller has seen the DaemonSet's latest generation and still left
+	// the old pod alone.
+	held := func(why string) {
+		t.Helper()
+		framework.WaitFor(ctx, t, daemonSetTimeout, why, func(ctx context.Context) (bool, string, error) {
+			cur, err := kc.AppsV1beta1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			p, err := f.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			s := cur.Status
+			if p.UID != pod.UID || p.DeletionTimestamp != nil {
+				return false, "", fmt.Errorf("the old pod was replaced: %s", why)
+			}
+			return s.ObservedGeneration == cur.Generation && s.UpdatedNumberScheduled == 0 && s.CurrentNumberScheduled == 1,
+				fmt.Sprintf("status %+v", s), nil
+		})
+	}
+	patchDaemonSet(ctx, t, kc, ns, "agent", imagePatch(f.BusyboxVariant(t)))
+	held("partition 1 of 1 node keeps the old pod")
+
+	patchDaemonSet(ctx, t, kc, ns, "agent", `[{"op":"replace","path":"/spec/updateStrategy/rollingUpdate/partition","value":0},`+
+		`{"op":"add","path":"/spec/updateStrategy/rollingUpdate/selector","value":{"matchLabels":{"kubernetes.io/hostname":"not-`+localNode+`"}}}]`)
+	held("a selector that does not match the node keeps the old pod")
+
+	patchDaemonSet(ctx, t, kc, ns, "agent", `[{"op":"replace","path":"/spec/updateStrategy/rollingUpdate/selector/matchLabels/kubernetes.io~1hostname","value":"`+localNode+`"}]`)
+	after := daemonPod(ctx, t, f, kc, ns, "agent")
+	if after.UID == pod.UID {
+		t.Errorf("pod %s was not replaced once partition and selector let its node in", pod.Name)
 	}
 }

@@ -28,7 +28,7 @@
 //	cloneset_priority_test.go  CloneSet: containers updated in place in batches by priority; the state annotation
 //	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
-//	daemonset_test.go        Advanced DaemonSet on node vm: default tolerations and node pin, Standard recreates, in-place image update, preDelete hook
+//	daemonset_test.go        Advanced DaemonSet on node vm: default tolerations and node pin, Standard recreates, in-place image update, preDelete hook, partition and update selector
 //	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
