@@ -306,7 +306,10 @@ func TestInPlaceIfPossible(t *testing.T) {
 		pod, err := f.kube.CoreV1().Pods(testNS).Get(context.Background(), "agent-a", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "agent:2", pod.Spec.Containers[0].Image)
-		assert.Equal(t, f.status().UpdateRevision, pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+		st := f.status()
+		assert.Equal(t, st.UpdateRevision, pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+		assert.Equal(t, []int32{1, 0, 0}, []int32{st.UpdatedNumberScheduled, st.NumberReady, st.NumberAvailable},
+			"the status counts the pod as written: updated, not ready while its container restarts")
 	})
 	t.Run("a change that cannot be made in place recreates the pod", func(t *testing.T) {
 		ds := daemonSet("agent:1", inPlace, func(ds *appsv1beta1.DaemonSet) {

@@ -47,6 +47,19 @@ func (p *pass) after(d time.Duration) {
 	}
 }
 
+// written puts a pod as the controller just wrote it in place of its cached copy, so that the
+// status of this pass counts it as it is now (a pod whose in-place update started is not ready).
+func (p *pass) written(pod *corev1.Pod) {
+	for i := range p.nodes {
+		for j, cur := range p.nodes[i].Pods {
+			if cur.UID == pod.UID && cur.Name == pod.Name {
+				p.nodes[i].Pods[j] = pod
+				return
+			}
+		}
+	}
+}
+
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {

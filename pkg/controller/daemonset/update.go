@@ -92,6 +92,7 @@ func (c *Controller) updateInPlace(ctx context.Context, p *pass, pod *corev1.Pod
 	res := c.updater.Update(ctx, pod, spec, target, 0)
 	if res.Pod != nil {
 		c.podVersions.Expect(res.Pod)
+		p.written(res.Pod)
 	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)
@@ -115,6 +116,7 @@ func (c *Controller) refreshInPlace(ctx context.Context, p *pass) (bool, error) 
 			res := c.updater.Refresh(ctx, pod)
 			if res.Pod != nil {
 				c.podVersions.Expect(res.Pod)
+				p.written(res.Pod)
 			}
 			switch {
 			case res.Err != nil:
