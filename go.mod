@@ -21,6 +21,7 @@ require (
 	k8s.io/apimachinery v0.34.10
 	k8s.io/client-go v0.34.10
 	k8s.io/component-base v0.34.10
+	k8s.io/component-helpers v0.34.10
 	k8s.io/cri-api v0.34.10
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubelet v0.34.10

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/controller/daemonset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -108,6 +109,8 @@ var builders = []Entry{
 	// CloneSet: no gate, as in OpenKruise. It acts on CloneSets only; their pods carry the
 	// InPlaceUpdateReady gate, which it alone sets.
 	{Name: cloneset.Name, Build: buildCloneSet},
+	// Advanced DaemonSet: no gate, as in OpenKruise. It acts on apps.kruise.io DaemonSets only.
+	{Name: daemonset.Name, Build: buildDaemonSet},
 }
 
 // Disabled is a controller a feature gate turned off.

@@ -26,6 +26,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/controller/daemonset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -380,6 +381,18 @@ func buildCloneSet(d Deps) (Controller, error) {
 		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
 	}
 	return cloneset.New(cfg)
+}
+
+// buildDaemonSet adapts Deps to the Advanced DaemonSet controller.
+func buildDaemonSet(d Deps) (Controller, error) {
+	return daemonset.New(daemonset.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		DaemonSets:   d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Nodes:        d.InformerFactory.Core().V1().Nodes(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+	})
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.

@@ -163,6 +163,10 @@ func isKruiseKey(key string) bool {
 //     (ready, state.waiting.reason, state.terminated.exitCode);
 //   - CloneSet: its own pods whole (see ownedByKruiseWorkload); of other pods, those it may
 //     adopt, the labels, owner references, deletionTimestamp and status.phase.
+//   - Advanced DaemonSet: its own pods whole (ownedByKruiseWorkload: the required node
+//     affinity that names a pod's node before it is bound, the in-place update state); of
+//     other pods, those it may adopt, the labels, owner references, deletionTimestamp and
+//     spec.nodeName.
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,
@@ -292,8 +296,12 @@ func leanState(in corev1.ContainerState) corev1.ContainerState {
 // uid (the NodeImage's name and owner reference), its labels (copied to the
 // NodeImage; "type=virtual-kubelet" tells the sidecar terminator and the
 // NodeImage controller that no kruise-daemon runs there) and
-// status.conditions (the NodeImage controller waits for Ready). The whole
-// spec (podCIDRs, taints, providerID, ...) and the rest of the status
+// status.conditions (the NodeImage controller waits for Ready), and
+// spec.taints (the Advanced DaemonSet decides which nodes run its pods from
+// them, with the labels and name for nodeSelector and node affinity). The
+// rest of the spec (podCIDRs, providerID, unschedulable: cordoning is read
+// through its taint, as the built-in DaemonSet controller does, ...) and of
+// the status
 // (images, capacity, allocatable, addresses, nodeInfo, daemonEndpoints,
 // volumesInUse, volumesAttached, config, runtimeHandlers, features) are
 // dropped: no controller reads them.
@@ -304,6 +312,7 @@ func leanNode(in *corev1.Node) *corev1.Node {
 	return &corev1.Node{
 		TypeMeta:   in.TypeMeta,
 		ObjectMeta: leanMeta(&in.ObjectMeta),
+		Spec:       corev1.NodeSpec{Taints: in.Spec.Taints},
 		Status:     corev1.NodeStatus{Conditions: in.Status.Conditions},
 	}
 }

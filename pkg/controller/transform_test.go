@@ -374,12 +374,14 @@ var nodeKept = []field[*corev1.Node]{
 	{"metadata.labels", "nodeimage copies them all; type=virtual-kubelet read by nodeimage and sidecarterminator", func(n *corev1.Node) any { return n.Labels }},
 	{"metadata.annotations[apps.kruise.io/*]", "kruise's own", func(n *corev1.Node) any { return n.Annotations["apps.kruise.io/node-note"] }},
 	{"status.conditions", "nodeimage isReady", func(n *corev1.Node) any { return n.Status.Conditions }},
+	{"spec.taints", "daemonset NodeEligibility", func(n *corev1.Node) any { return n.Spec.Taints }},
 }
 
 var nodeDropped = []field[*corev1.Node]{
 	{"metadata.managedFields", "", func(n *corev1.Node) any { return n.ManagedFields }},
 	{"metadata.annotations[other]", "", func(n *corev1.Node) any { return n.Annotations["csi.volume.kubernetes.io/nodeid"] }},
-	{"spec", "", func(n *corev1.Node) any { return n.Spec }},
+	{"spec.podCIDRs", "", func(n *corev1.Node) any { return n.Spec.PodCIDRs }},
+	{"spec.providerID", "", func(n *corev1.Node) any { return n.Spec.ProviderID }},
 	{"status.images", "", func(n *corev1.Node) any { return n.Status.Images }},
 	{"status.capacity", "", func(n *corev1.Node) any { return n.Status.Capacity }},
 	{"status.allocatable", "", func(n *corev1.Node) any { return n.Status.Allocatable }},
@@ -499,6 +501,7 @@ func TestTransformNode(t *testing.T) {
 			Name: "node-a", UID: "node-uid-1", ResourceVersion: "98765", CreationTimestamp: tHourAgo,
 			Labels: full.Labels, Annotations: map[string]string{"apps.kruise.io/node-note": "kept: kruise's own"},
 		},
+		Spec:   corev1.NodeSpec{Taints: full.Spec.Taints},
 		Status: corev1.NodeStatus{Conditions: full.Status.Conditions},
 	}, lean)
 }
@@ -876,7 +879,7 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 	reviewed := map[string]bool{
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
 		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
-		"cloneset": true,
+		"cloneset": true, "daemonset": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -1,0 +1,149 @@
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workers"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "daemonset"
+
+// expectationTimeout is how long a create or delete may go unseen by the informers before the
+// DaemonSet is managed again anyway.
+const expectationTimeout = 5 * time.Minute
+
+// Backoff of deleting a node's failed daemon pods again: a kubelet that keeps rejecting the pod
+// must not make the controller and the kubelet fight in a hot loop.
+const (
+	failedPodBackoffInitial = time.Second
+	failedPodBackoffMax     = 15 * time.Minute
+)
+
+// Config is what the controller is built from. Informers must not be started yet.
+type Config struct {
+	Client       kubernetes.Interface
+	KruiseClient versioned.Interface
+	DaemonSets   kruiseinformers.DaemonSetInformer
+	Pods         coreinformers.PodInformer
+	Nodes        coreinformers.NodeInformer
+	Revisions    appsinformers.ControllerRevisionInformer
+	// Recorder records Events; nil makes one, started by Run.
+	Recorder record.EventRecorder
+	// Clock reads the time; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller runs Advanced DaemonSets.
+type Controller struct {
+	client       kubernetes.Interface
+	kruiseClient versioned.Interface
+	daemonSets   kruiselisters.DaemonSetLister
+	pods         corelisters.PodLister
+	podIndex     cache.Indexer
+	nodes        corelisters.NodeLister
+	history      *revision.History
+	updater      *inplace.Updater
+	expect       *expectations.Scale
+	// podVersions holds back in-place updates of a pod until the cache shows the last write.
+	podVersions *expectations.ResourceVersions
+	failedPods  *flowcontrol.Backoff
+	recorder    record.EventRecorder
+	clock       clock.WithTicker
+	queue       workqueue.TypedRateLimitingInterface[string]
+}
+
+// New builds the controller and registers its index and event handlers. It does not call the
+// API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.DaemonSets == nil || cfg.Pods == nil || cfg.Nodes == nil || cfg.Revisions == nil {
+		return nil, errors.New("daemonset: Client, KruiseClient, DaemonSets, Pods, Nodes and Revisions are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	backoff := flowcontrol.NewBackOff(failedPodBackoffInitial, failedPodBackoffMax)
+	backoff.Clock = clk
+	c := &Controller{
+		client:       cfg.Client,
+		kruiseClient: cfg.KruiseClient,
+		daemonSets:   cfg.DaemonSets.Lister(),
+		pods:         cfg.Pods.Lister(),
+		podIndex:     cfg.Pods.Informer().GetIndexer(),
+		nodes:        cfg.Nodes.Lister(),
+		history:      revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
+		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
+		expect:       expectations.NewScale(clk, expectationTimeout),
+		podVersions:  expectations.NewResourceVersions(clk, expectationTimeout),
+		failedPods:   backoff,
+		recorder:     cfg.Recorder,
+		clock:        clk,
+		queue:        workers.NewQueue(Name, clk),
+	}
+	if err := cfg.Pods.Informer().AddIndexers(cache.Indexers{ownerIndex: ownerIndexFunc}); err != nil {
+		return nil, fmt.Errorf("adding the pod owner index: %w", err)
+	}
+	if _, err := cfg.DaemonSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.daemonSetDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the DaemonSet event handler: %w", err)
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podAdded,
+		UpdateFunc: c.podUpdated,
+		DeleteFunc: c.podDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	if _, err := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.nodeAdded,
+		UpdateFunc: c.nodeUpdated,
+		DeleteFunc: func(any) { c.enqueueAll() },
+	}); err != nil {
+		return nil, fmt.Errorf("adding the node event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run processes DaemonSets with n workers until ctx ends. Caches must be synced.
+func (c *Controller) Run(ctx context.Context, n int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	return events.While(ctx, c.client, &c.recorder, func() {
+		klog.FromContext(ctx).Info("Started workers", "workers", n)
+		c.loop().Run(ctx, n)
+	})
+}
+
+func (c *Controller) loop() workers.Loop {
+	return workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "daemonSet"}
+}

@@ -1,0 +1,136 @@
+package daemonset
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	schedulinghelpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// Taint keys the built-in controllers put on nodes, which every daemon pod tolerates.
+const (
+	TaintNodeNotReady           = "node.kubernetes.io/not-ready"
+	TaintNodeUnreachable        = "node.kubernetes.io/unreachable"
+	TaintNodeDiskPressure       = "node.kubernetes.io/disk-pressure"
+	TaintNodeMemoryPressure     = "node.kubernetes.io/memory-pressure"
+	TaintNodePIDPressure        = "node.kubernetes.io/pid-pressure"
+	TaintNodeUnschedulable      = "node.kubernetes.io/unschedulable"
+	TaintNodeNetworkUnavailable = "node.kubernetes.io/network-unavailable"
+)
+
+// nodeNameField is the node field a daemon pod's required node affinity pins it to.
+const nodeNameField = "metadata.name"
+
+// Eligibility is what a node means for the DaemonSet's pod.
+type Eligibility struct {
+	// ShouldRun: the node should run the pod; one is created when it has none.
+	ShouldRun bool
+	// ShouldContinueRunning: a pod already on the node may stay. It differs from ShouldRun on a
+	// node with a NoSchedule taint the pod does not tolerate: nothing new goes there, but what
+	// runs is not evicted (only NoExecute evicts).
+	ShouldContinueRunning bool
+}
+
+// daemonTolerations are the tolerations the built-in DaemonSet controller gives every daemon
+// pod, so that a node's conditions (which the node lifecycle controller turns into these taints)
+// neither evict nor keep out the pod that is the node's own service; network-unavailable is only
+// tolerated by pods of the host network, which do not need the pod network.
+func daemonTolerations(hostNetwork bool) []corev1.Toleration {
+	exists := func(key string, effect corev1.TaintEffect) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect}
+	}
+	out := []corev1.Toleration{
+		exists(TaintNodeNotReady, corev1.TaintEffectNoExecute),
+		exists(TaintNodeUnreachable, corev1.TaintEffectNoExecute),
+		exists(TaintNodeDiskPressure, corev1.TaintEffectNoSchedule),
+		exists(TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule),
+		exists(TaintNodePIDPressure, corev1.TaintEffectNoSchedule),
+		exists(TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
+	}
+	if hostNetwork {
+		out = append(out, exists(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule))
+	}
+	return out
+}
+
+// AddDaemonTolerations adds to spec the daemon tolerations it lacks (same key, operator and
+// effect); a toleration the template already has, e.g. with a tolerationSeconds, is kept as it is.
+func AddDaemonTolerations(spec *corev1.PodSpec) {
+	for _, want := range daemonTolerations(spec.HostNetwork) {
+		found := false
+		for _, have := range spec.Tolerations {
+			if have.Key == want.Key && have.Operator == want.Operator && have.Effect == want.Effect && have.Value == want.Value {
+				found = true
+				break
+			}
+		}
+		if !found {
+			spec.Tolerations = append(spec.Tolerations, want)
+		}
+	}
+}
+
+// PinToNode makes spec's required node affinity select node by name alone, as the built-in
+// controller does: the scheduler then binds the pod to that node and no other. The template's
+// own required terms were checked when the node was found eligible, so they are replaced;
+// preferred terms and other affinities are kept.
+func PinToNode(spec *corev1.PodSpec, node string) {
+	term := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+		Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+	}}}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{term},
+	}
+}
+
+// TargetNode is the node a daemon pod is for: its spec.nodeName once bound, else the node its
+// required affinity pins it to; "" when it names none.
+func TargetNode(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, r := range t.MatchFields {
+			if r.Key == nodeNameField && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				return r.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// NodeEligibility decides whether node should run a pod of template, as the built-in DaemonSet
+// controller decides it: the template's nodeName (if set) must be the node, its nodeSelector and
+// required node affinity must match the node, and every NoSchedule and NoExecute taint of the
+// node must be tolerated by the template's tolerations plus the daemon tolerations. An untolerated
+// NoSchedule taint keeps new pods out but leaves running ones; an untolerated NoExecute one does
+// neither. spec.unschedulable itself is not looked at: the node lifecycle controller taints such
+// a node, and daemon pods tolerate that taint.
+func NodeEligibility(node *corev1.Node, template *corev1.PodTemplateSpec) Eligibility {
+	if template.Spec.NodeName != "" && template.Spec.NodeName != node.Name {
+		return Eligibility{}
+	}
+	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: *template.Spec.DeepCopy()}
+	AddDaemonTolerations(&pod.Spec)
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+		return Eligibility{}
+	}
+	scheduling := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	if _, untolerated := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, scheduling); !untolerated {
+		return Eligibility{ShouldRun: true, ShouldContinueRunning: true}
+	}
+	evicting := func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
+	_, evicted := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, evicting)
+	return Eligibility{ShouldContinueRunning: !evicted}
+}

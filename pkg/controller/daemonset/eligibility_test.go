@@ -1,0 +1,124 @@
+package daemonset
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
+)
+
+func taint(key string, effect corev1.TaintEffect) corev1.Taint {
+	return corev1.Taint{Key: key, Effect: effect}
+}
+
+func taintedNode(name string, taints ...corev1.Taint) *corev1.Node {
+	n := gen.Node(name, gen.AddNodeLabel("zone", "a"))
+	n.Spec.Taints = taints
+	return n
+}
+
+func TestNodeEligibility(t *testing.T) {
+	affinity := func(op corev1.NodeSelectorOperator, values ...string) func(*corev1.PodTemplateSpec) {
+		return func(tpl *corev1.PodTemplateSpec) {
+			tpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: op, Values: values}},
+				}}},
+			}}
+		}
+	}
+	tolerate := func(key string, effect corev1.TaintEffect) func(*corev1.PodTemplateSpec) {
+		return func(tpl *corev1.PodTemplateSpec) {
+			tpl.Spec.Tolerations = append(tpl.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect})
+		}
+	}
+	run, keep, none := Eligibility{true, true}, Eligibility{false, true}, Eligibility{}
+	tests := []struct {
+		name string
+		node *corev1.Node
+		tpl  []func(*corev1.PodTemplateSpec)
+		want Eligibility
+	}{
+		{"plain node", taintedNode("n1"), nil, run},
+		{"nodeSelector matches", taintedNode("n1"), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.NodeSelector = map[string]string{"zone": "a"} }}, run},
+		{"nodeSelector does not match", taintedNode("n1"), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.NodeSelector = map[string]string{"zone": "b"} }}, none},
+		{"required affinity matches", taintedNode("n1"), []func(*corev1.PodTemplateSpec){affinity(corev1.NodeSelectorOpIn, "a")}, run},
+		{"required affinity does not match", taintedNode("n1"), []func(*corev1.PodTemplateSpec){affinity(corev1.NodeSelectorOpNotIn, "a")}, none},
+		{"template nodeName is another node", taintedNode("n1"), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.NodeName = "n2" }}, none},
+		{"template nodeName is the node", taintedNode("n1"), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.NodeName = "n1" }}, run},
+		{"untolerated NoSchedule: keep running, no new pod", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoSchedule)), nil, keep},
+		{"untolerated NoExecute: neither", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoExecute)), nil, none},
+		{"PreferNoSchedule is ignored", taintedNode("n1", taint("dedicated", corev1.TaintEffectPreferNoSchedule)), nil, run},
+		{"tolerated NoSchedule", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoSchedule)), []func(*corev1.PodTemplateSpec){tolerate("dedicated", corev1.TaintEffectNoSchedule)}, run},
+		{"tolerated NoExecute", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoExecute)), []func(*corev1.PodTemplateSpec){tolerate("dedicated", corev1.TaintEffectNoExecute)}, run},
+		{"not-ready NoExecute tolerated by default", taintedNode("n1", taint(TaintNodeNotReady, corev1.TaintEffectNoExecute)), nil, run},
+		{"unreachable NoExecute tolerated by default", taintedNode("n1", taint(TaintNodeUnreachable, corev1.TaintEffectNoExecute)), nil, run},
+		{"not-ready NoSchedule is not tolerated by default", taintedNode("n1", taint(TaintNodeNotReady, corev1.TaintEffectNoSchedule)), nil, keep},
+		{"disk pressure tolerated", taintedNode("n1", taint(TaintNodeDiskPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"memory pressure tolerated", taintedNode("n1", taint(TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"pid pressure tolerated", taintedNode("n1", taint(TaintNodePIDPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"unschedulable node (cordoned) tolerated", func() *corev1.Node {
+			n := taintedNode("n1", taint(TaintNodeUnschedulable, corev1.TaintEffectNoSchedule))
+			n.Spec.Unschedulable = true
+			return n
+		}(), nil, run},
+		{"network-unavailable keeps out pod-network pods", taintedNode("n1", taint(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), nil, keep},
+		{"network-unavailable tolerated by host-network pods", taintedNode("n1", taint(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.HostNetwork = true }}, run},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tpl := gen.PodTemplate()
+			for _, m := range tt.tpl {
+				m(tpl)
+			}
+			before := tpl.DeepCopy()
+			assert.Equal(t, tt.want, NodeEligibility(tt.node, tpl))
+			assert.Equal(t, before, tpl, "the template is not changed")
+		})
+	}
+}
+
+func TestAddDaemonTolerations(t *testing.T) {
+	spec := &corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64)}}}
+	AddDaemonTolerations(spec)
+	keys := map[string]corev1.TaintEffect{}
+	for _, tol := range spec.Tolerations {
+		keys[tol.Key] = tol.Effect
+	}
+	assert.Len(t, spec.Tolerations, 6, "the template's not-ready toleration is kept, not doubled")
+	assert.NotNil(t, spec.Tolerations[0].TolerationSeconds)
+	assert.Equal(t, map[string]corev1.TaintEffect{
+		TaintNodeNotReady: corev1.TaintEffectNoExecute, TaintNodeUnreachable: corev1.TaintEffectNoExecute,
+		TaintNodeDiskPressure: corev1.TaintEffectNoSchedule, TaintNodeMemoryPressure: corev1.TaintEffectNoSchedule,
+		TaintNodePIDPressure: corev1.TaintEffectNoSchedule, TaintNodeUnschedulable: corev1.TaintEffectNoSchedule,
+	}, keys)
+
+	host := &corev1.PodSpec{HostNetwork: true}
+	AddDaemonTolerations(host)
+	assert.Len(t, host.Tolerations, 7)
+	assert.Equal(t, TaintNodeNetworkUnavailable, host.Tolerations[6].Key)
+}
+
+func TestPinToNodeAndTargetNode(t *testing.T) {
+	spec := &corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}},
+		}}},
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}},
+	}}}
+	PinToNode(spec, "vm")
+	req := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	assert.Equal(t, []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"vm"}}}}}, req.NodeSelectorTerms)
+	assert.Len(t, spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1, "preferred terms kept")
+
+	assert.Equal(t, "vm", TargetNode(&corev1.Pod{Spec: *spec}))
+	assert.Equal(t, "bound", TargetNode(&corev1.Pod{Spec: corev1.PodSpec{NodeName: "bound", Affinity: spec.Affinity}}))
+	assert.Equal(t, "", TargetNode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}}))
+
+	empty := &corev1.PodSpec{}
+	PinToNode(empty, "n2")
+	assert.Equal(t, "n2", TargetNode(&corev1.Pod{Spec: *empty}))
+}

@@ -1,0 +1,185 @@
+package daemonset
+
+import (
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/expectations"
+)
+
+// ownerIndex maps a DaemonSet's UID to the pods it controls.
+const ownerIndex = "daemonset.kruise.io/owner"
+
+// controllerKind is what a DaemonSet's controller references say.
+var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("DaemonSet")
+
+func ownerIndexFunc(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if ref := daemonSetRef(m); ref != nil {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
+}
+
+// daemonSetRef is obj's controller reference when an Advanced DaemonSet of any version controls
+// it: pods made through v1alpha1 keep that version in their reference (OpenKruise #2520).
+func daemonSetRef(obj metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != controllerKind.Group {
+		return nil
+	}
+	return ref
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	list, err := c.daemonSets.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range list {
+		c.enqueue(ds)
+	}
+}
+
+func (c *Controller) daemonSetDeleted(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.expect.Forget(key)
+		c.queue.Add(key)
+	}
+}
+
+// ownerKey is the queue key of the DaemonSet controlling obj, if it is in the cache with that UID.
+func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
+	ref := daemonSetRef(obj)
+	if ref == nil {
+		return "", false
+	}
+	ds, err := c.daemonSets.DaemonSets(obj.GetNamespace()).Get(ref.Name)
+	if err != nil || ds.UID != ref.UID {
+		return "", false
+	}
+	return obj.GetNamespace() + "/" + ref.Name, true
+}
+
+// enqueueMatching queues the DaemonSets whose selector matches an orphan's labels.
+func (c *Controller) enqueueMatching(obj metav1.Object) {
+	list, err := c.daemonSets.DaemonSets(obj.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range list {
+		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		c.enqueue(ds)
+	}
+}
+
+func (c *Controller) podAdded(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := c.ownerKey(pod); ok {
+		c.expect.Observe(key, expectations.Create, expectations.Pods, pod.Name)
+		if pod.DeletionTimestamp != nil {
+			c.expect.Observe(key, expectations.Delete, expectations.Pods, pod.Name)
+		}
+		c.queue.Add(key)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
+		c.enqueueMatching(pod)
+	}
+}
+
+func (c *Controller) podUpdated(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := curObj.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	c.podVersions.Observe(cur)
+	oldKey, oldOwned := c.ownerKey(old)
+	curKey, curOwned := c.ownerKey(cur)
+	if curOwned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		c.expect.Observe(curKey, expectations.Delete, expectations.Pods, cur.Name)
+	}
+	if oldOwned && (!curOwned || oldKey != curKey) {
+		c.queue.Add(oldKey)
+	}
+	if curOwned {
+		c.queue.Add(curKey)
+		return
+	}
+	if metav1.GetControllerOfNoCopy(cur) == nil && cur.DeletionTimestamp == nil && !reflect.DeepEqual(old.Labels, cur.Labels) {
+		c.enqueueMatching(cur)
+	}
+}
+
+func (c *Controller) podDeleted(obj any) {
+	m, ok := expectations.DeletedObject(obj)
+	if !ok {
+		return
+	}
+	c.podVersions.Forget(m)
+	if key, ok := c.ownerKey(m); ok {
+		c.expect.ObserveDeleted(key, expectations.Pods, obj)
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) nodeAdded(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	list, err := c.daemonSets.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range list {
+		if e := NodeEligibility(node, &ds.Spec.Template); e.ShouldRun {
+			c.enqueue(ds)
+		}
+	}
+}
+
+// nodeUpdated queues the DaemonSets for which the node's change matters: its eligibility changed,
+// or its labels (an update selector may match it now).
+func (c *Controller) nodeUpdated(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.Node)
+	cur, ok2 := curObj.(*corev1.Node)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	labelsChanged := !reflect.DeepEqual(old.Labels, cur.Labels)
+	list, err := c.daemonSets.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range list {
+		if labelsChanged || NodeEligibility(old, &ds.Spec.Template) != NodeEligibility(cur, &ds.Spec.Template) {
+			c.enqueue(ds)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
+)
+
+// removePod takes a pod away through the preDelete hook: a pod holding the hook goes to
+// PreparingDelete (not-ready first when the hook says markPodNotReady) and waits; any other pod
+// is deleted. It reports whether it wrote anything.
+func (c *Controller) removePod(ctx context.Context, p *pass, pod *corev1.Pod) (bool, error) {
+	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.ds.Spec.Lifecycle, Want: lifecycle.WantDelete})
+	switch dec.Action {
+	case lifecycle.ActionDelete:
+		return true, c.deletePod(ctx, p, pod)
+	case lifecycle.ActionSetState:
+		if err := c.patchReadiness(ctx, p, pod, dec); err != nil {
+			return true, err
+		}
+		patch, err := dec.Patch(pod, c.clock)
+		if err != nil || patch == nil {
+			return false, err
+		}
+		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return true, fmt.Errorf("setting lifecycle state %s on pod %s: %w", dec.State, pod.Name, err)
+		}
+		c.recorder.Eventf(p.ds, corev1.EventTypeNormal, ReasonPreparingDelete, "pod %s waits for its preDelete hook before it is deleted", pod.Name)
+		return true, nil
+	case lifecycle.ActionWait:
+		// Keep the not-ready mark on while the hook holds the pod.
+		return false, c.patchReadiness(ctx, p, pod, dec)
+	}
+	return false, nil
+}
+
+// patchReadiness gives the pod the KruisePodReady condition its lifecycle state asks for.
+func (c *Controller) patchReadiness(ctx context.Context, p *pass, pod *corev1.Pod, dec lifecycle.Decision) error {
+	patch, err := lifecycle.ReadinessPatch(pod, p.ds.Spec.Lifecycle, dec.State, c.clock)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting the KruisePodReady condition of pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// deletePod deletes pod, expecting the deletion first.
+func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
+	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil {
+		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(pod), "node", TargetNode(pod))
+	c.recorder.Eventf(p.ds, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", pod.Name)
+	return nil
+}
