@@ -32,6 +32,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
 )
 
@@ -108,6 +109,9 @@ var builders = []Entry{
 	// CloneSet: no gate, as in OpenKruise. It acts on CloneSets only; their pods carry the
 	// InPlaceUpdateReady gate, which it alone sets.
 	{Name: cloneset.Name, Build: buildCloneSet},
+	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
+	// only, never on the built-in kind.
+	{Name: statefulset.Name, Build: buildStatefulSet},
 }
 
 // Disabled is a controller a feature gate turned off.

@@ -34,6 +34,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
 )
@@ -380,6 +381,18 @@ func buildCloneSet(d Deps) (Controller, error) {
 		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
 	}
 	return cloneset.New(cfg)
+}
+
+// buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
+func buildStatefulSet(d Deps) (Controller, error) {
+	return statefulset.New(statefulset.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+	})
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.
