@@ -6,54 +6,76 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// maxReservedRange bounds how many ordinals one "a-b" entry of reserveOrdinals may name, so that
-// a typo such as "0-2000000000" cannot make the controller allocate without end.
-const maxReservedRange = 100000
+// Reserved are the ordinals reserveOrdinals names, kept as ranges so that a range as wide as
+// "0-2000000000" (which the API admits) costs nothing.
+type Reserved []OrdinalRange
+
+// OrdinalRange is the ordinals First to Last, both included.
+type OrdinalRange struct{ First, Last int }
+
+// Has is whether ordinal is reserved.
+func (r Reserved) Has(ordinal int) bool {
+	for _, s := range r {
+		if ordinal >= s.First && ordinal <= s.Last {
+			return true
+		}
+	}
+	return false
+}
+
+// nextFree is the smallest ordinal at or above o that is not reserved.
+func (r Reserved) nextFree(o int) int {
+	for moved := true; moved; {
+		moved = false
+		for _, s := range r {
+			if o >= s.First && o <= s.Last {
+				o, moved = s.Last+1, true
+			}
+		}
+	}
+	return o
+}
 
 // ReservedOrdinals reads reserveOrdinals: integers and "a-b" ranges (both ends included). An
-// entry that is neither, or a range that runs backwards or is too long, is an error naming it.
-func ReservedOrdinals(reserve []intstr.IntOrString) (sets.Set[int], error) {
-	out := sets.New[int]()
+// entry that is neither, or a range that runs backwards, is an error naming it; negative
+// integers reserve nothing.
+func ReservedOrdinals(reserve []intstr.IntOrString) (Reserved, error) {
+	var out Reserved
 	for _, r := range reserve {
 		if r.Type == intstr.Int {
 			if r.IntVal >= 0 {
-				out.Insert(int(r.IntVal))
+				out = append(out, OrdinalRange{int(r.IntVal), int(r.IntVal)})
 			}
 			continue
 		}
 		s := strings.TrimSpace(r.StrVal)
 		if n, err := strconv.Atoi(s); err == nil {
 			if n >= 0 {
-				out.Insert(n)
+				out = append(out, OrdinalRange{n, n})
 			}
 			continue
 		}
 		lo, hi, ok := strings.Cut(s, "-")
 		a, errA := strconv.Atoi(strings.TrimSpace(lo))
 		b, errB := strconv.Atoi(strings.TrimSpace(hi))
-		if !ok || errA != nil || errB != nil || a < 0 || b < a || b-a >= maxReservedRange {
-			return nil, fmt.Errorf("reserveOrdinals entry %q: want an ordinal or a range \"a-b\" with 0 <= a <= b (at most %d ordinals)", s, maxReservedRange)
+		if !ok || errA != nil || errB != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("reserveOrdinals entry %q: want an ordinal or a range \"a-b\" with 0 <= a <= b", s)
 		}
-		for i := a; i <= b; i++ {
-			out.Insert(i)
-		}
+		out = append(out, OrdinalRange{a, b})
 	}
 	return out, nil
 }
 
 // WantedOrdinals are the ordinals a set of replicas pods runs, ascending: from start on,
 // skipping the reserved ones, until there are replicas of them.
-func WantedOrdinals(start, replicas int, reserved sets.Set[int]) []int {
+func WantedOrdinals(start, replicas int, reserved Reserved) []int {
 	out := make([]int, 0, max(replicas, 0))
-	for o := max(start, 0); len(out) < replicas; o++ {
-		if !reserved.Has(o) {
-			out = append(out, o)
-		}
+	for o := reserved.nextFree(max(start, 0)); len(out) < replicas; o = reserved.nextFree(o + 1) {
+		out = append(out, o)
 	}
 	return out
 }
