@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -130,10 +131,20 @@ func newFixture(t *testing.T, set *appsv1beta1.StatefulSet, objs ...runtime.Obje
 	return &fixture{t: t, ctrl: ctrl, kube: kube, kruise: kruise, recorder: rec, set: set}
 }
 
+func testContext(t *testing.T) context.Context {
+	_, ctx := ktesting.NewTestContext(t)
+	return ctx
+}
+
+func metav1LabelSelector(k, v string) metav1.LabelSelector {
+	return metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+}
+
+func intstrPercent(s string) intstr.IntOrString { return intstr.FromString(s) }
+
 func (f *fixture) sync() {
 	f.t.Helper()
-	_, ctx := ktesting.NewTestContext(f.t)
-	_, err := f.ctrl.sync(ctx, testNS+"/"+f.set.Name)
+	_, err := f.ctrl.sync(testContext(f.t), testNS+"/"+f.set.Name)
 	require.NoError(f.t, err)
 }
 

@@ -95,8 +95,12 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	}
 	st.LabelSelector = p.selector.String()
 	now := metav1.NewTime(p.now)
-	setFailure(st, appsv1beta1.FailedCreatePod, strings.Join(p.failedCreate, "; "), now)
-	setFailure(st, appsv1beta1.FailedUpdatePod, strings.Join(p.failedUpdate, "; "), now)
+	if p.scaled || len(p.failedCreate) > 0 {
+		setFailure(st, appsv1beta1.FailedCreatePod, strings.Join(p.failedCreate, "; "), now)
+	}
+	if p.rolled || len(p.failedUpdate) > 0 {
+		setFailure(st, appsv1beta1.FailedUpdatePod, strings.Join(p.failedUpdate, "; "), now)
+	}
 	if apiequality.Semantic.DeepEqual(st, &set.Status) {
 		return nil
 	}

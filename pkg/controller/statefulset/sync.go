@@ -48,8 +48,11 @@ type pass struct {
 	retention Retention
 	minReady  int32
 	now       time.Time
-	// failedCreate and failedUpdate are this pass's failures, for the status conditions.
+	// failedCreate and failedUpdate are this pass's failures, for the status conditions;
+	// scaled and rolled say whether the pass got to scaling and to the rollout, so that a
+	// condition is cleared only by a pass that would have found its failure again.
 	failedCreate, failedUpdate []string
+	scaled, rolled             bool
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -77,9 +80,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	after, actErr := c.act(ctx, p)
-	if actErr != nil {
-		p.failedUpdate = append(p.failedUpdate, actErr.Error())
-	}
 	statusErr := c.writeStatus(ctx, p)
 	if actErr != nil {
 		return 0, actErr
@@ -100,16 +100,22 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 		}
 	}
 	acted, after, err := c.refreshPods(ctx, p)
+	if err != nil {
+		p.failedUpdate = append(p.failedUpdate, err.Error())
+	}
 	if acted || err != nil {
 		return after, err
 	}
 	if err := c.syncClaims(ctx, p); err != nil {
 		return after, err
 	}
+	p.scaled = true
 	if acted, err := c.scale(ctx, p); acted || err != nil {
 		return after, err
 	}
+	p.rolled = true
 	if _, err := c.rollout(ctx, p); err != nil {
+		p.failedUpdate = append(p.failedUpdate, err.Error())
 		return after, err
 	}
 	if err := c.truncateHistory(ctx, p); err != nil {
