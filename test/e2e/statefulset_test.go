@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -287,4 +288,72 @@ func TestStatefulSetStartOrdinalAndPartition(t *testing.T) {
 		t.Fatalf("moving start: %v", err)
 	}
 	waitStatefulSet(ctx, t, f, kc, ns, "web", "web-1", "web-2", "web-3")
+}
+
+// reserveOrdinals skips ordinals (replicas still met on the next free ones); the specified-delete
+// label recreates a pod under its name with its PVC; whenDeleted=Delete deletes the PVCs with the
+// set.
+func TestStatefulSetReservedSpecifiedDeleteAndWhenDeleted(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 8*time.Minute)
+	ns := f.NewNamespace(ctx, t, "asts-reserve")
+	class := ns
+	f.StaticVolumes(ctx, t, class, 3)
+
+	set := busyboxStatefulSet(f, ns, "db", 3)
+	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	set.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-4")}
+	set.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(class),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
+		},
+	}}
+	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType}
+	if _, err := kc.AppsV1beta1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating StatefulSet: %v", err)
+	}
+	waitStatefulSet(ctx, t, f, kc, ns, "db", "db-0", "db-2", "db-5")
+
+	victim := stsPods(ctx, t, f, ns, "db")["db-2"]
+	claim, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-db-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading PVC data-db-2: %v", err)
+	}
+	label := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, appsv1beta1.SpecifiedDeleteKey)
+	if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, "db-2", types.MergePatchType, []byte(label), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling db-2 for deletion: %v", err)
+	}
+	framework.WaitFor(ctx, t, cloneSetTimeout, "db-2 recreated", func(ctx context.Context) (bool, string, error) {
+		p, ok := stsPods(ctx, t, f, ns, "db")["db-2"]
+		return ok && p.UID != victim.UID, fmt.Sprintf("db-2 present %v", ok), nil
+	})
+	waitStatefulSet(ctx, t, f, kc, ns, "db", "db-0", "db-2", "db-5")
+	if p := stsPods(ctx, t, f, ns, "db")["db-2"]; p.Labels[appsv1beta1.SpecifiedDeleteKey] != "" {
+		t.Errorf("the new db-2 carries the specified-delete label: %v", p.Labels)
+	}
+	if again, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-db-2", metav1.GetOptions{}); err != nil || again.UID != claim.UID {
+		t.Errorf("data-db-2 after the recreate: %v (uid %v), want the same PVC %s", err, pvcUID(again), claim.UID)
+	}
+
+	if err := kc.AppsV1beta1().StatefulSets(ns).Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the StatefulSet: %v", err)
+	}
+	framework.WaitFor(ctx, t, cloneSetTimeout, "the PVCs deleted with the set", func(ctx context.Context) (bool, string, error) {
+		list, err := f.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var left []string
+		for _, c := range list.Items {
+			left = append(left, c.Name)
+		}
+		return len(left) == 0, fmt.Sprintf("PVCs left: %v", left), nil
+	})
 }

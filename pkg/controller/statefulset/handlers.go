@@ -112,6 +112,11 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	c.podVersions.Observe(cur)
 	oldKey, oldOwned := c.ownerKey(old)
 	curKey, curOwned := c.ownerKey(cur)
+	if curOwned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		// The deletion asked for shows: the plans see the pod as terminating, keep its ordinal
+		// until it is gone, and count it unavailable, so nothing more waits for it.
+		c.expect.Observe(curKey, expectations.Delete, expectations.Pods, cur.Name)
+	}
 	if oldOwned && (!curOwned || oldKey != curKey) {
 		c.queue.Add(oldKey)
 	}
@@ -124,8 +129,8 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	}
 }
 
-// podDeleted observes a deletion only when the pod is gone: a StatefulSet's ordinal can be
-// created anew only then (the name is taken until the pod is removed).
+// podDeleted observes a deletion not seen while terminating, and requeues the set: the pod's
+// ordinal can be created anew now that its name is free.
 func (c *Controller) podDeleted(obj any) {
 	m, ok := expectations.DeletedObject(obj)
 	if !ok {

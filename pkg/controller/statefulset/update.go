@@ -213,13 +213,16 @@ func (c *Controller) setLifecycleState(ctx context.Context, p *pass, pod *corev1
 	if err != nil || patch == nil {
 		return err
 	}
-	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("setting lifecycle state %s on pod %s: %w", d.State, pod.Name, err)
 	}
+	// Until the cache shows the new state, the pod must not be read as it was (a pod just sent
+	// to PreparingDelete is no longer available).
+	c.podVersions.Expect(out)
 	klog.FromContext(ctx).V(2).Info("Set lifecycle state", "pod", klog.KObj(pod), "state", d.State, "reason", d.Reason)
 	return nil
 }
@@ -230,12 +233,13 @@ func (c *Controller) patchReadiness(ctx context.Context, p *pass, pod *corev1.Po
 	if err != nil || patch == nil {
 		return err
 	}
-	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("setting the KruisePodReady condition of pod %s: %w", pod.Name, err)
 	}
+	c.podVersions.Expect(out)
 	return nil
 }
