@@ -6,6 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -132,4 +135,43 @@ func TestMinReadySecondsHoldsAnOrderedCreate(t *testing.T) {
 	st := f.status()
 	assert.Equal(t, int32(1), st.ReadyReplicas)
 	assert.Equal(t, int32(0), st.AvailableReplicas)
+}
+
+// OpenKruise #1606: an ordered in-place update whose inPlaceUpdate hook held a pod goes on once
+// the hook is released, with reserved ordinals in the set.
+func TestReleasedInPlaceHookIsFollowedUp(t *testing.T) {
+	hooked := func(s *appsv1beta1.StatefulSet) {
+		inPlace(s)
+		s.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1)}
+		s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"ready-for-update": "true"}}}
+	}
+	old := statefulSet(2, "app:1", hooked)
+	oldRev := revisionOf(t, old, 1)
+	set := statefulSet(2, "app:2", hooked)
+	set.Status.CurrentRevision = oldRev.Name
+
+	// The hook holds web-2: it goes to PreparingUpdate and waits.
+	held := runningPod(t, set, oldRev, 2)
+	held.Labels["ready-for-update"] = "true"
+	f := newFixture(t, set, oldRev, runningPod(t, set, oldRev, 0), held)
+	f.sync()
+	assert.Equal(t, []string{"patch pods web-2"}, f.writes())
+	p, err := f.kube.CoreV1().Pods(testNS).Get(testContext(t), "web-2", metav1.GetOptions{})
+	assert.NoError(t, err)
+	assert.Equal(t, string(pub.LifecycleStatePreparingUpdate), p.Labels[pub.LifecycleStateKey])
+
+	// Released: the update goes on, in place, although web-2 is not available meanwhile.
+	released := runningPod(t, set, oldRev, 2)
+	released.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingUpdate)
+	f = newFixture(t, set, oldRev, runningPod(t, set, oldRev, 0), released)
+	f.sync()
+	var updated []string
+	for _, a := range f.kube.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "pods" && a.GetSubresource() == "" {
+			pod := u.GetObject().(*corev1.Pod)
+			assert.Equal(t, "app:2", pod.Spec.Containers[0].Image)
+			updated = append(updated, pod.Name)
+		}
+	}
+	assert.Equal(t, []string{"web-2"}, updated)
 }

@@ -62,7 +62,7 @@ func SpecifiedDelete(pod *corev1.Pod) bool {
 // (OpenKruise #2285: availability is held at replicas - maxUnavailable for the whole rollout,
 // each pod's turn coming as soon as another one is available again, not batch by batch).
 // OrderedReady sets update one pod at a time, the highest ordinal first, and only while every
-// wanted pod is available, as the built-in StatefulSet does.
+// other wanted pod is available, as the built-in StatefulSet does (see orderedRollout).
 func PlanRollout(in RolloutInput) Rollout {
 	available := func(pod *corev1.Pod) bool {
 		return pod != nil && !Terminating(pod) && cloneset.Available(pod, in.MinReadySeconds, in.Now)
@@ -92,18 +92,7 @@ func PlanRollout(in RolloutInput) Rollout {
 	}
 	var out Rollout
 	if !in.Parallel {
-		if unavailable > 0 {
-			if len(specified)+len(old) > 0 {
-				out.Waiting = "waiting for every pod to be available"
-			}
-			return out
-		}
-		if len(specified) > 0 {
-			out.Delete = specified[:1]
-		} else if len(old) > 0 {
-			out.Update = old[:1]
-		}
-		return out
+		return orderedRollout(specified, old, unavailable, available)
 	}
 	budget := max(in.MaxUnavailable, 1) - unavailable
 	take := func(pod *corev1.Pod) bool {
@@ -126,6 +115,39 @@ func PlanRollout(in RolloutInput) Rollout {
 		if take(pod) {
 			out.Update = append(out.Update, pod)
 		}
+	}
+	return out
+}
+
+// orderedRollout is PlanRollout for OrderedReady: one pod at a time. A pod already on its way
+// (unavailable: waiting on its preDelete or inPlaceUpdate hook, or broken) is carried on first,
+// whatever the other pods, so that a hook released later is always followed up (OpenKruise #1606)
+// and a broken old pod is replaced rather than waited for; otherwise the highest old pod is taken
+// once every wanted pod is available. Pods asked to go by label come before old ones.
+func orderedRollout(specified, old []*corev1.Pod, unavailable int, available func(*corev1.Pod) bool) Rollout {
+	var out Rollout
+	for _, group := range []struct {
+		pods []*corev1.Pod
+		into *[]*corev1.Pod
+	}{{specified, &out.Delete}, {old, &out.Update}} {
+		for _, pod := range group.pods {
+			if !available(pod) {
+				*group.into = []*corev1.Pod{pod}
+				return out
+			}
+		}
+	}
+	if len(specified)+len(old) == 0 {
+		return out
+	}
+	if unavailable > 0 {
+		out.Waiting = "waiting for every pod to be available"
+		return out
+	}
+	if len(specified) > 0 {
+		out.Delete = specified[:1]
+	} else {
+		out.Update = old[:1]
 	}
 	return out
 }

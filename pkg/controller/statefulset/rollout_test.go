@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 )
 
 func slots(pods ...*corev1.Pod) []Slot {
@@ -39,6 +41,14 @@ func TestPlanRollout(t *testing.T) {
 		{name: "ordered: partition counts wanted ordinals only (reserved skipped)", rolling: true, partition: 1,
 			slots:      []Slot{{Ordinal: 0, Pod: old(0, healthy)}, {Ordinal: 2, Pod: old(2, healthy)}, {Ordinal: 5, Pod: upd(5, healthy)}},
 			wantUpdate: []string{"web-2"}},
+		{name: "ordered: waits on an unavailable pod below the partition", rolling: true, partition: 1,
+			slots: slots(old(0, notReady), old(1, healthy), old(2, healthy))},
+		{name: "ordered: carries on a pod on its way (hook held, then released) whatever the others", rolling: true,
+			slots: slots(old(0, healthy), upd(1, notReady), preparing(old(2, healthy), "PreparingUpdate")), wantUpdate: []string{"web-2"}},
+		{name: "ordered: a broken old pod is replaced, not waited for", rolling: true,
+			slots: slots(old(0, healthy), old(1, healthy), old(2, notReady)), wantUpdate: []string{"web-2"}},
+		{name: "ordered: a pod on its way out by label is carried on", rolling: false,
+			slots: slots(old(0, notReady), preparing(specifiedDelete(old(1, healthy)), "PreparingDelete")), wantDelete: []string{"web-1"}},
 		{name: "OnDelete or paused: nothing", rolling: false,
 			slots: slots(old(0, healthy), old(1, healthy))},
 		{name: "specified delete works without a rolling update", rolling: false,
@@ -72,6 +82,11 @@ func TestPlanRollout(t *testing.T) {
 			assert.Equal(t, tc.wantDelete, names(got.Delete), "delete")
 		})
 	}
+}
+
+func preparing(pod *corev1.Pod, state string) *corev1.Pod {
+	pod.Labels[pub.LifecycleStateKey] = state
+	return pod
 }
 
 func TestPlanRolloutOrder(t *testing.T) {
