@@ -6,7 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
 )
 
 // ScaleInput is what PlanScale decides from.
@@ -125,7 +127,9 @@ func PlanScale(in ScaleInput) ScalePlan {
 		return plan // finished pods first; condemned pods on the next pass
 	}
 
-	// Condemned pods, highest ordinal first (names that are no ordinal of the set first).
+	// Condemned pods, highest ordinal first (names that are no ordinal of the set first). One
+	// already in PreparingDelete is on its way out: it is carried on (its preDelete hook decides
+	// when) rather than waited behind a lower unhealthy pod.
 	sort.SliceStable(condemned, func(i, j int) bool {
 		oi, _ := OrdinalOf(in.Set, condemned[i].Name)
 		oj, _ := OrdinalOf(in.Set, condemned[j].Name)
@@ -146,7 +150,8 @@ func PlanScale(in ScaleInput) ScalePlan {
 			}
 			continue
 		}
-		if monotonic && !healthy(pod) && pod != firstUnhealthy {
+		onItsWay := lifecycle.StateOf(pod) == pub.LifecycleStatePreparingDelete
+		if monotonic && !healthy(pod) && pod != firstUnhealthy && !onItsWay {
 			plan.Waiting = "waiting for pod " + firstUnhealthy.Name + " to be Running and Ready before deleting " + pod.Name
 			return plan
 		}

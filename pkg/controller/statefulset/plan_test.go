@@ -43,6 +43,8 @@ func TestPlanScale(t *testing.T) {
 			pods: []*corev1.Pod{p(0, healthy), p(1, healthy), p(2, notReady)}, wantDelete: []string{"web-2"}},
 		{name: "ordered: a healthy higher pod waits on a lower unhealthy one", wanted: []int{0},
 			pods: []*corev1.Pod{p(0, healthy), p(1, notReady), p(2, notReady)}, waiting: true},
+		{name: "ordered: a pod in PreparingDelete is carried on behind a lower unhealthy one", wanted: []int{0},
+			pods: []*corev1.Pod{p(0, healthy), p(1, notReady), preparing(p(2, healthy), "PreparingDelete")}, wantDelete: []string{"web-2"}},
 		{name: "ordered: start moved up deletes old ordinals after creating", wanted: []int{3, 4},
 			pods: []*corev1.Pod{p(0, healthy), p(1, healthy)}, wantCreate: []int{3}},
 		{name: "ordered: start moved up, new pods healthy, old ones go highest first", wanted: []int{3, 4},
