@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/test/e2e/framework"
@@ -356,4 +357,33 @@ func TestStatefulSetReservedSpecifiedDeleteAndWhenDeleted(t *testing.T) {
 		}
 		return len(left) == 0, fmt.Sprintf("PVCs left: %v", left), nil
 	})
+}
+
+// A v1alpha1 StatefulSet (OpenKruise's deprecated version, still served) runs as well: the
+// controller works on the stored v1beta1, the pods are the same.
+func TestStatefulSetV1alpha1(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 5*time.Minute)
+	ns := f.NewNamespace(ctx, t, "asts-v1alpha1")
+
+	b := busyboxStatefulSet(f, ns, "web", 2)
+	set := &appsv1alpha1.StatefulSet{
+		ObjectMeta: b.ObjectMeta,
+		Spec: appsv1alpha1.StatefulSetSpec{
+			Replicas: b.Spec.Replicas, Selector: b.Spec.Selector, Template: b.Spec.Template, ServiceName: b.Spec.ServiceName,
+		},
+	}
+	if _, err := kc.AppsV1alpha1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the v1alpha1 StatefulSet: %v", err)
+	}
+	waitStatefulSet(ctx, t, f, kc, ns, "web", "web-0", "web-1")
+	got, err := kc.AppsV1alpha1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the v1alpha1 StatefulSet: %v", err)
+	}
+	if got.Status.ReadyReplicas != 2 || got.Status.UpdateRevision == "" {
+		t.Errorf("v1alpha1 status %+v: want 2 ready replicas and an update revision", got.Status)
+	}
 }
