@@ -74,6 +74,9 @@ func (c *Controller) createClaims(ctx context.Context, p *pass, r PodRecipe, ord
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
+			if namespaceTerminating(err) {
+				return nil
+			}
 			c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedCreate, "create Claim %s for Pod %s in StatefulSet %s failed error: %v",
 				claim.Name, PodName(p.set.Name, ordinal), p.set.Name, err)
 			return fmt.Errorf("creating PVC %s: %w", claim.Name, err)

@@ -1,12 +1,15 @@
 package statefulset
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -174,4 +177,17 @@ func TestReleasedInPlaceHookIsFollowedUp(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"web-2"}, updated)
+}
+
+func TestNamespaceBeingDeletedIsNoFailure(t *testing.T) {
+	set := statefulSet(1, "app:1")
+	f := newFixture(t, set)
+	f.kube.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		err := apierrors.NewForbidden(corev1.Resource("pods"), "web-0", errors.New("namespace is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+		return true, nil, err
+	})
+	f.sync() // fails the test on an error
+	assert.NotContains(t, f.events(), ReasonFailedCreate)
+	assert.Nil(t, condition(f.status(), appsv1beta1.FailedCreatePod))
 }

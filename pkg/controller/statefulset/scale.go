@@ -135,6 +135,9 @@ func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error 
 	c.expect.Expect(p.key, expectations.Create, expectations.Pods, pod.Name)
 	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
+		if namespaceTerminating(err) {
+			return nil // the set goes with its namespace
+		}
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", pod.Name, p.set.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
@@ -191,4 +194,11 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 // the pod at or above the partition and not at the update revision.
 func (c *Controller) wantsUpdate(p *pass, i int, pod *corev1.Pod) bool {
 	return isRolling(p.set) && i >= partition(p.set) && cloneset.Revision(pod) != p.history.updateName()
+}
+
+// namespaceTerminating is whether err refuses a creation because the namespace is being
+// deleted: the set and its pods go with it, so there is nothing to retry or report (as the
+// built-in ReplicaSet controller treats it).
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }

@@ -76,6 +76,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return recheck, nil
 	}
 	p, err := c.newPass(ctx, set, key)
+	if namespaceTerminating(err) {
+		return 0, nil // no revision can be written: the set goes with its namespace
+	}
 	if err != nil || p == nil {
 		return 0, err
 	}
