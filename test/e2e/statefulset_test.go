@@ -360,7 +360,8 @@ func TestStatefulSetReservedSpecifiedDeleteAndWhenDeleted(t *testing.T) {
 }
 
 // A v1alpha1 StatefulSet (OpenKruise's deprecated version, still served) runs as well: the
-// controller works on the stored v1beta1, the pods are the same.
+// controller works on the stored v1beta1, the pods are the same; it scales through the scale
+// subresource.
 func TestStatefulSetV1alpha1(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -386,4 +387,18 @@ func TestStatefulSetV1alpha1(t *testing.T) {
 	if got.Status.ReadyReplicas != 2 || got.Status.UpdateRevision == "" {
 		t.Errorf("v1alpha1 status %+v: want 2 ready replicas and an update revision", got.Status)
 	}
+
+	// The scale subresource, as kubectl scale and an HPA use it.
+	scale, err := kc.AppsV1beta1().StatefulSets(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the scale subresource: %v", err)
+	}
+	if scale.Status.Replicas != 2 || scale.Status.Selector != "app=web" {
+		t.Errorf("scale status %+v: want 2 replicas and selector app=web", scale.Status)
+	}
+	scale.Spec.Replicas = 3
+	if _, err := kc.AppsV1beta1().StatefulSets(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("scaling to 3: %v", err)
+	}
+	waitStatefulSet(ctx, t, f, kc, ns, "web", "web-0", "web-1", "web-2")
 }
