@@ -33,6 +33,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
 )
 
@@ -111,6 +112,9 @@ var builders = []Entry{
 	{Name: cloneset.Name, Build: buildCloneSet},
 	// Advanced DaemonSet: no gate, as in OpenKruise. It acts on apps.kruise.io DaemonSets only.
 	{Name: daemonset.Name, Build: buildDaemonSet},
+	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
+	// only, never on the built-in kind.
+	{Name: statefulset.Name, Build: buildStatefulSet},
 }
 
 // Disabled is a controller a feature gate turned off.

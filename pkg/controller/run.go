@@ -35,6 +35,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
 )
@@ -391,6 +392,18 @@ func buildDaemonSet(d Deps) (Controller, error) {
 		DaemonSets:   d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Nodes:        d.InformerFactory.Core().V1().Nodes(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+	})
+}
+
+// buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
+func buildStatefulSet(d Deps) (Controller, error) {
+	return statefulset.New(statefulset.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 	})
 }

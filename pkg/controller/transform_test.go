@@ -879,7 +879,7 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 	reviewed := map[string]bool{
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
 		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
-		"cloneset": true, "daemonset": true,
+		"cloneset": true, "daemonset": true, "statefulset": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

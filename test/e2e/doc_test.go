@@ -29,6 +29,7 @@
 //	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
 //	daemonset_test.go        Advanced DaemonSet on node vm: default tolerations and node pin, Standard recreates, in-place image update, preDelete hook, partition and update selector
+//	statefulset_test.go      Advanced StatefulSet: ordered identity and PVCs, in-place update, scale-in and PVC retention, ordinals.start, partition, reserveOrdinals, specified delete, v1alpha1, scale subresource
 //	workload_parity_test.go  a StatefulSet and a DaemonSet manifest, as written and with only apiVersion changed to kruise's: the same pods
 //	workload_seed_test.go    Advanced StatefulSet and DaemonSet: OpenKruise v1.1's published manifests (testdata/seeds)
 //	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook

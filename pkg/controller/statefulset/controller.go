@@ -1,0 +1,136 @@
+package statefulset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workers"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "statefulset"
+
+// expectationTimeout is how long a create or delete may go unseen by the informers before the
+// set is acted on again anyway.
+const expectationTimeout = 5 * time.Minute
+
+// Config is what the controller is built from. Informers must not be started yet.
+type Config struct {
+	Client       kubernetes.Interface
+	KruiseClient versioned.Interface
+	StatefulSets kruiseinformers.StatefulSetInformer
+	Pods         coreinformers.PodInformer
+	Claims       coreinformers.PersistentVolumeClaimInformer
+	Revisions    appsinformers.ControllerRevisionInformer
+	// Recorder records Events; nil makes one, started by Run.
+	Recorder record.EventRecorder
+	// Clock reads the time; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller runs Advanced StatefulSets.
+type Controller struct {
+	client       kubernetes.Interface
+	kruiseClient versioned.Interface
+	sets         kruiselisters.StatefulSetLister
+	pods         corelisters.PodLister
+	podIndex     cache.Indexer
+	claims       corelisters.PersistentVolumeClaimLister
+	history      *revision.History
+	updater      *inplace.Updater
+	expect       *expectations.Scale
+	// podVersions holds back a pod's next update until the cache shows the last one.
+	podVersions *expectations.ResourceVersions
+	recorder    record.EventRecorder
+	clock       clock.WithTicker
+	queue       workqueue.TypedRateLimitingInterface[string]
+}
+
+// New builds the controller and registers its index and event handlers. It does not call the
+// API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.StatefulSets == nil || cfg.Pods == nil || cfg.Claims == nil || cfg.Revisions == nil {
+		return nil, errors.New("statefulset: Client, KruiseClient, StatefulSets, Pods, Claims and Revisions are required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Controller{
+		client:       cfg.Client,
+		kruiseClient: cfg.KruiseClient,
+		sets:         cfg.StatefulSets.Lister(),
+		pods:         cfg.Pods.Lister(),
+		podIndex:     cfg.Pods.Informer().GetIndexer(),
+		claims:       cfg.Claims.Lister(),
+		history:      revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
+		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
+		expect:       expectations.NewScale(clk, expectationTimeout),
+		podVersions:  expectations.NewResourceVersions(clk, expectationTimeout),
+		recorder:     cfg.Recorder,
+		clock:        clk,
+		queue:        workers.NewQueue(Name, clk),
+	}
+	if err := cfg.Pods.Informer().AddIndexers(cache.Indexers{ownerIndex: ownerIndexFunc}); err != nil {
+		return nil, fmt.Errorf("adding the pod owner index: %w", err)
+	}
+	if _, err := cfg.StatefulSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		DeleteFunc: c.setDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the StatefulSet event handler: %w", err)
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podAdded,
+		UpdateFunc: c.podUpdated,
+		DeleteFunc: c.podDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.claimAdded,
+		DeleteFunc: c.claimDeleted,
+	}); err != nil {
+		return nil, fmt.Errorf("adding the PVC event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run processes StatefulSets with n workers until ctx ends. Caches must be synced.
+func (c *Controller) Run(ctx context.Context, n int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.queue.ShutDown()
+	return events.While(ctx, c.client, &c.recorder, func() {
+		klog.FromContext(ctx).Info("Started workers", "workers", n)
+		c.loop().Run(ctx, n)
+	})
+}
+
+func (c *Controller) loop() workers.Loop {
+	return workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "statefulSet"}
+}

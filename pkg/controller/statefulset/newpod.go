@@ -1,0 +1,119 @@
+package statefulset
+
+import (
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/readinessgate"
+)
+
+// The identity labels every pod of a StatefulSet carries, as the built-in controller's.
+const (
+	PodNameLabel  = appsv1.StatefulSetPodNameLabel // statefulset.kubernetes.io/pod-name
+	PodIndexLabel = appsv1.PodIndexLabel           // apps.kubernetes.io/pod-index
+)
+
+// PodRecipe is what a new pod of a StatefulSet is made from.
+type PodRecipe struct {
+	// Owner is the StatefulSet's controller reference.
+	Owner     metav1.OwnerReference
+	Namespace string
+	// Set is the StatefulSet's name; ServiceName its spec.serviceName (the pods' subdomain).
+	Set         string
+	ServiceName string
+	Template    *corev1.PodTemplateSpec
+	// ClaimTemplates are spec.volumeClaimTemplates.
+	ClaimTemplates []corev1.PersistentVolumeClaim
+	// MatchLabels (the selector's) go on the PVCs, as the built-in controller puts them.
+	MatchLabels map[string]string
+	// Revision is the ControllerRevision's name the pod is created at.
+	Revision  string
+	Lifecycle *pub.Lifecycle
+}
+
+// NewPod is the pod of ordinal, created at r.Revision at time now: the template with the
+// StatefulSet's identity (name, hostname, subdomain, identity labels), its PVCs mounted, and
+// lifecycle state PreparingNormal. It gets the KruisePodReady readiness gate only when a
+// lifecycle hook marks pods not ready, so a set without hooks makes the built-in controller's
+// pods. It does not get the InPlaceUpdateReady gate: as in OpenKruise, an in-place update
+// policy needs the template to declare it.
+func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
+	t := r.Template.DeepCopy()
+	if lifecycle.MarksNotReady(r.Lifecycle) {
+		readinessgate.Declare(t)
+	}
+	name := PodName(r.Set, ordinal)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       r.Namespace,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{r.Owner},
+		},
+		Spec: t.Spec,
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[PodNameLabel] = name
+	pod.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
+	pod.Spec.Hostname = name
+	pod.Spec.Subdomain = r.ServiceName
+	mountClaims(&pod.Spec, r.ClaimTemplates, r.Set, ordinal)
+	return pod
+}
+
+// NewClaims are the PVCs of the pod of ordinal, one per volume claim template, without owner
+// references (ClaimOwners sets those, by the retention policy).
+func NewClaims(r PodRecipe, ordinal int) []*corev1.PersistentVolumeClaim {
+	out := make([]*corev1.PersistentVolumeClaim, 0, len(r.ClaimTemplates))
+	for i := range r.ClaimTemplates {
+		c := r.ClaimTemplates[i].DeepCopy()
+		c.Name = ClaimName(r.ClaimTemplates[i].Name, r.Set, ordinal)
+		c.Namespace = r.Namespace
+		c.Labels = map[string]string{}
+		for k, v := range r.ClaimTemplates[i].Labels {
+			c.Labels[k] = v
+		}
+		for k, v := range r.MatchLabels {
+			c.Labels[k] = v
+		}
+		c.OwnerReferences = nil
+		c.ResourceVersion, c.UID = "", ""
+		c.Status = corev1.PersistentVolumeClaimStatus{}
+		out = append(out, c)
+	}
+	return out
+}
+
+// mountClaims points the pod's volumes named after claim templates at the pod's own PVCs,
+// adding those the template does not declare.
+func mountClaims(spec *corev1.PodSpec, templates []corev1.PersistentVolumeClaim, set string, ordinal int) {
+	for _, vct := range templates {
+		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(vct.Name, set, ordinal)}}
+		found := false
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == vct.Name {
+				spec.Volumes[i].VolumeSource = src
+				found = true
+			}
+		}
+		if !found {
+			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package statefulset
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
+)
+
+// ScaleInput is what PlanScale decides from.
+type ScaleInput struct {
+	// Set is the StatefulSet's name, to read ordinals from pod names.
+	Set string
+	// Wanted are the ordinals the set runs, ascending (WantedOrdinals).
+	Wanted []int
+	// Pods are all the set's pods, whatever their state.
+	Pods []*corev1.Pod
+	// Parallel is podManagementPolicy Parallel; otherwise OrderedReady.
+	Parallel bool
+	// ScaleMaxUnavailable (Parallel only) bounds the wanted pods not available while creating:
+	// a pod is created only while fewer are. 0 means no bound.
+	ScaleMaxUnavailable int
+	MinReadySeconds     int32
+	Now                 time.Time
+}
+
+// ScalePlan is what to do now; the caller does it and waits for the cache to show it before
+// planning again.
+type ScalePlan struct {
+	// Create are the ordinals to create a pod for, ascending.
+	Create []int
+	// Delete are the pods to delete: finished pods of wanted ordinals (to be recreated), then
+	// pods of ordinals no longer wanted, highest ordinal first.
+	Delete []*corev1.Pod
+	// Waiting says why the plan stops short (OrderedReady waiting on a pod, or the scale budget
+	// spent); empty when nothing holds it.
+	Waiting string
+	// Limited is how many pods scaleStrategy.maxUnavailable kept from being created.
+	Limited int
+}
+
+// Empty is whether the plan does nothing.
+func (p ScalePlan) Empty() bool { return len(p.Create) == 0 && len(p.Delete) == 0 }
+
+// Finished is whether the pod has stopped for good (Succeeded or Failed, as after an eviction):
+// the built-in StatefulSet deletes such a pod so that its ordinal is created anew.
+func Finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// Terminating is whether the pod is being deleted.
+func Terminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
+
+// PlanScale decides the creations and deletions that bring the set's pods to its wanted
+// ordinals, as the built-in StatefulSet controller does. With OrderedReady a pod is created only
+// once every lower ordinal is Running, Ready and available, at most one change is planned per
+// pass, and pods are removed from the highest ordinal down, one at a time, only while every wanted
+// pod is healthy. With Parallel every change is planned at once (creations bounded by
+// ScaleMaxUnavailable).
+func PlanScale(in ScaleInput) ScalePlan {
+	byOrdinal := map[int]*corev1.Pod{}
+	wanted := map[int]bool{}
+	for _, o := range in.Wanted {
+		wanted[o] = true
+	}
+	var condemned []*corev1.Pod
+	for _, pod := range in.Pods {
+		o, ok := OrdinalOf(in.Set, pod.Name)
+		if ok && wanted[o] {
+			byOrdinal[o] = pod
+			continue
+		}
+		condemned = append(condemned, pod)
+	}
+	healthy := func(pod *corev1.Pod) bool {
+		return !Terminating(pod) && cloneset.Available(pod, in.MinReadySeconds, in.Now)
+	}
+	var plan ScalePlan
+	monotonic := !in.Parallel
+
+	// Finished pods of wanted ordinals go first, so that their ordinals are created anew.
+	for _, o := range in.Wanted {
+		pod := byOrdinal[o]
+		if pod == nil || Terminating(pod) || !Finished(pod) {
+			continue
+		}
+		plan.Delete = append(plan.Delete, pod)
+		if monotonic {
+			return plan
+		}
+	}
+
+	unavailable := 0
+	for _, o := range in.Wanted {
+		if pod := byOrdinal[o]; pod != nil && !healthy(pod) {
+			unavailable++
+		}
+	}
+	for _, o := range in.Wanted {
+		pod := byOrdinal[o]
+		switch {
+		case pod == nil:
+			if monotonic {
+				plan.Create = append(plan.Create, o)
+				return plan
+			}
+			if in.ScaleMaxUnavailable > 0 && unavailable >= in.ScaleMaxUnavailable {
+				plan.Limited++
+				plan.Waiting = "scaleStrategy.maxUnavailable reached"
+				continue
+			}
+			plan.Create = append(plan.Create, o)
+			unavailable++ // a new pod is unavailable until it is ready
+		case monotonic && Terminating(pod):
+			plan.Waiting = "waiting for pod " + pod.Name + " to be deleted"
+			return plan
+		case monotonic && !healthy(pod):
+			plan.Waiting = "waiting for pod " + pod.Name + " to be Running and Ready"
+			return plan
+		}
+	}
+	if in.Parallel && len(plan.Delete) > 0 {
+		return plan // finished pods first; condemned pods on the next pass
+	}
+
+	// Condemned pods, highest ordinal first (names that are no ordinal of the set first). One
+	// already in PreparingDelete is on its way out: it is carried on (its preDelete hook decides
+	// when) rather than waited behind a lower unhealthy pod.
+	sort.SliceStable(condemned, func(i, j int) bool {
+		oi, _ := OrdinalOf(in.Set, condemned[i].Name)
+		oj, _ := OrdinalOf(in.Set, condemned[j].Name)
+		return oi > oj
+	})
+	var firstUnhealthy *corev1.Pod // the lowest-ordinal unhealthy condemned pod
+	for i := len(condemned) - 1; i >= 0; i-- {
+		if !healthy(condemned[i]) {
+			firstUnhealthy = condemned[i]
+			break
+		}
+	}
+	for _, pod := range condemned {
+		if Terminating(pod) {
+			if monotonic {
+				plan.Waiting = "waiting for pod " + pod.Name + " to be deleted"
+				return plan
+			}
+			continue
+		}
+		onItsWay := lifecycle.StateOf(pod) == pub.LifecycleStatePreparingDelete
+		if monotonic && !healthy(pod) && pod != firstUnhealthy && !onItsWay {
+			plan.Waiting = "waiting for pod " + firstUnhealthy.Name + " to be Running and Ready before deleting " + pod.Name
+			return plan
+		}
+		plan.Delete = append(plan.Delete, pod)
+		if monotonic {
+			return plan
+		}
+	}
+	return plan
+}

@@ -1,0 +1,153 @@
+package statefulset
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+)
+
+// Slot is one wanted ordinal and its pod (nil while it has none).
+type Slot struct {
+	Ordinal int
+	Pod     *corev1.Pod
+}
+
+// RolloutInput is what PlanRollout decides from.
+type RolloutInput struct {
+	// Slots are the wanted ordinals, ascending.
+	Slots []Slot
+	// Rolling is updateStrategy RollingUpdate and not paused: old pods are updated. Without it
+	// only pods asked to go by the specified-delete label are.
+	Rolling bool
+	// Partition is how many pods stay at their old revision: the pods of the first Partition
+	// wanted ordinals (reserved ordinals do not count) are not updated.
+	Partition int
+	// MaxUnavailable (at least 1) bounds the wanted pods not available at any time; Parallel
+	// sets only (OrderedReady updates one pod at a time).
+	MaxUnavailable int
+	Parallel       bool
+	UpdateRevision string
+	// Order, when set (unorderedUpdate.priorityStrategy, Parallel only), orders the pods to
+	// update; by default the highest ordinal goes first.
+	Order           func([]*corev1.Pod) []*corev1.Pod
+	MinReadySeconds int32
+	Now             time.Time
+}
+
+// Rollout is what to do now.
+type Rollout struct {
+	// Delete are the pods to delete because they carry the specified-delete label; their
+	// ordinals are created anew.
+	Delete []*corev1.Pod
+	// Update are the old pods to bring to the update revision (in place or by recreating them),
+	// in the order chosen.
+	Update []*corev1.Pod
+	// Waiting says why nothing more was chosen; empty when nothing holds the rollout.
+	Waiting string
+}
+
+// SpecifiedDelete is whether the pod carries apps.kruise.io/specified-delete.
+func SpecifiedDelete(pod *corev1.Pod) bool {
+	_, ok := pod.Labels[appsv1beta1.SpecifiedDeleteKey]
+	return ok
+}
+
+// PlanRollout chooses the pods to delete by label and to update, so that the wanted pods not
+// available never exceed MaxUnavailable: an available pod is taken only while the unavailable
+// pods (missing ones, ones not ready or not available yet, ones being updated) are fewer, and a
+// pod already unavailable is taken without cost, since updating it takes nothing more away
+// (OpenKruise #2285: availability is held at replicas - maxUnavailable for the whole rollout,
+// each pod's turn coming as soon as another one is available again, not batch by batch).
+// OrderedReady sets update one pod at a time, the highest ordinal first, and only while every
+// other wanted pod is available, as the built-in StatefulSet does (see orderedRollout).
+func PlanRollout(in RolloutInput) Rollout {
+	available := func(pod *corev1.Pod) bool {
+		return pod != nil && !Terminating(pod) && cloneset.Available(pod, in.MinReadySeconds, in.Now)
+	}
+	unavailable := 0
+	for _, s := range in.Slots {
+		if !available(s.Pod) {
+			unavailable++
+		}
+	}
+	var specified, old []*corev1.Pod
+	for i := len(in.Slots) - 1; i >= 0; i-- {
+		pod := in.Slots[i].Pod
+		if pod == nil || Terminating(pod) || Finished(pod) {
+			continue
+		}
+		if SpecifiedDelete(pod) {
+			specified = append(specified, pod)
+			continue
+		}
+		if in.Rolling && i >= in.Partition && cloneset.Revision(pod) != in.UpdateRevision {
+			old = append(old, pod)
+		}
+	}
+	if in.Parallel && in.Order != nil && len(old) > 1 {
+		old = in.Order(old)
+	}
+	var out Rollout
+	if !in.Parallel {
+		return orderedRollout(specified, old, unavailable, available)
+	}
+	budget := max(in.MaxUnavailable, 1) - unavailable
+	take := func(pod *corev1.Pod) bool {
+		if !available(pod) {
+			return true
+		}
+		if budget > 0 {
+			budget--
+			return true
+		}
+		out.Waiting = "maxUnavailable reached"
+		return false
+	}
+	for _, pod := range specified {
+		if take(pod) {
+			out.Delete = append(out.Delete, pod)
+		}
+	}
+	for _, pod := range old {
+		if take(pod) {
+			out.Update = append(out.Update, pod)
+		}
+	}
+	return out
+}
+
+// orderedRollout is PlanRollout for OrderedReady: one pod at a time. A pod already on its way
+// (unavailable: waiting on its preDelete or inPlaceUpdate hook, or broken) is carried on first,
+// whatever the other pods, so that a hook released later is always followed up (OpenKruise #1606)
+// and a broken old pod is replaced rather than waited for; otherwise the highest old pod is taken
+// once every wanted pod is available. Pods asked to go by label come before old ones.
+func orderedRollout(specified, old []*corev1.Pod, unavailable int, available func(*corev1.Pod) bool) Rollout {
+	var out Rollout
+	for _, group := range []struct {
+		pods []*corev1.Pod
+		into *[]*corev1.Pod
+	}{{specified, &out.Delete}, {old, &out.Update}} {
+		for _, pod := range group.pods {
+			if !available(pod) {
+				*group.into = []*corev1.Pod{pod}
+				return out
+			}
+		}
+	}
+	if len(specified)+len(old) == 0 {
+		return out
+	}
+	if unavailable > 0 {
+		out.Waiting = "waiting for every pod to be available"
+		return out
+	}
+	if len(specified) > 0 {
+		out.Delete = specified[:1]
+	} else {
+		out.Update = old[:1]
+	}
+	return out
+}

@@ -1,0 +1,204 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/lifecycle"
+)
+
+// createWorkers bounds how many pods a Parallel set creates at once.
+const createWorkers = 16
+
+// scale carries out PlanScale; it reports whether the plan held the pass (wrote, or waits on a
+// pod's preDelete hook), in which case the rollout waits for the next pass.
+func (c *Controller) scale(ctx context.Context, p *pass) (bool, error) {
+	if acted, err := c.keepPreparingDelete(ctx, p); acted || err != nil {
+		return acted, err
+	}
+	maxUnavailable, err := c.scaleMaxUnavailable(p)
+	if err != nil {
+		return false, err
+	}
+	plan := PlanScale(ScaleInput{Set: p.set.Name, Wanted: p.wanted, Pods: p.pods, Parallel: parallel(p.set),
+		ScaleMaxUnavailable: maxUnavailable, MinReadySeconds: p.minReady, Now: p.now})
+	if plan.Waiting != "" {
+		klog.FromContext(ctx).V(2).Info("Scaling waits", "reason", plan.Waiting)
+	}
+	if plan.Limited > 0 {
+		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonScaleUpLimited,
+			"scaleStrategy.maxUnavailable holds back %d of the pods to create", plan.Limited)
+	}
+	if plan.Empty() {
+		return false, nil
+	}
+	var errs []string
+	for _, pod := range plan.Delete {
+		if Finished(pod) {
+			c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonRecreatingFailedPod,
+				"StatefulSet %s/%s is recreating failed Pod %s", p.set.Namespace, p.set.Name, pod.Name)
+			err = c.deletePod(ctx, p, pod)
+		} else {
+			err = c.deleteWithHook(ctx, p, pod)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(plan.Create) > 0 {
+		outs := make([]error, len(plan.Create))
+		workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Create), func(i int) {
+			outs[i] = c.createPod(ctx, p, plan.Create[i])
+		})
+		for _, e := range outs {
+			if e != nil {
+				errs = append(errs, e.Error())
+				p.failedCreate = append(p.failedCreate, e.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return true, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return true, nil
+}
+
+func (c *Controller) scaleMaxUnavailable(p *pass) (int, error) {
+	if !parallel(p.set) || p.set.Spec.ScaleStrategy == nil {
+		return 0, nil
+	}
+	n, err := scaled(p.set.Spec.ScaleStrategy.MaxUnavailable, len(p.wanted), 0)
+	if err != nil {
+		return 0, fmt.Errorf("spec.scaleStrategy.maxUnavailable: %w", err)
+	}
+	return n, nil
+}
+
+// keepPreparingDelete takes back the wanted pods waiting on their preDelete hook that no longer
+// need to go: the set scaled up again before the hook let them go, they were not asked to go by
+// label, and the rollout does not want to replace them.
+func (c *Controller) keepPreparingDelete(ctx context.Context, p *pass) (bool, error) {
+	acted := false
+	for i, s := range p.slots {
+		pod := s.Pod
+		if pod == nil || lifecycle.StateOf(pod) != pub.LifecycleStatePreparingDelete || SpecifiedDelete(pod) || Terminating(pod) {
+			continue
+		}
+		if c.wantsUpdate(p, i, pod) {
+			continue
+		}
+		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: lifecycle.WantKeep})
+		if dec.Action != lifecycle.ActionSetState {
+			continue
+		}
+		if err := c.setLifecycleState(ctx, p, pod, dec); err != nil {
+			return true, err
+		}
+		acted = true
+	}
+	return acted, nil
+}
+
+// revisionFor is the revision a new pod at position i of the wanted ordinals is created at: the
+// current one below the partition of a rolling update, else the update revision.
+func (c *Controller) revisionFor(p *pass, position int) string {
+	if isRolling(p.set) && position < partition(p.set) {
+		return p.history.currentName()
+	}
+	return p.history.updateName()
+}
+
+// createPod creates the pod of ordinal, after its missing PVCs.
+func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error {
+	position := 0
+	for i, o := range p.wanted {
+		if o == ordinal {
+			position = i
+		}
+	}
+	rev := c.revisionFor(p, position)
+	r := c.recipe(p, rev)
+	if err := c.createClaims(ctx, p, r, ordinal, nil); err != nil {
+		return err
+	}
+	pod := NewPod(r, ordinal, p.now)
+	c.expect.Expect(p.key, expectations.Create, expectations.Pods, pod.Name)
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
+		if namespaceTerminating(err) {
+			return nil // the set goes with its namespace
+		}
+		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", pod.Name, p.set.Name, err)
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(p.set, corev1.EventTypeNormal, ReasonSuccessfulCreate, "create Pod %s in StatefulSet %s successful", pod.Name, p.set.Name)
+	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "revision", rev)
+	return nil
+}
+
+func (c *Controller) recipe(p *pass, rev string) PodRecipe {
+	t := p.history.template(rev)
+	if t == nil {
+		t = &p.set.Spec.Template
+	}
+	var match map[string]string
+	if p.set.Spec.Selector != nil {
+		match = p.set.Spec.Selector.MatchLabels
+	}
+	return PodRecipe{Owner: *metav1.NewControllerRef(p.set, controllerKind), Namespace: p.set.Namespace, Set: p.set.Name,
+		ServiceName: p.set.Spec.ServiceName, Template: t, ClaimTemplates: p.set.Spec.VolumeClaimTemplates,
+		MatchLabels: match, Revision: rev, Lifecycle: p.set.Spec.Lifecycle}
+}
+
+// deleteWithHook deletes pod, or moves it to PreparingDelete when a preDelete hook holds it.
+func (c *Controller) deleteWithHook(ctx context.Context, p *pass, pod *corev1.Pod) error {
+	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: lifecycle.WantDelete})
+	switch dec.Action {
+	case lifecycle.ActionDelete:
+		return c.deletePod(ctx, p, pod)
+	case lifecycle.ActionSetState:
+		if err := c.setLifecycleState(ctx, p, pod, dec); err != nil {
+			return err
+		}
+		c.recorder.Eventf(p.set, corev1.EventTypeNormal, ReasonPreparingDelete, "pod %s waits on its preDelete hook: %s", pod.Name, dec.Reason)
+	}
+	return nil
+}
+
+func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
+	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil {
+		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedDelete, "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, p.set.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	c.recorder.Eventf(p.set, corev1.EventTypeNormal, ReasonSuccessfulDelete, "delete Pod %s in StatefulSet %s successful", pod.Name, p.set.Name)
+	return nil
+}
+
+// wantsUpdate is whether the rollout would replace the pod at position i: a rolling update,
+// the pod at or above the partition and not at the update revision.
+func (c *Controller) wantsUpdate(p *pass, i int, pod *corev1.Pod) bool {
+	return isRolling(p.set) && i >= partition(p.set) && cloneset.Revision(pod) != p.history.updateName()
+}
+
+// namespaceTerminating is whether err refuses a creation because the namespace is being
+// deleted: the set and its pods go with it, so there is nothing to retry or report (as the
+// built-in ReplicaSet controller treats it).
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}

@@ -1,0 +1,236 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+)
+
+// Event reasons: the built-in StatefulSet controller's, and OpenKruise's for in-place updates.
+const (
+	ReasonSuccessfulCreate        = "SuccessfulCreate"
+	ReasonFailedCreate            = "FailedCreate"
+	ReasonSuccessfulDelete        = "SuccessfulDelete"
+	ReasonFailedDelete            = "FailedDelete"
+	ReasonRecreatingFailedPod     = "RecreatingFailedPod"
+	ReasonSuccessfulUpdateInPlace = "SuccessfulUpdatePodInPlace"
+	ReasonFailedUpdateInPlace     = "FailedUpdatePodInPlace"
+	ReasonSuccessfulUpdate        = "SuccessfulUpdate"
+	ReasonInvalidSpec             = "InvalidSpec"
+	ReasonPreparingDelete         = "PreparingDelete"
+	ReasonScaleUpLimited          = "ScaleUpLimited"
+	// ReasonInPlaceGateMissing: an in-place policy, but the pod lacks the InPlaceUpdateReady
+	// readiness gate; it is recreated instead.
+	ReasonInPlaceGateMissing = "InPlaceUpdateReadyGateMissing"
+)
+
+// pass is what one reconcile of a StatefulSet works from.
+type pass struct {
+	set      *appsv1beta1.StatefulSet
+	key      string
+	selector labels.Selector
+	history  *history
+	// pods are all the set's pods; slots the wanted ordinals with theirs.
+	pods      []*corev1.Pod
+	wanted    []int
+	slots     []Slot
+	retention Retention
+	minReady  int32
+	now       time.Time
+	// failedCreate and failedUpdate are this pass's failures, for the status conditions;
+	// scaled and rolled say whether the pass got to scaling and to the rollout, so that a
+	// condition is cleared only by a pass that would have found its failure again.
+	failedCreate, failedUpdate []string
+	scaled, rolled             bool
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	set, err := c.sets.StatefulSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.expect.Forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if set.DeletionTimestamp != nil {
+		return 0, nil // the garbage collector deletes its pods (and PVCs it owns)
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("statefulSet", klog.KObj(set)))
+	if ok, recheck := c.expect.Satisfied(ctx, key); !ok {
+		return recheck, nil
+	}
+	p, err := c.newPass(ctx, set, key)
+	if namespaceTerminating(err) {
+		return 0, nil // no revision can be written: the set goes with its namespace
+	}
+	if err != nil || p == nil {
+		return 0, err
+	}
+	after, actErr := c.act(ctx, p)
+	statusErr := c.writeStatus(ctx, p)
+	if actErr != nil {
+		return 0, actErr
+	}
+	if statusErr != nil {
+		return 0, statusErr
+	}
+	return shortest(after, c.minReadyRecheck(p)), nil
+}
+
+// act takes the pass's one step: move pods' in-place updates and lifecycle states on, keep the
+// PVCs and their owners right, then scale, then update. Scaling and updating never happen in the
+// same pass: each waits for the cache to show the other's writes.
+func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
+	for _, pod := range p.pods {
+		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
+			return recheck, nil // a pod's last write is not in the cache yet
+		}
+	}
+	acted, after, err := c.refreshPods(ctx, p)
+	if err != nil {
+		p.failedUpdate = append(p.failedUpdate, err.Error())
+	}
+	if acted || err != nil {
+		return after, err
+	}
+	if err := c.syncClaims(ctx, p); err != nil {
+		return after, err
+	}
+	p.scaled = true
+	if acted, err := c.scale(ctx, p); acted || err != nil {
+		return after, err
+	}
+	p.rolled = true
+	if _, err := c.rollout(ctx, p); err != nil {
+		p.failedUpdate = append(p.failedUpdate, err.Error())
+		return after, err
+	}
+	if err := c.truncateHistory(ctx, p); err != nil {
+		return after, err
+	}
+	return after, nil
+}
+
+// newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
+func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, key string) (*pass, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
+		return nil, nil
+	}
+	if !selector.Matches(labels.Set(set.Spec.Template.Labels)) {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec,
+			"spec.template.metadata.labels do not match the selector %q: the StatefulSet would not own the pods it creates; no pod is created", selector.String())
+		return nil, nil
+	}
+	reserved, err := ReservedOrdinals(set.Spec.ReserveOrdinals)
+	if err != nil {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.%v; no pod is created", err)
+		return nil, nil
+	}
+	pods, err := c.claimPods(ctx, set, selector)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.resolveHistory(ctx, set, selector)
+	if err != nil {
+		return nil, err
+	}
+	p := &pass{set: set, key: key, selector: selector, history: h, pods: pods, retention: RetentionOf(set), now: c.clock.Now()}
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MinReadySeconds != nil {
+		p.minReady = *ru.MinReadySeconds
+	}
+	p.wanted = WantedOrdinals(StartOrdinal(set), Replicas(set), reserved)
+	byName := map[string]*corev1.Pod{}
+	for _, pod := range pods {
+		byName[pod.Name] = pod
+	}
+	for _, o := range p.wanted {
+		p.slots = append(p.slots, Slot{Ordinal: o, Pod: byName[PodName(set.Name, o)]})
+	}
+	return p, nil
+}
+
+// parallel is podManagementPolicy Parallel.
+func parallel(set *appsv1beta1.StatefulSet) bool {
+	return set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+}
+
+// scaled resolves an IntOrString bound against replicas (a percentage rounds up, as
+// maxUnavailable does upstream), at least 1 when set; def when unset.
+func scaled(v *intstr.IntOrString, replicas, def int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, replicas, true)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, 1), nil
+}
+
+// minReadyRecheck is when a ready pod becomes available by minReadySeconds.
+func (c *Controller) minReadyRecheck(p *pass) time.Duration {
+	if p.minReady <= 0 {
+		return 0
+	}
+	var soonest time.Duration
+	for _, pod := range p.pods {
+		ready := readyCondition(pod)
+		if ready == nil || ready.Status != corev1.ConditionTrue {
+			continue
+		}
+		left := ready.LastTransitionTime.Add(time.Duration(p.minReady)*time.Second).Sub(p.now) + time.Second
+		if left > 0 {
+			soonest = shortest(soonest, left)
+		}
+	}
+	return soonest
+}
+
+func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// shortest is the smallest positive duration of ds; 0 when none is.
+func shortest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}
+
+func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
+	limit := int32(10)
+	if p.set.Spec.RevisionHistoryLimit != nil {
+		limit = *p.set.Spec.RevisionHistoryLimit
+	}
+	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
+		return fmt.Errorf("truncating the revision history: %w", err)
+	}
+	return nil
+}
