@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -144,7 +145,10 @@ func readyPods(ctx context.Context, t *testing.T, f *framework.Framework, ns, na
 
 // comparePods compares what a workload controller decides of a pod: got is kruise's, want the
 // built-in controller's. A DaemonSet's pods have generated names, and revision hashes are each
-// controller's own: their presence is compared, not their values.
+// controller's own: their presence is compared, not their values. Two labels are left out, as
+// OpenKruise leaves them: kruise's lifecycle state (every kruise workload's pods carry it), and
+// the built-in DaemonSet's pod-template-generation (from an annotation the API server writes on
+// built-in DaemonSets only).
 func comparePods(t *testing.T, want, got *corev1.Pod) {
 	t.Helper()
 	if want.GenerateName == "" && got.Name != want.Name {
@@ -153,7 +157,10 @@ func comparePods(t *testing.T, want, got *corev1.Pod) {
 	labels := func(p *corev1.Pod) map[string]string {
 		out := map[string]string{}
 		for k, v := range p.Labels {
-			if k == "controller-revision-hash" || k == "pod-template-generation" {
+			switch k {
+			case pub.LifecycleStateKey, "pod-template-generation":
+				continue
+			case "controller-revision-hash":
 				v = "<set>"
 			}
 			out[k] = v
