@@ -18,10 +18,11 @@ func TestParse(t *testing.T) {
 		{name: "none", want: Reserved{}},
 		{name: "numbers and ranges", entries: []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-5"), intstr.FromString("7-7")},
 			want: Reserved{{1, 1}, {3, 5}, {7, 7}}},
+		{name: "a number written as a string", entries: []intstr.IntOrString{intstr.FromString("4")}, want: Reserved{{4, 4}}},
 		{name: "a huge range stays one range", entries: []intstr.IntOrString{intstr.FromString("0-2147483647")}, want: Reserved{{0, 2147483647}}},
 		{name: "negative number", entries: []intstr.IntOrString{intstr.FromInt32(-1)}, err: `reserveOrdinals[0] "-1": an ordinal is not negative`},
-		{name: "a number as a string", entries: []intstr.IntOrString{intstr.FromInt32(0), intstr.FromString("4")},
-			err: `reserveOrdinals[1] "4": not a range`},
+		{name: "a word", entries: []intstr.IntOrString{intstr.FromInt32(0), intstr.FromString("two")},
+			err: `reserveOrdinals[1] "two": neither an ordinal nor a range`},
 		{name: "backwards", entries: []intstr.IntOrString{intstr.FromString("5-3")}, err: "the range ends before it starts"},
 		{name: "signed end", entries: []intstr.IntOrString{intstr.FromString("3--5")}, err: `"-5" is not a non-negative number`},
 		{name: "open end", entries: []intstr.IntOrString{intstr.FromString("3-")}, err: `"" is not a non-negative number`},
@@ -44,7 +45,16 @@ func TestParse(t *testing.T) {
 
 func TestContains(t *testing.T) {
 	r := Reserved{{1, 1}, {3, 5}}
-	for o, want := range map[int32]bool{0: false, 1: true, 2: false, 3: true, 4: true, 5: true, 6: false} {
+	for o, want := range map[int]bool{0: false, 1: true, 2: false, 3: true, 4: true, 5: true, 6: false} {
 		assert.Equal(t, want, r.Contains(o), "ordinal %d", o)
 	}
+}
+
+func TestNextFree(t *testing.T) {
+	r := Reserved{{1, 2}, {3, 5}, {9, 9}}
+	for o, want := range map[int]int{0: 0, 1: 6, 3: 6, 6: 6, 9: 10} {
+		assert.Equal(t, want, r.NextFree(o), "from %d", o)
+	}
+	huge := Reserved{{1, 2000000000}, {2000000000, 2000000001}}
+	assert.Equal(t, 2000000002, huge.NextFree(1), "a wide range is skipped at once")
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/ordinals"
 )
 
 // Event reasons: the built-in StatefulSet controller's, and OpenKruise's for in-place updates.
@@ -139,7 +140,7 @@ func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, 
 			"spec.template.metadata.labels do not match the selector %q: the StatefulSet would not own the pods it creates; no pod is created", selector.String())
 		return nil, nil
 	}
-	reserved, err := ReservedOrdinals(set.Spec.ReserveOrdinals)
+	reserved, err := ordinals.Parse(set.Spec.ReserveOrdinals)
 	if err != nil {
 		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.%v; no pod is created", err)
 		return nil, nil

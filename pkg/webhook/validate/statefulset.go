@@ -94,7 +94,8 @@ func inPlacePolicy(spec *appsv1beta1.StatefulSetSpec) appsv1beta1.PodUpdateStrat
 }
 
 // checkReserveOrdinals: every entry is an ordinal or a range "a-b" with
-// a ≤ b (the schema checks only the type and the length).
+// a ≤ b (the schema checks only the type and the length), read as the
+// controller reads it.
 func checkReserveOrdinals(spec *appsv1beta1.StatefulSetSpec) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range spec.ReserveOrdinals {

@@ -70,7 +70,7 @@ func TestStatefulSetWebhook(t *testing.T) {
 		{name: "valid", new: statefulSet()},
 		{name: "valid in place, with the readiness gate, ordinals and ranges reserved",
 			new: statefulSet(inPlaceSTS(appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType, true), func(sts *appsv1beta1.StatefulSet) {
-				sts.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-5")}
+				sts.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("3-5"), intstr.FromString("8")}
 			})},
 		{name: "OnDelete needs no readiness gate", new: statefulSet(func(sts *appsv1beta1.StatefulSet) {
 			sts.Spec.UpdateStrategy = appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
@@ -103,7 +103,7 @@ func TestStatefulSetWebhook(t *testing.T) {
 			}),
 			reason: ReasonInvalidReserveOrdinals,
 			message: []string{`spec.reserveOrdinals[1]: Invalid value: "5-3": the range ends before it starts`,
-				`spec.reserveOrdinals[2]: Invalid value: "two": not a range`},
+				`spec.reserveOrdinals[2]: Invalid value: "two": neither an ordinal nor a range`},
 		},
 		{
 			name:   "in place without the readiness gate",
