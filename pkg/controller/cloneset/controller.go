@@ -25,6 +25,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -122,7 +123,7 @@ func New(cfg Config) (*Controller, error) {
 			return nil, errors.New("cloneset: PreDownloadImages needs ImagePullJobs")
 		}
 		c.preDownloadImages, c.jobs, c.jobIndex = true, cfg.ImagePullJobs.Lister(), cfg.ImagePullJobs.Informer().GetIndexer()
-		if err := addOwnerIndex(cfg.ImagePullJobs.Informer()); err != nil {
+		if err := ownership.AddIndex(cfg.ImagePullJobs.Informer(), controllerKind); err != nil {
 			return nil, fmt.Errorf("adding the ImagePullJob owner index: %w", err)
 		}
 	}
@@ -132,10 +133,10 @@ func New(cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("registering CloneSet metrics: %w", err)
 		}
 	}
-	if err := addOwnerIndex(cfg.Pods.Informer()); err != nil {
+	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the pod owner index: %w", err)
 	}
-	if err := addOwnerIndex(cfg.Claims.Informer()); err != nil {
+	if err := ownership.AddIndex(cfg.Claims.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the PVC owner index: %w", err)
 	}
 	if _, err := cfg.CloneSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -6,43 +6,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/ownership"
 )
-
-// ownerIndex maps a CloneSet's UID to the pods and PVCs it controls.
-const ownerIndex = "cloneset.kruise.io/owner"
 
 // controllerKind is what a CloneSet's controller references say.
 var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("CloneSet")
-
-func addOwnerIndex(inf cache.SharedIndexInformer) error {
-	return inf.AddIndexers(cache.Indexers{ownerIndex: func(obj any) ([]string, error) {
-		m, ok := obj.(metav1.Object)
-		if !ok {
-			return nil, nil
-		}
-		if ref := cloneSetRef(m); ref != nil {
-			return []string{string(ref.UID)}, nil
-		}
-		return nil, nil
-	}})
-}
-
-// cloneSetRef is obj's controller reference when a CloneSet (of either version) controls it.
-func cloneSetRef(obj metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != controllerKind.Group {
-		return nil
-	}
-	return ref
-}
 
 func (c *Controller) enqueue(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -61,7 +33,7 @@ func (c *Controller) cloneSetDeleted(obj any) {
 
 // ownerKey is the queue key of the CloneSet controlling obj, if it is in the cache with that UID.
 func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
-	ref := cloneSetRef(obj)
+	ref := ownership.Ref(obj, controllerKind)
 	if ref == nil {
 		return "", false
 	}
@@ -79,11 +51,7 @@ func (c *Controller) enqueueMatching(obj metav1.Object) {
 	if err != nil {
 		return
 	}
-	for _, cs := range list {
-		sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
-			continue
-		}
+	for _, cs := range ownership.Selecting(obj, list, func(cs *appsv1beta1.CloneSet) *metav1.LabelSelector { return cs.Spec.Selector }) {
 		c.enqueue(cs)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
 
@@ -362,16 +363,15 @@ func (c *Controller) labelRevision(ctx context.Context, p *pass, key string) err
 // be (the reference deletes them only when the update is done, and leaves a superseded
 // revision's jobs pulling an image no pod will run).
 func (c *Controller) deleteStalePreDownloads(ctx context.Context, p *pass) error {
-	objs, err := c.jobIndex.ByIndex(ownerIndex, string(p.cs.UID))
+	jobs, err := ownership.Owned[*appsv1beta1.ImagePullJob](c.jobIndex, controllerKind, p.cs.UID)
 	if err != nil {
-		return fmt.Errorf("listing the CloneSet's ImagePullJobs: %w", err)
+		return err
 	}
 	done := p.history.currentName() == p.history.updateName()
 	hash := p.history.Update.Labels[revision.HashLabel]
 	var errs []error
-	for _, obj := range objs {
-		job, ok := obj.(*appsv1beta1.ImagePullJob)
-		if !ok || job.DeletionTimestamp != nil || (!done && job.Labels[revision.HashLabel] == hash) {
+	for _, job := range jobs {
+		if job.DeletionTimestamp != nil || (!done && job.Labels[revision.HashLabel] == hash) {
 			continue
 		}
 		err := c.kruiseClient.AppsV1beta1().ImagePullJobs(job.Namespace).Delete(ctx, job.Name,

@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/podorder"
 )
 
@@ -88,13 +89,9 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 
 // createPods creates n pods (and their PVCs), the first old of them at the current revision.
 func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
-	all, err := c.podIndex.ByIndex(ownerIndex, string(p.cs.UID))
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs.UID)
 	if err != nil {
 		return err
-	}
-	owned := make([]*corev1.Pod, 0, len(all))
-	for _, o := range all {
-		owned = append(owned, o.(*corev1.Pod))
 	}
 	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
 	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)

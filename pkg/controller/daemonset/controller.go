@@ -25,6 +25,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -104,7 +105,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 	}
-	if err := cfg.Pods.Informer().AddIndexers(cache.Indexers{ownerIndex: ownerIndexFunc}); err != nil {
+	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the pod owner index: %w", err)
 	}
 	if _, err := cfg.DaemonSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -6,42 +6,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/ownership"
 )
 
-// ownerIndex maps a DaemonSet's UID to the pods it controls.
-const ownerIndex = "daemonset.kruise.io/owner"
-
-// controllerKind is what a DaemonSet's controller references say.
+// controllerKind is what a DaemonSet's controller references say; pods made through v1alpha1
+// keep that version in theirs (OpenKruise #2520), which ownership.Ref recognises.
 var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("DaemonSet")
-
-func ownerIndexFunc(obj any) ([]string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	if ref := daemonSetRef(m); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
-}
-
-// daemonSetRef is obj's controller reference when an Advanced DaemonSet of any version controls
-// it: pods made through v1alpha1 keep that version in their reference (OpenKruise #2520).
-func daemonSetRef(obj metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != controllerKind.Group {
-		return nil
-	}
-	return ref
-}
 
 func (c *Controller) enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -68,7 +42,7 @@ func (c *Controller) daemonSetDeleted(obj any) {
 
 // ownerKey is the queue key of the DaemonSet controlling obj, if it is in the cache with that UID.
 func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
-	ref := daemonSetRef(obj)
+	ref := ownership.Ref(obj, controllerKind)
 	if ref == nil {
 		return "", false
 	}
@@ -85,11 +59,7 @@ func (c *Controller) enqueueMatching(obj metav1.Object) {
 	if err != nil {
 		return
 	}
-	for _, ds := range list {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
-			continue
-		}
+	for _, ds := range ownership.Selecting(obj, list, func(ds *appsv1beta1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
 		c.enqueue(ds)
 	}
 }

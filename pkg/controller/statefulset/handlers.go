@@ -7,42 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/expectations"
+	"github.com/nodekruise/kruise/pkg/ownership"
 )
 
-// ownerIndex maps a StatefulSet's UID to the pods it controls.
-const ownerIndex = "statefulset.kruise.io/owner"
-
-// controllerKind is what a StatefulSet's controller references say.
+// controllerKind is what a StatefulSet's controller references say (ownership.Ref reads them in
+// either version; the built-in StatefulSet's, group apps, are not ours).
 var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("StatefulSet")
-
-func ownerIndexFunc(obj any) ([]string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	if ref := setRef(m); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
-}
-
-// setRef is obj's controller reference when an Advanced StatefulSet (of either version)
-// controls it; the built-in StatefulSet's (group apps) is not.
-func setRef(obj metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != controllerKind.Group {
-		return nil
-	}
-	return ref
-}
 
 func (c *Controller) enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -59,7 +33,7 @@ func (c *Controller) setDeleted(obj any) {
 
 // ownerKey is the queue key of the set controlling obj, if it is cached with that UID.
 func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
-	ref := setRef(obj)
+	ref := ownership.Ref(obj, controllerKind)
 	if ref == nil {
 		return "", false
 	}
@@ -76,11 +50,7 @@ func (c *Controller) enqueueMatching(obj metav1.Object) {
 	if err != nil {
 		return
 	}
-	for _, set := range list {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
-			continue
-		}
+	for _, set := range ownership.Selecting(obj, list, func(s *appsv1beta1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector }) {
 		c.enqueue(set)
 	}
 }
