@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -78,12 +79,13 @@ type Controller struct {
 	// podVersions holds back updates of a pod until the cache shows the controller's last
 	// write to it: an in-place update started again from a stale copy would record the new
 	// container as the old one and never see it restart.
-	podVersions  *expectations.ResourceVersions
-	recorder     record.EventRecorder
-	clock        clock.WithTicker
-	metrics      *metrics
-	queue        workqueue.TypedRateLimitingInterface[string]
-	skipPodNoise bool
+	podVersions *expectations.ResourceVersions
+	recorder    record.EventRecorder
+	clock       clock.WithTicker
+	metrics     *metrics
+	queue       workqueue.TypedRateLimitingInterface[string]
+	// podEvents turns pod events into work and expectations.
+	podEvents ownership.PodEvents
 	// preDownloadImages: see Config; jobs and jobIndex are then the ImagePullJobs' cache.
 	preDownloadImages bool
 	jobs              kruiselisters.ImagePullJobLister
@@ -116,7 +118,6 @@ func New(cfg Config) (*Controller, error) {
 		recorder:      cfg.Recorder,
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
-		skipPodNoise:  cfg.SkipPodNoise,
 	}
 	if cfg.PreDownloadImages {
 		if cfg.ImagePullJobs == nil {
@@ -146,11 +147,14 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the CloneSet event handler: %w", err)
 	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podAdded,
-		UpdateFunc: c.podUpdated,
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
+	c.podEvents = ownership.PodEvents{
+		Kind: controllerKind, Adopters: c.enqueueMatching, Queue: c.queue, Expect: c.expect, Versions: c.podVersions,
+		Get: func(ns, name string) (metav1.Object, error) { return c.cloneSets.CloneSets(ns).Get(name) },
+	}
+	if cfg.SkipPodNoise {
+		c.podEvents.Noise = podNoise
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(c.podEvents.Handler()); err != nil {
 		return nil, fmt.Errorf("adding the pod event handler: %w", err)
 	}
 	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

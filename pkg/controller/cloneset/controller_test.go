@@ -66,7 +66,7 @@ func cloneSet(replicas int32, image string, mods ...func(*appsv1beta1.CloneSet))
 // revisionOf is the ControllerRevision cs's template makes, as the controller names it.
 func revisionOf(t *testing.T, cs *appsv1beta1.CloneSet, number int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revision.PatchData(cs.Spec.Template, templatePath...)
+	data, err := revision.PatchData(cs.Spec.Template, revision.TemplatePath...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func revisionOf(t *testing.T, cs *appsv1beta1.CloneSet, number int64) *appsv1.Co
 func runningPod(t *testing.T, cs *appsv1beta1.CloneSet, rev *appsv1.ControllerRevision, id string) *corev1.Pod {
 	t.Helper()
 	tmpl := &corev1.PodTemplateSpec{}
-	if err := revision.DecodeData(rev.Data.Raw, tmpl, templatePath...); err != nil {
+	if err := revision.DecodeData(rev.Data.Raw, tmpl, revision.TemplatePath...); err != nil {
 		t.Fatal(err)
 	}
 	pod := NewPod(PodRecipe{Owner: *metav1.NewControllerRef(cs, controllerKind), Namespace: cs.Namespace, CloneSet: cs.Name,

@@ -17,7 +17,7 @@ func TestDeleteObservedWhenPodTerminates(t *testing.T) {
 	rev := revisionOf(t, cs, 1)
 	pod := runningPod(t, cs, rev, "aaaaa")
 	f := newFixture(t, cs, []*appsv1.ControllerRevision{rev}, pod)
-	key, ok := f.ctrl.ownerKey(pod)
+	key, ok := f.ctrl.podEvents.OwnerKey(pod)
 	if !ok {
 		t.Fatalf("pod %s has no CloneSet key", pod.Name)
 	}
@@ -27,7 +27,7 @@ func TestDeleteObservedWhenPodTerminates(t *testing.T) {
 	relabelled := pod.DeepCopy()
 	relabelled.ResourceVersion = "2"
 	relabelled.Labels["other"] = "x"
-	f.ctrl.podUpdated(pod, relabelled)
+	f.ctrl.podEvents.Handler().OnUpdate(pod, relabelled)
 	if ok, _ := f.ctrl.expect.Satisfied(ctx, key); ok {
 		t.Fatalf("an update without a deletion timestamp satisfied the delete expectation")
 	}
@@ -36,7 +36,7 @@ func TestDeleteObservedWhenPodTerminates(t *testing.T) {
 	terminating.ResourceVersion = "3"
 	now := metav1.NewTime(t0)
 	terminating.DeletionTimestamp = &now
-	f.ctrl.podUpdated(relabelled, terminating)
+	f.ctrl.podEvents.Handler().OnUpdate(relabelled, terminating)
 	if ok, _ := f.ctrl.expect.Satisfied(ctx, key); !ok {
 		t.Errorf("the pod's deletion timestamp did not satisfy the delete expectation: %v", f.ctrl.expect.Pending(key))
 	}

@@ -61,3 +61,6 @@ func sameContainers(a, b []corev1.ContainerStatus) bool {
 	}
 	return true
 }
+
+// podNoise is podChangeMatters' negation, the PodEvents.Noise of the gate.
+func podNoise(old, cur *corev1.Pod) bool { return !podChangeMatters(old, cur) }

@@ -59,12 +59,12 @@ func TestNoiseFilterKeepsHookAndFailure(t *testing.T) {
 	pod := runningPod(t, cs, rev, "aaaaa")
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 	f := newFixture(t, cs, []*appsv1.ControllerRevision{rev}, pod)
-	f.ctrl.skipPodNoise = true
+	f.ctrl.podEvents.Noise = podNoise
 
 	hooked := pod.DeepCopy()
 	hooked.ResourceVersion = "2"
 	hooked.Labels["hook"] = "ok"
-	f.ctrl.podUpdated(pod, hooked)
+	f.ctrl.podEvents.Handler().OnUpdate(pod, hooked)
 	if f.ctrl.queue.Len() != 1 {
 		t.Fatalf("the preNormal hook's label did not enqueue the CloneSet")
 	}
@@ -74,7 +74,7 @@ func TestNoiseFilterKeepsHookAndFailure(t *testing.T) {
 	failed := hooked.DeepCopy()
 	failed.ResourceVersion = "3"
 	failed.Status.Phase = corev1.PodFailed
-	f.ctrl.podUpdated(hooked, failed)
+	f.ctrl.podEvents.Handler().OnUpdate(hooked, failed)
 	if f.ctrl.queue.Len() != 1 {
 		t.Fatalf("a failed pod did not enqueue the CloneSet")
 	}
@@ -84,7 +84,7 @@ func TestNoiseFilterKeepsHookAndFailure(t *testing.T) {
 	noise := failed.DeepCopy()
 	noise.ResourceVersion = "4"
 	noise.Status.Conditions[0].LastProbeTime = metav1.NewTime(t0.Add(time.Second))
-	f.ctrl.podUpdated(failed, noise)
+	f.ctrl.podEvents.Handler().OnUpdate(failed, noise)
 	if f.ctrl.queue.Len() != 0 {
 		t.Errorf("a probe time alone enqueued the CloneSet")
 	}

@@ -26,7 +26,7 @@ import (
 func templateOf(t *testing.T, rev *appsv1.ControllerRevision) *corev1.PodTemplateSpec {
 	t.Helper()
 	tmpl := &corev1.PodTemplateSpec{}
-	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, templatePath...))
+	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, revision.TemplatePath...))
 	return tmpl
 }
 
@@ -34,7 +34,7 @@ func templateOf(t *testing.T, rev *appsv1.ControllerRevision) *corev1.PodTemplat
 // with the collision count the controller reads from the status (0).
 func syncedRevisionOf(t *testing.T, cs *appsv1beta1.CloneSet, number int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revision.PatchData(cs.Spec.Template, templatePath...)
+	data, err := revision.PatchData(cs.Spec.Template, revision.TemplatePath...)
 	require.NoError(t, err)
 	sel, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -10,9 +9,6 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
-
-// templatePath is where a CloneSet's revision records its pod template, as OpenKruise's do.
-var templatePath = []string{"spec", "template"}
 
 // history is a CloneSet's revisions resolved: the current and update revisions' names and the
 // pod template of every revision, to compare a pod's with the update's.
@@ -28,26 +24,10 @@ func (h *history) updateName() string  { return h.Update.Name }
 func (h *history) template(name string) *corev1.PodTemplateSpec { return h.templates[name] }
 
 func (c *Controller) resolveHistory(ctx context.Context, cs *appsv1beta1.CloneSet, selector labels.Selector) (*history, error) {
-	data, err := revision.PatchData(cs.Spec.Template, templatePath...)
-	if err != nil {
-		return nil, fmt.Errorf("recording the pod template: %w", err)
-	}
 	owner := revision.Owner{Object: cs, Kind: controllerKind, Selector: selector}
-	var collisions int32
-	if cs.Status.CollisionCount != nil {
-		collisions = *cs.Status.CollisionCount
-	}
-	revs, err := c.history.Resolve(ctx, owner, revision.Content{Data: data, Labels: cs.Spec.Template.Labels}, cs.Status.CurrentRevision, collisions)
+	revs, templates, err := c.history.ResolveTemplate(ctx, owner, &cs.Spec.Template, cs.Status.CurrentRevision, cs.Status.CollisionCount)
 	if err != nil {
-		return nil, fmt.Errorf("resolving the revisions: %w", err)
+		return nil, err
 	}
-	h := &history{Revisions: revs, templates: map[string]*corev1.PodTemplateSpec{}}
-	for _, r := range revs.All {
-		t := &corev1.PodTemplateSpec{}
-		if err := revision.DecodeData(r.Data.Raw, t, templatePath...); err != nil {
-			continue // a revision we cannot read: pods at it are recreated (or refused, InPlaceOnly)
-		}
-		h.templates[r.Name] = t
-	}
-	return h, nil
+	return &history{Revisions: revs, templates: templates}, nil
 }

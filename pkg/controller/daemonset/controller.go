@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -75,6 +76,8 @@ type Controller struct {
 	recorder    record.EventRecorder
 	clock       clock.WithTicker
 	queue       workqueue.TypedRateLimitingInterface[string]
+	// podEvents turns pod events into work and expectations.
+	podEvents ownership.PodEvents
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -115,11 +118,11 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the DaemonSet event handler: %w", err)
 	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podAdded,
-		UpdateFunc: c.podUpdated,
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
+	c.podEvents = ownership.PodEvents{
+		Kind: controllerKind, Adopters: c.enqueueMatching, Queue: c.queue, Expect: c.expect, Versions: c.podVersions,
+		Get: func(ns, name string) (metav1.Object, error) { return c.daemonSets.DaemonSets(ns).Get(name) },
+	}
+	if _, err := cfg.Pods.Informer().AddEventHandler(c.podEvents.Handler()); err != nil {
 		return nil, fmt.Errorf("adding the pod event handler: %w", err)
 	}
 	if _, err := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

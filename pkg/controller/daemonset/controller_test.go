@@ -53,7 +53,7 @@ func daemonSet(image string, mods ...func(*appsv1beta1.DaemonSet)) *appsv1beta1.
 
 func revisionOf(t *testing.T, ds *appsv1beta1.DaemonSet, number int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revision.PatchData(ds.Spec.Template, templatePath...)
+	data, err := revision.PatchData(ds.Spec.Template, revision.TemplatePath...)
 	require.NoError(t, err)
 	sel, _ := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	return revision.NewRevision(revision.Owner{Object: ds, Kind: controllerKind, Selector: sel},
@@ -64,7 +64,7 @@ func revisionOf(t *testing.T, ds *appsv1beta1.DaemonSet, number int64) *appsv1.C
 func runningPod(t *testing.T, ds *appsv1beta1.DaemonSet, rev *appsv1.ControllerRevision, node string) *corev1.Pod {
 	t.Helper()
 	tmpl := &corev1.PodTemplateSpec{}
-	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, templatePath...))
+	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, revision.TemplatePath...))
 	pod := NewPod(PodRecipe{DaemonSet: ds, Template: tmpl, Hash: revisionHash(rev.Name, rev.Labels)}, node)
 	pod.Name = "agent-" + node
 	pod.UID = "uid-" + "agent-" + "node"

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/ownership"
 )
 
@@ -40,19 +39,6 @@ func (c *Controller) daemonSetDeleted(obj any) {
 	}
 }
 
-// ownerKey is the queue key of the DaemonSet controlling obj, if it is in the cache with that UID.
-func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
-	ref := ownership.Ref(obj, controllerKind)
-	if ref == nil {
-		return "", false
-	}
-	ds, err := c.daemonSets.DaemonSets(obj.GetNamespace()).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return "", false
-	}
-	return obj.GetNamespace() + "/" + ref.Name, true
-}
-
 // enqueueMatching queues the DaemonSets whose selector matches an orphan's labels.
 func (c *Controller) enqueueMatching(obj metav1.Object) {
 	list, err := c.daemonSets.DaemonSets(obj.GetNamespace()).List(labels.Everything())
@@ -61,60 +47,6 @@ func (c *Controller) enqueueMatching(obj metav1.Object) {
 	}
 	for _, ds := range ownership.Selecting(obj, list, func(ds *appsv1beta1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }) {
 		c.enqueue(ds)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key, ok := c.ownerKey(pod); ok {
-		c.expect.Observe(key, expectations.Create, expectations.Pods, pod.Name)
-		if pod.DeletionTimestamp != nil {
-			c.expect.Observe(key, expectations.Delete, expectations.Pods, pod.Name)
-		}
-		c.queue.Add(key)
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
-		c.enqueueMatching(pod)
-	}
-}
-
-func (c *Controller) podUpdated(oldObj, curObj any) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := curObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	c.podVersions.Observe(cur)
-	oldKey, oldOwned := c.ownerKey(old)
-	curKey, curOwned := c.ownerKey(cur)
-	if curOwned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-		c.expect.Observe(curKey, expectations.Delete, expectations.Pods, cur.Name)
-	}
-	if oldOwned && (!curOwned || oldKey != curKey) {
-		c.queue.Add(oldKey)
-	}
-	if curOwned {
-		c.queue.Add(curKey)
-		return
-	}
-	if metav1.GetControllerOfNoCopy(cur) == nil && cur.DeletionTimestamp == nil && !reflect.DeepEqual(old.Labels, cur.Labels) {
-		c.enqueueMatching(cur)
-	}
-}
-
-func (c *Controller) podDeleted(obj any) {
-	m, ok := expectations.DeletedObject(obj)
-	if !ok {
-		return
-	}
-	c.podVersions.Forget(m)
-	if key, ok := c.ownerKey(m); ok {
-		c.expect.ObserveDeleted(key, expectations.Pods, obj)
-		c.queue.Add(key)
 	}
 }
 

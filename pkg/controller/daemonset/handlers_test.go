@@ -65,7 +65,7 @@ func TestPodEventsMeetExpectations(t *testing.T) {
 	pods, _ := f.kube.CoreV1().Pods(testNS).List(t.Context(), metav1.ListOptions{})
 	created := pods.Items[0].DeepCopy()
 	created.OwnerReferences[0].APIVersion = "apps.kruise.io/v1alpha1" // made through v1alpha1: still ours
-	f.ctrl.podAdded(created)
+	f.ctrl.podEvents.Handler().OnAdd(created, false)
 	ok, _ = f.ctrl.expect.Satisfied(t.Context(), key)
 	assert.True(t, ok, "seen by the informer")
 	assert.Equal(t, []string{key}, f.queued())

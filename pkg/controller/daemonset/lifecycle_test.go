@@ -51,7 +51,7 @@ func TestPreDeleteHookHoldsThePod(t *testing.T) {
 // that had none: with its whole name).
 func TestTakeOverKeepsThePods(t *testing.T) {
 	ds := daemonSet("agent:1")
-	data, err := revision.PatchData(ds.Spec.Template, templatePath...)
+	data, err := revision.PatchData(ds.Spec.Template, revision.TemplatePath...)
 	require.NoError(t, err)
 	theirs := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: "agent-legacy", Namespace: testNS,

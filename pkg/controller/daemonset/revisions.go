@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,10 +10,6 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
-
-// templatePath is where a DaemonSet's revision records its pod template, as the built-in
-// DaemonSet's and OpenKruise's do.
-var templatePath = []string{"spec", "template"}
 
 // history is a DaemonSet's revisions resolved. Pods carry the revision's hash (not its name) in
 // controller-revision-hash, as the built-in DaemonSet's pods do, so that pods adopted from one
@@ -45,33 +40,27 @@ func revisionHash(name string, lbls map[string]string) string {
 }
 
 func (c *Controller) resolveHistory(ctx context.Context, ds *appsv1beta1.DaemonSet, selector labels.Selector) (*history, error) {
-	data, err := revision.PatchData(ds.Spec.Template, templatePath...)
-	if err != nil {
-		return nil, fmt.Errorf("recording the pod template: %w", err)
-	}
 	owner := revision.Owner{Object: ds, Kind: controllerKind, Selector: selector}
-	var collisions int32
-	if ds.Status.CollisionCount != nil {
-		collisions = *ds.Status.CollisionCount
-	}
 	current := ""
 	if ds.Status.UpdateRevision != "" {
 		current = revision.Name(ds.Name, ds.Status.UpdateRevision)
 	}
-	revs, err := c.history.Resolve(ctx, owner, revision.Content{Data: data, Labels: ds.Spec.Template.Labels}, current, collisions)
+	revs, byName, err := c.history.ResolveTemplate(ctx, owner, &ds.Spec.Template, current, ds.Status.CollisionCount)
 	if err != nil {
-		if revs != nil && revs.CollisionCount != collisions {
+		var had int32
+		if ds.Status.CollisionCount != nil {
+			had = *ds.Status.CollisionCount
+		}
+		if revs != nil && revs.CollisionCount != had {
 			c.writeCollisionCount(ctx, ds, revs.CollisionCount)
 		}
-		return nil, fmt.Errorf("resolving the revisions: %w", err)
+		return nil, err
 	}
 	h := &history{Revisions: revs, templates: map[string]*corev1.PodTemplateSpec{}}
 	for _, r := range revs.All {
-		t := &corev1.PodTemplateSpec{}
-		if err := revision.DecodeData(r.Data.Raw, t, templatePath...); err != nil {
-			continue // a revision we cannot read: pods at it are recreated
+		if t, ok := byName[r.Name]; ok {
+			h.templates[revisionHash(r.Name, r.Labels)] = t
 		}
-		h.templates[revisionHash(r.Name, r.Labels)] = t
 	}
 	return h, nil
 }

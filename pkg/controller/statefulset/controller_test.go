@@ -67,7 +67,7 @@ func inPlace(set *appsv1beta1.StatefulSet) {
 
 func revisionOf(t *testing.T, set *appsv1beta1.StatefulSet, number int64) *appsv1.ControllerRevision {
 	t.Helper()
-	data, err := revision.PatchData(set.Spec.Template, templatePath...)
+	data, err := revision.PatchData(set.Spec.Template, revision.TemplatePath...)
 	require.NoError(t, err)
 	sel, _ := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	return revision.NewRevision(revision.Owner{Object: set, Kind: controllerKind, Selector: sel},
@@ -78,7 +78,7 @@ func revisionOf(t *testing.T, set *appsv1beta1.StatefulSet, number int64) *appsv
 func runningPod(t *testing.T, set *appsv1beta1.StatefulSet, rev *appsv1.ControllerRevision, ordinal int) *corev1.Pod {
 	t.Helper()
 	tmpl := &corev1.PodTemplateSpec{}
-	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, templatePath...))
+	require.NoError(t, revision.DecodeData(rev.Data.Raw, tmpl, revision.TemplatePath...))
 	r := PodRecipe{Owner: *metav1.NewControllerRef(set, controllerKind), Namespace: testNS, Set: set.Name, ServiceName: set.Spec.ServiceName,
 		Template: tmpl, ClaimTemplates: set.Spec.VolumeClaimTemplates, Revision: rev.Name}
 	pod := NewPod(r, ordinal, t0.Add(-time.Hour))

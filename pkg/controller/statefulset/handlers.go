@@ -1,10 +1,8 @@
 package statefulset
 
 import (
-	"reflect"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -31,19 +29,6 @@ func (c *Controller) setDeleted(obj any) {
 	}
 }
 
-// ownerKey is the queue key of the set controlling obj, if it is cached with that UID.
-func (c *Controller) ownerKey(obj metav1.Object) (string, bool) {
-	ref := ownership.Ref(obj, controllerKind)
-	if ref == nil {
-		return "", false
-	}
-	set, err := c.sets.StatefulSets(obj.GetNamespace()).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return "", false
-	}
-	return obj.GetNamespace() + "/" + ref.Name, true
-}
-
 // enqueueMatching queues the sets whose selector matches an orphan's labels: one may adopt it.
 func (c *Controller) enqueueMatching(obj metav1.Object) {
 	list, err := c.sets.StatefulSets(obj.GetNamespace()).List(labels.Everything())
@@ -52,64 +37,6 @@ func (c *Controller) enqueueMatching(obj metav1.Object) {
 	}
 	for _, set := range ownership.Selecting(obj, list, func(s *appsv1beta1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector }) {
 		c.enqueue(set)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key, ok := c.ownerKey(pod); ok {
-		c.expect.Observe(key, expectations.Create, expectations.Pods, pod.Name)
-		if pod.DeletionTimestamp != nil {
-			c.expect.Observe(key, expectations.Delete, expectations.Pods, pod.Name)
-		}
-		c.queue.Add(key)
-		return
-	}
-	if metav1.GetControllerOfNoCopy(pod) == nil && pod.DeletionTimestamp == nil {
-		c.enqueueMatching(pod)
-	}
-}
-
-func (c *Controller) podUpdated(oldObj, curObj any) {
-	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := curObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	c.podVersions.Observe(cur)
-	oldKey, oldOwned := c.ownerKey(old)
-	curKey, curOwned := c.ownerKey(cur)
-	if curOwned && cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-		// The deletion asked for shows: the plans see the pod as terminating, keep its ordinal
-		// until it is gone, and count it unavailable, so nothing more waits for it.
-		c.expect.Observe(curKey, expectations.Delete, expectations.Pods, cur.Name)
-	}
-	if oldOwned && (!curOwned || oldKey != curKey) {
-		c.queue.Add(oldKey)
-	}
-	if curOwned {
-		c.queue.Add(curKey)
-		return
-	}
-	if metav1.GetControllerOfNoCopy(cur) == nil && cur.DeletionTimestamp == nil && !reflect.DeepEqual(old.Labels, cur.Labels) {
-		c.enqueueMatching(cur)
-	}
-}
-
-// podDeleted observes a deletion not seen while terminating, and requeues the set: the pod's
-// ordinal can be created anew now that its name is free.
-func (c *Controller) podDeleted(obj any) {
-	m, ok := expectations.DeletedObject(obj)
-	if !ok {
-		return
-	}
-	c.podVersions.Forget(m)
-	if key, ok := c.ownerKey(m); ok {
-		c.expect.ObserveDeleted(key, expectations.Pods, obj)
-		c.queue.Add(key)
 	}
 }
 

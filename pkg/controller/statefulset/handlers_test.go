@@ -20,7 +20,7 @@ func TestPodHandlersObserveExpectations(t *testing.T) {
 	f.ctrl.expect.Expect(key, expectations.Create, expectations.Pods, pod.Name)
 	ok, _ := f.ctrl.expect.Satisfied(ctx, key)
 	assert.False(t, ok)
-	f.ctrl.podAdded(pod)
+	f.ctrl.podEvents.Handler().OnAdd(pod, false)
 	ok, _ = f.ctrl.expect.Satisfied(ctx, key)
 	assert.True(t, ok, "a created pod seen")
 
@@ -29,14 +29,14 @@ func TestPodHandlersObserveExpectations(t *testing.T) {
 	terminating.ResourceVersion = "2"
 	now := metav1.NewTime(t0)
 	terminating.DeletionTimestamp = &now
-	f.ctrl.podUpdated(pod, terminating)
+	f.ctrl.podEvents.Handler().OnUpdate(pod, terminating)
 	ok, _ = f.ctrl.expect.Satisfied(ctx, key)
 	assert.True(t, ok, "a deletion is seen once the pod is terminating")
 
 	// A pod of another kind's StatefulSet (group apps) is not ours.
 	builtin := runningPod(t, set, rev, 0)
 	builtin.OwnerReferences[0].APIVersion = "apps/v1"
-	_, owned := f.ctrl.ownerKey(builtin)
+	_, owned := f.ctrl.podEvents.OwnerKey(builtin)
 	assert.False(t, owned, "the built-in StatefulSet's pods are not this controller's")
 }
 

@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -10,10 +9,6 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
-
-// templatePath is where a StatefulSet's revision records its pod template, as the built-in
-// controller's and OpenKruise's do.
-var templatePath = []string{"spec", "template"}
 
 // history is a set's revisions resolved, with the pod template of each.
 type history struct {
@@ -28,26 +23,10 @@ func (h *history) updateName() string  { return h.Update.Name }
 func (h *history) template(name string) *corev1.PodTemplateSpec { return h.templates[name] }
 
 func (c *Controller) resolveHistory(ctx context.Context, set *appsv1beta1.StatefulSet, selector labels.Selector) (*history, error) {
-	data, err := revision.PatchData(set.Spec.Template, templatePath...)
-	if err != nil {
-		return nil, fmt.Errorf("recording the pod template: %w", err)
-	}
 	owner := revision.Owner{Object: set, Kind: controllerKind, Selector: selector}
-	var collisions int32
-	if set.Status.CollisionCount != nil {
-		collisions = *set.Status.CollisionCount
-	}
-	revs, err := c.history.Resolve(ctx, owner, revision.Content{Data: data, Labels: set.Spec.Template.Labels}, set.Status.CurrentRevision, collisions)
+	revs, templates, err := c.history.ResolveTemplate(ctx, owner, &set.Spec.Template, set.Status.CurrentRevision, set.Status.CollisionCount)
 	if err != nil {
-		return nil, fmt.Errorf("resolving the revisions: %w", err)
+		return nil, err
 	}
-	h := &history{Revisions: revs, templates: map[string]*corev1.PodTemplateSpec{}}
-	for _, r := range revs.All {
-		t := &corev1.PodTemplateSpec{}
-		if err := revision.DecodeData(r.Data.Raw, t, templatePath...); err != nil {
-			continue // a revision we cannot read: pods at it are recreated (or refused, InPlaceOnly)
-		}
-		h.templates[r.Name] = t
-	}
-	return h, nil
+	return &history{Revisions: revs, templates: templates}, nil
 }
