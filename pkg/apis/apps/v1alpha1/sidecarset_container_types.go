@@ -14,8 +14,8 @@ type SidecarContainer struct {
 	corev1.Container `json:",inline"`
 
 	// PodInjectPolicy places the container before or after the pod's own
-	// containers (not used for initContainers, which go after the pod's
-	// unless BeforeAppContainer). Unset: the default of its list.
+	// containers (init containers, for one of initContainers). Unset: the
+	// default of its list (containers before, initContainers after).
 	// +optional
 	PodInjectPolicy PodInjectPolicyType `json:"podInjectPolicy,omitempty"`
 

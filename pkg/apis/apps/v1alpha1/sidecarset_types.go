@@ -161,10 +161,10 @@ const (
 	// AlwaysSidecarSetInjectRevisionPolicy injects the named revision into
 	// every new pod but those updateStrategy.selector selects.
 	AlwaysSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Always"
-	// PartialSidecarSetInjectRevisionPolicy injects the latest revision into
-	// a share of new pods (1 - updateStrategy.partition, a percentage; 0%
-	// when it is a number or unset) and the named one into the others,
-	// unless the update is paused or has a selector.
+	// PartialSidecarSetInjectRevisionPolicy injects the named revision into
+	// some new pods and the latest into the others, as updateStrategy's
+	// paused, selector and partition (a percentage: the share of new pods
+	// kept at the named revision; a number counts as 0%) say.
 	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
 )
 
@@ -178,8 +178,8 @@ type SidecarSetUpdateStrategy struct {
 	// +optional
 	Type SidecarSetUpdateStrategyType `json:"type,omitempty"`
 
-	// Paused stops upgrading pods; with injectionStrategy.revision it also
-	// keeps new pods at that revision.
+	// Paused stops upgrading pods (and, with injectionStrategy.revision
+	// policy Partial, decides which revision new pods get).
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
