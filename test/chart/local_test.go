@@ -97,7 +97,7 @@ func TestLocalInstallsAgree(t *testing.T) {
 		require.Contains(t, viaKustomize, key, "the local install serves the webhooks")
 	}
 	require.Contains(t, viaKustomize.deployment(t).Spec.Template.Spec.Containers[0].Args,
-		"--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io", "the local install converts NodeImages through /convert")
+		"--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io", "the local install converts NodeImages through /convert")
 }
 
 // deploy/base with the component deploy/components/webhook is the chart with

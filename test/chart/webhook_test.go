@@ -91,7 +91,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Contains(t, c.Args, "--webhook-enabled=true")
 	assert.Contains(t, c.Args, "--webhook-addr=:9876")
 	assert.Contains(t, c.Args, "--feature-gates=", "managed certificates: EnableExternalCerts stays off")
-	assert.Contains(t, c.Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io", "conversion is on by default with the webhooks")
+	assert.Contains(t, c.Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io", "conversion is on by default with the webhooks")
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
@@ -258,10 +258,10 @@ func TestRenderWebhookCABundle(t *testing.T) {
 
 func TestRenderWebhookConversion(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true")
-	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io")
+	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io")
 	crd := ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
 	require.NotNil(t, crd)
-	assert.Equal(t, []string{"nodeimages.apps.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io", "statefulsets.apps.kruise.io"}, crd.ResourceNames)
+	assert.Equal(t, []string{"nodeimages.apps.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io", "statefulsets.apps.kruise.io", "sidecarsets.apps.kruise.io"}, crd.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, crd.Verbs)
 	assert.Contains(t, objs, resetJobKey)
 	assert.NotContains(t, objs, setupJobKey, "kruise's own certificates: the controller writes spec.conversion itself")
@@ -326,7 +326,7 @@ func hookRBAC(t *testing.T, objs rendered, events string) {
 	}
 	assert.Equal(t, []rbacv1.PolicyRule{{
 		APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
-		ResourceNames: []string{"nodeimages.apps.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io", "statefulsets.apps.kruise.io"}, Verbs: []string{"get", "patch"},
+		ResourceNames: []string{"nodeimages.apps.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io", "statefulsets.apps.kruise.io", "sidecarsets.apps.kruise.io"}, Verbs: []string{"get", "patch"},
 	}}, objs[hookRoleKey].(*rbacv1.ClusterRole).Rules)
 	b := objs[hookBindKey].(*rbacv1.ClusterRoleBinding)
 	assert.Equal(t, "kruise-conversion-hook", b.RoleRef.Name)
@@ -339,7 +339,7 @@ func TestRenderConversionResetHook(t *testing.T) {
 	objs := render(t, "--namespace", "kruise-system", "-f", local)
 	job, c := hookJob(t, objs, resetJobKey)
 	assert.Equal(t, "pre-delete", job.Annotations["helm.sh/hook"])
-	assert.Equal(t, []string{"reset-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io"}, c.Args)
+	assert.Equal(t, []string{"reset-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io"}, c.Args)
 	assert.Subset(t, c.Env, objs.deployment(t).Spec.Template.Spec.Containers[0].Env[2:], "the controller's extra env (the local API server address)")
 	hookRBAC(t, objs, "pre-delete")
 	noHooks := render(t, "--namespace", "kruise-system", "--no-hooks", "-f", local)
@@ -356,7 +356,7 @@ func TestRenderConversionSetupHook(t *testing.T) {
 		"--set", `externalCerts.annotations.example\.com/team=a\,b=c`)
 	job, c := hookJob(t, objs, setupJobKey)
 	assert.Equal(t, "post-install,post-upgrade", job.Annotations["helm.sh/hook"])
-	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io",
+	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io",
 		"--annotation=cert-manager.io/inject-ca-from=kruise-system/kruise-webhook-certs",
 		"--annotation=example.com/team=a,b=c"}, c.Args)
 	hookRBAC(t, objs, "post-install,post-upgrade,pre-delete")
@@ -365,7 +365,7 @@ func TestRenderConversionSetupHook(t *testing.T) {
 	objs = render(t, "--namespace", "kruise-system", "--set", "webhook.enabled=true", "--set-string", "webhook.caBundle="+testCA,
 		"--set", `externalCerts.annotations.cert-manager\.io/inject-ca-from=kruise-system/kruise-webhook-certs`)
 	_, c = hookJob(t, objs, setupJobKey)
-	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io", "--ca-bundle=$(KRUISE_CA_BUNDLE)"}, c.Args)
+	assert.Equal(t, []string{"setup-conversion", "--crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io", "--ca-bundle=$(KRUISE_CA_BUNDLE)"}, c.Args)
 	assert.Contains(t, c.Env, corev1.EnvVar{Name: "KRUISE_CA_BUNDLE", Value: testCA})
 }
 

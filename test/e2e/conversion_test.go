@@ -348,6 +348,44 @@ func TestConversionRoundTripsEveryKind(t *testing.T) {
 				},
 				appsv1alpha1.ContainerRecreateRequestToV1beta1, appsv1alpha1.ContainerRecreateRequestFromV1beta1)
 		},
+		"SidecarSet": func(t *testing.T) {
+			// Written as v1alpha1 with a namespace and the custom-version label, which v1beta1
+			// holds as a namespaceSelector and spec.customVersion. It selects no pod (none has
+			// its label), and no controller runs for it yet.
+			name := "e2e-conversion-rt-" + suffix
+			ss := &appsv1alpha1.SidecarSet{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1alpha1.SidecarSetCustomVersionLabel: "v1"}},
+				Spec: appsv1alpha1.SidecarSetSpec{
+					Selector:  &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rt-" + suffix}},
+					Namespace: ns,
+					Containers: []appsv1alpha1.SidecarContainer{{
+						Container: corev1.Container{Name: "sidecar", Image: f.Image("public/busybox:1.35")},
+					}},
+				},
+			}
+			if _, err := kc.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = kc.AppsV1alpha1().SidecarSets().Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+			})
+			roundTrip(ctx, t, "SidecarSet "+name,
+				func(ctx context.Context) (*appsv1alpha1.SidecarSet, error) {
+					return kc.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+				},
+				func(ctx context.Context) (*appsv1beta1.SidecarSet, error) {
+					return kc.AppsV1beta1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+				},
+				appsv1alpha1.SidecarSetToV1beta1, appsv1alpha1.SidecarSetFromV1beta1)
+			beta, err := kc.AppsV1beta1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if beta.Spec.CustomVersion != "v1" || beta.Spec.NamespaceSelector == nil ||
+				beta.Spec.NamespaceSelector.MatchLabels[appsv1alpha1.NamespaceNameLabel] != ns {
+				t.Errorf("the v1beta1 view does not say the v1alpha1 namespace and custom version: %+v", beta.Spec)
+			}
+		},
 	}
 	for _, kind := range conversion.Kinds() {
 		check, ok := checks[kind]

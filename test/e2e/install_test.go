@@ -188,6 +188,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"clonesets.apps.kruise.io":                 {"v1alpha1", "v1beta1"},
 		"daemonsets.apps.kruise.io":                {"v1alpha1", "v1beta1"},
 		"statefulsets.apps.kruise.io":              {"v1alpha1", "v1beta1"},
+		"sidecarsets.apps.kruise.io":               {"v1alpha1", "v1beta1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

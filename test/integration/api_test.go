@@ -91,6 +91,7 @@ func testVersions(t *testing.T, c *cluster) {
 		"clonesets.apps.kruise.io":                 {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"daemonsets.apps.kruise.io":                {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"statefulsets.apps.kruise.io":              {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
+		"sidecarsets.apps.kruise.io":               {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 	}
 	for name, w := range want {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})

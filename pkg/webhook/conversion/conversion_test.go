@@ -53,6 +53,7 @@ var kindCases = []kindCase{
 	{kind: "CloneSet", alpha: func() runtime.Object { return &v1alpha1.CloneSet{} }, beta: func() runtime.Object { return &v1beta1.CloneSet{} }},
 	{kind: "DaemonSet", alpha: func() runtime.Object { return &v1alpha1.DaemonSet{} }, beta: func() runtime.Object { return &v1beta1.DaemonSet{} }},
 	{kind: "StatefulSet", alpha: func() runtime.Object { return &v1alpha1.StatefulSet{} }, beta: func() runtime.Object { return &v1beta1.StatefulSet{} }},
+	{kind: "SidecarSet", alpha: func() runtime.Object { return &v1alpha1.SidecarSet{} }, beta: func() runtime.Object { return &v1beta1.SidecarSet{} }},
 }
 
 func TestEveryKindServedIsConverted(t *testing.T) {

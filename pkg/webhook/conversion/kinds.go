@@ -47,6 +47,9 @@ var kinds = map[string]kindConverter{
 	"StatefulSet": {
 		toBeta: via(v1alpha1.StatefulSetToV1beta1), toAlpha: via(v1alpha1.StatefulSetFromV1beta1),
 	},
+	"SidecarSet": {
+		toBeta: via(v1alpha1.SidecarSetToV1beta1), toAlpha: via(v1alpha1.SidecarSetFromV1beta1),
+	},
 }
 
 // Kinds lists the kinds /convert converts, sorted.

@@ -89,7 +89,7 @@ func TestUnconvertibleObjectsFailTheRequest(t *testing.T) {
 			message: `desiredAPIVersion "apps/v1"`},
 		{name: "unknown kind", desired: alpha, objects: []runtime.RawExtension{good,
 			obj(`{"apiVersion":"apps.kruise.io/v1beta1","kind":"BroadcastJob","metadata":{"namespace":"default","name":"web"}}`)},
-			message: `object 1: apps.kruise.io/v1beta1 BroadcastJob "default/web": this webhook converts the kinds [CloneSet ContainerRecreateRequest DaemonSet ImageListPullJob ImagePullJob NodeImage StatefulSet] only`},
+			message: `object 1: apps.kruise.io/v1beta1 BroadcastJob "default/web": this webhook converts the kinds [CloneSet ContainerRecreateRequest DaemonSet ImageListPullJob ImagePullJob NodeImage SidecarSet StatefulSet] only`},
 		{name: "unknown object version", desired: alpha, objects: []runtime.RawExtension{obj(`{"apiVersion":"apps.kruise.io/v1","kind":"NodeImage","metadata":{"name":"n"}}`)},
 			message: `object 0: apps.kruise.io/v1 NodeImage "n": this webhook converts between apps.kruise.io/v1alpha1 and apps.kruise.io/v1beta1 only`},
 		{name: "another group", desired: alpha, objects: []runtime.RawExtension{obj(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}}`)},

@@ -60,11 +60,11 @@ certificates are not kruise's (externalCerts.enabled, or a caBundle the chart wr
 
 {{/* The CRDs that convert through kruise's /convert with webhook.conversion.enabled: those whose
 versions differ (NodeImage: pullSecrets[].mode is v1beta1-only; CloneSet: the strategies have two
-shapes; DaemonSet: Surging, partitionedScaling and the revision's name; StatefulSet: six spec fields are v1beta1-only; the other kinds' versions
+shapes; DaemonSet: Surging, partitionedScaling and the revision's name; StatefulSet: six spec fields are v1beta1-only; SidecarSet: namespace and customVersion; the other kinds' versions
 share one schema, docs/api.md). Comma-separated, as
 --webhook-conversion-crds takes them. */}}
 {{- define "kruise.conversionCRDs" -}}
-nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io
+nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io
 {{- end -}}
 
 {{/* A hook Job running kruise-controller with args (and extra env) as kruise-conversion-hook,

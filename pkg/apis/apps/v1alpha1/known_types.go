@@ -11,5 +11,6 @@ func knownTypes() []runtime.Object {
 		&CloneSet{}, &CloneSetList{},
 		&DaemonSet{}, &DaemonSetList{},
 		&StatefulSet{}, &StatefulSetList{},
+		&SidecarSet{}, &SidecarSetList{},
 	}
 }

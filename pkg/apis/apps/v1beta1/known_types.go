@@ -11,6 +11,7 @@ func knownTypes() []runtime.Object {
 		&CloneSet{}, &CloneSetList{},
 		&DaemonSet{}, &DaemonSetList{},
 		&StatefulSet{}, &StatefulSetList{},
+		&SidecarSet{}, &SidecarSetList{},
 	}
 }
 

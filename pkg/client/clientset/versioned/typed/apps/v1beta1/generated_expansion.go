@@ -30,4 +30,6 @@ type ImagePullJobExpansion interface{}
 
 type NodeImageExpansion interface{}
 
+type SidecarSetExpansion interface{}
+
 type StatefulSetExpansion interface{}
