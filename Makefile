@@ -51,7 +51,7 @@ e2e-helm: deploy-helm ## The e2e suite against a Helm install; a helm upgrade to
 BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout
 BENCH_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -v
 
-bench: deploy build ## Every benchmark on the local cluster (about 75 minutes before the webhook and launch-priority ones; BENCHMARKS.md).
+bench: deploy build ## Every benchmark on the local cluster (about 90 minutes; BENCHMARKS.md).
 	$(BENCH_GO_TEST) -timeout 150m -run '$(BENCH_TESTS)' ./bench/...
 
 bench-sidecar: deploy ## Job main exit → Complete: kruise sidecar terminator vs native sidecar vs none (BENCHMARKS.md).
