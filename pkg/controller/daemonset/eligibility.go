@@ -6,17 +6,6 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
-// Taint keys the built-in controllers put on nodes, which every daemon pod tolerates.
-const (
-	TaintNodeNotReady           = "node.kubernetes.io/not-ready"
-	TaintNodeUnreachable        = "node.kubernetes.io/unreachable"
-	TaintNodeDiskPressure       = "node.kubernetes.io/disk-pressure"
-	TaintNodeMemoryPressure     = "node.kubernetes.io/memory-pressure"
-	TaintNodePIDPressure        = "node.kubernetes.io/pid-pressure"
-	TaintNodeUnschedulable      = "node.kubernetes.io/unschedulable"
-	TaintNodeNetworkUnavailable = "node.kubernetes.io/network-unavailable"
-)
-
 // nodeNameField is the node field a daemon pod's required node affinity pins it to.
 const nodeNameField = "metadata.name"
 
@@ -31,7 +20,7 @@ type Eligibility struct {
 }
 
 // daemonTolerations are the tolerations the built-in DaemonSet controller gives every daemon
-// pod, so that a node's conditions (which the node lifecycle controller turns into these taints)
+// pod (of the taints the built-in controllers put on nodes, corev1.TaintNode*), so that a node's conditions (which the node lifecycle controller turns into these taints)
 // neither evict nor keep out the pod that is the node's own service; network-unavailable is only
 // tolerated by pods of the host network, which do not need the pod network.
 func daemonTolerations(hostNetwork bool) []corev1.Toleration {
@@ -39,15 +28,15 @@ func daemonTolerations(hostNetwork bool) []corev1.Toleration {
 		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect}
 	}
 	out := []corev1.Toleration{
-		exists(TaintNodeNotReady, corev1.TaintEffectNoExecute),
-		exists(TaintNodeUnreachable, corev1.TaintEffectNoExecute),
-		exists(TaintNodeDiskPressure, corev1.TaintEffectNoSchedule),
-		exists(TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule),
-		exists(TaintNodePIDPressure, corev1.TaintEffectNoSchedule),
-		exists(TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
+		exists(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute),
+		exists(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute),
+		exists(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule),
+		exists(corev1.TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule),
+		exists(corev1.TaintNodePIDPressure, corev1.TaintEffectNoSchedule),
+		exists(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
 	}
 	if hostNetwork {
-		out = append(out, exists(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule))
+		out = append(out, exists(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule))
 	}
 	return out
 }

@@ -54,19 +54,19 @@ func TestNodeEligibility(t *testing.T) {
 		{"PreferNoSchedule is ignored", taintedNode("n1", taint("dedicated", corev1.TaintEffectPreferNoSchedule)), nil, run},
 		{"tolerated NoSchedule", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoSchedule)), []func(*corev1.PodTemplateSpec){tolerate("dedicated", corev1.TaintEffectNoSchedule)}, run},
 		{"tolerated NoExecute", taintedNode("n1", taint("dedicated", corev1.TaintEffectNoExecute)), []func(*corev1.PodTemplateSpec){tolerate("dedicated", corev1.TaintEffectNoExecute)}, run},
-		{"not-ready NoExecute tolerated by default", taintedNode("n1", taint(TaintNodeNotReady, corev1.TaintEffectNoExecute)), nil, run},
-		{"unreachable NoExecute tolerated by default", taintedNode("n1", taint(TaintNodeUnreachable, corev1.TaintEffectNoExecute)), nil, run},
-		{"not-ready NoSchedule is not tolerated by default", taintedNode("n1", taint(TaintNodeNotReady, corev1.TaintEffectNoSchedule)), nil, keep},
-		{"disk pressure tolerated", taintedNode("n1", taint(TaintNodeDiskPressure, corev1.TaintEffectNoSchedule)), nil, run},
-		{"memory pressure tolerated", taintedNode("n1", taint(TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule)), nil, run},
-		{"pid pressure tolerated", taintedNode("n1", taint(TaintNodePIDPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"not-ready NoExecute tolerated by default", taintedNode("n1", taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute)), nil, run},
+		{"unreachable NoExecute tolerated by default", taintedNode("n1", taint(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)), nil, run},
+		{"not-ready NoSchedule is not tolerated by default", taintedNode("n1", taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoSchedule)), nil, keep},
+		{"disk pressure tolerated", taintedNode("n1", taint(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"memory pressure tolerated", taintedNode("n1", taint(corev1.TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule)), nil, run},
+		{"pid pressure tolerated", taintedNode("n1", taint(corev1.TaintNodePIDPressure, corev1.TaintEffectNoSchedule)), nil, run},
 		{"unschedulable node (cordoned) tolerated", func() *corev1.Node {
-			n := taintedNode("n1", taint(TaintNodeUnschedulable, corev1.TaintEffectNoSchedule))
+			n := taintedNode("n1", taint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule))
 			n.Spec.Unschedulable = true
 			return n
 		}(), nil, run},
-		{"network-unavailable keeps out pod-network pods", taintedNode("n1", taint(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), nil, keep},
-		{"network-unavailable tolerated by host-network pods", taintedNode("n1", taint(TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.HostNetwork = true }}, run},
+		{"network-unavailable keeps out pod-network pods", taintedNode("n1", taint(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), nil, keep},
+		{"network-unavailable tolerated by host-network pods", taintedNode("n1", taint(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)), []func(*corev1.PodTemplateSpec){func(t *corev1.PodTemplateSpec) { t.Spec.HostNetwork = true }}, run},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestNodeEligibility(t *testing.T) {
 }
 
 func TestAddDaemonTolerations(t *testing.T) {
-	spec := &corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64)}}}
+	spec := &corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64)}}}
 	AddDaemonTolerations(spec)
 	keys := map[string]corev1.TaintEffect{}
 	for _, tol := range spec.Tolerations {
@@ -91,15 +91,15 @@ func TestAddDaemonTolerations(t *testing.T) {
 	assert.Len(t, spec.Tolerations, 6, "the template's not-ready toleration is kept, not doubled")
 	assert.NotNil(t, spec.Tolerations[0].TolerationSeconds)
 	assert.Equal(t, map[string]corev1.TaintEffect{
-		TaintNodeNotReady: corev1.TaintEffectNoExecute, TaintNodeUnreachable: corev1.TaintEffectNoExecute,
-		TaintNodeDiskPressure: corev1.TaintEffectNoSchedule, TaintNodeMemoryPressure: corev1.TaintEffectNoSchedule,
-		TaintNodePIDPressure: corev1.TaintEffectNoSchedule, TaintNodeUnschedulable: corev1.TaintEffectNoSchedule,
+		corev1.TaintNodeNotReady: corev1.TaintEffectNoExecute, corev1.TaintNodeUnreachable: corev1.TaintEffectNoExecute,
+		corev1.TaintNodeDiskPressure: corev1.TaintEffectNoSchedule, corev1.TaintNodeMemoryPressure: corev1.TaintEffectNoSchedule,
+		corev1.TaintNodePIDPressure: corev1.TaintEffectNoSchedule, corev1.TaintNodeUnschedulable: corev1.TaintEffectNoSchedule,
 	}, keys)
 
 	host := &corev1.PodSpec{HostNetwork: true}
 	AddDaemonTolerations(host)
 	assert.Len(t, host.Tolerations, 7)
-	assert.Equal(t, TaintNodeNetworkUnavailable, host.Tolerations[6].Key)
+	assert.Equal(t, corev1.TaintNodeNetworkUnavailable, host.Tolerations[6].Key)
 }
 
 func TestPinToNodeAndTargetNode(t *testing.T) {
