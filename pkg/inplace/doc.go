@@ -17,6 +17,7 @@
 //   - The InPlaceUpdateReady readiness gate holds the pod out of its Services meanwhile.
 //
 // The Updater sets the condition False first, then resizes through pods/resize and updates the
-// pod, re-reading the pod and deciding again when a write conflicts. A workload calls Plan to
-// choose in place or recreate, Updater.Update to start, and Updater.Refresh on every sync.
+// pod, re-reading the pod and deciding again when a write conflicts. A workload calls
+// RouteUpdate (Plan under its podUpdatePolicy) to choose in place, recreate or refuse,
+// Updater.Update to start, and Updater.Refresh on every sync.
 package inplace

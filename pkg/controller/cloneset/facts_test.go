@@ -26,38 +26,6 @@ func state(s pub.LifecycleStateType) gen.PodModifier {
 	return gen.AddPodLabels(map[string]string{pub.LifecycleStateKey: string(s)})
 }
 
-func TestAvailable(t *testing.T) {
-	inPlace := func(s corev1.ConditionStatus) gen.PodModifier {
-		return gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: s})
-	}
-	for _, tc := range []struct {
-		name      string
-		pod       *corev1.Pod
-		minReady  int32
-		ready     bool
-		available bool
-	}{
-		{name: "ready and normal", pod: readyPod("p", t0, state(pub.LifecycleStateNormal)), ready: true, available: true},
-		{name: "no lifecycle label", pod: readyPod("p", t0), ready: true, available: true},
-		{name: "pending", pod: gen.Pod("p", gen.SetPodPhase(corev1.PodPending)), ready: false},
-		{name: "in-place update under way", pod: readyPod("p", t0, inPlace(corev1.ConditionFalse)), ready: false},
-		{name: "in-place update done", pod: readyPod("p", t0, inPlace(corev1.ConditionTrue)), ready: true, available: true},
-		{name: "waiting on preNormal", pod: readyPod("p", t0, state(pub.LifecycleStatePreparingNormal)), ready: true, available: false},
-		{name: "waiting on preDelete", pod: readyPod("p", t0, state(pub.LifecycleStatePreparingDelete)), ready: true, available: false},
-		{name: "not ready long enough", pod: readyPod("p", t0.Add(-9*time.Second)), minReady: 10, ready: true, available: false},
-		{name: "ready long enough", pod: readyPod("p", t0.Add(-10*time.Second)), minReady: 10, ready: true, available: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Ready(tc.pod); got != tc.ready {
-				t.Errorf("Ready = %v, want %v", got, tc.ready)
-			}
-			if got := Available(tc.pod, tc.minReady, t0); got != tc.available {
-				t.Errorf("Available = %v, want %v", got, tc.available)
-			}
-		})
-	}
-}
-
 func TestFacts(t *testing.T) {
 	rev := func(r string) gen.PodModifier {
 		return gen.AddPodLabels(map[string]string{"controller-revision-hash": r})

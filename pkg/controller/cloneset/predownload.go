@@ -22,7 +22,9 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/podstate"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
 
@@ -63,7 +65,7 @@ type PreDownloadInput struct {
 	CloneSet *appsv1beta1.CloneSet
 	// Budget is the CloneSet's strategy resolved to counts.
 	Budget Budget
-	Policy UpdatePolicy
+	Policy inplace.UpdatePolicy
 	// Current and Update are the CloneSet's revisions, and CurrentTemplate and UpdateTemplate
 	// their pod templates (CurrentTemplate nil when unreadable).
 	Current, Update                 *appsv1.ControllerRevision
@@ -93,7 +95,7 @@ func PlanPreDownload(in PreDownloadInput) PreDownloadPlan {
 		return PreDownloadPlan{Reason: "revision already ignored"}
 	}
 	ignore := func(why string) PreDownloadPlan { return PreDownloadPlan{Action: PreDownloadIgnore, Reason: why} }
-	if in.Policy == PolicyReCreate {
+	if in.Policy == inplace.PolicyReCreate {
 		return ignore("pods are recreated, not updated in place")
 	}
 	if in.Budget.Replicas <= preDownloadMinReplicas {
@@ -102,7 +104,7 @@ func PlanPreDownload(in PreDownloadInput) PreDownloadPlan {
 	if in.Budget.Partition == 0 && in.Budget.MaxUnavailable >= in.Budget.Replicas {
 		return ignore("every pod is updated in the first batch")
 	}
-	if r := RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions); r.InPlace == nil {
+	if r := inplace.RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions); r.InPlace == nil {
 		return ignore("the change cannot be applied in place")
 	}
 	images := changedImages(in.CurrentTemplate, in.UpdateTemplate)
@@ -300,7 +302,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	h := p.history
 	ready := 0
 	for _, pod := range p.pods {
-		if Revision(pod) == h.updateName() && Ready(pod) {
+		if podstate.Revision(pod) == h.updateName() && podstate.Ready(pod) {
 			ready++
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // Reasons of the Progressing condition (OpenKruise's values).
@@ -32,17 +34,17 @@ func Tally(pods []*corev1.Pod, updateRevision string, minReadySeconds int32, now
 	var c Counts
 	for _, p := range pods {
 		c.Replicas++
-		updated := Revision(p) == updateRevision
+		updated := podstate.Revision(p) == updateRevision
 		if updated {
 			c.Updated++
 		}
-		if Ready(p) {
+		if podstate.Ready(p) {
 			c.Ready++
 			if updated {
 				c.UpdatedReady++
 			}
 		}
-		if Available(p, minReadySeconds, now) {
+		if podstate.Available(p, minReadySeconds, now) {
 			c.Available++
 			if updated {
 				c.UpdatedAvailable++

@@ -17,6 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/podorder"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case
@@ -44,7 +45,7 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 		cands[i] = Candidate{Pod: p.pods[i], Facts: facts[i]}
 	}
 	order := podorder.DeletionOrder{Now: p.now, SpreadConstraints: p.cs.Spec.Template.Spec.TopologySpreadConstraints,
-		Available: func(pod *corev1.Pod) bool { return Available(pod, p.cs.Spec.MinReadySeconds, p.now) }}
+		Available: func(pod *corev1.Pod) bool { return podstate.Available(pod, p.cs.Spec.MinReadySeconds, p.now) }}
 	doomed := ChooseDeletes(d, cands, order.Sort)
 	if len(doomed) == 0 {
 		return false, nil
@@ -167,7 +168,7 @@ func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, cl
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
 	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulCreate, "succeed to create pod %s", pod.Name)
-	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "revision", Revision(pod))
+	klog.FromContext(ctx).V(2).Info("Created pod", "pod", klog.KObj(pod), "revision", podstate.Revision(pod))
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // Event reasons (OpenKruise's names where it has them).
@@ -37,7 +38,7 @@ type pass struct {
 	key      string
 	selector labels.Selector
 	budget   Budget
-	policy   UpdatePolicy
+	policy   inplace.UpdatePolicy
 	history  *history
 	// pods are the CloneSet's active pods; claims its PVCs.
 	pods   []*corev1.Pod
@@ -186,8 +187,8 @@ func (c *Controller) facts(p *pass) []PodFacts {
 var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
-func (c *Controller) route(p *pass, pod *corev1.Pod) Route {
-	return RouteUpdate(p.policy, p.history.template(Revision(pod)), p.history.template(p.history.updateName()), inPlaceOptions)
+func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
+	return inplace.RouteUpdate(p.policy, p.history.template(podstate.Revision(pod)), p.history.template(p.history.updateName()), inPlaceOptions)
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.
@@ -204,16 +205,16 @@ func strategyOf(cs *appsv1beta1.CloneSet) Strategy {
 	return s
 }
 
-func policyOf(cs *appsv1beta1.CloneSet) UpdatePolicy {
+func policyOf(cs *appsv1beta1.CloneSet) inplace.UpdatePolicy {
 	if ru := cs.Spec.UpdateStrategy.RollingUpdate; ru != nil {
 		switch ru.PodUpdatePolicy {
 		case appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType:
-			return PolicyInPlaceIfPossible
+			return inplace.PolicyInPlaceIfPossible
 		case appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType:
-			return PolicyInPlaceOnly
+			return inplace.PolicyInPlaceOnly
 		}
 	}
-	return PolicyReCreate
+	return inplace.PolicyReCreate
 }
 
 // minReadyRecheck is when a ready pod becomes available by minReadySeconds, so that status
@@ -224,7 +225,7 @@ func (c *Controller) minReadyRecheck(p *pass) time.Duration {
 	}
 	var soonest time.Duration
 	for _, pod := range p.pods {
-		if !Ready(pod) || Available(pod, p.cs.Spec.MinReadySeconds, p.now) {
+		if !podstate.Ready(pod) || podstate.Available(pod, p.cs.Spec.MinReadySeconds, p.now) {
 			continue
 		}
 		since := condition(pod, corev1.PodReady).LastTransitionTime.Time

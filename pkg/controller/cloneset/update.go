@@ -20,6 +20,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/podorder"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // update moves pods along: first every pod's in-place update and lifecycle state, then, when
@@ -223,7 +224,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 			}
 		}
 		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want,
-			AtTargetRevision: Revision(pod) == p.history.updateName()})
+			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
 		var err error
 		if dec.Action == lifecycle.ActionSetState {
 			err = c.setLifecycleState(ctx, p, pod, dec)

@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // ScaleInput is what PlanScale decides from.
@@ -77,7 +77,7 @@ func PlanScale(in ScaleInput) ScalePlan {
 		condemned = append(condemned, pod)
 	}
 	healthy := func(pod *corev1.Pod) bool {
-		return !Terminating(pod) && cloneset.Available(pod, in.MinReadySeconds, in.Now)
+		return !Terminating(pod) && podstate.Available(pod, in.MinReadySeconds, in.Now)
 	}
 	var plan ScalePlan
 	monotonic := !in.Parallel

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // Slot is one wanted ordinal and its pod (nil while it has none).
@@ -65,7 +65,7 @@ func SpecifiedDelete(pod *corev1.Pod) bool {
 // other wanted pod is available, as the built-in StatefulSet does (see orderedRollout).
 func PlanRollout(in RolloutInput) Rollout {
 	available := func(pod *corev1.Pod) bool {
-		return pod != nil && !Terminating(pod) && cloneset.Available(pod, in.MinReadySeconds, in.Now)
+		return pod != nil && !Terminating(pod) && podstate.Available(pod, in.MinReadySeconds, in.Now)
 	}
 	unavailable := 0
 	for _, s := range in.Slots {
@@ -83,7 +83,7 @@ func PlanRollout(in RolloutInput) Rollout {
 			specified = append(specified, pod)
 			continue
 		}
-		if in.Rolling && i >= in.Partition && cloneset.Revision(pod) != in.UpdateRevision {
+		if in.Rolling && i >= in.Partition && podstate.Revision(pod) != in.UpdateRevision {
 			old = append(old, pod)
 		}
 	}

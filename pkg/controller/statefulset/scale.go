@@ -12,9 +12,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // createWorkers bounds how many pods a Parallel set creates at once.
@@ -193,7 +193,7 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 // wantsUpdate is whether the rollout would replace the pod at position i: a rolling update,
 // the pod at or above the partition and not at the update revision.
 func (c *Controller) wantsUpdate(p *pass, i int, pod *corev1.Pod) bool {
-	return isRolling(p.set) && i >= partition(p.set) && cloneset.Revision(pod) != p.history.updateName()
+	return isRolling(p.set) && i >= partition(p.set) && podstate.Revision(pod) != p.history.updateName()
 }
 
 // namespaceTerminating is whether err refuses a creation because the namespace is being

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // Counts are a set's pods counted for its status.
@@ -31,15 +31,15 @@ func Tally(pods []*corev1.Pod, current, update string, minReadySeconds int32, no
 			continue
 		}
 		c.Replicas++
-		ready := cloneset.Ready(pod)
-		available := cloneset.Available(pod, minReadySeconds, now)
+		ready := podstate.Ready(pod)
+		available := podstate.Available(pod, minReadySeconds, now)
 		if ready {
 			c.Ready++
 		}
 		if available {
 			c.Available++
 		}
-		switch cloneset.Revision(pod) {
+		switch podstate.Revision(pod) {
 		case update:
 			c.Updated++
 			if ready {
@@ -67,7 +67,7 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	done := len(p.slots) > 0 || len(p.pods) == 0
 	live := sets.New[string]()
 	for _, s := range p.slots {
-		if s.Pod == nil || Terminating(s.Pod) || cloneset.Revision(s.Pod) != update {
+		if s.Pod == nil || Terminating(s.Pod) || podstate.Revision(s.Pod) != update {
 			done = false
 		}
 		if s.Pod != nil {

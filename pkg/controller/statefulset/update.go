@@ -15,10 +15,10 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/podorder"
+	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
 // inPlaceOptions are the changes applied in place beyond images and metadata: cpu and memory
@@ -37,16 +37,16 @@ func partition(set *appsv1beta1.StatefulSet) int {
 	return 0
 }
 
-func policyOf(set *appsv1beta1.StatefulSet) cloneset.UpdatePolicy {
+func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil {
 		switch ru.PodUpdatePolicy {
 		case appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType:
-			return cloneset.PolicyInPlaceIfPossible
+			return inplace.PolicyInPlaceIfPossible
 		case appsv1beta1.InPlaceOnlyPodUpdateStrategyType:
-			return cloneset.PolicyInPlaceOnly
+			return inplace.PolicyInPlaceOnly
 		}
 	}
-	return cloneset.PolicyReCreate
+	return inplace.PolicyReCreate
 }
 
 // rollout carries out PlanRollout: deletes pods asked to go by label, and updates old pods in
@@ -100,13 +100,13 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 		return c.deleteWithHook(ctx, p, pod) // on its way out already
 	}
 	policy := policyOf(p.set)
-	if policy != cloneset.PolicyReCreate && !inplace.DeclaresReadinessGate(pod) {
+	if policy != inplace.PolicyReCreate && !inplace.DeclaresReadinessGate(pod) {
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonInPlaceGateMissing,
 			"pod %s lacks the %s readiness gate that an in-place update needs (add it to spec.template.spec.readinessGates); it is recreated instead",
 			pod.Name, pub.InPlaceUpdateReady)
-		policy = cloneset.PolicyReCreate
+		policy = inplace.PolicyReCreate
 	}
-	r := cloneset.RouteUpdate(policy, p.history.template(cloneset.Revision(pod)), p.history.template(update), inPlaceOptions)
+	r := inplace.RouteUpdate(policy, p.history.template(podstate.Revision(pod)), p.history.template(update), inPlaceOptions)
 	if r.Refused != nil {
 		msg := fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)
 		p.failedUpdate = append(p.failedUpdate, msg)
@@ -185,7 +185,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 			}
 		}
 		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: want,
-			AtTargetRevision: cloneset.Revision(pod) == p.history.updateName()})
+			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
 		var err error
 		if dec.Action == lifecycle.ActionSetState {
 			err = c.setLifecycleState(ctx, p, pod, dec)

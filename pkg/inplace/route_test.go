@@ -1,21 +1,19 @@
-package cloneset
+package inplace
 
 import (
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nodekruise/kruise/pkg/inplace"
 )
 
-func template(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {
+func routeTemplate(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image, Env: env}}}}
 }
 
 func TestRouteUpdate(t *testing.T) {
-	v1, v2 := template("app:1"), template("app:2")
-	v2env := template("app:2", corev1.EnvVar{Name: "A", Value: "b"})
+	v1, v2 := routeTemplate("app:1"), routeTemplate("app:2")
+	v2env := routeTemplate("app:2", corev1.EnvVar{Name: "A", Value: "b"})
 	for _, tc := range []struct {
 		name     string
 		policy   UpdatePolicy
@@ -29,10 +27,10 @@ func TestRouteUpdate(t *testing.T) {
 		{name: "an env change falls back to recreate", policy: PolicyInPlaceIfPossible, from: v1, to: v2env, recreate: true},
 		{name: "InPlaceOnly refuses an env change and says which field", policy: PolicyInPlaceOnly, from: v1, to: v2env, refused: "InPlaceOnly but the change cannot be applied in place: spec.containers[main].env"},
 		{name: "an unknown revision recreates", policy: PolicyInPlaceIfPossible, to: v2, recreate: true},
-		{name: "InPlaceOnly refuses an unknown revision", policy: PolicyInPlaceOnly, to: v2, refused: "no longer in the CloneSet's history"},
+		{name: "InPlaceOnly refuses an unknown revision", policy: PolicyInPlaceOnly, to: v2, refused: "no longer in the workload's history"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := RouteUpdate(tc.policy, tc.from, tc.to, inplace.Options{})
+			r := RouteUpdate(tc.policy, tc.from, tc.to, Options{})
 			if (r.InPlace != nil) != tc.inPlace || r.Recreate != tc.recreate {
 				t.Errorf("route %+v: in place %v, recreate %v; want %v, %v", r, r.InPlace != nil, r.Recreate, tc.inPlace, tc.recreate)
 			}
