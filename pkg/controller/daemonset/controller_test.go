@@ -346,3 +346,21 @@ func TestCountStatus(t *testing.T) {
 	assert.Equal(t, appsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 4, CurrentNumberScheduled: 3, NumberMisscheduled: 1,
 		NumberReady: 2, NumberAvailable: 2, NumberUnavailable: 2, UpdatedNumberScheduled: 2}, s)
 }
+
+// A malformed update node selector, which the webhook admits as OpenKruise does, stops the
+// rolling update with an InvalidSpec Event naming the field; nothing is deleted.
+func TestMalformedUpdateSelectorIsAnsweredInAnEvent(t *testing.T) {
+	old := daemonSet("agent:1")
+	oldRev := revisionOf(t, old, 1)
+	ds := daemonSet("agent:2", func(ds *appsv1beta1.DaemonSet) {
+		ds.Spec.UpdateStrategy.RollingUpdate.Selector = &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: "Near"}}}
+	})
+	ds.Status.UpdateRevision = revisionHash(oldRev.Name, oldRev.Labels)
+	f := newFixture(t, ds, []*corev1.Node{gen.Node("a")}, []*appsv1.ControllerRevision{oldRev}, runningPod(t, old, oldRev, "a"))
+	f.sync()
+	assert.Empty(t, f.writes())
+	events := drain(f.recorder)
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], "Warning InvalidSpec updateStrategy.rollingUpdate.selector:")
+}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -67,8 +66,9 @@ func checkDaemonSet(ds, old *appsv1beta1.DaemonSet) []problem {
 }
 
 // checkDaemonSetRollingUpdate: a percentage of maxUnavailable, maxSurge or
-// partition is at most 100% (OpenKruise refuses more), and the node
-// selector is well formed. OnDelete ignores rollingUpdate, as OpenKruise.
+// partition is at most 100% (OpenKruise refuses more). The node selector is
+// not checked, as OpenKruise does not: the controller answers a malformed
+// one in an Event. OnDelete ignores rollingUpdate, as OpenKruise.
 func checkDaemonSetRollingUpdate(spec *appsv1beta1.DaemonSetSpec) field.ErrorList {
 	u := spec.UpdateStrategy
 	if u.Type == appsv1beta1.OnDeleteDaemonSetStrategyType || u.RollingUpdate == nil {
@@ -87,10 +87,6 @@ func checkDaemonSetRollingUpdate(spec *appsv1beta1.DaemonSetSpec) field.ErrorLis
 		if n, err := strconv.Atoi(strings.TrimSuffix(f.value.StrVal, "%")); err == nil && n > 100 {
 			errs = append(errs, field.Invalid(path.Child(f.name), f.value.StrVal, "must not be more than 100% of the DaemonSet's nodes"))
 		}
-	}
-	if u.RollingUpdate.Selector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(u.RollingUpdate.Selector,
-			metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
 	}
 	return errs
 }

@@ -66,7 +66,7 @@ const (
 	// Services meanwhile.
 	ReasonMissingReadinessGate = "MissingReadinessGate"
 	// ReasonInvalidRollingUpdate: a DaemonSet's rolling update asks for more
-	// than all its pods, or names nodes by a malformed selector.
+	// than all its pods.
 	ReasonInvalidRollingUpdate = "InvalidRollingUpdate"
 )
 
