@@ -25,7 +25,7 @@ import (
 )
 
 // hangFeatures is what the hang file's ".features" companion says: the rule fields understood.
-const hangFeatures = `{"ruleFields":["methods","clients","podNamespaces"]}`
+const hangFeatures = `{"ruleFields":["methods","clients","podNamespaces","anyOf"]}`
 
 // hangPollInterval is how often the hang file is read.
 const hangPollInterval = 100 * time.Millisecond
@@ -45,6 +45,30 @@ type hangRules struct {
 	// requests carry the pod sandbox's metadata. A test can then hold the
 	// kubelet's work on its own pods without stalling the other tests'.
 	PodNamespaces []string `json:"podNamespaces,omitempty"`
+}
+
+// hangFile is the whole hang file: one rule, or with "anyOf" a list of rules of which any one
+// holds a call. Tests that run in parallel each add their own rule to the list, so one test's
+// rule never replaces another's.
+type hangFile struct {
+	hangRules
+	// AnyOf, when present (even empty), is used instead of the top-level rule fields.
+	AnyOf []hangRules `json:"anyOf,omitempty"`
+}
+
+func (f *hangFile) holds(method string, c client, podNamespace string) bool {
+	if f == nil {
+		return false
+	}
+	if f.AnyOf == nil {
+		return f.hangRules.holds(method, c, podNamespace)
+	}
+	for i := range f.AnyOf {
+		if f.AnyOf[i].holds(method, c, podNamespace) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *hangRules) holds(method string, c client, podNamespace string) bool {
@@ -68,7 +92,7 @@ type hangControl struct {
 	file string
 
 	mu      sync.Mutex
-	rules   *hangRules
+	rules   *hangFile
 	raw     []byte
 	changed chan struct{}
 }
@@ -79,7 +103,7 @@ func newHangControl(file string) *hangControl {
 
 // current returns the rules in force (nil: hold nothing) and a channel
 // closed when they change.
-func (h *hangControl) current() (*hangRules, <-chan struct{}) {
+func (h *hangControl) current() (*hangFile, <-chan struct{}) {
 	if h == nil {
 		return nil, nil
 	}
@@ -128,11 +152,11 @@ func (h *hangControl) reload() {
 	if same {
 		return
 	}
-	var rules *hangRules
+	var rules *hangFile
 	if raw != nil {
-		rules = &hangRules{}
+		rules = &hangFile{}
 		if err := json.Unmarshal(raw, rules); err != nil {
-			slog.Error("the hang file is not JSON of {methods, clients}; holding nothing", "file", h.file, "err", err)
+			slog.Error("the hang file is not JSON of {methods, clients, podNamespaces} or {anyOf: [...]}; holding nothing", "file", h.file, "err", err)
 			rules = nil
 		}
 	}
@@ -142,7 +166,7 @@ func (h *hangControl) reload() {
 	h.changed = make(chan struct{})
 	h.mu.Unlock()
 	if rules != nil {
-		slog.Info("holding calls", "methods", rules.Methods, "clients", rules.Clients, "podNamespaces", rules.PodNamespaces)
+		slog.Info("holding calls", "rules", string(raw))
 	} else {
 		slog.Info("holding no calls")
 	}

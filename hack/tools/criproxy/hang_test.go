@@ -178,6 +178,25 @@ func TestHangRulesMatchPodNamespaces(t *testing.T) {
 	assert.True(t, (&hangRules{}).holds(create, k, "theirs"), "no namespaces: every call")
 }
 
+func TestHangFileAnyOfHoldsWhatAnyRuleHolds(t *testing.T) {
+	k := client{pid: 2, comm: "kubelet"}
+	const create = "/runtime.v1.RuntimeService/CreateContainer"
+	var f hangFile
+	require.NoError(t, json.Unmarshal([]byte(`{"anyOf":[`+
+		`{"methods":["CreateContainer"],"clients":["kubelet"],"podNamespaces":["a"]},`+
+		`{"methods":["CreateContainer"],"clients":["kubelet"],"podNamespaces":["b"]}]}`), &f))
+	assert.True(t, f.holds(create, k, "a"))
+	assert.True(t, f.holds(create, k, "b"))
+	assert.False(t, f.holds(create, k, "c"), "a namespace no rule names")
+
+	var none hangFile
+	require.NoError(t, json.Unmarshal([]byte(`{"anyOf":[]}`), &none))
+	assert.False(t, none.holds(create, k, "a"), "an empty list holds nothing, unlike an empty rule")
+	var single hangFile
+	require.NoError(t, json.Unmarshal([]byte(`{"clients":["kubelet"]}`), &single))
+	assert.True(t, single.holds(create, k, "a"), "a file of one rule as before")
+}
+
 func TestPodNamespaceOf(t *testing.T) {
 	encode := func(m proto.Message) *frame {
 		raw, err := proto.Marshal(m)

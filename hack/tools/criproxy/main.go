@@ -34,7 +34,8 @@
 // held while crictl, the tests and anything else go on. "podNamespaces"
 // narrows a rule to RunPodSandbox and CreateContainer calls for pods of
 // those namespaces (read from the request), so a test can hold the
-// kubelet's work on its own pods alone. The file is read
+// kubelet's work on its own pods alone. {"anyOf":[RULE, ...]} holds a call
+// that any one of the rules holds (tests in parallel each add their own). The file is read
 // every 100 ms; once a change is in force its content is copied to
 // FILE.applied (removed with FILE), for tests to wait on. Removing FILE
 // releases every held call. FILE.features lists the rule fields this proxy

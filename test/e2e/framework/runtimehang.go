@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -42,20 +44,31 @@ type RuntimeHang struct {
 // the file every 100 ms).
 const hangApplyTimeout = 15 * time.Second
 
+// activeHangs are the rules of this test process's tests now holding calls. The proxy has one
+// hang file: each change writes all of them as its anyOf list, so that tests in parallel add and
+// remove their own rule without replacing another's. The lock is held from a write until the
+// proxy has applied it.
+var activeHangs struct {
+	sync.Mutex
+	next  int
+	rules map[int]RuntimeHang
+}
+
 // HangRuntime makes the CRI proxy hold h's calls without answering, and returns once the proxy has
-// it in force. The returned release lets the held calls (and later ones) go on; it is also called
-// when the test ends. The test is skipped when the running proxy has no hang file (a cluster
-// started before the proxy had one).
+// it in force. The returned release lets the held calls (and later ones) go on, those other tests
+// hold excepted; it is also called when the test ends. The test is skipped when the running proxy
+// has no hang file (a cluster started before the proxy had one).
 func HangRuntime(ctx context.Context, t testing.TB, h RuntimeHang) (release func()) {
 	t.Helper()
 	requireHangSupport(t)
+	requireHangFeature(t, "anyOf")
 	if len(h.PodNamespaces) > 0 {
 		requireHangFeature(t, "podNamespaces")
 	}
-	raw, err := json.Marshal(h)
-	if err != nil {
-		t.Fatalf("encoding the hang rules: %v", err)
-	}
+	activeHangs.Lock()
+	id := activeHangs.next
+	activeHangs.next++
+	activeHangs.Unlock()
 	released := false
 	release = func() {
 		t.Helper()
@@ -63,24 +76,34 @@ func HangRuntime(ctx context.Context, t testing.TB, h RuntimeHang) (release func
 			return
 		}
 		released = true
-		if err := os.Remove(CRIProxyHangFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("removing %s: %v", CRIProxyHangFile, err)
-			return
-		}
-		waitApplied(context.WithoutCancel(ctx), t, nil)
-		t.Logf("the CRI proxy released the held calls")
+		setActiveHang(context.WithoutCancel(ctx), t, id, nil)
+		t.Logf("the CRI proxy released the held calls of this test")
 	}
+	// Registered first: a rule whose wait fails is still taken out when the test ends.
 	t.Cleanup(release)
-	tmp := CRIProxyHangFile + ".tmp-e2e"
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
-		t.Fatalf("writing the CRI proxy's hang file: %v", err)
-	}
-	if err := os.Rename(tmp, CRIProxyHangFile); err != nil {
-		t.Fatalf("writing the CRI proxy's hang file: %v", err)
-	}
-	waitApplied(ctx, t, raw)
+	raw := setActiveHang(ctx, t, id, &h)
 	t.Logf("the CRI proxy holds %s", raw)
 	return release
+}
+
+// setActiveHang sets (nil: removes) the rule of key id in activeHangs, writes the hang file and
+// waits for the proxy to apply it. It returns what it wrote.
+func setActiveHang(ctx context.Context, t testing.TB, id int, h *RuntimeHang) []byte {
+	t.Helper()
+	activeHangs.Lock()
+	// Deferred: a failed wait ends the test (runtime.Goexit) and must not keep the other tests out.
+	defer activeHangs.Unlock()
+	if activeHangs.rules == nil {
+		activeHangs.rules = map[int]RuntimeHang{}
+	}
+	if h == nil {
+		delete(activeHangs.rules, id)
+	} else {
+		activeHangs.rules[id] = *h
+	}
+	raw := writeActiveHangs(t)
+	waitApplied(ctx, t, raw)
+	return raw
 }
 
 // waitApplied waits until the proxy's applied copy of its hang file is want (nil: none).
@@ -101,6 +124,37 @@ func waitApplied(ctx context.Context, t testing.TB, want []byte) {
 		}
 		return want != nil && bytes.Equal(got, want), applied + ": " + string(got), nil
 	})
+}
+
+// writeActiveHangs writes activeHangs as the proxy's hang file (none: no file) and returns what
+// it wrote. The caller holds activeHangs' lock.
+func writeActiveHangs(t testing.TB) []byte {
+	t.Helper()
+	if len(activeHangs.rules) == 0 {
+		if err := os.Remove(CRIProxyHangFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("removing %s: %v", CRIProxyHangFile, err)
+		}
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(activeHangs.rules))
+	file := struct {
+		AnyOf []RuntimeHang `json:"anyOf"`
+	}{}
+	for _, id := range ids {
+		file.AnyOf = append(file.AnyOf, activeHangs.rules[id])
+	}
+	raw, err := json.Marshal(file)
+	if err != nil {
+		t.Fatalf("encoding the hang rules: %v", err)
+	}
+	tmp := CRIProxyHangFile + ".tmp-e2e"
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		t.Fatalf("writing the CRI proxy's hang file: %v", err)
+	}
+	if err := os.Rename(tmp, CRIProxyHangFile); err != nil {
+		t.Fatalf("writing the CRI proxy's hang file: %v", err)
+	}
+	return raw
 }
 
 // requireHangSupport skips the test unless the running proxy was started with --hang-file
