@@ -405,6 +405,9 @@ func buildStatefulSet(d Deps) (Controller, error) {
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+
+		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
+		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
 	})
 }
 

@@ -55,6 +55,20 @@ const (
 	// of the pods still to be updated (it needs ImagePullJobGate and
 	// KruiseDaemon too). Alpha, default false (as in OpenKruise).
 	PreDownloadImageForInPlaceUpdate featuregate.Feature = "PreDownloadImageForInPlaceUpdate"
+
+	// StatefulSetAutoDeletePVC makes the Advanced StatefulSet controller act on
+	// persistentVolumeClaimRetentionPolicy (owner references on the PVCs, so they go with the
+	// set or the scaled-in pod). Off, PVCs are created without owners and left as they are.
+	// Beta, default true (as in OpenKruise).
+	StatefulSetAutoDeletePVC featuregate.Feature = "StatefulSetAutoDeletePVC"
+
+	// StatefulSetStartOrdinal makes the Advanced StatefulSet controller number pods from
+	// spec.ordinals.start. Off, ordinals.start is read as 0. Beta, default true: the built-in
+	// StatefulSet has honoured ordinals.start since Kubernetes 1.31 (GA), and a manifest that
+	// only changes apiVersion must keep its pod names. OpenKruise has it Alpha, default false: a
+	// set that carries ordinals.start and ran under OpenKruise without the gate has pods from 0,
+	// so turn the gate off before moving such sets to kruise.
+	StatefulSetStartOrdinal featuregate.Feature = "StatefulSetStartOrdinal"
 )
 
 // specs are the gates kruise implements.
@@ -67,6 +81,8 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	InPlaceUpdateEnvFromMetadata:     {Default: true, PreRelease: featuregate.Beta},
 	CloneSetEventHandlerOptimization: {Default: false, PreRelease: featuregate.Alpha},
 	PreDownloadImageForInPlaceUpdate: {Default: false, PreRelease: featuregate.Alpha},
+	StatefulSetAutoDeletePVC:         {Default: true, PreRelease: featuregate.Beta},
+	StatefulSetStartOrdinal:          {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

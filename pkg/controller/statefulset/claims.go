@@ -40,6 +40,9 @@ func (c *Controller) syncClaims(ctx context.Context, p *pass) error {
 				return err
 			}
 		}
+		if c.ignoreClaimRetention {
+			continue // the PVCs' owners are left as they are
+		}
 		for _, vct := range p.set.Spec.VolumeClaimTemplates {
 			claim, err := c.claims.PersistentVolumeClaims(p.set.Namespace).Get(ClaimName(vct.Name, p.set.Name, ordinal))
 			if err != nil {

@@ -49,6 +49,11 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock reads the time; nil is the real clock.
 	Clock clock.WithTicker
+	// IgnoreOrdinalsStart reads spec.ordinals.start as 0 (gate StatefulSetStartOrdinal off).
+	IgnoreOrdinalsStart bool
+	// IgnoreClaimRetention leaves persistentVolumeClaimRetentionPolicy unapplied (gate
+	// StatefulSetAutoDeletePVC off): PVCs are created without owners and never re-owned.
+	IgnoreClaimRetention bool
 }
 
 // Controller runs Advanced StatefulSets.
@@ -66,7 +71,10 @@ type Controller struct {
 	podVersions *expectations.ResourceVersions
 	recorder    record.EventRecorder
 	clock       clock.WithTicker
-	queue       workqueue.TypedRateLimitingInterface[string]
+	// ignoreOrdinalsStart and ignoreClaimRetention are Config's.
+	ignoreOrdinalsStart  bool
+	ignoreClaimRetention bool
+	queue                workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
 }
@@ -95,6 +103,9 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
+
+		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
+		ignoreClaimRetention: cfg.IgnoreClaimRetention,
 	}
 	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the pod owner index: %w", err)

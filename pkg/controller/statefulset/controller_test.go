@@ -251,6 +251,40 @@ func TestParallelCreatesAllAndStartOrdinal(t *testing.T) {
 	assert.ElementsMatch(t, []string{"create pods web-3", "create pods web-4", "create pods web-5"}, f.writes())
 }
 
+func TestStartOrdinalGateOffNumbersFromZero(t *testing.T) {
+	set := statefulSet(2, "app:1", func(s *appsv1beta1.StatefulSet) {
+		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		s.Spec.Ordinals = &appsv1beta1.StatefulSetOrdinals{Start: 3}
+	})
+	f := newFixture(t, set)
+	f.ctrl.ignoreOrdinalsStart = true
+	f.sync()
+	assert.ElementsMatch(t, []string{"create pods web-0", "create pods web-1"}, f.writes())
+}
+
+func TestAutoDeletePVCGateOffLeavesClaimOwnersAlone(t *testing.T) {
+	set := statefulSet(1, "app:1", withClaims, func(s *appsv1beta1.StatefulSet) {
+		s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType,
+		}
+	})
+	rev := revisionOf(t, set, 1)
+	objs := []runtime.Object{rev}
+	for o := 0; o < 2; o++ {
+		objs = append(objs, runningPod(t, set, rev, o),
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ClaimName("data", "web", o), Namespace: testNS, ResourceVersion: "1"}})
+	}
+	f := newFixture(t, set, objs...)
+	f.ctrl.ignoreClaimRetention = true
+	f.sync()
+	w := f.writes()
+	assert.Contains(t, w, "delete pods web-1", "scaling in goes on")
+	for _, write := range w {
+		assert.NotContains(t, write, "persistentvolumeclaims", "no PVC is re-owned with the gate off")
+	}
+}
+
 func TestScaleDownWithWhenScaledDeleteHandsThePVCToThePod(t *testing.T) {
 	set := statefulSet(1, "app:1", withClaims, func(s *appsv1beta1.StatefulSet) {
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType}

@@ -153,11 +153,18 @@ func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, 
 	if err != nil {
 		return nil, err
 	}
-	p := &pass{set: set, key: key, selector: selector, history: h, pods: pods, retention: RetentionOf(set), now: c.clock.Now()}
+	p := &pass{set: set, key: key, selector: selector, history: h, pods: pods, now: c.clock.Now()}
+	if !c.ignoreClaimRetention {
+		p.retention = RetentionOf(set)
+	}
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MinReadySeconds != nil {
 		p.minReady = *ru.MinReadySeconds
 	}
-	p.wanted = WantedOrdinals(StartOrdinal(set), Replicas(set), reserved)
+	start := StartOrdinal(set)
+	if c.ignoreOrdinalsStart {
+		start = 0
+	}
+	p.wanted = WantedOrdinals(start, Replicas(set), reserved)
 	byName := map[string]*corev1.Pod{}
 	for _, pod := range pods {
 		byName[pod.Name] = pod
