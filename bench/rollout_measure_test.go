@@ -40,13 +40,24 @@ type rolloutRun struct {
 	kept int
 }
 
-// readyAtImage says whether pod p runs img, Ready, in a container other than oldID.
-func readyAtImage(p *corev1.Pod, img, oldID string) bool {
-	if p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != img || !podCond(p, corev1.PodReady) {
+// readyAtImage says whether pod p runs img in its container named container, Ready, in a
+// runtime container other than oldID.
+func readyAtImage(p *corev1.Pod, container, img, oldID string) bool {
+	if p.DeletionTimestamp != nil || specImage(p, container) != img || !podCond(p, corev1.PodReady) {
 		return false
 	}
-	st := framework.ContainerStatusOf(p, rolloutContainer)
+	st := framework.ContainerStatusOf(p, container)
 	return st != nil && st.Ready && st.ContainerID != "" && st.ContainerID != oldID
+}
+
+// specImage is the image of p's container named container, "" without one.
+func specImage(p *corev1.Pod, container string) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 // settledPods waits until the pods labelled app=name are exactly n, none deleting, all Ready,
@@ -84,7 +95,7 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 	}
 	oldIDs := map[types.UID]string{}
 	for _, p := range pods {
-		if st := framework.ContainerStatusOf(&p, rolloutContainer); st != nil {
+		if st := framework.ContainerStatusOf(&p, w.container()); st != nil {
 			oldIDs[p.UID] = st.ContainerID
 		}
 	}
@@ -127,7 +138,7 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 			if _, seen := unready[p.UID]; old && !seen && (ev.Type == watch.Deleted || p.DeletionTimestamp != nil || !podCond(p, corev1.PodReady)) {
 				unready[p.UID] = now
 			}
-			if _, seen := ready[p.UID]; !seen && ev.Type != watch.Deleted && readyAtImage(p, img, oldID) {
+			if _, seen := ready[p.UID]; !seen && ev.Type != watch.Deleted && readyAtImage(p, w.container(), img, oldID) {
 				ready[p.UID] = now
 				if _, seen := unready[p.UID]; old && !seen {
 					unready[p.UID] = now // its not-Ready status was never seen
@@ -175,8 +186,8 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 			continue
 		}
 		live++
-		if p.Spec.Containers[0].Image != img {
-			return r, fmt.Errorf("rollout of %s done, but pod %s runs %s", w.name(), p.Name, p.Spec.Containers[0].Image)
+		if got := specImage(p, w.container()); got != img {
+			return r, fmt.Errorf("rollout of %s done, but pod %s runs %q in container %s", w.name(), p.Name, got, w.container())
 		}
 		if _, old := oldIDs[p.UID]; old {
 			r.kept++
@@ -265,7 +276,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 			if r.unready == 0 && !podCond(p, corev1.PodReady) {
 				r.unready = now
 			}
-			if readyAtImage(p, img, oldID) {
+			if readyAtImage(p, rolloutContainer, img, oldID) {
 				r.ready = now
 				if r.unready == 0 {
 					r.unready = now

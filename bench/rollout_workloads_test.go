@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -114,6 +115,8 @@ func imagePatch(prefix, img string) []byte {
 // workload is what a rollout is measured on: a workload of n pods labelled app=name.
 type workload interface {
 	name() string
+	// container names the pods' container whose image setImage changes.
+	container() string
 	// setImage changes the template's image and returns the generation that carries it.
 	setImage(ctx context.Context, img string) (int64, error)
 	// watch watches the object.
@@ -153,12 +156,18 @@ type apiWorkload[T object] struct {
 	n       int32
 	settled func(obj T, n int32) bool
 	status  func(obj T) any
+	// podSpec is the JSON pointer to the object's pod spec (or list of containers' parent),
+	// "/spec/template/spec" when empty; ctr the container changed, rolloutContainer when empty.
+	// setImage changes the first container there.
+	podSpec, ctr string
 }
 
 func (w apiWorkload[T]) name() string { return w.nm }
 
+func (w apiWorkload[T]) container() string { return cmp.Or(w.ctr, rolloutContainer) }
+
 func (w apiWorkload[T]) setImage(ctx context.Context, img string) (int64, error) {
-	obj, err := w.c.Patch(ctx, w.nm, types.JSONPatchType, imagePatch("/spec/template/spec", img), metav1.PatchOptions{})
+	obj, err := w.c.Patch(ctx, w.nm, types.JSONPatchType, imagePatch(cmp.Or(w.podSpec, "/spec/template/spec"), img), metav1.PatchOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("patching the image of %s %s: %w", w.kind, w.nm, err)
 	}
