@@ -32,6 +32,7 @@
 //	statefulset_test.go      Advanced StatefulSet: ordered identity and PVCs, in-place update, scale-in and PVC retention, ordinals.start, partition, reserveOrdinals, specified delete, v1alpha1, scale subresource
 //	workload_parity_test.go  a StatefulSet and a DaemonSet manifest, as written and with only apiVersion changed to kruise's: the same pods
 //	workload_seed_test.go    Advanced StatefulSet and DaemonSet: OpenKruise v1.1's published manifests (testdata/seeds)
+//	sidecarset_compose_test.go  SidecarSet with a Job (sidecar terminator) and with a CloneSet's in-place update of the same pods
 //	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
