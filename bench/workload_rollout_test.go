@@ -29,6 +29,8 @@ var (
 	wlFloorSamples     = envInt("BENCH_WORKLOAD_FLOOR_SAMPLES", 3)
 	// BENCH_WORKLOAD_OPENKRUISE=0 leaves OpenKruise's phase out (while developing).
 	wlOpenKruise = envStr("BENCH_WORKLOAD_OPENKRUISE", "1") != "0"
+	// BENCH_WORKLOAD_TRACE=1 logs every pod and workload event of the rollouts.
+	wlTrace = envStr("BENCH_WORKLOAD_TRACE", "0") == "1"
 )
 
 // wlVariant is one workload rolled to a new image.
@@ -140,7 +142,11 @@ func TestWorkloadRollout(t *testing.T) {
 					continue
 				}
 				a := arms[i]
-				r, err := e.measureRollout(ctx, ns, a.w, a.pods, targets[round], nil)
+				var trace func(string, ...any)
+				if wlTrace {
+					trace = t.Logf
+				}
+				r, err := e.measureRollout(ctx, ns, a.w, a.pods, targets[round], trace)
 				if err != nil {
 					t.Fatalf("%s: %v", a.v, err)
 				}
