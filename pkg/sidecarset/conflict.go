@@ -84,19 +84,21 @@ func canaryPair(a, b *appsv1beta1.SidecarSet) bool {
 	return isCanaryOf(a, b) || isCanaryOf(b, a)
 }
 
-// injectedNames are the names of the containers ss puts into a pod: each of its containers and
-// init containers, a HotUpgrade container as its two copies <name>-1 and <name>-2.
+// injectedNames are the names of the containers ss puts into a pod: each of its init containers
+// and containers, a HotUpgrade container (hot upgrade is for containers only) as its two copies
+// <name>-1 and <name>-2.
 func injectedNames(ss *appsv1beta1.SidecarSet) []string {
 	var names []string
-	for _, list := range [][]appsv1beta1.SidecarContainer{ss.Spec.InitContainers, ss.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			if c.UpgradeStrategy.UpgradeType == appsv1beta1.SidecarContainerHotUpgrade {
-				names = append(names, c.Name+"-1", c.Name+"-2")
-				continue
-			}
-			names = append(names, c.Name)
+	for i := range ss.Spec.InitContainers {
+		names = append(names, ss.Spec.InitContainers[i].Name)
+	}
+	for i := range ss.Spec.Containers {
+		c := &ss.Spec.Containers[i]
+		if c.UpgradeStrategy.UpgradeType == appsv1beta1.SidecarContainerHotUpgrade {
+			names = append(names, c.Name+"-1", c.Name+"-2")
+			continue
 		}
+		names = append(names, c.Name)
 	}
 	return names
 }

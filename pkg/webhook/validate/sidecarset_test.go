@@ -1,0 +1,404 @@
+package validate
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
+)
+
+// kruiseNamespace is where the tests' kruise runs and keeps revisions.
+const kruiseNamespace = "kruise-system"
+
+// sidecarSetNamed is a valid v1beta1 SidecarSet of name selecting app=web,
+// injecting container <name>-agent with a volume mount of <name>-data,
+// changed by mods.
+func sidecarSetNamed(name string, mods ...func(*appsv1beta1.SidecarSet)) *appsv1beta1.SidecarSet {
+	ss := &appsv1beta1.SidecarSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1beta1", Kind: "SidecarSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1beta1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []appsv1beta1.SidecarContainer{{
+				Container: corev1.Container{Name: name + "-agent", Image: "agent:1",
+					VolumeMounts: []corev1.VolumeMount{{Name: name + "-data", MountPath: "/data"}}},
+				PodInjectPolicy: appsv1beta1.BeforeAppContainerType,
+				UpgradeStrategy: appsv1beta1.SidecarContainerUpgradeStrategy{UpgradeType: appsv1beta1.SidecarContainerColdUpgrade},
+			}},
+			Volumes: []corev1.Volume{{Name: name + "-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			UpdateStrategy: appsv1beta1.SidecarSetUpdateStrategy{
+				Type: appsv1beta1.RollingUpdateSidecarSetStrategyType, MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			},
+		},
+	}
+	for _, m := range mods {
+		m(ss)
+	}
+	return ss
+}
+
+func logSidecarSet(mods ...func(*appsv1beta1.SidecarSet)) *appsv1beta1.SidecarSet {
+	return sidecarSetNamed("log", mods...)
+}
+
+func agent(f func(*appsv1beta1.SidecarContainer)) func(*appsv1beta1.SidecarSet) {
+	return func(ss *appsv1beta1.SidecarSet) { f(&ss.Spec.Containers[0]) }
+}
+
+// sidecarSetRequest is the request of a CREATE of ss (old nil) or an UPDATE
+// from old, in version.
+func sidecarSetRequest(t *testing.T, version string, ss, old *appsv1beta1.SidecarSet) *admissionv1.AdmissionRequest {
+	t.Helper()
+	req := workloadRequest(t, "sidecarsets", "SidecarSet", version, ss, old, appsv1alpha1.SidecarSetFromV1beta1)
+	req.Namespace = ""
+	return req
+}
+
+// serveSidecarSets serves the webhook over a cluster holding objects
+// (SidecarSets and ControllerRevisions).
+func serveSidecarSets(t *testing.T, objects ...runtime.Object) *served {
+	t.Helper()
+	var sets, revisions []runtime.Object
+	for _, o := range objects {
+		if _, ok := o.(*appsv1beta1.SidecarSet); ok {
+			sets = append(sets, o)
+		} else {
+			revisions = append(revisions, o)
+		}
+	}
+	return serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset(sets...).AppsV1beta1(),
+		kubefake.NewClientset(revisions...).AppsV1(), kruiseNamespace))
+}
+
+func TestSidecarSetWebhookRules(t *testing.T) {
+	native := func(ss *appsv1beta1.SidecarSet) {
+		ss.Spec.InitContainers = []appsv1beta1.SidecarContainer{{Container: corev1.Container{
+			Name: "proxy", Image: "proxy:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15021)}}},
+		}}}
+	}
+	tests := []struct {
+		name string
+		ss   *appsv1beta1.SidecarSet
+		// reason and message are the refusal's; "" reason: admitted.
+		reason  string
+		message []string
+	}{
+		{name: "valid", ss: logSidecarSet()},
+		{name: "a native sidecar upgraded by RollingUpdate (OpenKruise refuses it, #1671)", ss: logSidecarSet(native)},
+		{name: "a partition over 100% holds every pod back, as OpenKruise admits", ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("150%"))
+		})},
+		{name: "a volume without a source becomes an emptyDir in the pod", ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{}
+		})},
+		{
+			name: "a name OpenKruise refuses", ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) { ss.Name = "log.v1" }), reason: ReasonInvalidName,
+			message: []string{`SidecarSet.apps.kruise.io "log.v1" is invalid: metadata.name: Invalid value: "log.v1": may hold only letters, digits and '-'`},
+		},
+		{
+			name: "a malformed selector",
+			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "zone", Operator: "Near"}}
+			}),
+			reason: ReasonInvalidSelector, message: []string{`spec.selector.matchExpressions[0].operator: Invalid value: "Near"`},
+		},
+		{
+			name: "an empty updateStrategy.selector",
+			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{}
+			}),
+			reason: ReasonInvalidSelector, message: []string{`spec.updateStrategy.selector: Invalid value: "{}": empty`},
+		},
+		{
+			name: "containers a pod would refuse",
+			ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.Image = ""
+				c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+				c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 0}, {Name: "http", ContainerPort: 80, Protocol: "HTTP"}}
+				c.Env = []corev1.EnvVar{{Name: "A=B"}, {Name: "C", Value: "x", ValueFrom: &corev1.EnvVarSource{}}}
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "app-logs", MountPath: "/data"})
+				c.Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("2")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("1")},
+				}
+			}), func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InitContainers = []appsv1beta1.SidecarContainer{{Container: corev1.Container{Name: "log-agent", Image: "init:1",
+					RestartPolicy: ptr.To(corev1.ContainerRestartPolicyOnFailure)}}}
+			}),
+			reason: ReasonInvalidContainers,
+			message: []string{
+				`spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure"`,
+				`spec.containers[0].name: Duplicate value: "log-agent"`,
+				`spec.containers[0].image: Required value`,
+				`spec.containers[0].restartPolicy: Forbidden: only init containers take a restartPolicy`,
+				`spec.containers[0].ports[0].containerPort: Invalid value: 0`,
+				`spec.containers[0].ports[1].name: Duplicate value: "http"`,
+				`spec.containers[0].ports[1].protocol: Unsupported value: "HTTP"`,
+				`spec.containers[0].env[0].name: Invalid value: "A=B"`,
+				`spec.containers[0].env[1].valueFrom: Invalid value: "": may not be specified when ` + "`value`",
+				`spec.containers[0].env[1].valueFrom: Invalid value: "": must have exactly one source`,
+				`spec.containers[0].volumeMounts[1].name: Not found: "app-logs"`,
+				`spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/data": must be unique`,
+				`spec.containers[0].resources.requests[cpu]: Invalid value: "2": must not be more than the limit 1`,
+			},
+		},
+		{
+			name: "a run-once init container with a probe",
+			ss: logSidecarSet(native, func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InitContainers[0].RestartPolicy = nil
+			}),
+			reason:  ReasonInvalidContainers,
+			message: []string{`spec.initContainers[0].readinessProbe: Forbidden: an init container that runs once`},
+		},
+		{
+			name: "the SidecarSet fields of a container",
+			ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.PodInjectPolicy = "Middle"
+				c.ShareVolumePolicy.Type = "on"
+				c.UpgradeStrategy.UpgradeType = "WarmUpgrade"
+				c.TransferEnv = []appsv1beta1.TransferEnvVar{{SourceContainerNameFrom: &appsv1beta1.SourceContainerNameSource{
+					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}, EnvName: "NODE"}}
+				c.ResourcesPolicy = &appsv1beta1.ResourcesPolicy{TargetContainersNameRegex: "(", TargetContainersMode: appsv1beta1.TargetContainersModeSum}
+			})),
+			reason: ReasonInvalidContainers,
+			message: []string{
+				`spec.containers[0].podInjectPolicy: Unsupported value: "Middle"`,
+				`spec.containers[0].shareVolumePolicy.type: Unsupported value: "on"`,
+				`spec.containers[0].upgradeStrategy.upgradeType: Unsupported value: "WarmUpgrade"`,
+				`spec.containers[0].transferEnv[0].sourceContainerNameFrom.fieldRef.fieldPath: Unsupported value: "spec.nodeName"`,
+				`spec.containers[0].resourcesPolicy.targetContainersNameRegex: Invalid value: "("`,
+			},
+		},
+		{
+			name: "HotUpgrade without an empty image",
+			ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.UpgradeStrategy.UpgradeType = appsv1beta1.SidecarContainerHotUpgrade
+			})),
+			reason:  ReasonInvalidContainers,
+			message: []string{`spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage: Required value: HotUpgrade runs the idle copy`},
+		},
+		{
+			name: "resourcesPolicy on a run-once init container, beside resources",
+			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InitContainers = []appsv1beta1.SidecarContainer{{
+					Container: corev1.Container{Name: "setup", Image: "setup:1", Resources: corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("1")}}},
+					ResourcesPolicy: &appsv1beta1.ResourcesPolicy{TargetContainersNameRegex: ".*"},
+				}}
+			}),
+			reason: ReasonInvalidContainers,
+			message: []string{`spec.initContainers[0].resourcesPolicy: Forbidden: only native sidecars`,
+				`spec.initContainers[0].resourcesPolicy: Forbidden: resourcesPolicy computes the resources: not together with resources`},
+		},
+		{
+			name: "an unknown strategy type, maxUnavailable over 100%, empty priority terms",
+			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.UpdateStrategy.Type = "Rolling"
+				ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("150%"))
+				ss.Spec.UpdateStrategy.PriorityStrategy = &pubPriority
+			}),
+			reason: ReasonInvalidUpdateStrategy,
+			message: []string{`spec.updateStrategy.type: Unsupported value: "Rolling"`,
+				`spec.updateStrategy.maxUnavailable: Invalid value: "150%": must not be more than 100%`,
+				`spec.updateStrategy.priorityStrategy.weightPriority[0].matchSelector: Required value`},
+		},
+		{
+			name: "patchPodMetadata: a policy, a duplicate key, a merge patch that is not an object",
+			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.PatchPodMetadata = []appsv1beta1.SidecarSetPatchPodMetadata{
+					{Annotations: map[string]string{"a.io/x": "1"}, PatchPolicy: "Replace"},
+					{Annotations: map[string]string{"a.io/x": "[1]", "bad key!": "v"}, PatchPolicy: appsv1beta1.SidecarSetMergePatchJsonPatchPolicy},
+				}
+			}),
+			reason: ReasonInvalidPatchPodMetadata,
+			message: []string{`spec.patchPodMetadata[0].patchPolicy: Unsupported value: "Replace"`,
+				`spec.patchPodMetadata[1].annotations: Invalid value: "bad key!"`,
+				`spec.patchPodMetadata[1].annotations[a.io/x]: Duplicate value: "patched by an earlier entry"`,
+				`spec.patchPodMetadata[1].annotations[a.io/x]: Invalid value: "[1]": not a JSON object`},
+		},
+	}
+	for _, tt := range tests {
+		for _, version := range versions {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				serveSidecarSets(t).judged(t, sidecarSetRequest(t, version, tt.ss, nil), tt.reason, tt.message...)
+			})
+		}
+	}
+}
+
+func TestSidecarSetWebhookUpdates(t *testing.T) {
+	hot := agent(func(c *appsv1beta1.SidecarContainer) {
+		c.UpgradeStrategy = appsv1beta1.SidecarContainerUpgradeStrategy{UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+	})
+	tests := []struct {
+		name     string
+		old, new *appsv1beta1.SidecarSet
+		reason   string
+		message  []string
+	}{
+		{name: "an image change", old: logSidecarSet(), new: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) { c.Image = "agent:2" }))},
+		{
+			name: "upgradeType changed", old: logSidecarSet(), new: logSidecarSet(hot), reason: ReasonForbiddenUpdate,
+			message: []string{`spec.containers[0].upgradeStrategy.upgradeType: Forbidden: container log-agent was ColdUpgrade`},
+		},
+		{
+			name: "a container added, and one renamed, with its own upgradeType",
+			old:  logSidecarSet(),
+			new: logSidecarSet(hot, func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.Containers[0].Name = "log-shipper"
+				ss.Spec.Containers = append(ss.Spec.Containers, appsv1beta1.SidecarContainer{Container: corev1.Container{Name: "extra", Image: "extra:1"}})
+			}),
+		},
+		{
+			name: "an update keeps a problem the stored object had",
+			old:  logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) { c.PodInjectPolicy = "Middle" })),
+			new: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.PodInjectPolicy = "Middle"
+				c.Image = "agent:2"
+			})),
+		},
+	}
+	for _, tt := range tests {
+		for _, version := range versions {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				serveSidecarSets(t, tt.old).judged(t, sidecarSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
+			})
+		}
+	}
+}
+
+func TestSidecarSetWebhookConflicts(t *testing.T) {
+	proxy := func(name string, mods ...func(*appsv1beta1.SidecarSet)) *appsv1beta1.SidecarSet {
+		return sidecarSetNamed(name, append([]func(*appsv1beta1.SidecarSet){func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.Containers[0].Name = "proxy"
+		}}, mods...)...)
+	}
+	inNamespace := func(n string) func(*appsv1beta1.SidecarSet) {
+		return func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{appsv1alpha1.NamespaceNameLabel: n}}
+		}
+	}
+	canaryOf := func(base string) func(*appsv1beta1.SidecarSet) {
+		return func(ss *appsv1beta1.SidecarSet) {
+			ss.Annotations = map[string]string{appsv1beta1.SidecarSetCanaryAnnotation: "true", appsv1beta1.SidecarSetBaseAnnotation: base}
+			ss.Spec.UpdateStrategy.Type = appsv1beta1.NotUpdateSidecarSetStrategyType
+		}
+	}
+	tests := []struct {
+		name     string
+		stored   []runtime.Object
+		old, new *appsv1beta1.SidecarSet
+		reason   string
+		message  []string
+	}{
+		{
+			name: "the same container name", stored: []runtime.Object{proxy("mesh")}, new: proxy("mesh-v2"),
+			reason:  ReasonSidecarSetConflict,
+			message: []string{`spec.containers: Invalid value: "proxy": SidecarSets mesh-v2 and mesh may select the same pods and both inject a container named "proxy"`},
+		},
+		{name: "the same container name in other namespaces", stored: []runtime.Object{proxy("mesh", inNamespace("a"))}, new: proxy("mesh-v2", inNamespace("b"))},
+		{
+			name: "a volume of the same name with other contents", stored: []runtime.Object{logSidecarSet()},
+			new: sidecarSetNamed("audit", func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.Volumes = append(ss.Spec.Volumes, corev1.Volume{Name: "log-data", VolumeSource: corev1.VolumeSource{
+					HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}})
+			}),
+			reason:  ReasonSidecarSetConflict,
+			message: []string{`spec.volumes: Invalid value: "log-data": SidecarSets audit and log may select the same pods and both add a volume named "log-data"`},
+		},
+		{
+			name: "an update that brings a conflict", stored: []runtime.Object{proxy("mesh"), logSidecarSet()},
+			old: logSidecarSet(), new: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) { c.Name = "proxy" })),
+			reason: ReasonSidecarSetConflict, message: []string{`SidecarSets log and mesh`},
+		},
+		{
+			name: "an update of a SidecarSet whose conflict it had already", stored: []runtime.Object{proxy("mesh"), proxy("mesh-v2")},
+			old: proxy("mesh-v2"), new: proxy("mesh-v2", agent(func(c *appsv1beta1.SidecarContainer) { c.Image = "agent:2" })),
+		},
+		{name: "a canary shares its base's names", stored: []runtime.Object{proxy("mesh")}, new: proxy("mesh-canary", canaryOf("mesh"))},
+		{
+			name: "a canary of a missing base, upgrading pods", new: proxy("mesh-canary", canaryOf("mesh"), func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.UpdateStrategy.Type = appsv1beta1.RollingUpdateSidecarSetStrategyType
+			}),
+			reason: ReasonInvalidCanary,
+			message: []string{`spec.updateStrategy.type: Invalid value: "RollingUpdate": a canary SidecarSet only injects`,
+				`metadata.annotations[apps.kruise.io/sidecarset-base]: Not found: "mesh"`},
+		},
+		{
+			name: "a canary of a canary", stored: []runtime.Object{proxy("mesh"), proxy("mesh-canary", canaryOf("mesh"))},
+			new:    proxy("mesh-canary-2", canaryOf("mesh-canary")),
+			reason: ReasonInvalidCanary, message: []string{`the base of a canary SidecarSet cannot be a canary itself`},
+		},
+		{
+			name:   "a revision that does not exist",
+			stored: []runtime.Object{revisionOf("log", "log-abc", "v1")},
+			new: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InjectionStrategy.Revision = &appsv1beta1.SidecarSetInjectRevision{RevisionName: ptr.To("log-xyz")}
+			}),
+			reason:  ReasonRevisionNotFound,
+			message: []string{`spec.injectionStrategy.revision.revisionName: Invalid value: "log-xyz": names no ControllerRevision of SidecarSet log`},
+		},
+		{
+			name: "a revision named by its custom version", stored: []runtime.Object{revisionOf("log", "log-abc", "v1")},
+			new: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InjectionStrategy.Revision = &appsv1beta1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")}
+			}),
+		},
+	}
+	for _, tt := range tests {
+		for _, version := range versions {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				serveSidecarSets(t, tt.stored...).judged(t, sidecarSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
+			})
+		}
+	}
+}
+
+// revisionOf is a ControllerRevision of SidecarSet owner in kruise's
+// namespace, at customVersion.
+func revisionOf(owner, name, customVersion string) *appsv1.ControllerRevision {
+	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kruiseNamespace, Labels: map[string]string{
+		sidecarset.NameLabel: owner, appsv1beta1.SidecarSetCustomVersionLabel: customVersion}}}
+}
+
+func TestSidecarSetWebhookAdmitsWhenItCannotList(t *testing.T) {
+	kruise := kruisefake.NewSimpleClientset()
+	kruise.PrependReactor("list", "sidecarsets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcd is away")
+	})
+	s := serve(t, SidecarSetWebhook(kruise.AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace))
+	resp := s.send(t, sidecarSetRequest(t, "v1beta1", logSidecarSet(), nil))
+	require.True(t, resp.Allowed, "refused for its own failure: %v", resp.Result)
+	require.Len(t, resp.Warnings, 1)
+	assert.Contains(t, resp.Warnings[0], "etcd is away")
+}
+
+func TestSidecarSetWebhookDeclaresItsReasons(t *testing.T) {
+	assert.ElementsMatch(t, []string{"Undecodable", "ForbiddenUpdate", "InvalidName", "InvalidSelector", "InvalidContainers",
+		"InvalidUpdateStrategy", "InvalidPatchPodMetadata", "InvalidCanary", "RevisionNotFound", "SidecarSetConflict"},
+		SidecarSetWebhook(nil, nil, kruiseNamespace).Reasons)
+	assert.Equal(t, "/validate-apps-kruise-io-sidecarset", SidecarSetWebhook(nil, nil, "").Path, "OpenKruise's path")
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// pubPriority has a weight term without a selector.
+var pubPriority = pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{{Weight: 10}}}
