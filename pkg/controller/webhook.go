@@ -68,7 +68,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CloneSetWebhook(),
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace),
+		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace, nil),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err

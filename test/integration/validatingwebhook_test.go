@@ -156,7 +156,7 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kru
 	require.NoError(t, err)
 	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
 		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system")} {
+		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil)} {
 		require.NoError(t, srv.HandleAdmission(wh))
 	}
 	a, err := srv.Listen()

@@ -44,6 +44,9 @@ const (
 	// ReasonRevisionNotFound: injectionStrategy.revision names no revision of
 	// the SidecarSet.
 	ReasonRevisionNotFound = "RevisionNotFound"
+	// ReasonPatchNotAllowed: patchPodMetadata patches an annotation the
+	// allow-list (ConfigMap kruise-configuration) does not allow.
+	ReasonPatchNotAllowed = "PatchPodMetadataNotAllowed"
 	// ReasonSidecarSetConflict: another SidecarSet that may select the same
 	// pods injects a container of the same name, a volume of the same name
 	// with other contents, or overwrites the same annotation.
@@ -53,11 +56,13 @@ const (
 // SidecarSetWebhook refuses a SidecarSet, at CREATE and UPDATE, that the CRD
 // schema cannot check and whose injection would break pods or clash with
 // another SidecarSet: see docs/api.md, "SidecarSet". Per request it lists
-// the SidecarSets with sidecarSets (they are few) and, when
-// injectionStrategy.revision is set, the SidecarSet's ControllerRevisions
-// with revisions in namespace, the one kruise runs in.
-func SidecarSetWebhook(sidecarSets kruiseclient.SidecarSetsGetter, revisions appsv1client.ControllerRevisionsGetter, namespace string) server.Webhook {
-	l := &sidecarSetLookup{sidecarSets: sidecarSets, revisions: revisions, namespace: namespace}
+// the SidecarSets with sidecarSets (they are few), when
+// injectionStrategy.revision is set the SidecarSet's ControllerRevisions
+// with revisions in namespace, the one kruise runs in, and, when
+// patchAllow is not nil and patchPodMetadata is set, the allow-list there.
+func SidecarSetWebhook(sidecarSets kruiseclient.SidecarSetsGetter, revisions appsv1client.ControllerRevisionsGetter, namespace string,
+	patchAllow *PatchAllowList) server.Webhook {
+	l := &sidecarSetLookup{sidecarSets: sidecarSets, revisions: revisions, namespace: namespace, patchAllow: patchAllow}
 	w := workload[appsv1beta1.SidecarSet]{
 		kind: "SidecarSet", resource: "sidecarsets",
 		decode: hubDecoder(appsv1alpha1.SidecarSetToV1beta1),
@@ -69,7 +74,7 @@ func SidecarSetWebhook(sidecarSets kruiseclient.SidecarSetsGetter, revisions app
 		Name: SidecarSetWebhookName, Path: SidecarSetPath, Admitter: server.AdmitFunc(w.admit),
 		Reasons: []string{ReasonUndecodable, ReasonForbiddenUpdate, ReasonInvalidName, ReasonInvalidSelector,
 			ReasonInvalidContainers, ReasonInvalidUpdateStrategy, ReasonInvalidPatchPodMetadata,
-			ReasonInvalidCanary, ReasonRevisionNotFound, ReasonSidecarSetConflict},
+			ReasonInvalidCanary, ReasonRevisionNotFound, ReasonPatchNotAllowed, ReasonSidecarSetConflict},
 	}
 }
 

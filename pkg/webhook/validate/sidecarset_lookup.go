@@ -23,8 +23,12 @@ import (
 type sidecarSetLookup struct {
 	sidecarSets kruiseclient.SidecarSetsGetter
 	revisions   appsv1client.ControllerRevisionsGetter
-	// namespace is where kruise runs, and keeps SidecarSets' revisions.
+	// namespace is where kruise runs, and keeps SidecarSets' revisions and
+	// its configuration.
 	namespace string
+	// patchAllow checks patchPodMetadata against the allow-list; nil: not
+	// checked.
+	patchAllow *PatchAllowList
 }
 
 // check returns what is wrong with ss given the other SidecarSets and its
@@ -56,6 +60,11 @@ func (l *sidecarSetLookup) check(ctx context.Context, ss, old *appsv1beta1.Sidec
 		}
 		out.add(ReasonRevisionNotFound, errs)
 	}
+	errs, err := l.checkPatchAllowed(ctx, ss, old)
+	if err != nil {
+		return nil, err
+	}
+	out.add(ReasonPatchNotAllowed, errs)
 	return out, nil
 }
 

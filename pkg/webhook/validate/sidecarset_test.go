@@ -2,6 +2,8 @@ package validate
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,7 +86,7 @@ func serveSidecarSets(t *testing.T, objects ...runtime.Object) *served {
 		}
 	}
 	return serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset(sets...).AppsV1beta1(),
-		kubefake.NewClientset(revisions...).AppsV1(), kruiseNamespace))
+		kubefake.NewClientset(revisions...).AppsV1(), kruiseNamespace, nil))
 }
 
 func TestSidecarSetWebhookRules(t *testing.T) {
@@ -384,7 +386,7 @@ func TestSidecarSetWebhookAdmitsWhenItCannotList(t *testing.T) {
 	kruise.PrependReactor("list", "sidecarsets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is away")
 	})
-	s := serve(t, SidecarSetWebhook(kruise.AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace))
+	s := serve(t, SidecarSetWebhook(kruise.AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace, nil))
 	resp := s.send(t, sidecarSetRequest(t, "v1beta1", logSidecarSet(), nil))
 	require.True(t, resp.Allowed, "refused for its own failure: %v", resp.Result)
 	require.Len(t, resp.Warnings, 1)
@@ -393,12 +395,88 @@ func TestSidecarSetWebhookAdmitsWhenItCannotList(t *testing.T) {
 
 func TestSidecarSetWebhookDeclaresItsReasons(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Undecodable", "ForbiddenUpdate", "InvalidName", "InvalidSelector", "InvalidContainers",
-		"InvalidUpdateStrategy", "InvalidPatchPodMetadata", "InvalidCanary", "RevisionNotFound", "SidecarSetConflict"},
-		SidecarSetWebhook(nil, nil, kruiseNamespace).Reasons)
-	assert.Equal(t, "/validate-apps-kruise-io-sidecarset", SidecarSetWebhook(nil, nil, "").Path, "OpenKruise's path")
+		"InvalidUpdateStrategy", "InvalidPatchPodMetadata", "InvalidCanary", "RevisionNotFound", "PatchPodMetadataNotAllowed", "SidecarSetConflict"},
+		SidecarSetWebhook(nil, nil, kruiseNamespace, nil).Reasons)
+	assert.Equal(t, "/validate-apps-kruise-io-sidecarset", SidecarSetWebhook(nil, nil, "", nil).Path, "OpenKruise's path")
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 // pubPriority has a weight term without a selector.
 var pubPriority = pub.UpdatePriorityStrategy{WeightPriority: []pub.UpdatePriorityWeightTerm{{Weight: 10}}}
+
+// prefixAllowList is a PatchAllowCheck reading the allow-list as one key
+// prefix: none allows nothing.
+func prefixAllowList(ss *appsv1beta1.SidecarSet, raw string) error {
+	if raw == "" {
+		return errors.New("no allow-list")
+	}
+	for _, p := range ss.Spec.PatchPodMetadata {
+		for k := range p.Annotations {
+			if !strings.HasPrefix(k, raw) {
+				return fmt.Errorf("annotation %s is not allowed", k)
+			}
+		}
+	}
+	return nil
+}
+
+func TestSidecarSetWebhookPatchAllowList(t *testing.T) {
+	patching := func(key string) func(*appsv1beta1.SidecarSet) {
+		return func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.PatchPodMetadata = []appsv1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{key: "v"},
+				PatchPolicy: appsv1beta1.SidecarSetOverwritePatchPolicy}}
+		}
+	}
+	allowing := func(prefix string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kruise-configuration", Namespace: kruiseNamespace},
+			Data: map[string]string{"SidecarSet_PatchPodMetadata_WhiteList": prefix}}
+	}
+	tests := []struct {
+		name     string
+		config   []runtime.Object
+		old, new *appsv1beta1.SidecarSet
+		reason   string
+		message  []string
+	}{
+		{name: "nothing patched, no allow-list", new: logSidecarSet()},
+		{
+			name: "no allow-list", new: logSidecarSet(patching("mesh.io/inject")), reason: ReasonPatchNotAllowed,
+			message: []string{`spec.patchPodMetadata: Forbidden: no allow-list (ConfigMap kruise-system/kruise-configuration, key SidecarSet_PatchPodMetadata_WhiteList)`},
+		},
+		{name: "allowed", config: []runtime.Object{allowing("mesh.io/")}, new: logSidecarSet(patching("mesh.io/inject"))},
+		{
+			name: "a key not allowed", config: []runtime.Object{allowing("mesh.io/")}, new: logSidecarSet(patching("other.io/x")),
+			reason: ReasonPatchNotAllowed, message: []string{`annotation other.io/x is not allowed`},
+		},
+		{
+			name: "an update leaving patchPodMetadata as stored", old: logSidecarSet(patching("other.io/x")),
+			new: logSidecarSet(patching("other.io/x"), agent(func(c *appsv1beta1.SidecarContainer) { c.Image = "agent:2" })),
+		},
+	}
+	for _, tt := range tests {
+		for _, version := range versions {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				s := serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset().AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace,
+					&PatchAllowList{ConfigMaps: kubefake.NewClientset(tt.config...).CoreV1(), Check: prefixAllowList}))
+				s.judged(t, sidecarSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
+			})
+		}
+	}
+}
+
+func TestSidecarSetWebhookAdmitsWhenItCannotReadTheAllowList(t *testing.T) {
+	kube := kubefake.NewClientset()
+	kube.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden here")
+	})
+	s := serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset().AppsV1beta1(), kube.AppsV1(), kruiseNamespace,
+		&PatchAllowList{ConfigMaps: kube.CoreV1(), Check: prefixAllowList}))
+	ss := logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
+		ss.Spec.PatchPodMetadata = []appsv1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"a.io/x": "v"}}}
+	})
+	resp := s.send(t, sidecarSetRequest(t, "v1beta1", ss, nil))
+	require.True(t, resp.Allowed, "refused for its own failure: %v", resp.Result)
+	require.Len(t, resp.Warnings, 1)
+	assert.Contains(t, resp.Warnings[0], "forbidden here")
+}
