@@ -120,7 +120,7 @@ func checkSidecarSetName(name string) field.ErrorList {
 	path := field.NewPath("metadata", "name")
 	var errs field.ErrorList
 	if name == "" {
-		return nil // generated later; the API server checks it then
+		return nil // generateName without a name yet: the API server names it
 	}
 	if len(name) > 63 {
 		errs = append(errs, field.TooLong(path, name, 63))
