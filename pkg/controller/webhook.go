@@ -29,8 +29,10 @@ type webhooks struct {
 // newWebhooks builds the certificate manager and the webhook server with
 // its handlers: the launch-priority pod webhook, the validating webhooks of
 // ContainerRecreateRequests (which read pods with d.client at each request),
-// ImagePullJobs, ImageListPullJobs and CloneSets, and /convert. It does not call the
-// API server.
+// ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
+// SidecarSets with d.kruiseClient, and their ControllerRevisions in namespace
+// with d.client, at each request), and /convert. It does not call the API
+// server.
 func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Registerer) (*webhooks, error) {
 	mode := certs.ModeManaged
 	if o.featureGate().Enabled(features.EnableExternalCerts) {
@@ -66,6 +68,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CloneSetWebhook(),
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
+		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace, nil),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err
@@ -103,7 +106,8 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath, conversion.Path,
+		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }
 

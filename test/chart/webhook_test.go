@@ -120,6 +120,9 @@ func TestRenderWebhookOn(t *testing.T) {
 	require.NotNil(t, cfg)
 	assert.ElementsMatch(t, []string{certs.MutatingWebhookConfigurationName, certs.ValidatingWebhookConfigurationName}, cfg.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, cfg.Verbs)
+	sets := ruleFor(rules, "sidecarsets")
+	require.NotNil(t, sets, "the SidecarSet webhook lists the SidecarSets")
+	assert.Contains(t, sets.Verbs, "list")
 	role := objs[certsRoleKey].(*rbacv1.Role)
 	require.Len(t, role.Rules, 2)
 	assert.Equal(t, []string{certs.SecretName}, role.Rules[0].ResourceNames)
@@ -144,12 +147,13 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{
 		"vimagepulljob-v1beta1.kb.io": admissionregistrationv1.Ignore, "vimagelistpulljob-v1beta1.kb.io": admissionregistrationv1.Ignore})
-	for value, name := range map[string]string{"cloneSet": "vcloneset.kb.io", "statefulSet": "vstatefulset.kb.io", "daemonSet": "vdaemonset.kb.io"} {
+	for value, name := range map[string]string{"cloneSet": "vcloneset.kb.io", "statefulSet": "vstatefulset.kb.io", "daemonSet": "vdaemonset.kb.io",
+		"sidecarSet": "vsidecarset.kb.io"} {
 		objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+value+"=Ignore")
 		objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{name: admissionregistrationv1.Ignore})
 	}
 
-	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet"} {
+	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet", "sidecarSet"} {
 		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
 		require.Error(t, err, group)
@@ -168,8 +172,10 @@ func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWe
 // it has a validating webhook of the kind, CREATE (workloads: and UPDATE) of
 // v1beta1 only (v1alpha1 sent as v1beta1), the paths pkg/webhook/validate
 // serves, kruise-controller's own requests kept out of the kinds it writes
-// (and workload updates that leave spec as is), and failurePolicy Fail but
-// for the webhooks named in policies.
+// (and workload updates that leave spec as is; SidecarSet updates that leave
+// spec and the canary annotations as they are), the scope of the kind
+// (SidecarSets are cluster-scoped), and failurePolicy Fail but for the
+// webhooks named in policies.
 func (r rendered) checkValidating(t *testing.T, policies map[string]admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	v := r.validating(t)
@@ -188,6 +194,7 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		{"vcloneset.kb.io", validate.CloneSetPath, "clonesets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vstatefulset.kb.io", validate.StatefulSetPath, "statefulsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vdaemonset.kb.io", validate.DaemonSetPath, "daemonsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
+		{"vsidecarset.kb.io", validate.SidecarSetPath, "sidecarsets", createUpdate, validate.SidecarSetMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -210,6 +217,11 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		assert.Equal(t, []string{"apps.kruise.io"}, got.Rules[0].APIGroups, w.name)
 		assert.Equal(t, []string{"v1beta1"}, got.Rules[0].APIVersions, w.name)
 		assert.Equal(t, []string{w.resource}, got.Rules[0].Resources, w.name)
+		scope := admissionregistrationv1.NamespacedScope
+		if w.resource == "sidecarsets" {
+			scope = admissionregistrationv1.ClusterScope
+		}
+		assert.Equal(t, scope, *got.Rules[0].Scope, w.name)
 		if w.matchConditions != nil {
 			assert.Equal(t, w.matchConditions, got.MatchConditions, w.name)
 		} else {
@@ -386,6 +398,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		switch {
 		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io":
 			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
+		case w.Name == "vsidecarset.kb.io":
+			assert.Equal(t, validate.SidecarSetMatchConditions("ops"), w.MatchConditions, w.Name)
 		case len(w.MatchConditions) > 0:
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
 		}

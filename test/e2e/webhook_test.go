@@ -102,7 +102,7 @@ func TestWebhooksServed(t *testing.T) {
 	for _, w := range vwc.Webhooks {
 		validating = append(validating, w.Name)
 	}
-	if want := []string{"vcontainerrecreaterequest.kb.io", "vimagepulljob-v1beta1.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vcloneset.kb.io", "vstatefulset.kb.io", "vdaemonset.kb.io"}; !slices.Equal(validating, want) {
+	if want := []string{"vcontainerrecreaterequest.kb.io", "vimagepulljob-v1beta1.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vcloneset.kb.io", "vstatefulset.kb.io", "vdaemonset.kb.io", "vsidecarset.kb.io"}; !slices.Equal(validating, want) {
 		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
 	}
 	for _, w := range vwc.Webhooks {

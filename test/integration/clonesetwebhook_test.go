@@ -30,7 +30,7 @@ func TestCloneSetWebhookInAnAPIServer(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cloneSetNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	serveCloneSetConversion(t, c)
-	addr, ca := serveValidatingWebhooks(t, kube)
+	addr, ca := serveValidatingWebhooks(t, kube, c.kruise)
 	installValidatingWebhooks(t, kube, addr, ca)
 	grantKruiseKinds(t, kube, tenantUser, controllerUser)
 	tenant, controller := as(t, c.config, tenantUser), as(t, c.config, controllerUser)

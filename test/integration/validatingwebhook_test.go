@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/test/unit/gen"
@@ -47,7 +48,7 @@ func TestValidatingWebhooksInAnAPIServer(t *testing.T) {
 	cx := context.Background()
 	_, err = kube.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	addr, ca := serveValidatingWebhooks(t, kube)
+	addr, ca := serveValidatingWebhooks(t, kube, c.kruise)
 	installValidatingWebhooks(t, kube, addr, ca)
 	grantKruiseKinds(t, kube, tenantUser, controllerUser)
 	tenant, controller := as(t, c.config, tenantUser), as(t, c.config, controllerUser)
@@ -142,9 +143,10 @@ func TestValidatingWebhooksInAnAPIServer(t *testing.T) {
 	})
 }
 
-// serveValidatingWebhooks serves the four validating webhooks on loopback over TLS, reading
-// pods with kube, and returns the server's address and its CA.
-func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface) (addr string, ca []byte) {
+// serveValidatingWebhooks serves the validating webhooks on loopback over TLS, reading pods and
+// ControllerRevisions with kube and SidecarSets with kruise, and returns the server's address and
+// its CA.
+func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kruiseclient.Interface) (addr string, ca []byte) {
 	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	require.NoError(t, err)
@@ -153,7 +155,8 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface) (addr stri
 	srv, err := server.New(server.Options{Addr: "127.0.0.1:0", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }})
 	require.NoError(t, err)
 	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
-		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook()} {
+		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
+		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil)} {
 		require.NoError(t, srv.HandleAdmission(wh))
 	}
 	a, err := srv.Listen()
@@ -188,7 +191,7 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		require.Len(t, cfg.Webhooks, 6)
+		require.Len(t, cfg.Webhooks, 7)
 		for i := range cfg.Webhooks {
 			w := &cfg.Webhooks[i]
 			url := "https://" + addr + *w.ClientConfig.Service.Path
@@ -201,14 +204,14 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 	t.Fatal("no ValidatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
 }
 
-// grantKruiseKinds lets users write CRRs, image jobs and the workloads (RBAC is on).
+// grantKruiseKinds lets users write CRRs, image jobs, the workloads and SidecarSets (RBAC is on).
 func grantKruiseKinds(t *testing.T, kube kubernetes.Interface, users ...string) {
 	t.Helper()
 	cx := context.Background()
 	_, err := kube.RbacV1().ClusterRoles().Create(cx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "kruise-writer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
-			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "clonesets", "statefulsets", "daemonsets"},
+			Resources: []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "clonesets", "statefulsets", "daemonsets", "sidecarsets"},
 			Verbs:     []string{"get", "list", "create", "update", "delete"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ func TestWorkloadWebhooksInAnAPIServer(t *testing.T) {
 	_, err = kube.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadWebhookNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	addr, ca := serveValidatingWebhooks(t, kube)
+	addr, ca := serveValidatingWebhooks(t, kube, c.kruise)
 	installValidatingWebhooks(t, kube, addr, ca)
 	grantKruiseKinds(t, kube, tenantUser)
 	tenant := as(t, c.config, tenantUser)

@@ -17,6 +17,12 @@
 //     the API server. kruise-controller does not act on a CloneSet admitted
 //     without the webhook whose selector does not match its template or
 //     whose pods would not run until deleted, and says so in an Event.
+//   - SidecarSet, at CREATE and UPDATE (sidecarset*.go, through the same
+//     admission): its containers and volumes as a pod would take them once
+//     injected, its strategies and patchPodMetadata, and, read from the API
+//     server at each request, its conflicts with every other SidecarSet
+//     that may select the same pods (pkg/sidecarset), its canary's base and
+//     the revision injectionStrategy.revision names.
 //
 // Each refusal uses the words kruise-controller puts in status when it finds
 // the same at admission, so a request sent where the webhook is not called

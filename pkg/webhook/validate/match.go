@@ -2,6 +2,8 @@ package validate
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // ControllerServiceAccount is the service account kruise-controller runs as,
@@ -43,4 +45,29 @@ func WorkloadMatchConditions(namespace string) []admissionregistrationv1.MatchCo
 		Name:       SpecChangedConditionName,
 		Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
 	})
+}
+
+// SpecOrCanaryChangedConditionName names the matchCondition of the
+// SidecarSet webhook that sends an update only when its spec or its canary
+// annotations change.
+const SpecOrCanaryChangedConditionName = "spec-or-canary-changed"
+
+// SidecarSetMatchConditions are the matchConditions of the SidecarSet
+// webhook: ControllerMatchConditions, and, as for the workloads, an update
+// is sent only when it changes what the rules read: the spec, or the canary
+// annotations (a SidecarSet becoming a canary, or its base).
+func SidecarSetMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+	expr := "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"
+	for _, key := range []string{appsv1beta1.SidecarSetCanaryAnnotation, appsv1beta1.SidecarSetBaseAnnotation} {
+		expr += " || " + annotationOf("object", key) + " != " + annotationOf("oldObject", key)
+	}
+	return append(ControllerMatchConditions(namespace), admissionregistrationv1.MatchCondition{
+		Name: SpecOrCanaryChangedConditionName, Expression: expr,
+	})
+}
+
+// annotationOf is a CEL expression of obj's annotation key, "" when unset.
+func annotationOf(obj, key string) string {
+	return "(has(" + obj + ".metadata.annotations) && '" + key + "' in " + obj + ".metadata.annotations ? " +
+		obj + ".metadata.annotations['" + key + "'] : '')"
 }

@@ -29,6 +29,11 @@ type workload[S any] struct {
 	// check returns what is wrong with obj, and with the update from old
 	// when old is not nil.
 	check func(obj, old *S) []problem
+	// lookup, if set, returns what is wrong with obj (and the update from
+	// old) given other objects it reads from the API server; it is called
+	// only when check found nothing. Its error (the reads failed) admits the
+	// object with a warning: a webhook never refuses for its own failure.
+	lookup func(ctx context.Context, obj, old *S) ([]problem, error)
 }
 
 // Why a workload (CloneSet, StatefulSet, DaemonSet) is refused: the
@@ -104,6 +109,14 @@ func (w workload[S]) admit(ctx context.Context, req *admissionv1.AdmissionReques
 		}
 	}
 	problems := w.check(obj, old)
+	if len(problems) == 0 && w.lookup != nil {
+		var err error
+		if problems, err = w.lookup(ctx, obj, old); err != nil {
+			res := unchecked(ctx, "the "+w.kind+" against the objects it depends on", err)
+			res.Warnings = append(warnings, res.Warnings...)
+			return res
+		}
+	}
 	if len(problems) == 0 {
 		return server.Allowed(warnings...)
 	}
