@@ -84,7 +84,9 @@ func TestChoose(t *testing.T) {
 		name: "paused", ss: gen.SidecarSetFrom(v2, func(ss *appsv1beta1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = true }), n: 2,
 	}, {
 		name: "NotUpdate", n: 2,
-		ss: gen.SidecarSetFrom(v2, func(ss *appsv1beta1.SidecarSet) { ss.Spec.UpdateStrategy.Type = appsv1beta1.NotUpdateSidecarSetStrategyType }),
+		ss: gen.SidecarSetFrom(v2, func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.UpdateStrategy.Type = appsv1beta1.NotUpdateSidecarSetStrategyType
+		}),
 	}, {
 		name: "more than images changed: not upgradable, reported", n: 2,
 		ss:      gen.SidecarSetFrom(v2, func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Command = []string{"run", "--new"} }),
