@@ -139,3 +139,18 @@ func TestChooseRefusesABadSelector(t *testing.T) {
 	_, err = choose(ss, []podView{v})
 	assert.ErrorContains(t, err, "updateStrategy.selector")
 }
+
+func TestChooseRefusesHotUpgradeSidecars(t *testing.T) {
+	hot := func(ss *appsv1beta1.SidecarSet) {
+		ss.Spec.Containers[0].UpgradeStrategy.UpgradeType = appsv1beta1.SidecarContainerHotUpgrade
+	}
+	ss := sidecarSetAt("2", hot)
+	h, err := hashesOf(ss)
+	require.NoError(t, err)
+	v, _ := viewPod(ss, h, injectedPod(t, "p", sidecarSetAt("1", hot)))
+	require.True(t, v.upgradable, "only the image differs")
+	ch, err := choose(ss, []podView{v})
+	require.NoError(t, err)
+	assert.Empty(t, ch.upgrade, "a hot-upgrade sidecar is never cold-upgraded by setting its image")
+	assert.Equal(t, hotUpgradeRefusal, ch.refused)
+}

@@ -255,3 +255,12 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 	require.NoError(t, g.Write(&m))
 	return m.GetGauge().GetValue()
 }
+
+func TestUpgradeRefusesAPodMissingASidecar(t *testing.T) {
+	v2 := sidecarSetAt("2")
+	pod := injectedPod(t, "p-0", sidecarSetAt("1"))
+	pod.Spec.InitContainers = nil
+	h, _ := hashesOf(v2)
+	_, _, err := planUpgrade(v2, h, "log-abc", pod, t0)
+	assert.ErrorContains(t, err, "has no native sidecar proxy", "recording the new hash without the new image would be a lie")
+}

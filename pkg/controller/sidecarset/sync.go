@@ -176,12 +176,19 @@ func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch 
 		names = append(names, pod.Namespace+"/"+pod.Name)
 	}
 	slices.Sort(names)
-	finding := strings.Join(names, ",")
+	finding := ch.refused + "|" + strings.Join(names, ",")
 	c.reportedMu.Lock()
 	changed := c.reported[ss.Name] != finding
 	c.reported[ss.Name] = finding
 	c.reportedMu.Unlock()
-	if !changed || len(names) == 0 {
+	if !changed {
+		return
+	}
+	if ch.refused != "" {
+		logger.Info("SidecarSet upgrades no pod", "reason", ch.refused)
+		c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable, "no pod is upgraded in place: %s", ch.refused)
+	}
+	if len(names) == 0 {
 		return
 	}
 	shown := names[:min(len(names), maxNamedPods)]

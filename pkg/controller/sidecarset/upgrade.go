@@ -48,7 +48,7 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 	for _, sc := range ss.Spec.Containers {
 		c := findContainer(pod.Spec.Containers, sc.Name)
 		if c == nil {
-			continue
+			return nil, nil, fmt.Errorf("pod %s/%s has no container %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
 		}
 		sidecars = append(sidecars, sc.Name)
 		if c.Image != sc.Image {
@@ -57,9 +57,12 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 		}
 	}
 	for _, sc := range ss.Spec.InitContainers {
+		if !sidecarset.IsNative(sc.Container) {
+			continue // a run-once init container has run: a new image would never be used
+		}
 		c := findContainer(pod.Spec.InitContainers, sc.Name)
 		if c == nil || !sidecarset.IsNative(*c) {
-			continue // a run-once init container has run: a new image would never be used
+			return nil, nil, fmt.Errorf("pod %s/%s has no native sidecar %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
 		}
 		sidecars = append(sidecars, sc.Name)
 		if c.Image != sc.Image {
