@@ -264,3 +264,33 @@ func TestUpgradeRefusesAPodMissingASidecar(t *testing.T) {
 	_, _, err := planUpgrade(v2, h, "log-abc", pod, t0)
 	assert.ErrorContains(t, err, "has no native sidecar proxy", "recording the new hash without the new image would be a lie")
 }
+
+func TestSyncLabelsTheLatestRevisionWithItsCustomVersion(t *testing.T) {
+	v1 := sidecarSetAt("1")
+	f := newFixture(t, v1)
+	require.NoError(t, f.sync())
+	require.Len(t, f.revisions(), 1)
+	assert.NotContains(t, f.revisions()[0].Labels, appsv1beta1.SidecarSetCustomVersionLabel)
+
+	// Only customVersion changes: the same revision, now findable by the version.
+	versioned := gen.SidecarSetFrom(v1, func(ss *appsv1beta1.SidecarSet) { ss.Spec.CustomVersion = "stable" })
+	g := newFixture(t, versioned, f.revisions()[0])
+	require.NoError(t, g.sync())
+	revs := g.revisions()
+	require.Len(t, revs, 1, "no new revision for a version label")
+	assert.Equal(t, "stable", revs[0].Labels[appsv1beta1.SidecarSetCustomVersionLabel])
+	assert.Equal(t, revs[0].Name, g.status().LatestRevision)
+}
+
+func TestAPodWithAnUnreadableAnnotationIsCountedNeverTouched(t *testing.T) {
+	v2 := sidecarSetAt("2")
+	h, _ := hashesOf(v2)
+	bad := injectedPod(t, "p-0", sidecarSetAt("1"), gen.AddPodAnnotations(map[string]string{sidecarset.InPlaceUpdateStateAnnotation: "{not json"}))
+	v, ok := viewPod(v2, h, bad)
+	require.True(t, ok)
+	assert.Contains(t, v.busy, sidecarset.InPlaceUpdateStateAnnotation)
+	ch, err := choose(v2, []podView{v})
+	require.NoError(t, err)
+	assert.Empty(t, ch.upgrade)
+	assert.Contains(t, ch.waiting, podNS+"/p-0")
+}

@@ -2,12 +2,14 @@ package sidecarset
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -71,6 +73,9 @@ func (c *Controller) syncRevisions(ctx context.Context, ss *appsv1beta1.SidecarS
 	if err != nil {
 		return revs, fmt.Errorf("resolving the revision of SidecarSet %s: %w", ss.Name, err)
 	}
+	if err := c.labelCustomVersion(ctx, ss, revs); err != nil {
+		return revs, err
+	}
 	limit := int32(defaultRevisionHistoryLimit)
 	if ss.Spec.RevisionHistoryLimit != nil {
 		limit = *ss.Spec.RevisionHistoryLimit
@@ -110,6 +115,31 @@ func liveRevisions(ss *appsv1beta1.SidecarSet, revs *revision.Revisions, pods []
 		}
 	}
 	return live
+}
+
+// labelCustomVersion labels the latest revision with spec.customVersion when it lacks it: a
+// revision is re-used when only customVersion changed (the injected part is the same), and
+// injectionStrategy.revision.customVersion must still find it by the new version.
+func (c *Controller) labelCustomVersion(ctx context.Context, ss *appsv1beta1.SidecarSet, revs *revision.Revisions) error {
+	v := ss.Spec.CustomVersion
+	if v == "" || carriesVersion(revs.Update, v) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1beta1.SidecarSetCustomVersionLabel: v}}})
+	if err != nil {
+		return fmt.Errorf("encoding the custom version label: %w", err)
+	}
+	updated, err := c.client.AppsV1().ControllerRevisions(revs.Update.Namespace).Patch(ctx, revs.Update.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("labelling revision %s with custom version %s: %w", revs.Update.Name, v, err)
+	}
+	for i := range revs.All {
+		if revs.All[i].Name == updated.Name {
+			revs.All[i] = updated
+		}
+	}
+	revs.Update = updated
+	return nil
 }
 
 func carriesVersion(rev *appsv1.ControllerRevision, version string) bool {
