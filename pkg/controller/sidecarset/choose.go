@@ -69,8 +69,11 @@ func budgetOf(s appsv1beta1.SidecarSetUpdateStrategy, matched int) (strategyBudg
 // choose decides which of the SidecarSet's matched, active pods (views) to upgrade now.
 //
 // Candidates are the pods not yet updated whose difference is images only, that
-// updateStrategy.selector (if any) selects, with no upgrade of this SidecarSet still running and
-// no in-place update of their own workload running. Of them, in the order podorder.ForUpdate
+// updateStrategy.selector (if any) selects, with no in-place update of their own workload
+// running. A pod whose previous upgrade by this SidecarSet is unfinished is one (it is not
+// ready, so costs no budget): a rollout stuck on a bad image is rolled forward or back by the
+// next image, and recording the containers it runs then is right, as a container not yet
+// restarted still has the ID recorded before. Of them, in the order podorder.ForUpdate
 // gives (least active first, then priorityStrategy and scatterStrategy), as many are taken as:
 //   - the partition allows: after this pass at least partition pods stay not updated
 //     (a not-upgradable pod is one of them: it does stay at its version);
@@ -110,8 +113,6 @@ func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
 			out.waiting[v.pod.Namespace+"/"+v.pod.Name] = v.busy
 		case !v.upgradable:
 			out.notUpgradable = append(out.notUpgradable, v.pod)
-		case v.upgrading != "":
-			out.waiting[v.pod.Namespace+"/"+v.pod.Name] = "its previous sidecar upgrade: " + v.upgrading
 		default:
 			candidates = append(candidates, v.pod)
 		}

@@ -294,3 +294,26 @@ func TestAPodWithAnUnreadableAnnotationIsCountedNeverTouched(t *testing.T) {
 	assert.Empty(t, ch.upgrade)
 	assert.Contains(t, ch.waiting, podNS+"/p-0")
 }
+
+func TestAStuckUpgradeIsRolledOnByTheNextImage(t *testing.T) {
+	v1, v2, v3 := sidecarSetAt("1"), sidecarSetAt("2"), sidecarSetAt("3")
+	f := newFixture(t, v2, injectedPod(t, "p-0", v1))
+	require.NoError(t, f.sync())
+	stuck := f.pod("p-0") // at v2, its sidecars never restarted (image pull failing)
+	h3, _ := hashesOf(v3)
+	v, _ := viewPod(v3, h3, stuck)
+	require.NotEmpty(t, v.upgrading)
+	ch, err := choose(v3, []podView{v})
+	require.NoError(t, err)
+	require.Len(t, ch.upgrade, 1, "a pod stuck on a bad image must not block the fix")
+
+	data, _, err := planUpgrade(v3, h3, "log-v3", stuck, t0)
+	require.NoError(t, err)
+	var patch upgradePatch
+	require.NoError(t, json.Unmarshal(data, &patch))
+	states, err := upgradeStates(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: patch.Metadata.Annotations}})
+	require.NoError(t, err)
+	assert.Equal(t, "log-v3", states["log"].Revision)
+	assert.Equal(t, "cri://p-0-agent:1", states["log"].LastContainerStatuses[agentName].ContainerID,
+		"the container not yet restarted keeps its ID, so the v3 restart is told by it")
+}
