@@ -32,6 +32,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
@@ -115,6 +116,9 @@ var builders = []Entry{
 	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
 	// only, never on the built-in kind.
 	{Name: statefulset.Name, Build: buildStatefulSet},
+	// SidecarSet: no gate, as in OpenKruise. It upgrades in place only pods a SidecarSet
+	// injected (the injection webhook is the one that puts sidecars in).
+	{Name: sidecarset.Name, Build: buildSidecarSet},
 }
 
 // Disabled is a controller a feature gate turned off.

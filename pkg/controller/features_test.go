@@ -26,7 +26,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -34,18 +34,18 @@ func TestSelectEnabled(t *testing.T) {
 	}{
 		{gates: "", enabled: all},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
-		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset"},
+		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset", "daemonset", "statefulset"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"},
 			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
-		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset"},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
@@ -129,7 +129,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	// Logged once every informer has synced, so every informer that was
 	// started has listed by now.
 	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset"}}}, logged("Started controllers"))
+	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "nodeimage", "gate", features.KruiseDaemon},
@@ -149,7 +149,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	for _, a := range kruiseClient.Actions() {
 		kruiseListed[a.GetResource().Resource] = true
 	}
-	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true}, kruiseListed,
+	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true}, kruiseListed,
 		"of the apps.kruise.io kinds only the workloads, which need no daemon")
 	listed := map[string]bool{}
 	for _, a := range client.Actions() {
@@ -157,7 +157,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 			listed[a.GetResource().Resource] = true
 		}
 	}
-	assert.Equal(t, map[string]bool{"pods": true, "nodes": true, "persistentvolumeclaims": true, "controllerrevisions": true}, listed)
+	assert.Equal(t, map[string]bool{"pods": true, "nodes": true, "persistentvolumeclaims": true, "controllerrevisions": true, "namespaces": true}, listed)
 }
 
 func TestGatedBuilderIsNotCalled(t *testing.T) {

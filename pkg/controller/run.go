@@ -34,6 +34,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
@@ -393,6 +394,21 @@ func buildDaemonSet(d Deps) (Controller, error) {
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Nodes:        d.InformerFactory.Core().V1().Nodes(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+	})
+}
+
+// buildSidecarSet adapts Deps to the SidecarSet controller. Its ControllerRevisions live in
+// kruise's namespace, so it reads them from the namespace-scoped factory.
+func buildSidecarSet(d Deps) (Controller, error) {
+	return sidecarset.New(sidecarset.Config{
+		Client:       d.Client,
+		KruiseClient: d.KruiseClient,
+		SidecarSets:  d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Namespaces:   d.InformerFactory.Core().V1().Namespaces(),
+		Revisions:    d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
+		Namespace:    d.Namespace,
+		Metrics:      d.Metrics,
 	})
 }
 

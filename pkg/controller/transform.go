@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
 )
 
 // Informer transforms: what the controllers' caches keep of each object.
@@ -167,6 +168,8 @@ func isKruiseKey(key string) bool {
 //     affinity that names a pod's node before it is bound, the in-place update state); of
 //     other pods, those it may adopt, the labels, owner references, deletionTimestamp and
 //     spec.nodeName.
+//   - SidecarSet: the pods a SidecarSet injected whole (see injectedBySidecarSet); of other
+//     pods, the labels and namespace its selectors match.
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,
@@ -180,7 +183,7 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 	if in == nil {
 		return nil
 	}
-	if ownedByKruiseWorkload(in) {
+	if ownedByKruiseWorkload(in) || injectedBySidecarSet(in) {
 		// A CloneSet's pods are kept whole but for managedFields: its in-place updates read
 		// the containers' specs and statuses (images, image IDs, resources, init containers)
 		// and every annotation of the pod (pod-deletion-cost, the update state).
@@ -205,6 +208,14 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
 		},
 	}
+}
+
+// injectedBySidecarSet reports whether a SidecarSet injected pod (it records the SidecarSet's
+// hash): the SidecarSet controller reads such a pod's sidecar containers and native sidecar
+// init containers with their statuses (image, image ID, container ID) and its sidecarset
+// annotations, and upgrades it in place.
+func injectedBySidecarSet(pod *corev1.Pod) bool {
+	return pod.Annotations[sidecarset.HashAnnotation] != ""
 }
 
 // ownedByKruiseWorkload reports whether a kruise workload (an apps.kruise.io kind) controls pod.

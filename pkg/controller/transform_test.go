@@ -879,10 +879,22 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 	reviewed := map[string]bool{
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
 		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
-		"cloneset": true, "daemonset": true, "statefulset": true,
+		"cloneset": true, "daemonset": true, "statefulset": true, "sidecarset": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
 			"from the cache, add them to podKept/nodeKept, then list it here", e.Name)
 	}
+}
+
+func TestTransformKeepsSidecarSetInjectedPodsWhole(t *testing.T) {
+	full := fullPod()
+	full.Annotations["kruise.io/sidecarset-hash"] = `{"log":{"hash":"h","sidecarSetName":"log"}}`
+	before := full.DeepCopy()
+
+	out, err := transformObject(full)
+	require.NoError(t, err)
+	want := before.DeepCopy()
+	want.ManagedFields = nil
+	assert.Equal(t, want, out, "the SidecarSet controller reads an injected pod's init containers, statuses and image IDs")
 }

@@ -1,0 +1,154 @@
+package sidecarset
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/podorder"
+)
+
+// choice is what a pass does with the SidecarSet's pods.
+type choice struct {
+	// upgrade are the pods to upgrade in place now, in order.
+	upgrade []*corev1.Pod
+	// notUpgradable are pods the strategy selects that differ in more than images: they are
+	// left and reported.
+	notUpgradable []*corev1.Pod
+	// waiting are upgradable pods held back by their own workload's update or an annotation
+	// that does not parse (podView.busy), by name → why.
+	waiting map[string]string
+	// refused says why the SidecarSet upgrades no pod at all although its strategy would.
+	refused string
+}
+
+// hotUpgradeRefusal: a HotUpgrade sidecar runs as two containers (<name>-1, <name>-2) handing
+// over to each other, which this controller does not drive; setting images would be wrong.
+const hotUpgradeRefusal = "its containers with upgradeStrategy HotUpgrade are not upgraded by kruise; pods keep their sidecars until recreated"
+
+func hasHotUpgrade(ss *appsv1beta1.SidecarSet) bool {
+	for _, c := range ss.Spec.Containers {
+		if c.UpgradeStrategy.UpgradeType == appsv1beta1.SidecarContainerHotUpgrade {
+			return true
+		}
+	}
+	return false
+}
+
+// strategyBudget is what the update strategy allows over the matched pods.
+type strategyBudget struct {
+	// keep is how many matched pods the partition keeps at an older version.
+	keep int
+	// maxUnavailable is how many matched pods may be unavailable (not ready or upgrading).
+	maxUnavailable int
+}
+
+func budgetOf(s appsv1beta1.SidecarSetUpdateStrategy, matched int) (strategyBudget, error) {
+	b := strategyBudget{maxUnavailable: appsv1beta1.DefaultSidecarSetMaxUnavailable}
+	if s.Partition != nil {
+		keep, err := intstr.GetScaledValueFromIntOrPercent(s.Partition, matched, true)
+		if err != nil {
+			return b, fmt.Errorf("updateStrategy.partition: %w", err)
+		}
+		b.keep = min(max(keep, 0), matched)
+	}
+	if s.MaxUnavailable != nil {
+		mu, err := intstr.GetScaledValueFromIntOrPercent(s.MaxUnavailable, matched, true)
+		if err != nil {
+			return b, fmt.Errorf("updateStrategy.maxUnavailable: %w", err)
+		}
+		b.maxUnavailable = max(mu, 0)
+	}
+	return b, nil
+}
+
+// choose decides which of the SidecarSet's matched, active pods (views) to upgrade now.
+//
+// Candidates are the pods not yet updated whose difference is images only, that
+// updateStrategy.selector (if any) selects, with no in-place update of their own workload
+// running. A pod whose previous upgrade by this SidecarSet is unfinished is one (it is not
+// ready, so costs no budget): a rollout stuck on a bad image is rolled forward or back by the
+// next image, and recording the containers it runs then is right, as a container not yet
+// restarted still has the ID recorded before. Of them, in the order podorder.ForUpdate
+// gives (least active first, then priorityStrategy and scatterStrategy), as many are taken as:
+//   - the partition allows: after this pass at least partition pods stay not updated
+//     (a not-upgradable pod is one of them: it does stay at its version);
+//   - maxUnavailable allows: a ready candidate is taken only while fewer than maxUnavailable
+//     pods are unavailable (not ready, or upgrading), and then counts as one more; a candidate
+//     that is not ready is taken anyway (upgrading it costs no availability).
+func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
+	out := choice{waiting: map[string]string{}}
+	s := ss.Spec.UpdateStrategy
+	if s.Type == appsv1beta1.NotUpdateSidecarSetStrategyType {
+		return out, nil
+	}
+	selector := labels.Everything()
+	if s.Selector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+			return out, fmt.Errorf("updateStrategy.selector: %w", err)
+		}
+	}
+	var candidates []*corev1.Pod
+	ready := map[*corev1.Pod]bool{}
+	notUpdated, unavailable := 0, 0
+	for _, v := range views {
+		ready[v.pod] = v.ready
+		if !v.ready {
+			unavailable++
+		}
+		if v.updated {
+			continue
+		}
+		notUpdated++
+		if !selector.Matches(labels.Set(v.pod.Labels)) {
+			continue
+		}
+		switch {
+		case v.busy != "":
+			out.waiting[v.pod.Namespace+"/"+v.pod.Name] = v.busy
+		case !v.upgradable:
+			out.notUpgradable = append(out.notUpgradable, v.pod)
+		default:
+			candidates = append(candidates, v.pod)
+		}
+	}
+	if s.Paused || len(candidates) == 0 {
+		return out, nil
+	}
+	if hasHotUpgrade(ss) {
+		out.refused = hotUpgradeRefusal
+		return out, nil
+	}
+	b, err := budgetOf(s, len(views))
+	if err != nil {
+		return out, err
+	}
+	allowed := notUpdated - b.keep
+	if allowed <= 0 {
+		return out, nil
+	}
+	ordered, err := podorder.ForUpdate(candidates, s.PriorityStrategy, s.ScatterStrategy)
+	if err != nil {
+		return out, fmt.Errorf("updateStrategy: %w", err)
+	}
+	for _, pod := range ordered {
+		if len(out.upgrade) >= allowed {
+			break
+		}
+		if !ready[pod] {
+			out.upgrade = append(out.upgrade, pod)
+			continue
+		}
+		if unavailable >= b.maxUnavailable {
+			continue
+		}
+		unavailable++
+		out.upgrade = append(out.upgrade, pod)
+	}
+	return out, nil
+}

@@ -1,0 +1,18 @@
+// Package sidecarset is the SidecarSet controller. The injection webhook puts a SidecarSet's
+// containers into pods at creation; this controller keeps the SidecarSet's history as
+// ControllerRevisions, counts the pods it selects in its status and, under its RollingUpdate
+// strategy, upgrades in place the sidecars of pods that differ from the SidecarSet only in
+// images: the new images of the injected containers and native sidecar init containers (the
+// kubelet restarts a running restartable init container whose image changed), the pod's hash
+// annotations and the SidecarSet's entry of kruise.io/sidecarset-inplace-update-state, in one
+// write. Completion is read as every workload reads it (pkg/inplace: a new container ID).
+//
+// The pod's readiness is not flipped, unlike a CloneSet's update. A pod that differs in more
+// than images cannot be upgraded in place: it is left, counted not updated, and reported (an
+// Event on the SidecarSet, a log line, a metric). A pod whose own workload is updating it in
+// place waits until that update is done, so neither restarts it on top of the other.
+//
+// Files: controller.go (wiring), handlers.go (events to work), sync.go (one pass), podview.go
+// (what a pod is to a SidecarSet), choose.go (which pods to upgrade now), upgrade.go (one pod's
+// write), revisions.go (history), status.go (counts), metrics.go.
+package sidecarset

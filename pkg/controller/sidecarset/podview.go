@@ -1,0 +1,118 @@
+package sidecarset
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
+)
+
+// hashes are a SidecarSet's two hashes as it is now.
+type hashes struct {
+	full, withoutImage string
+}
+
+func hashesOf(ss *appsv1beta1.SidecarSet) (hashes, error) {
+	full, err := sidecarset.Hash(ss)
+	if err != nil {
+		return hashes{}, err
+	}
+	w, err := sidecarset.HashWithoutImage(ss)
+	if err != nil {
+		return hashes{}, err
+	}
+	return hashes{full: full, withoutImage: w}, nil
+}
+
+// podView is what one pod is to one SidecarSet.
+type podView struct {
+	pod *corev1.Pod
+	// updated: the pod records the SidecarSet's current hash (its upgrade may still be running).
+	updated bool
+	// upgradable: not updated, and only images differ (the recorded hash without images is
+	// the SidecarSet's), so an in-place upgrade can bring it up to date.
+	upgradable bool
+	// upgrading says what the pod's last upgrade by this SidecarSet still waits for; "" when
+	// there is none or it is done.
+	upgrading string
+	// ready: the pod is Ready and no upgrade by this SidecarSet is running on it.
+	ready bool
+	// busy says why the pod must not be upgraded now although it may be upgradable: its own
+	// workload's in-place update is running, or its annotations do not parse.
+	busy string
+}
+
+// viewPod reads pod against ss with hashes h. A pod ss never injected is not the SidecarSet's
+// (ok false): OpenKruise counts only injected pods as matched.
+func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bool) {
+	v := podView{pod: pod}
+	full, errFull := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+	entry, injected := full[ss.Name]
+	if errFull == nil && !injected {
+		return v, false
+	}
+	if errFull != nil {
+		// The pod claims an injection we cannot read: count it, never touch it.
+		v.busy = errFull.Error()
+		v.ready = podstate.Ready(pod)
+		return v, true
+	}
+	v.updated = entry.Hash == h.full
+	if !v.updated {
+		noImage, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashWithoutImageAnnotation)
+		if err != nil {
+			v.busy = err.Error()
+		} else {
+			v.upgradable = noImage[ss.Name].Hash == h.withoutImage
+		}
+	}
+	state, err := upgradeState(pod, ss.Name)
+	if err != nil {
+		v.busy = err.Error()
+	} else if done, waiting := inplace.StateDone(pod, state); !done {
+		v.upgrading = waiting
+	}
+	if v.busy == "" {
+		if done, waiting, err := inplace.UpdateDone(pod); err != nil {
+			v.busy = err.Error()
+		} else if !done {
+			v.busy = "its workload's in-place update: " + waiting
+		}
+	}
+	v.ready = podstate.Ready(pod) && v.upgrading == ""
+	return v, true
+}
+
+// upgradeStates reads the pod's kruise.io/sidecarset-inplace-update-state: SidecarSet name →
+// the state of its last in-place upgrade of the pod.
+func upgradeStates(pod *corev1.Pod) (map[string]*pub.InPlaceUpdateState, error) {
+	out := map[string]*pub.InPlaceUpdateState{}
+	raw := pod.Annotations[sidecarset.InPlaceUpdateStateAnnotation]
+	if raw == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("pod %s/%s: annotation %s is not a map of SidecarSet name to in-place update state: %w",
+			pod.Namespace, pod.Name, sidecarset.InPlaceUpdateStateAnnotation, err)
+	}
+	return out, nil
+}
+
+func upgradeState(pod *corev1.Pod, name string) (*pub.InPlaceUpdateState, error) {
+	states, err := upgradeStates(pod)
+	if err != nil {
+		return nil, err
+	}
+	return states[name], nil
+}
+
+// activePod: neither being deleted nor finished. Only these are counted and upgraded.
+func activePod(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,215 @@
+package sidecarset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
+)
+
+// EventReasonNotUpgradable is the reason of the Warning Event a SidecarSet gets when pods it
+// selects differ from it in more than images.
+const EventReasonNotUpgradable = "NotUpgradable"
+
+// maxNamedPods bounds the pod names an Event or log line lists.
+const maxNamedPods = 5
+
+// sync is one pass over the SidecarSet named key: history, upgrades, status.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ss, err := c.sidecarSets.Get(key)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading SidecarSet %s from the cache: %w", key, err)
+	}
+	if ss.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx)
+	pods, err := c.selectedPods(ss)
+	if err != nil {
+		return 0, err
+	}
+	revs, err := c.syncRevisions(ctx, ss, pods)
+	if err != nil {
+		if revs != nil && revs.CollisionCount != 0 {
+			// Keep the grown collision count, so that the next attempt tries the next name.
+			_ = c.writeStatus(ctx, ss, newStatus(ss, counts{}, "", revs.CollisionCount))
+		}
+		return 0, err
+	}
+	h, err := hashesOf(ss)
+	if err != nil {
+		return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
+	}
+	var views []podView
+	var requeue time.Duration
+	pending := false
+	for _, pod := range pods {
+		if !activePod(pod) {
+			continue
+		}
+		v, ok := viewPod(ss, h, pod)
+		if !ok {
+			continue
+		}
+		views = append(views, v)
+		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
+			pending = true
+			requeue = shortest(requeue, recheck)
+		}
+	}
+
+	var upgradeErr error
+	if pending {
+		logger.V(4).Info("Waiting for the pod cache to show the last upgrades")
+	} else {
+		ch, err := choose(ss, views)
+		if err != nil {
+			c.recorder.Eventf(ss, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
+			return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
+		}
+		c.report(ctx, ss, ch)
+		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
+		upgradeErr = err
+		for i := range views {
+			if upgraded[views[i].pod.UID] {
+				views[i].updated, views[i].ready = true, false
+			}
+		}
+	}
+	st := newStatus(ss, tally(views), revs.Update.Name, revs.CollisionCount)
+	if err := c.writeStatus(ctx, ss, st); err != nil {
+		return 0, errors.Join(upgradeErr, err)
+	}
+	return requeue, upgradeErr
+}
+
+// selectedPods are the cached pods ss selects, in every namespace its namespaceSelector
+// matches, active or not.
+func (c *Controller) selectedPods(ss *appsv1beta1.SidecarSet) ([]*corev1.Pod, error) {
+	if ss.Spec.Selector == nil {
+		return nil, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("SidecarSet %s: spec.selector: %w", ss.Name, err)
+	}
+	if selector.Empty() {
+		return nil, nil
+	}
+	all, err := c.pods.List(selector)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of SidecarSet %s: %w", ss.Name, err)
+	}
+	var out []*corev1.Pod
+	for _, pod := range all {
+		ok, err := sidecarset.SelectsNamespace(ss, c.namespaceLabels(pod.Namespace))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
+}
+
+// upgradeAll upgrades pods in place to ss; it returns the UIDs of the pods written and the
+// errors of the others.
+func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet, h hashes, rev string, pods []*corev1.Pod) (map[types.UID]bool, error) {
+	done := map[types.UID]bool{}
+	var errs []error
+	for _, pod := range pods {
+		logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", rev)
+		data, containers, err := planUpgrade(ss, h, rev, pod, c.clock.Now())
+		if err == nil {
+			var written *corev1.Pod
+			written, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			if err == nil {
+				c.podVersions.Expect(written)
+			}
+		}
+		if err != nil {
+			c.metrics.upgrades.WithLabelValues("error").Inc()
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				c.recorder.Eventf(ss, corev1.EventTypeWarning, inplace.EventReasonFailed,
+					"failed to upgrade the sidecars of pod %s/%s in place: %v", pod.Namespace, pod.Name, err)
+			}
+			errs = append(errs, fmt.Errorf("upgrading pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			continue
+		}
+		c.metrics.upgrades.WithLabelValues("ok").Inc()
+		done[pod.UID] = true
+		logger.Info("Upgraded sidecars in place", "containers", containers)
+		c.recorder.Eventf(ss, corev1.EventTypeNormal, inplace.EventReasonSucceeded,
+			"upgrading the sidecars of pod %s/%s in place: %s", pod.Namespace, pod.Name, strings.Join(containers, ", "))
+	}
+	return done, errors.Join(errs...)
+}
+
+// report makes the pods that cannot be upgraded in place visible: a metric always, and a
+// Warning Event and a log line when the finding changed since last reported. Pods held back
+// by their workload's update are logged.
+func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch choice) {
+	logger := klog.FromContext(ctx)
+	c.metrics.notUpgradable.WithLabelValues(ss.Name).Set(float64(len(ch.notUpgradable)))
+	for name, why := range ch.waiting {
+		logger.V(2).Info("Pod waits before its sidecars are upgraded", "pod", name, "reason", why)
+	}
+	names := make([]string, 0, len(ch.notUpgradable))
+	for _, pod := range ch.notUpgradable {
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	slices.Sort(names)
+	finding := ch.refused + "|" + strings.Join(names, ",")
+	c.reportedMu.Lock()
+	changed := c.reported[ss.Name] != finding
+	c.reported[ss.Name] = finding
+	c.reportedMu.Unlock()
+	if !changed {
+		return
+	}
+	if ch.refused != "" {
+		logger.Info("SidecarSet upgrades no pod", "reason", ch.refused)
+		c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable, "no pod is upgraded in place: %s", ch.refused)
+	}
+	if len(names) == 0 {
+		return
+	}
+	shown := names[:min(len(names), maxNamedPods)]
+	logger.Info("Pods differ from the SidecarSet in more than images and cannot be upgraded in place",
+		"count", len(names), "pods", shown)
+	c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable,
+		"%d pod(s) differ from the SidecarSet in more than images and are not upgraded in place (only image changes are; recreate them to update): %s",
+		len(names), strings.Join(shown, ", "))
+}
+
+// forget drops what the controller keeps about a SidecarSet that is gone.
+func (c *Controller) forget(name string) {
+	c.metrics.notUpgradable.DeleteLabelValues(name)
+	c.reportedMu.Lock()
+	delete(c.reported, name)
+	c.reportedMu.Unlock()
+}
+
+func shortest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,129 @@
+package sidecarset
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
+)
+
+// upgradePatch is one pod's in-place sidecar upgrade as a strategic-merge patch: the new images
+// of the SidecarSet's containers and native sidecar init containers the pod has (merged by
+// name), the two hash annotations, and the SidecarSet's entry of the upgrade-state annotation.
+// The pod's resourceVersion is the patch's precondition: a pod read from a stale cache fails
+// with a conflict instead of recording the wrong containers to wait for.
+type upgradePatch struct {
+	Metadata patchMeta `json:"metadata"`
+	Spec     patchSpec `json:"spec,omitempty"`
+}
+
+type patchMeta struct {
+	ResourceVersion string            `json:"resourceVersion"`
+	Annotations     map[string]string `json:"annotations"`
+}
+
+type patchSpec struct {
+	Containers     []imageOnly `json:"containers,omitempty"`
+	InitContainers []imageOnly `json:"initContainers,omitempty"`
+}
+
+type imageOnly struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+}
+
+// planUpgrade computes the patch that upgrades pod to ss (hashes h, revision rev) at now, and
+// the containers it restarts. pod is not changed.
+func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.Pod, now time.Time) ([]byte, []string, error) {
+	var patch upgradePatch
+	var restarted, sidecars []string
+	for _, sc := range ss.Spec.Containers {
+		c := findContainer(pod.Spec.Containers, sc.Name)
+		if c == nil {
+			return nil, nil, fmt.Errorf("pod %s/%s has no container %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
+		}
+		sidecars = append(sidecars, sc.Name)
+		if c.Image != sc.Image {
+			patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: sc.Name, Image: sc.Image})
+			restarted = append(restarted, sc.Name)
+		}
+	}
+	for _, sc := range ss.Spec.InitContainers {
+		if !sidecarset.IsNative(sc.Container) {
+			continue // a run-once init container has run: a new image would never be used
+		}
+		c := findContainer(pod.Spec.InitContainers, sc.Name)
+		if c == nil || !sidecarset.IsNative(*c) {
+			return nil, nil, fmt.Errorf("pod %s/%s has no native sidecar %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
+		}
+		sidecars = append(sidecars, sc.Name)
+		if c.Image != sc.Image {
+			patch.Spec.InitContainers = append(patch.Spec.InitContainers, imageOnly{Name: sc.Name, Image: sc.Image})
+			restarted = append(restarted, sc.Name)
+		}
+	}
+
+	annotated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Annotations: map[string]string{}}}
+	for _, key := range []string{sidecarset.HashAnnotation, sidecarset.HashWithoutImageAnnotation, sidecarset.InPlaceUpdateStateAnnotation} {
+		if v, ok := pod.Annotations[key]; ok {
+			annotated.Annotations[key] = v
+		}
+	}
+	for key, hash := range map[string]string{sidecarset.HashAnnotation: h.full, sidecarset.HashWithoutImageAnnotation: h.withoutImage} {
+		old, err := sidecarset.UpgradeSpecs(pod, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		list := old[ss.Name].SidecarList
+		if len(list) == 0 {
+			list = sidecars
+		}
+		err = sidecarset.SetUpgradeSpec(annotated, key, sidecarset.UpgradeSpec{
+			UpdateTimestamp: metav1.NewTime(now), Hash: hash, SidecarSetName: ss.Name,
+			SidecarList: list, ControllerRevision: rev,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	states, err := upgradeStates(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	states[ss.Name] = &pub.InPlaceUpdateState{
+		Revision:              rev,
+		UpdateTimestamp:       metav1.NewTime(now),
+		LastContainerStatuses: inplace.LastStatuses(pod, restarted),
+		UpdateImages:          len(restarted) > 0,
+	}
+	raw, err := json.Marshal(states)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding annotation %s: %w", sidecarset.InPlaceUpdateStateAnnotation, err)
+	}
+	annotated.Annotations[sidecarset.InPlaceUpdateStateAnnotation] = string(raw)
+
+	patch.Metadata = patchMeta{ResourceVersion: pod.ResourceVersion, Annotations: annotated.Annotations}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the upgrade patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	slices.Sort(restarted)
+	return data, restarted, nil
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
