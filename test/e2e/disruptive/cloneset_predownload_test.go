@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
@@ -103,8 +103,8 @@ func TestCloneSetPreDownloadImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, desc := framework.HasEvent(events, cloneset.ReasonCreatedImagePullJob, jobName); !ok {
-		t.Errorf("no %s event naming %s: %s", cloneset.ReasonCreatedImagePullJob, jobName, desc)
+	if ok, desc := framework.HasEvent(events, predownload.ReasonCreatedImagePullJob, jobName); !ok {
+		t.Errorf("no %s event naming %s: %s", predownload.ReasonCreatedImagePullJob, jobName, desc)
 	}
 
 	// The rest of the update; once done, the job is deleted.
