@@ -87,21 +87,22 @@ func TestJobName(t *testing.T) {
 
 func TestBuildAndUndecided(t *testing.T) {
 	_, owner := testOwner()
-	cur, upd := updateRevision("agent-1", "1"), updateRevision("agent-2", "2")
+	upd := updateRevision("agent-2", "2")
 	images := []ContainerImage{{"main", "agent:2"}, {"log", "log:2"}}
 
-	_, undecided := Undecided(cur, upd)
+	_, undecided := Undecided(upd, true)
 	assert.True(t, undecided)
 	for name, tc := range map[string]struct {
-		cur, upd *appsv1.ControllerRevision
+		upd      *appsv1.ControllerRevision
+		underWay bool
 		reason   string
 	}{
-		"no current":      {nil, upd, "no update"},
-		"same revision":   {upd, upd, "no update"},
-		"created already": {cur, withLabel(upd, appsv1beta1.ImagePreDownloadCreatedKey), "already created"},
-		"ignored already": {cur, withLabel(upd, appsv1beta1.ImagePreDownloadIgnoredKey), "already ignored"},
+		"no revision":     {nil, true, "no update"},
+		"not under way":   {upd, false, "no update"},
+		"created already": {withLabel(upd, appsv1beta1.ImagePreDownloadCreatedKey), true, "already created"},
+		"ignored already": {withLabel(upd, appsv1beta1.ImagePreDownloadIgnoredKey), true, "already ignored"},
 	} {
-		plan, ok := Undecided(tc.cur, tc.upd)
+		plan, ok := Undecided(tc.upd, tc.underWay)
 		assert.False(t, ok, name)
 		assert.Equal(t, Nothing, plan.Action, name)
 		assert.Contains(t, plan.Reason, tc.reason, name)

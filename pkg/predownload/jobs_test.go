@@ -57,19 +57,7 @@ func newJobsFixture(t *testing.T, cached ...*appsv1beta1.ImagePullJob) *jobsFixt
 	return &jobsFixture{jobs: jobs, kube: kube, kruise: kruise, recorder: record.NewFakeRecorder(10), ds: ds, owner: owner, update: update}
 }
 
-// writes lists the kruise client's writes as "verb name".
-func (f *jobsFixture) writes() []string {
-	var out []string
-	for _, a := range f.kruise.Actions() {
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			out = append(out, "create "+a.GetObject().(*appsv1beta1.ImagePullJob).Name)
-		case k8stesting.DeleteAction:
-			out = append(out, "delete "+a.GetName())
-		}
-	}
-	return out
-}
+func (f *jobsFixture) writes() []string { return gen.Writes(f.kruise.Actions(), "imagepulljobs") }
 
 func (f *jobsFixture) revisionLabels(t *testing.T) map[string]string {
 	rev, err := f.kube.AppsV1().ControllerRevisions("ns").Get(context.Background(), f.update.Name, metav1.GetOptions{})

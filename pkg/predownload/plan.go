@@ -28,10 +28,11 @@ type Plan struct {
 	Jobs   []*appsv1beta1.ImagePullJob
 }
 
-// Undecided reports whether the move from current to update still needs deciding: an update is
-// under way and the update revision carries neither label. When not, the plan says why.
-func Undecided(current, update *appsv1.ControllerRevision) (Plan, bool) {
-	if current == nil || update == nil || current.Name == update.Name {
+// Undecided reports whether the move to update still needs deciding: an update is under way
+// (some pods are not at update, as the workload knows) and update carries neither label. When
+// not, the plan says why.
+func Undecided(update *appsv1.ControllerRevision, underWay bool) (Plan, bool) {
+	if update == nil || !underWay {
 		return Plan{Reason: "no update under way"}, false
 	}
 	if _, ok := update.Labels[appsv1beta1.ImagePreDownloadCreatedKey]; ok {

@@ -36,7 +36,7 @@ type PreDownloadInput struct {
 // PlanPreDownload decides whether the move from in.Current to in.Update pre-downloads images,
 // and builds the jobs. It reads nothing but its input.
 func PlanPreDownload(in PreDownloadInput) predownload.Plan {
-	if plan, ok := predownload.Undecided(in.Current, in.Update); !ok {
+	if plan, ok := predownload.Undecided(in.Update, in.Current != nil && in.Update != nil && in.Current.Name != in.Update.Name); !ok {
 		return plan
 	}
 	if in.Policy == inplace.PolicyReCreate {

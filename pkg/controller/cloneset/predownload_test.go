@@ -21,6 +21,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // templateOf decodes rev's pod template.
@@ -178,23 +179,9 @@ func (f *preDownloadFixture) sync() error {
 	return err
 }
 
-// jobActions lists the kruise client's writes of ImagePullJobs as "verb name".
+// jobActions lists the kruise client's creates and deletes of ImagePullJobs.
 func (f *preDownloadFixture) jobActions() []string {
-	var out []string
-	for _, a := range f.kruise.Actions() {
-		if a.GetResource().Resource != "imagepulljobs" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		name := ""
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			name = a.GetObject().(*appsv1beta1.ImagePullJob).Name
-		case k8stesting.DeleteAction:
-			name = a.GetName()
-		}
-		out = append(out, a.GetVerb()+" "+name)
-	}
-	return out
+	return gen.Writes(f.kruise.Actions(), "imagepulljobs")
 }
 
 // updateRevision reads the update revision, which the first sync created, from the API.

@@ -84,6 +84,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil || p == nil {
 		return 0, err
 	}
+	// Pre-download goes first so that a failure to manage pods does not hold it back, and
+	// a failure of its own does not hold the DaemonSet back: it is returned at the end.
+	preDownloadErr := c.preDownload(ctx, p)
 	acted, err := c.manage(ctx, p)
 	if c.podsSettled(ctx, p) {
 		refreshed, refreshErr := c.refreshInPlace(ctx, p)
@@ -94,6 +97,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if statusErr := c.writeStatus(ctx, p); err == nil {
 		err = statusErr
+	}
+	if err == nil {
+		err = preDownloadErr
 	}
 	if err != nil {
 		return 0, err

@@ -1,0 +1,23 @@
+package gen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestWrites(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	actions := []k8stesting.Action{
+		k8stesting.NewCreateAction(pods, "ns", Pod("a")),
+		k8stesting.NewUpdateAction(pods, "ns", Pod("b")),
+		k8stesting.NewGetAction(pods, "ns", "c"),
+		k8stesting.NewCreateAction(secrets, "ns", &corev1.Secret{}),
+		k8stesting.NewDeleteAction(pods, "ns", "d"),
+	}
+	assert.Equal(t, []string{"create a", "delete d"}, Writes(actions, "pods"))
+}
