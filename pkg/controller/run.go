@@ -408,7 +408,7 @@ func buildDaemonSet(d Deps) (Controller, error) {
 
 // buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
 func buildStatefulSet(d Deps) (Controller, error) {
-	return statefulset.New(statefulset.Config{
+	cfg := statefulset.Config{
 		Client:       d.Client,
 		KruiseClient: d.KruiseClient,
 		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
@@ -418,7 +418,12 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
-	})
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return statefulset.New(cfg)
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.

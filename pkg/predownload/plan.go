@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
@@ -26,6 +27,21 @@ type Plan struct {
 	Action Action
 	Reason string
 	Jobs   []*appsv1beta1.ImagePullJob
+}
+
+// Move is a workload's update as CloneSet's and StatefulSet's decisions read it.
+type Move struct {
+	// Current and Update are the workload's revisions, and CurrentTemplate and UpdateTemplate
+	// their pod templates (CurrentTemplate nil when unreadable).
+	Current, Update                 *appsv1.ControllerRevision
+	CurrentTemplate, UpdateTemplate *corev1.PodTemplateSpec
+	// UpdatedReady counts the pods at the update revision that are ready.
+	UpdatedReady int
+}
+
+// UnderWay reports whether the move goes anywhere.
+func (m Move) UnderWay() bool {
+	return m.Current != nil && m.Update != nil && m.Current.Name != m.Update.Name
 }
 
 // Undecided reports whether the move to update still needs deciding: an update is under way

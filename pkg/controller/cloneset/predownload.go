@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/inplace"
@@ -25,18 +22,13 @@ type PreDownloadInput struct {
 	// Budget is the CloneSet's strategy resolved to counts.
 	Budget Budget
 	Policy inplace.UpdatePolicy
-	// Current and Update are the CloneSet's revisions, and CurrentTemplate and UpdateTemplate
-	// their pod templates (CurrentTemplate nil when unreadable).
-	Current, Update                 *appsv1.ControllerRevision
-	CurrentTemplate, UpdateTemplate *corev1.PodTemplateSpec
-	// UpdatedReady counts the pods at the update revision that are ready.
-	UpdatedReady int
+	predownload.Move
 }
 
 // PlanPreDownload decides whether the move from in.Current to in.Update pre-downloads images,
 // and builds the jobs. It reads nothing but its input.
 func PlanPreDownload(in PreDownloadInput) predownload.Plan {
-	if plan, ok := predownload.Undecided(in.Update, in.Current != nil && in.Update != nil && in.Current.Name != in.Update.Name); !ok {
+	if plan, ok := predownload.Undecided(in.Update, in.UnderWay()); !ok {
 		return plan
 	}
 	if in.Policy == inplace.PolicyReCreate {
@@ -85,8 +77,8 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 			ready++
 		}
 	}
-	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy,
+	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.Move{
 		Current: h.Current, Update: h.Update, CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()),
-		UpdatedReady: ready})
+		UpdatedReady: ready}})
 	return c.preDownloads.Apply(ctx, c.recorder, p.cs, h.Update, plan)
 }

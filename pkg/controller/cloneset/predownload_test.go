@@ -60,8 +60,8 @@ func planFor(t *testing.T, old, cs *appsv1beta1.CloneSet, updatedReady int, revL
 	}
 	b, err := Resolve(strategyOf(cs))
 	require.NoError(t, err)
-	return PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Current: cur, Update: upd,
-		CurrentTemplate: templateOf(t, cur), UpdateTemplate: templateOf(t, upd), UpdatedReady: updatedReady})
+	return PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Move: predownload.Move{Current: cur, Update: upd,
+		CurrentTemplate: templateOf(t, cur), UpdateTemplate: templateOf(t, upd), UpdatedReady: updatedReady}})
 }
 
 func TestPlanPreDownloadDecides(t *testing.T) {
@@ -187,15 +187,9 @@ func (f *preDownloadFixture) jobActions() []string {
 // updateRevision reads the update revision, which the first sync created, from the API.
 func (f *preDownloadFixture) updateRevision() *appsv1.ControllerRevision {
 	f.t.Helper()
-	revs, err := f.kube.AppsV1().ControllerRevisions(testNS).List(context.Background(), metav1.ListOptions{})
+	rev, err := gen.RevisionOtherThan(context.Background(), f.kube, testNS, f.oldRev)
 	require.NoError(f.t, err)
-	for i := range revs.Items {
-		if revs.Items[i].Name != f.oldRev {
-			return &revs.Items[i]
-		}
-	}
-	f.t.Fatal("no update revision")
-	return nil
+	return rev
 }
 
 func (f *preDownloadFixture) revisionLabels() map[string]string { return f.updateRevision().Labels }
@@ -242,8 +236,9 @@ func TestPreDownloadSync(t *testing.T) {
 		upd := syncedRevisionOf(t, cs, 2)
 		b, err := Resolve(strategyOf(cs))
 		require.NoError(t, err)
-		existing := PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Current: revisionOf(t, cloneSet(5, "app:1"), 1),
-			Update: upd, CurrentTemplate: templateOf(t, revisionOf(t, cloneSet(5, "app:1"), 1)), UpdateTemplate: templateOf(t, upd)}).Jobs
+		existing := PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Move: predownload.Move{
+			Current: revisionOf(t, cloneSet(5, "app:1"), 1), Update: upd, CurrentTemplate: templateOf(t, revisionOf(t, cloneSet(5, "app:1"), 1)),
+			UpdateTemplate: templateOf(t, upd)}}).Jobs
 		require.Len(t, existing, 1)
 		f := newPreDownloadFixture(t, true, cs, revisionOf(t, cloneSet(5, "app:1"), 1), existing[0])
 		require.NoError(t, f.sync())

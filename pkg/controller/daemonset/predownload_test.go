@@ -144,15 +144,9 @@ func TestPreDownloadSync(t *testing.T) {
 		return []*corev1.Pod{runningPod(t, old, oldRev, "a"), runningPod(t, old, oldRev, "b"), runningPod(t, old, oldRev, "c")}
 	}
 	updateRevision := func(f *fixture) *appsv1.ControllerRevision {
-		revs, err := f.kube.AppsV1().ControllerRevisions(testNS).List(context.Background(), metav1.ListOptions{})
+		rev, err := gen.RevisionOtherThan(context.Background(), f.kube, testNS, oldRev.Name)
 		require.NoError(t, err)
-		for i := range revs.Items {
-			if revs.Items[i].Name != oldRev.Name {
-				return &revs.Items[i]
-			}
-		}
-		t.Fatal("no update revision")
-		return nil
+		return rev
 	}
 
 	t.Run("gate off: no job", func(t *testing.T) {

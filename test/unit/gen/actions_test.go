@@ -1,11 +1,14 @@
 package gen
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -20,4 +23,14 @@ func TestWrites(t *testing.T) {
 		k8stesting.NewDeleteAction(pods, "ns", "d"),
 	}
 	assert.Equal(t, []string{"create a", "delete d"}, Writes(actions, "pods"))
+}
+
+func TestRevisionOtherThan(t *testing.T) {
+	client := fake.NewClientset(ControllerRevision("web-1", SetControllerRevisionNamespace("ns")),
+		ControllerRevision("web-2", SetControllerRevisionNamespace("ns")))
+	rev, err := RevisionOtherThan(context.Background(), client, "ns", "web-1")
+	require.NoError(t, err)
+	assert.Equal(t, "web-2", rev.Name)
+	_, err = RevisionOtherThan(context.Background(), client, "other", "web-1")
+	assert.ErrorContains(t, err, "no ControllerRevision")
 }
