@@ -78,12 +78,9 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 		return nil
 	}
 	hash := p.history.updateHash()
-	in := PreDownloadInput{DaemonSet: p.ds, Budget: p.budget, Update: p.history.Update, UpdateTemplate: p.history.template(hash)}
+	in := PreDownloadInput{DaemonSet: p.ds, Budget: p.budget, Desired: p.desired, Update: p.history.Update, UpdateTemplate: p.history.template(hash)}
 	seen := map[string]bool{}
 	for _, n := range p.nodes {
-		if n.Eligibility.ShouldRun && !n.Gone {
-			in.Desired++
-		}
 		for _, pod := range n.Pods {
 			rev := Revision(pod)
 			switch {

@@ -36,6 +36,8 @@ type pass struct {
 	history *history
 	nodes   []NodeState
 	budget  Budget
+	// desired counts the nodes that should run a pod, which the budget is resolved against.
+	desired int
 	now     time.Time
 	// recheck is when to look again for a reason found during the pass (0: none).
 	recheck time.Duration
@@ -153,7 +155,7 @@ func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)
 		return nil, nil
 	}
-	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, now: c.clock.Now()}, nil
+	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, desired: desired, now: c.clock.Now()}, nil
 }
 
 // NodeStates pairs every node with its eligibility for template and the pods for it; pods for a
