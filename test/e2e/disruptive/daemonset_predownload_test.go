@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -51,31 +50,11 @@ func TestDaemonSetPreDownloadImage(t *testing.T) {
 	jobName := predownload.JobName(revName, "main")
 
 	// The job: named after the update revision, owned by the DaemonSet, selecting the pod not at it.
-	var job *appsv1beta1.ImagePullJob
-	framework.WaitFor(ctx, t, preDownloadTimeout, "ImagePullJob "+jobName, func(ctx context.Context) (bool, string, error) {
-		job, err = e.c.AppsV1beta1().ImagePullJobs(e.ns).Get(ctx, jobName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			events, _ := e.f.ObjectEvents(ctx, e.ns, "DaemonSet", "agent")
-			return false, fmt.Sprintf("no job yet; DaemonSet events %d", len(events)), nil
-		}
-		return err == nil, "found", err
-	})
-	if job.Spec.Image != variant {
-		t.Errorf("job image %s, want %s", job.Spec.Image, variant)
-	}
-	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "DaemonSet" || ref.UID != ds.UID {
-		t.Errorf("job controller %+v, want DaemonSet agent (%s)", ref, ds.UID)
-	}
-	sel := job.Spec.PodSelector
-	if sel == nil || sel.MatchLabels["app"] != "agent" || len(sel.MatchExpressions) != 1 ||
-		sel.MatchExpressions[0].Key != appsv1.ControllerRevisionHashLabelKey || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpNotIn ||
-		!slices.Contains(sel.MatchExpressions[0].Values, hash) {
-		t.Errorf("job pod selector %+v: want app=agent and %s NotIn [... %s]", sel, appsv1.ControllerRevisionHashLabelKey, hash)
-	}
+	preDownloadWaitJob(ctx, t, e, "DaemonSet", "agent", ds.UID, jobName, variant, hash)
 
 	// It completes on the node: the image is in the runtime and the node's NodeImage says so,
 	// while the partition still holds the pod at the old revision, untouched.
-	job = framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, jobName, preDownloadTimeout)
+	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, jobName, preDownloadTimeout)
 	if s := job.Status; s.Desired != 1 || s.Succeeded != 1 || s.Failed != 0 {
 		t.Fatalf("want the job to succeed on the one node: %s", framework.DescribeImagePullJob(ctx, e.c, job))
 	}
@@ -130,13 +109,7 @@ func TestDaemonSetPreDownloadImage(t *testing.T) {
 	if ok, desc := framework.HasEvent(podEvents, "Pulled", variant, "already present"); !ok {
 		t.Errorf("the kubelet did not find %s already present for the in-place update: %s", variant, desc)
 	}
-	framework.WaitFor(ctx, t, preDownloadTimeout, "ImagePullJob "+jobName+" deleted once the update is done", func(ctx context.Context) (bool, string, error) {
-		_, err := e.c.AppsV1beta1().ImagePullJobs(e.ns).Get(ctx, jobName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, "gone", nil
-		}
-		return false, "still there", err
-	})
+	preDownloadWaitJobGone(ctx, t, e, jobName)
 }
 
 // preDownloadDaemonSet is a DaemonSet of busybox pods that updates in place, partition 1: on the
@@ -146,16 +119,7 @@ func preDownloadDaemonSet(ns, name, image string) *appsv1beta1.DaemonSet {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1beta1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "main", Image: image,
-						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
-					}},
-				},
-			},
+			Template: preDownloadTemplate(name, image),
 			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
 				Type: appsv1beta1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{
@@ -170,20 +134,7 @@ func preDownloadDaemonSet(ns, name, image string) *appsv1beta1.DaemonSet {
 // preDownloadUpdateDaemonSet changes DaemonSet name with mutate, retrying on conflicts.
 func preDownloadUpdateDaemonSet(ctx context.Context, t *testing.T, e *faultEnv, name string, mutate func(*appsv1beta1.DaemonSet)) *appsv1beta1.DaemonSet {
 	t.Helper()
-	var out *appsv1beta1.DaemonSet
-	framework.WaitFor(ctx, t, time.Minute, "updating DaemonSet "+name, func(ctx context.Context) (bool, string, error) {
-		ds, err := e.c.AppsV1beta1().DaemonSets(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		mutate(ds)
-		out, err = e.c.AppsV1beta1().DaemonSets(e.ns).Update(ctx, ds, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, "conflict", nil
-		}
-		return err == nil, "updated", err
-	})
-	return out
+	return preDownloadRetryUpdate(ctx, t, e.c.AppsV1beta1().DaemonSets(e.ns), name, mutate)
 }
 
 // preDownloadWaitDaemonSetRevision waits until the DaemonSet's status shows its new generation
