@@ -19,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -376,25 +377,34 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
 	}
-	// Pre-download needs the ImagePullJob controller and the daemons that carry the pulls out.
-	gate := d.Options.featureGate()
-	if gate.Enabled(features.PreDownloadImageForInPlaceUpdate) && gate.Enabled(features.ImagePullJobGate) && gate.Enabled(features.KruiseDaemon) {
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
 		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
 	}
 	return cloneset.New(cfg)
 }
 
+// preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it
+// needs the ImagePullJob controller and the daemons that carry the pulls out.
+func preDownloadEnabled(fg featuregate.FeatureGate, gate featuregate.Feature) bool {
+	return fg.Enabled(gate) && fg.Enabled(features.ImagePullJobGate) && fg.Enabled(features.KruiseDaemon)
+}
+
 // buildDaemonSet adapts Deps to the Advanced DaemonSet controller.
 func buildDaemonSet(d Deps) (Controller, error) {
-	return daemonset.New(daemonset.Config{
+	cfg := daemonset.Config{
 		Client:       d.Client,
 		KruiseClient: d.KruiseClient,
 		DaemonSets:   d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Nodes:        d.InformerFactory.Core().V1().Nodes(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
-	})
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return daemonset.New(cfg)
 }
 
 // buildSidecarSet adapts Deps to the SidecarSet controller. Its ControllerRevisions live in
@@ -414,7 +424,7 @@ func buildSidecarSet(d Deps) (Controller, error) {
 
 // buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
 func buildStatefulSet(d Deps) (Controller, error) {
-	return statefulset.New(statefulset.Config{
+	cfg := statefulset.Config{
 		Client:       d.Client,
 		KruiseClient: d.KruiseClient,
 		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
@@ -424,7 +434,12 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
-	})
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return statefulset.New(cfg)
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.

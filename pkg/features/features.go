@@ -50,11 +50,18 @@ const (
 	// false (as in OpenKruise).
 	CloneSetEventHandlerOptimization featuregate.Feature = "CloneSetEventHandlerOptimization"
 
-	// PreDownloadImageForInPlaceUpdate makes the CloneSet controller pull an
-	// in-place update's new images ahead, with ImagePullJobs, on the nodes
-	// of the pods still to be updated (it needs ImagePullJobGate and
-	// KruiseDaemon too). Alpha, default false (as in OpenKruise).
+	// PreDownloadImageForInPlaceUpdate makes the CloneSet and Advanced
+	// StatefulSet controllers pull an in-place update's new images ahead,
+	// with ImagePullJobs, on the nodes of the pods still to be updated (it
+	// needs ImagePullJobGate and KruiseDaemon too). Alpha, default false (as
+	// in OpenKruise).
 	PreDownloadImageForInPlaceUpdate featuregate.Feature = "PreDownloadImageForInPlaceUpdate"
+
+	// PreDownloadImageForDaemonSetUpdate makes the Advanced DaemonSet controller pull an
+	// in-place update's new images ahead, with ImagePullJobs, on the nodes of the pods still to
+	// be updated (it needs ImagePullJobGate and KruiseDaemon too). Alpha, default false (as in
+	// OpenKruise).
+	PreDownloadImageForDaemonSetUpdate featuregate.Feature = "PreDownloadImageForDaemonSetUpdate"
 
 	// StatefulSetAutoDeletePVC makes the Advanced StatefulSet controller act on
 	// persistentVolumeClaimRetentionPolicy (owner references on the PVCs, so they go with the
@@ -77,12 +84,13 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
 	// Alpha like OpenKruise's, so AllAlpha=true turns it on there and here.
-	EnableExternalCerts:              {Default: false, PreRelease: featuregate.Alpha},
-	InPlaceUpdateEnvFromMetadata:     {Default: true, PreRelease: featuregate.Beta},
-	CloneSetEventHandlerOptimization: {Default: false, PreRelease: featuregate.Alpha},
-	PreDownloadImageForInPlaceUpdate: {Default: false, PreRelease: featuregate.Alpha},
-	StatefulSetAutoDeletePVC:         {Default: true, PreRelease: featuregate.Beta},
-	StatefulSetStartOrdinal:          {Default: true, PreRelease: featuregate.Beta},
+	EnableExternalCerts:                {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceUpdateEnvFromMetadata:       {Default: true, PreRelease: featuregate.Beta},
+	CloneSetEventHandlerOptimization:   {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForInPlaceUpdate:   {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForDaemonSetUpdate: {Default: false, PreRelease: featuregate.Alpha},
+	StatefulSetAutoDeletePVC:           {Default: true, PreRelease: featuregate.Beta},
+	StatefulSetStartOrdinal:            {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

@@ -23,7 +23,6 @@ var unimplemented = map[string]string{
 	"TemplateNoDefaults":                        notImplemented,
 	"SidecarSetPatchPodMetadataDefaultsAllowed": notImplemented,
 	"PodProbeMarkerGate":                        notImplemented,
-	"PreDownloadImageForDaemonSetUpdate":        notImplemented,
 	"PreparingUpdateAsUpdate":                   notImplemented,
 	"ResourceDistributionGate":                  notImplemented,
 	"DeletionProtectionForCRDCascadingGate":     notImplemented,

@@ -27,6 +27,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -86,10 +87,8 @@ type Controller struct {
 	queue       workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
-	// preDownloadImages: see Config; jobs and jobIndex are then the ImagePullJobs' cache.
-	preDownloadImages bool
-	jobs              kruiselisters.ImagePullJobLister
-	jobIndex          cache.Indexer
+	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
+	preDownloads *predownload.Jobs
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -123,10 +122,12 @@ func New(cfg Config) (*Controller, error) {
 		if cfg.ImagePullJobs == nil {
 			return nil, errors.New("cloneset: PreDownloadImages needs ImagePullJobs")
 		}
-		c.preDownloadImages, c.jobs, c.jobIndex = true, cfg.ImagePullJobs.Lister(), cfg.ImagePullJobs.Informer().GetIndexer()
-		if err := ownership.AddIndex(cfg.ImagePullJobs.Informer(), controllerKind); err != nil {
-			return nil, fmt.Errorf("adding the ImagePullJob owner index: %w", err)
+		jobs, err := predownload.NewJobs(predownload.JobsConfig{Client: cfg.Client, KruiseClient: cfg.KruiseClient,
+			Jobs: cfg.ImagePullJobs, Kind: controllerKind})
+		if err != nil {
+			return nil, fmt.Errorf("cloneset: %w", err)
 		}
+		c.preDownloads = jobs
 	}
 	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut() + c.podVersions.TimedOut()) })
 	if cfg.Metrics != nil {

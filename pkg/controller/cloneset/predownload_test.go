@@ -19,7 +19,9 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // templateOf decodes rev's pod template.
@@ -50,7 +52,7 @@ func twoContainers(logImage string) func(*appsv1beta1.CloneSet) {
 }
 
 // planFor plans the move from old to cs, both made by cloneSet.
-func planFor(t *testing.T, old, cs *appsv1beta1.CloneSet, updatedReady int, revLabels map[string]string) PreDownloadPlan {
+func planFor(t *testing.T, old, cs *appsv1beta1.CloneSet, updatedReady int, revLabels map[string]string) predownload.Plan {
 	t.Helper()
 	cur, upd := revisionOf(t, old, 1), revisionOf(t, cs, 2)
 	for k, v := range revLabels {
@@ -58,8 +60,8 @@ func planFor(t *testing.T, old, cs *appsv1beta1.CloneSet, updatedReady int, revL
 	}
 	b, err := Resolve(strategyOf(cs))
 	require.NoError(t, err)
-	return PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Current: cur, Update: upd,
-		CurrentTemplate: templateOf(t, cur), UpdateTemplate: templateOf(t, upd), UpdatedReady: updatedReady})
+	return PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Move: predownload.Move{Current: cur, Update: upd,
+		CurrentTemplate: templateOf(t, cur), UpdateTemplate: templateOf(t, upd), UpdatedReady: updatedReady}})
 }
 
 func TestPlanPreDownloadDecides(t *testing.T) {
@@ -87,32 +89,32 @@ func TestPlanPreDownloadDecides(t *testing.T) {
 		old, cs      *appsv1beta1.CloneSet
 		updatedReady int
 		revLabels    map[string]string
-		want         PreDownloadAction
+		want         predownload.Action
 		jobs         int
 		reason       string
 	}{
-		{name: "no change", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:1"), want: PreDownloadNothing, reason: "no update"},
+		{name: "no change", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:1"), want: predownload.Nothing, reason: "no update"},
 		{name: "already created", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:2"),
-			revLabels: map[string]string{appsv1beta1.ImagePreDownloadCreatedKey: "true"}, want: PreDownloadNothing, reason: "already created"},
+			revLabels: map[string]string{appsv1beta1.ImagePreDownloadCreatedKey: "true"}, want: predownload.Nothing, reason: "already created"},
 		{name: "already ignored", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:2"),
-			revLabels: map[string]string{appsv1beta1.ImagePreDownloadIgnoredKey: "true"}, want: PreDownloadNothing, reason: "already ignored"},
-		{name: "ReCreate", old: cloneSet(5, "app:1", recreate), cs: cloneSet(5, "app:2", recreate), want: PreDownloadIgnore, reason: "recreated"},
-		{name: "3 replicas", old: cloneSet(3, "app:1"), cs: cloneSet(3, "app:2"), want: PreDownloadIgnore, reason: "replicas 3"},
-		{name: "one batch", old: cloneSet(5, "app:1", allAtOnce), cs: cloneSet(5, "app:2", allAtOnce), want: PreDownloadIgnore, reason: "first batch"},
+			revLabels: map[string]string{appsv1beta1.ImagePreDownloadIgnoredKey: "true"}, want: predownload.Nothing, reason: "already ignored"},
+		{name: "ReCreate", old: cloneSet(5, "app:1", recreate), cs: cloneSet(5, "app:2", recreate), want: predownload.Ignore, reason: "recreated"},
+		{name: "3 replicas", old: cloneSet(3, "app:1"), cs: cloneSet(3, "app:2"), want: predownload.Ignore, reason: "replicas 3"},
+		{name: "one batch", old: cloneSet(5, "app:1", allAtOnce), cs: cloneSet(5, "app:2", allAtOnce), want: predownload.Ignore, reason: "first batch"},
 		{name: "one batch but a partition", old: cloneSet(5, "app:1", allAtOnceButPartition), cs: cloneSet(5, "app:2", allAtOnceButPartition),
-			want: PreDownloadCreate, jobs: 1},
-		{name: "only metadata changes", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:1", annotated), want: PreDownloadIgnore, reason: "no image"},
-		{name: "not in place", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:2", withEnv), want: PreDownloadIgnore, reason: "in place"},
+			want: predownload.Create, jobs: 1},
+		{name: "only metadata changes", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:1", annotated), want: predownload.Ignore, reason: "no image"},
+		{name: "not in place", old: cloneSet(5, "app:1"), cs: cloneSet(5, "app:2", withEnv), want: predownload.Ignore, reason: "in place"},
 		{name: "waits for updated ready pods", old: cloneSet(5, "app:1", minReady(2)), cs: cloneSet(5, "app:2", minReady(2)), updatedReady: 1,
-			want: PreDownloadNothing, reason: "waiting for 2"},
+			want: predownload.Nothing, reason: "waiting for 2"},
 		{name: "enough updated ready pods", old: cloneSet(5, "app:1", minReady(2)), cs: cloneSet(5, "app:2", minReady(2)), updatedReady: 2,
-			want: PreDownloadCreate, jobs: 1},
+			want: predownload.Create, jobs: 1},
 		{name: "one job per changed image", old: cloneSet(5, "app:1", twoContainers("log:1")), cs: cloneSet(5, "app:2", twoContainers("log:2")),
-			want: PreDownloadCreate, jobs: 2},
+			want: predownload.Create, jobs: 2},
 		{name: "unchanged container has no job", old: cloneSet(5, "app:1", twoContainers("log:1")), cs: cloneSet(5, "app:2", twoContainers("log:1")),
-			want: PreDownloadCreate, jobs: 1},
+			want: predownload.Create, jobs: 1},
 		{name: "two containers, one new image", old: cloneSet(5, "app:1", twoContainers("log:1")), cs: cloneSet(5, "app:2", twoContainers("app:2")),
-			want: PreDownloadCreate, jobs: 1},
+			want: predownload.Create, jobs: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,10 +126,10 @@ func TestPlanPreDownloadDecides(t *testing.T) {
 	}
 }
 
-func TestPreDownloadJobSpec(t *testing.T) {
+// TestPreDownloadJobOfCloneSet checks what the CloneSet hands to pkg/predownload (which tests
+// the job itself): its kind, selector, template, settings from its strategy, and native sidecars.
+func TestPreDownloadJobOfCloneSet(t *testing.T) {
 	mods := func(cs *appsv1beta1.CloneSet) {
-		cs.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "reg-a"}, {Name: "reg-b"}}
-		cs.Spec.Template.Annotations = map[string]string{"team": "x"}
 		cs.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{
 			ImagePreDownloadParallelism: ptr.To(intstr.FromInt32(3)), ImagePreDownloadTimeoutSeconds: ptr.To[int32](120)}
 		cs.Spec.Template.Spec.InitContainers = []corev1.Container{
@@ -136,95 +138,21 @@ func TestPreDownloadJobSpec(t *testing.T) {
 	old := cloneSet(5, "app:1", mods)
 	cs := cloneSet(5, "app:2", mods, func(cs *appsv1beta1.CloneSet) { cs.Spec.Template.Spec.InitContainers[0].Image = "proxy:2" })
 	plan := planFor(t, old, cs, 0, nil)
-	require.Equal(t, PreDownloadCreate, plan.Action, plan.Reason)
+	require.Equal(t, predownload.Create, plan.Action, plan.Reason)
 	require.Len(t, plan.Jobs, 2)
 	upd := revisionOf(t, cs, 2)
-	hash := upd.Labels[revision.HashLabel]
-
-	byImage := map[string]*appsv1beta1.ImagePullJob{}
-	for _, j := range plan.Jobs {
-		byImage[j.Spec.Image] = j
-	}
-	require.Contains(t, byImage, "proxy:2", "a native sidecar's new image is pre-downloaded too")
-	job := byImage["app:2"]
-	require.NotNil(t, job)
+	assert.Equal(t, upd.Name+"-proxy", plan.Jobs[0].Name, "a native sidecar's new image is pre-downloaded too")
+	job := plan.Jobs[1]
 	assert.Equal(t, upd.Name+"-main", job.Name)
-	assert.Equal(t, upd.Name+"-proxy", byImage["proxy:2"].Name)
 	assert.Equal(t, testNS, job.Namespace)
 	ref := metav1.GetControllerOf(job)
 	require.NotNil(t, ref)
 	assert.Equal(t, "CloneSet", ref.Kind)
 	assert.Equal(t, cs.UID, ref.UID)
-	assert.Equal(t, appsv1beta1.SchemeGroupVersion.String(), ref.APIVersion)
-	assert.Equal(t, map[string]string{"app": "web", revision.HashLabel: hash}, job.Labels)
-
-	sel := job.Spec.PodSelector.LabelSelector
-	assert.Equal(t, map[string]string{"app": "web"}, sel.MatchLabels)
-	assert.Equal(t, []metav1.LabelSelectorRequirement{{Key: appsv1.ControllerRevisionHashLabelKey, Operator: metav1.LabelSelectorOpNotIn,
-		Values: []string{upd.Name, hash}}}, sel.MatchExpressions)
-	assert.Empty(t, cs.Spec.Selector.MatchExpressions, "the CloneSet's selector is left alone")
-
+	assert.Equal(t, map[string]string{"app": "web", revision.HashLabel: upd.Labels[revision.HashLabel]}, job.Labels)
+	assert.Equal(t, map[string]string{"app": "web"}, job.Spec.PodSelector.MatchLabels)
 	assert.Equal(t, intstr.FromInt32(3), *job.Spec.Parallelism)
 	assert.Equal(t, int32(120), *job.Spec.PullPolicy.TimeoutSeconds)
-	assert.Equal(t, int32(1), *job.Spec.PullPolicy.BackoffLimit)
-	assert.Equal(t, []string{"reg-a", "reg-b"}, job.Spec.PullSecrets)
-	assert.Equal(t, appsv1beta1.Always, job.Spec.CompletionPolicy.Type)
-	assert.Equal(t, int32(600), *job.Spec.CompletionPolicy.TTLSecondsAfterFinished)
-	assert.Equal(t, map[string]string{"team": "x"}, job.Spec.SandboxConfig.Annotations)
-	assert.Equal(t, job.Labels, job.Spec.SandboxConfig.Labels)
-	assert.Equal(t, appsv1beta1.PullIfNotPresent, job.Spec.ImagePullPolicy)
-}
-
-func TestPreDownloadSettings(t *testing.T) {
-	ips := func(s pub.InPlaceUpdateStrategy) func(*appsv1beta1.CloneSet) {
-		return func(cs *appsv1beta1.CloneSet) { cs.Spec.UpdateStrategy.RollingUpdate.InPlaceUpdateStrategy = &s }
-	}
-	annotations := func(kv ...string) func(*appsv1beta1.CloneSet) {
-		return func(cs *appsv1beta1.CloneSet) {
-			cs.Annotations = map[string]string{}
-			for i := 0; i+1 < len(kv); i += 2 {
-				cs.Annotations[kv[i]] = kv[i+1]
-			}
-		}
-	}
-	cases := []struct {
-		name string
-		mod  func(*appsv1beta1.CloneSet)
-		want preDownloadSettings
-	}{
-		{name: "defaults", mod: func(*appsv1beta1.CloneSet) {}, want: preDownloadSettings{parallelism: 1, timeoutSeconds: 300}},
-		{name: "fields", mod: ips(pub.InPlaceUpdateStrategy{ImagePreDownloadParallelism: ptr.To(intstr.FromInt32(4)),
-			ImagePreDownloadTimeoutSeconds: ptr.To[int32](30), ImagePreDownloadMinUpdatedReadyPods: ptr.To[int32](2)}),
-			want: preDownloadSettings{parallelism: 4, timeoutSeconds: 30, minUpdatedReady: 2}},
-		{name: "a percentage is a share of replicas, rounded up", mod: ips(pub.InPlaceUpdateStrategy{ImagePreDownloadParallelism: ptr.To(intstr.FromString("50%"))}),
-			want: preDownloadSettings{parallelism: 5, timeoutSeconds: 300}},
-		{name: "zero parallelism would never pull", mod: ips(pub.InPlaceUpdateStrategy{ImagePreDownloadParallelism: ptr.To(intstr.FromInt32(0))}),
-			want: preDownloadSettings{parallelism: 1, timeoutSeconds: 300}},
-		{name: "annotations when the fields are unset", mod: annotations(appsv1beta1.ImagePreDownloadParallelismKey, "2",
-			appsv1beta1.ImagePreDownloadTimeoutSecondsKey, "45", appsv1beta1.ImagePreDownloadMinUpdatedReadyPods, "1"),
-			want: preDownloadSettings{parallelism: 2, timeoutSeconds: 45, minUpdatedReady: 1}},
-		{name: "the field wins over the annotation", mod: func(cs *appsv1beta1.CloneSet) {
-			annotations(appsv1beta1.ImagePreDownloadTimeoutSecondsKey, "45")(cs)
-			ips(pub.InPlaceUpdateStrategy{ImagePreDownloadTimeoutSeconds: ptr.To[int32](10)})(cs)
-		}, want: preDownloadSettings{parallelism: 1, timeoutSeconds: 10}},
-		{name: "bad annotations", mod: annotations(appsv1beta1.ImagePreDownloadParallelismKey, "lots",
-			appsv1beta1.ImagePreDownloadTimeoutSecondsKey, "-1"), want: preDownloadSettings{parallelism: 1, timeoutSeconds: 300}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cs := cloneSet(10, "app:1", tc.mod)
-			assert.Equal(t, tc.want, preDownloadSettingsOf(cs, 10))
-		})
-	}
-}
-
-func TestPreDownloadJobName(t *testing.T) {
-	assert.Equal(t, "web-5d4f8b-main", PreDownloadJobName("web-5d4f8b", "main"))
-	long := PreDownloadJobName(strings.Repeat("a", 230)+"-5d4f8b", strings.Repeat("c", 63))
-	other := PreDownloadJobName(strings.Repeat("a", 230)+"-5d4f8b", strings.Repeat("c", 62)+"d")
-	assert.LessOrEqual(t, len(long), maxJobNameLength)
-	assert.NotEqual(t, long, other, "cut names stay distinct")
-	assert.Equal(t, long, PreDownloadJobName(strings.Repeat("a", 230)+"-5d4f8b", strings.Repeat("c", 63)), "and stable")
 }
 
 // preDownloadFixture is a controller with pre-download on or off, a CloneSet of 5 pods at the
@@ -251,37 +179,17 @@ func (f *preDownloadFixture) sync() error {
 	return err
 }
 
-// jobActions lists the kruise client's writes of ImagePullJobs as "verb name".
+// jobActions lists the kruise client's creates and deletes of ImagePullJobs.
 func (f *preDownloadFixture) jobActions() []string {
-	var out []string
-	for _, a := range f.kruise.Actions() {
-		if a.GetResource().Resource != "imagepulljobs" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		name := ""
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			name = a.GetObject().(*appsv1beta1.ImagePullJob).Name
-		case k8stesting.DeleteAction:
-			name = a.GetName()
-		}
-		out = append(out, a.GetVerb()+" "+name)
-	}
-	return out
+	return gen.Writes(f.kruise.Actions(), "imagepulljobs")
 }
 
 // updateRevision reads the update revision, which the first sync created, from the API.
 func (f *preDownloadFixture) updateRevision() *appsv1.ControllerRevision {
 	f.t.Helper()
-	revs, err := f.kube.AppsV1().ControllerRevisions(testNS).List(context.Background(), metav1.ListOptions{})
+	rev, err := gen.RevisionOtherThan(context.Background(), f.kube, testNS, f.oldRev)
 	require.NoError(f.t, err)
-	for i := range revs.Items {
-		if revs.Items[i].Name != f.oldRev {
-			return &revs.Items[i]
-		}
-	}
-	f.t.Fatal("no update revision")
-	return nil
+	return rev
 }
 
 func (f *preDownloadFixture) revisionLabels() map[string]string { return f.updateRevision().Labels }
@@ -316,7 +224,7 @@ func TestPreDownloadSync(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "app:2", job.Spec.Image)
 		assert.Equal(t, "true", f.revisionLabels()[appsv1beta1.ImagePreDownloadCreatedKey])
-		assert.Contains(t, strings.Join(f.events(), "\n"), ReasonCreatedImagePullJob+" created ImagePullJob "+name)
+		assert.Contains(t, strings.Join(f.events(), "\n"), predownload.ReasonCreatedImagePullJob+" created ImagePullJob "+name)
 
 		f.kruise.ClearActions()
 		require.NoError(t, f.sync())
@@ -328,8 +236,9 @@ func TestPreDownloadSync(t *testing.T) {
 		upd := syncedRevisionOf(t, cs, 2)
 		b, err := Resolve(strategyOf(cs))
 		require.NoError(t, err)
-		existing := PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Current: revisionOf(t, cloneSet(5, "app:1"), 1),
-			Update: upd, CurrentTemplate: templateOf(t, revisionOf(t, cloneSet(5, "app:1"), 1)), UpdateTemplate: templateOf(t, upd)}).Jobs
+		existing := PlanPreDownload(PreDownloadInput{CloneSet: cs, Budget: b, Policy: policyOf(cs), Move: predownload.Move{
+			Current: revisionOf(t, cloneSet(5, "app:1"), 1), Update: upd, CurrentTemplate: templateOf(t, revisionOf(t, cloneSet(5, "app:1"), 1)),
+			UpdateTemplate: templateOf(t, upd)}}).Jobs
 		require.Len(t, existing, 1)
 		f := newPreDownloadFixture(t, true, cs, revisionOf(t, cloneSet(5, "app:1"), 1), existing[0])
 		require.NoError(t, f.sync())
@@ -354,7 +263,7 @@ func TestPreDownloadSync(t *testing.T) {
 		})
 		err := f.sync()
 		require.ErrorContains(t, err, "quota exceeded")
-		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning "+ReasonFailedCreateImagePullJob)
+		assert.Contains(t, strings.Join(f.events(), "\n"), "Warning "+predownload.ReasonFailedCreateImagePullJob)
 		assert.NotContains(t, f.revisionLabels(), appsv1beta1.ImagePreDownloadCreatedKey)
 		updated := 0
 		for _, a := range f.kube.Actions() {

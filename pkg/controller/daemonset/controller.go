@@ -27,6 +27,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock reads the time; nil is the real clock.
 	Clock clock.WithTicker
+	// PreDownloadImages (gate PreDownloadImageForDaemonSetUpdate) pulls an in-place update's new
+	// images ahead on the nodes whose pods are still to be updated (predownload.go); it needs
+	// ImagePullJobs.
+	PreDownloadImages bool
+	ImagePullJobs     kruiseinformers.ImagePullJobInformer
 }
 
 // Controller runs Advanced DaemonSets.
@@ -78,6 +84,8 @@ type Controller struct {
 	queue       workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
+	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
+	preDownloads *predownload.Jobs
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -107,6 +115,17 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
+	}
+	if cfg.PreDownloadImages {
+		if cfg.ImagePullJobs == nil {
+			return nil, errors.New("daemonset: PreDownloadImages needs ImagePullJobs")
+		}
+		jobs, err := predownload.NewJobs(predownload.JobsConfig{Client: cfg.Client, KruiseClient: cfg.KruiseClient,
+			Jobs: cfg.ImagePullJobs, Kind: controllerKind})
+		if err != nil {
+			return nil, fmt.Errorf("daemonset: %w", err)
+		}
+		c.preDownloads = jobs
 	}
 	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the pod owner index: %w", err)

@@ -91,6 +91,17 @@ type fixture struct {
 
 func newFixture(t *testing.T, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
 	t.Helper()
+	return newFixtureWith(t, fixtureExtras{}, ds, nodes, revs, pods...)
+}
+
+// fixtureExtras are what some tests add to a fixture: pre-download on, with jobs in the cache.
+type fixtureExtras struct {
+	preDownload bool
+	jobs        []*appsv1beta1.ImagePullJob
+}
+
+func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
+	t.Helper()
 	var objs []runtime.Object
 	for _, p := range pods {
 		objs = append(objs, p)
@@ -102,14 +113,25 @@ func newFixture(t *testing.T, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, r
 		objs = append(objs, n)
 	}
 	kube := fake.NewClientset(objs...)
-	kruise := kruisefake.NewSimpleClientset(ds)
+	kruiseObjs := []runtime.Object{ds}
+	for _, j := range extras.jobs {
+		kruiseObjs = append(kruiseObjs, j)
+	}
+	kruise := kruisefake.NewSimpleClientset(kruiseObjs...)
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	ctrl, err := New(Config{Client: kube, KruiseClient: kruise, DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
+	cfg := Config{Client: kube, KruiseClient: kruise, DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
 		Pods: inf.Core().V1().Pods(), Nodes: inf.Core().V1().Nodes(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
+		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	if extras.preDownload {
+		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
+	}
+	ctrl, err := New(cfg)
 	require.NoError(t, err)
+	for _, j := range extras.jobs {
+		require.NoError(t, kinf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Add(j))
+	}
 	require.NoError(t, kinf.Apps().V1beta1().DaemonSets().Informer().GetIndexer().Add(ds))
 	for _, p := range pods {
 		require.NoError(t, inf.Core().V1().Pods().Informer().GetIndexer().Add(p))

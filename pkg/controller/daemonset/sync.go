@@ -36,6 +36,8 @@ type pass struct {
 	history *history
 	nodes   []NodeState
 	budget  Budget
+	// desired counts the nodes that should run a pod, which the budget is resolved against.
+	desired int
 	now     time.Time
 	// recheck is when to look again for a reason found during the pass (0: none).
 	recheck time.Duration
@@ -84,6 +86,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil || p == nil {
 		return 0, err
 	}
+	// Pre-download goes first so that a failure to manage pods does not hold it back, and
+	// a failure of its own does not hold the DaemonSet back: it is returned at the end.
+	preDownloadErr := c.preDownload(ctx, p)
 	acted, err := c.manage(ctx, p)
 	if c.podsSettled(ctx, p) {
 		refreshed, refreshErr := c.refreshInPlace(ctx, p)
@@ -94,6 +99,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if statusErr := c.writeStatus(ctx, p); err == nil {
 		err = statusErr
+	}
+	if err == nil {
+		err = preDownloadErr
 	}
 	if err != nil {
 		return 0, err
@@ -147,7 +155,7 @@ func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)
 		return nil, nil
 	}
-	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, now: c.clock.Now()}, nil
+	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, desired: desired, now: c.clock.Now()}, nil
 }
 
 // NodeStates pairs every node with its eligibility for template and the pods for it; pods for a

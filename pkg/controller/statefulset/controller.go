@@ -26,6 +26,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/pkg/workers"
 )
@@ -54,6 +55,11 @@ type Config struct {
 	// IgnoreClaimRetention leaves persistentVolumeClaimRetentionPolicy unapplied (gate
 	// StatefulSetAutoDeletePVC off): PVCs are created without owners and never re-owned.
 	IgnoreClaimRetention bool
+	// PreDownloadImages (gate PreDownloadImageForInPlaceUpdate) pulls an in-place update's new
+	// images ahead on the nodes of the pods still to be updated (predownload.go); it needs
+	// ImagePullJobs.
+	PreDownloadImages bool
+	ImagePullJobs     kruiseinformers.ImagePullJobInformer
 }
 
 // Controller runs Advanced StatefulSets.
@@ -77,6 +83,8 @@ type Controller struct {
 	queue                workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
+	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
+	preDownloads *predownload.Jobs
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -106,6 +114,17 @@ func New(cfg Config) (*Controller, error) {
 
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
+	}
+	if cfg.PreDownloadImages {
+		if cfg.ImagePullJobs == nil {
+			return nil, errors.New("statefulset: PreDownloadImages needs ImagePullJobs")
+		}
+		jobs, err := predownload.NewJobs(predownload.JobsConfig{Client: cfg.Client, KruiseClient: cfg.KruiseClient,
+			Jobs: cfg.ImagePullJobs, Kind: controllerKind})
+		if err != nil {
+			return nil, fmt.Errorf("statefulset: %w", err)
+		}
+		c.preDownloads = jobs
 	}
 	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the pod owner index: %w", err)

@@ -106,15 +106,37 @@ type fixture struct {
 
 func newFixture(t *testing.T, set *appsv1beta1.StatefulSet, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, fixtureExtras{}, set, objs...)
+}
+
+// fixtureExtras are what some tests add to a fixture: pre-download on, with jobs in the cache.
+type fixtureExtras struct {
+	preDownload bool
+	jobs        []*appsv1beta1.ImagePullJob
+}
+
+func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.StatefulSet, objs ...runtime.Object) *fixture {
+	t.Helper()
 	kube := fake.NewClientset(objs...)
-	kruise := kruisefake.NewSimpleClientset(set)
+	kruiseObjs := []runtime.Object{set}
+	for _, j := range extras.jobs {
+		kruiseObjs = append(kruiseObjs, j)
+	}
+	kruise := kruisefake.NewSimpleClientset(kruiseObjs...)
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	ctrl, err := New(Config{Client: kube, KruiseClient: kruise, StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
+	cfg := Config{Client: kube, KruiseClient: kruise, StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
 		Pods: inf.Core().V1().Pods(), Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
+		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	if extras.preDownload {
+		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
+	}
+	ctrl, err := New(cfg)
 	require.NoError(t, err)
+	for _, j := range extras.jobs {
+		require.NoError(t, kinf.Apps().V1beta1().ImagePullJobs().Informer().GetIndexer().Add(j))
+	}
 	require.NoError(t, kinf.Apps().V1beta1().StatefulSets().Informer().GetIndexer().Add(set))
 	for _, o := range objs {
 		switch v := o.(type) {

@@ -83,6 +83,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil || p == nil {
 		return 0, err
 	}
+	// Pre-download goes first so that nothing the pass waits for holds it back, and a failure
+	// of its own holds nothing back: it is returned at the end.
+	preDownloadErr := c.preDownload(ctx, p)
 	after, actErr := c.act(ctx, p)
 	statusErr := c.writeStatus(ctx, p)
 	if actErr != nil {
@@ -90,6 +93,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if statusErr != nil {
 		return 0, statusErr
+	}
+	if preDownloadErr != nil {
+		return 0, preDownloadErr
 	}
 	return shortest(after, c.minReadyRecheck(p)), nil
 }

@@ -74,14 +74,14 @@ func TestCommandFeatureGates(t *testing.T) {
 		want map[string]bool // enabled gates seen by Run
 		out  string
 	}{
-		{args: nil, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false}},
-		{args: []string{"--feature-gates="}, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false}},
+		{args: nil, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
+		{args: []string{"--feature-gates="}, want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
 		{args: []string{"--feature-gates=KruiseDaemon=false,PodWebhook=false"},
-			want: map[string]bool{"KruiseDaemon": false, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false}},
+			want: map[string]bool{"KruiseDaemon": false, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
 		{args: []string{"--feature_gates", "ImagePullJobGate=false"},
-			want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": false, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false}},
+			want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": false, "EnableExternalCerts": false, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
 		{args: []string{"--feature-gates=EnableExternalCerts=true"},
-			want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": true, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false}},
+			want: map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": true, "InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
 		{args: []string{"--feature-gates=KruiseDeamon=false"}, code: 1, out: "unknown feature gate KruiseDeamon"},
 		{args: []string{"--feature-gates=KruiseDaemon=no"}, code: 1, out: `has value "no": want true or false`},
 	}

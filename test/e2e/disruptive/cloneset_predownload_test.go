@@ -5,19 +5,17 @@ package disruptive
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
@@ -52,30 +50,10 @@ func TestCloneSetPreDownloadImage(t *testing.T) {
 	jobName := st.UpdateRevision + "-main"
 
 	// The job: named after the update revision, owned by the CloneSet, selecting the pods not at it.
-	var job *appsv1beta1.ImagePullJob
-	framework.WaitFor(ctx, t, preDownloadTimeout, "ImagePullJob "+jobName, func(ctx context.Context) (bool, string, error) {
-		job, err = e.c.AppsV1beta1().ImagePullJobs(e.ns).Get(ctx, jobName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			events, _ := e.f.ObjectEvents(ctx, e.ns, "CloneSet", "web")
-			return false, fmt.Sprintf("no job yet; CloneSet events %d", len(events)), nil
-		}
-		return err == nil, "found", err
-	})
-	if job.Spec.Image != variant {
-		t.Errorf("job image %s, want %s", job.Spec.Image, variant)
-	}
-	if ref := metav1.GetControllerOf(job); ref == nil || ref.Kind != "CloneSet" || ref.UID != cs.UID {
-		t.Errorf("job controller %+v, want CloneSet web (%s)", ref, cs.UID)
-	}
-	sel := job.Spec.PodSelector
-	if sel == nil || sel.MatchLabels["app"] != "web" || len(sel.MatchExpressions) != 1 ||
-		sel.MatchExpressions[0].Key != appsv1.ControllerRevisionHashLabelKey || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpNotIn ||
-		!slices.Contains(sel.MatchExpressions[0].Values, st.UpdateRevision) {
-		t.Errorf("job pod selector %+v: want app=web and %s NotIn [%s ...]", sel, appsv1.ControllerRevisionHashLabelKey, st.UpdateRevision)
-	}
+	preDownloadWaitJob(ctx, t, e, "CloneSet", "web", cs.UID, jobName, variant, st.UpdateRevision)
 
 	// It completes on the node, and the image is there, while two pods still wait at the old revision.
-	job = framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, jobName, preDownloadTimeout)
+	job := framework.WaitImagePullJobFinished(ctx, t, e.c, e.ns, jobName, preDownloadTimeout)
 	if s := job.Status; s.Desired != 1 || s.Succeeded != 1 || s.Failed != 0 {
 		t.Fatalf("want the job to succeed on the one node: %s", framework.DescribeImagePullJob(ctx, e.c, job))
 	}
@@ -103,20 +81,14 @@ func TestCloneSetPreDownloadImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, desc := framework.HasEvent(events, cloneset.ReasonCreatedImagePullJob, jobName); !ok {
-		t.Errorf("no %s event naming %s: %s", cloneset.ReasonCreatedImagePullJob, jobName, desc)
+	if ok, desc := framework.HasEvent(events, predownload.ReasonCreatedImagePullJob, jobName); !ok {
+		t.Errorf("no %s event naming %s: %s", predownload.ReasonCreatedImagePullJob, jobName, desc)
 	}
 
 	// The rest of the update; once done, the job is deleted.
 	preDownloadSetPartition(ctx, t, e, "web", 0)
 	preDownloadWaitUpdated(ctx, t, e, "web", 4)
-	framework.WaitFor(ctx, t, preDownloadTimeout, "ImagePullJob "+jobName+" deleted once the update is done", func(ctx context.Context) (bool, string, error) {
-		_, err := e.c.AppsV1beta1().ImagePullJobs(e.ns).Get(ctx, jobName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, "gone", nil
-		}
-		return false, "still there", err
-	})
+	preDownloadWaitJobGone(ctx, t, e, jobName)
 }
 
 // preDownloadCloneSet is a CloneSet of busybox pods that updates in place, one pod at a time.
@@ -126,16 +98,7 @@ func preDownloadCloneSet(ns, name, image string, replicas int32) *appsv1beta1.Cl
 		Spec: appsv1beta1.CloneSetSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "main", Image: image,
-						Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
-					}},
-				},
-			},
+			Template: preDownloadTemplate(name, image),
 			UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{
 				Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
 				RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
@@ -150,20 +113,7 @@ func preDownloadCloneSet(ns, name, image string, replicas int32) *appsv1beta1.Cl
 // preDownloadUpdate changes CloneSet name with mutate, retrying on conflicts.
 func preDownloadUpdate(ctx context.Context, t *testing.T, e *faultEnv, name string, mutate func(*appsv1beta1.CloneSet)) *appsv1beta1.CloneSet {
 	t.Helper()
-	var out *appsv1beta1.CloneSet
-	framework.WaitFor(ctx, t, time.Minute, "updating CloneSet "+name, func(ctx context.Context) (bool, string, error) {
-		cs, err := e.c.AppsV1beta1().CloneSets(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		mutate(cs)
-		out, err = e.c.AppsV1beta1().CloneSets(e.ns).Update(ctx, cs, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, "conflict", nil
-		}
-		return err == nil, "updated", err
-	})
-	return out
+	return preDownloadRetryUpdate(ctx, t, e.c.AppsV1beta1().CloneSets(e.ns), name, mutate)
 }
 
 func preDownloadSetImage(ctx context.Context, t *testing.T, e *faultEnv, name, image string) *appsv1beta1.CloneSet {

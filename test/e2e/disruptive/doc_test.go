@@ -19,6 +19,7 @@
 //	coexist_test.go             the daemon refusing to act beside OpenKruise's daemon
 //	webhook_outage_test.go      the controller scaled to 0: only pods marked for kruise (and kruise's own kinds) are refused
 //	cloneset_predownload_test.go  gate PreDownloadImageForInPlaceUpdate turned on: a CloneSet's new image pulled ahead
+//	daemonset_predownload_test.go  gate PreDownloadImageForDaemonSetUpdate turned on: an Advanced DaemonSet's new image pulled ahead
 //	cloneset_controller_killed_test.go  the controller leader SIGKILLed in the middle of a CloneSet's in-place rollout
 //
 // and what they share:
