@@ -14,6 +14,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -24,10 +25,12 @@ import (
 type webhooks struct {
 	certs  *certs.Manager
 	server *wserver.Server
+	// sidecars are the caches SidecarSet injection reads; they run with the server.
+	sidecars *sidecarinjection.Caches
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
-// its handlers: the launch-priority pod webhook, the validating webhooks of
+// its handlers: the SidecarSet injection and launch-priority pod webhooks, the validating webhooks of
 // ContainerRecreateRequests (which read pods with d.client at each request),
 // ImagePullJobs, ImageListPullJobs and CloneSets, and /convert. It does not call the
 // API server.
@@ -58,7 +61,9 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	sidecars := sidecarinjection.NewCaches(d.client, d.kruiseClient, namespace, transformObject)
 	for _, wh := range []wserver.Webhook{
+		sidecars.Injector().Webhook(),
 		launchpriority.Webhook(),
 		validate.CRRWebhook(d.client.CoreV1()),
 		validate.ImagePullJobWebhook(),
@@ -78,13 +83,14 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars}, nil
 }
 
 // checks are the webhooks' /readyz checks: the server serves, and the
-// certificate is valid with its CA in every configured object.
+// certificate is valid with its CA in every configured object, and the
+// caches SidecarSet injection reads have synced.
 func (w *webhooks) checks() []server.Checker {
-	return []server.Checker{w.server.ReadyCheck(), w.certs}
+	return []server.Checker{w.server.ReadyCheck(), w.certs, w.sidecars}
 }
 
 // listen binds the webhook port, so that a conflict fails start-up.
@@ -101,9 +107,15 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		}
 		return nil
 	})
+	start(func() error {
+		w.sidecars.Start(ctx)
+		<-ctx.Done()
+		w.sidecars.Shutdown()
+		return nil
+	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath, conversion.Path,
+		sidecarinjection.Path, launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath, conversion.Path,
 	})
 }
 
