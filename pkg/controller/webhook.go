@@ -14,8 +14,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
-	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 

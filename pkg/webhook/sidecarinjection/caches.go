@@ -86,9 +86,13 @@ func (c *Caches) Check(*http.Request) error {
 	return nil
 }
 
-type sidecarSetLister struct{ l kruiselisters.SidecarSetLister }
+type sidecarSetLister struct {
+	l kruiselisters.SidecarSetLister
+}
 
-func (s sidecarSetLister) List() ([]*appsv1beta1.SidecarSet, error) { return s.l.List(labels.Everything()) }
+func (s sidecarSetLister) List() ([]*appsv1beta1.SidecarSet, error) {
+	return s.l.List(labels.Everything())
+}
 
 type namespaceLister struct{ l corelisters.NamespaceLister }
 
