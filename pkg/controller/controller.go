@@ -32,6 +32,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
@@ -115,6 +116,10 @@ var builders = []Entry{
 	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
 	// only, never on the built-in kind.
 	{Name: statefulset.Name, Build: buildStatefulSet},
+	// SidecarSet injection's scope: the pod webhook's matchConditions follow the SidecarSets, so
+	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
+	// it idles with the webhooks off.
+	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
 }
 
 // Disabled is a controller a feature gate turned off.
