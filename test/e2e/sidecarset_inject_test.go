@@ -154,7 +154,11 @@ func TestSidecarSetInjectNativeSeed(t *testing.T) {
 		Command:      []string{"sh", "-c", "test -f /shared/sidecar-started || exit 3; trap 'exit 0' TERM; while true; do sleep 1; done"},
 		VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}},
 	}
-	if _, err := f.Client.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", podLabels, app), metav1.CreateOptions{}); err != nil {
+	d := deployment(ns, "web", podLabels, app)
+	// A Deployment's template must declare the volumes its containers mount: the pod's own
+	// "shared" wins over the SidecarSet's of the same name, and the sidecar mounts it.
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if _, err := f.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Deployment: %v", err)
 	}
 	pod := onlyPod(ctx, t, f, ns, podLabels)
@@ -171,7 +175,12 @@ func TestSidecarSetInjectNativeSeed(t *testing.T) {
 			t.Errorf("the app restarted %d times: it started before the sidecar's postStart finished", st.RestartCount)
 		}
 	}
-	side := framework.ContainerStatusOf(pod, "sidecar")
+	var side *corev1.ContainerStatus
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == "sidecar" {
+			side = &pod.Status.InitContainerStatuses[i]
+		}
+	}
 	appSt := framework.ContainerStatusOf(pod, "app")
 	if side == nil || appSt == nil || side.State.Running == nil || appSt.State.Running == nil {
 		t.Fatalf("containers not running: %s", framework.DescribeSidecarPod(pod))
