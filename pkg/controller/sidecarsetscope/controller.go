@@ -169,9 +169,15 @@ func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) 
 	if err := c.write(ctx, want); err != nil {
 		return 0, err
 	}
-	logger.Info("Updated the pods the SidecarSet injection webhook is called for", "sidecarSets", len(sets), "expressionLength", len(want))
+	active := 0
+	for _, ss := range sets {
+		if !ss.Spec.InjectionStrategy.Paused {
+			active++
+		}
+	}
+	logger.Info("Updated the pods the SidecarSet injection webhook is called for", "sidecarSets", active, "expressionLength", len(want))
 	c.recorder.Eventf(cfg, corev1.EventTypeNormal, ReasonScopeUpdated,
-		"webhook %s is called for pods the %d SidecarSets can select (matchCondition %s, %d characters)", c.webhook, len(sets), ConditionName, len(want))
+		"webhook %s is called for pods the %d SidecarSets not paused can select (matchCondition %s, %d characters)", c.webhook, active, ConditionName, len(want))
 	return 0, nil
 }
 
