@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
@@ -209,4 +211,51 @@ func installInjectionWebhook(t *testing.T, kube kubernetes.Interface, addr strin
 		return
 	}
 	t.Fatal("no MutatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
+}
+
+// The largest condition the scope controller writes (just under MaxExpressionLength, selectors
+// of every operator) and its fallback are accepted by the API server's CEL compiler and cost
+// estimate.
+func TestSidecarSetScopeLimitsInAnAPIServer(t *testing.T) {
+	c := startCluster(t)
+	kube, err := kubernetes.NewForConfig(c.config)
+	require.NoError(t, err)
+	installInjectionWebhook(t, kube, "127.0.0.1:1", nil)
+
+	var sets []*appsv1beta1.SidecarSet
+	var largest string
+	for i := 0; ; i++ {
+		sets = append(sets, &appsv1beta1.SidecarSet{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i)},
+			Spec: appsv1beta1.SidecarSetSpec{
+				Selector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)},
+					MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b", "c"}},
+						{Key: "track", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"canary"}},
+						{Key: "owner", Operator: metav1.LabelSelectorOpExists},
+						{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist},
+					},
+				},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: fmt.Sprintf("team-%d", i)}},
+			},
+		})
+		e := sidecarsetscope.Expression(sets)
+		if e == sidecarsetscope.AnyLabelExpression {
+			break
+		}
+		largest = e
+	}
+	t.Logf("largest condition: %d SidecarSets, %d characters", len(sets)-1, len(largest))
+	write := func(expression string) error {
+		patch := fmt.Sprintf(`{"webhooks":[{"name":%q,"matchConditions":[{"name":%q,"expression":%q}]}]}`,
+			sidecarsetscope.DefaultWebhook, sidecarsetscope.ConditionName, expression)
+		_, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx(t), "kruise-mutating-webhook-configuration",
+			types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	require.Error(t, write("object.metadata.labels[("), "the API server checks the expressions it is given")
+	for name, expression := range map[string]string{"largest": largest, "fallback": sidecarsetscope.AnyLabelExpression} {
+		assert.NoError(t, write(expression), name)
+	}
 }
