@@ -214,7 +214,7 @@ func installInjectionWebhook(t *testing.T, kube kubernetes.Interface, addr strin
 }
 
 // The largest condition the scope controller writes (just under MaxExpressionLength, selectors
-// of every operator) and its fallback are accepted by the API server's CEL compiler and cost
+// of every operator and a namespace each) and its fallback are accepted by the API server's CEL compiler and cost
 // estimate.
 func TestSidecarSetScopeLimitsInAnAPIServer(t *testing.T) {
 	c := startCluster(t)

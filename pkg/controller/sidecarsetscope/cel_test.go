@@ -93,7 +93,7 @@ func TestQuote(t *testing.T) {
 
 func TestExpressionFallsBackWhenTooLarge(t *testing.T) {
 	var sets []*appsv1beta1.SidecarSet
-	for i := range 200 {
+	for i := range 500 {
 		sets = append(sets, ss(fmt.Sprint(i), matchLabels("app", fmt.Sprintf("application-%d", i))))
 	}
 	got := Expression(sets)
