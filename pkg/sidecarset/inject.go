@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -256,5 +255,5 @@ func podRef(pod *corev1.Pod, namespace string) string {
 	if namespace == "" {
 		namespace = pod.Namespace
 	}
-	return namespace + "/" + strings.TrimSpace(name)
+	return namespace + "/" + name
 }

@@ -134,13 +134,17 @@ func TestForPod(t *testing.T) {
 		ss.Spec.Selector.MatchLabels = map[string]string{"app": "db"}
 	})
 	plain := set("plain")
-	got, err := ForPod([]*appsv1beta1.SidecarSet{paused, other, base, canary, notSelectingCanary, plain}, pod, nil)
-	require.NoError(t, err)
+	broken := set("broken", func(ss *appsv1beta1.SidecarSet) {
+		ss.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Nope"}}
+	})
+	got, skipped := ForPod([]*appsv1beta1.SidecarSet{paused, other, base, canary, notSelectingCanary, broken, plain}, pod, nil)
+	require.Len(t, skipped, 1)
+	assert.Contains(t, skipped[0].Error(), "SidecarSet broken")
 	var gotNames []string
 	for _, ss := range got {
 		gotNames = append(gotNames, ss.Name)
 	}
-	assert.Equal(t, []string{"canary", "plain"}, gotNames, "paused, unselecting and canary-replaced SidecarSets left out")
+	assert.Equal(t, []string{"canary", "plain"}, gotNames, "paused, unselecting, broken and canary-replaced SidecarSets left out")
 }
 
 func TestCheckPatchAllowed(t *testing.T) {

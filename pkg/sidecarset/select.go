@@ -9,9 +9,10 @@ import (
 // ForPod picks, of all SidecarSets, those that inject into pod, whose namespace carries nsLabels:
 // not paused (injectionStrategy.paused), selecting the pod, and not the base of a canary
 // SidecarSet that also selects it (a canary, annotated SidecarSetCanaryAnnotation "true" and
-// SidecarSetBaseAnnotation <base>, replaces its base for the pods it selects).
-func ForPod(all []*appsv1beta1.SidecarSet, pod *corev1.Pod, nsLabels map[string]string) ([]*appsv1beta1.SidecarSet, error) {
-	var matched []*appsv1beta1.SidecarSet
+// SidecarSetBaseAnnotation <base>, replaces its base for the pods it selects). A SidecarSet whose
+// selector does not parse selects nothing (the schema refuses such selectors; one stored before
+// must not block every pod the webhook sees); skipped names it, for the caller to log.
+func ForPod(all []*appsv1beta1.SidecarSet, pod *corev1.Pod, nsLabels map[string]string) (matched []*appsv1beta1.SidecarSet, skipped []error) {
 	replaced := map[string]bool{}
 	for _, ss := range all {
 		if ss.Spec.InjectionStrategy.Paused {
@@ -19,7 +20,8 @@ func ForPod(all []*appsv1beta1.SidecarSet, pod *corev1.Pod, nsLabels map[string]
 		}
 		ok, err := Selects(ss, pod, nsLabels)
 		if err != nil {
-			return nil, err
+			skipped = append(skipped, err)
+			continue
 		}
 		if !ok {
 			continue
@@ -35,7 +37,7 @@ func ForPod(all []*appsv1beta1.SidecarSet, pod *corev1.Pod, nsLabels map[string]
 			out = append(out, ss)
 		}
 	}
-	return out, nil
+	return out, skipped
 }
 
 // CanaryBase names the SidecarSet ss is a canary of, if it is one.

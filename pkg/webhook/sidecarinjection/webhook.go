@@ -80,7 +80,7 @@ func (in *Injector) Admit(ctx context.Context, req *admissionv1.AdmissionRequest
 	if namespace == "" {
 		namespace = pod.Namespace
 	}
-	injected, sets, err := in.inject(pod, namespace)
+	injected, sets, err := in.inject(ctx, pod, namespace)
 	var refusal *sidecarset.Refusal
 	switch {
 	case errors.As(err, &refusal):
@@ -99,7 +99,7 @@ func (in *Injector) Admit(ctx context.Context, req *admissionv1.AdmissionRequest
 }
 
 // inject returns pod with its sidecars and the names of the SidecarSets that injected them.
-func (in *Injector) inject(pod *corev1.Pod, namespace string) (*corev1.Pod, []string, error) {
+func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace string) (*corev1.Pod, []string, error) {
 	all, err := in.SidecarSets.List()
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing SidecarSets: %w", err)
@@ -111,9 +111,12 @@ func (in *Injector) inject(pod *corev1.Pod, namespace string) (*corev1.Pod, []st
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	matched, err := sidecarset.ForPod(all, pod, nsLabels)
-	if err != nil || len(matched) == 0 {
-		return pod, nil, err
+	matched, skipped := sidecarset.ForPod(all, pod, nsLabels)
+	for _, err := range skipped {
+		klog.FromContext(ctx).Error(err, "SidecarSet left out: its selector does not parse")
+	}
+	if len(matched) == 0 {
+		return pod, nil, nil
 	}
 	random := in.Random
 	if random == nil {
