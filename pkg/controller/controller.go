@@ -33,6 +33,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
@@ -119,6 +120,10 @@ var builders = []Entry{
 	// SidecarSet: no gate, as in OpenKruise. It upgrades in place only pods a SidecarSet
 	// injected (the injection webhook is the one that puts sidecars in).
 	{Name: sidecarset.Name, Build: buildSidecarSet},
+	// SidecarSet injection's scope: the pod webhook's matchConditions follow the SidecarSets, so
+	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
+	// it idles with the webhooks off.
+	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
 }
 
 // Disabled is a controller a feature gate turned off.

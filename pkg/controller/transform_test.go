@@ -880,6 +880,8 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"containerrecreaterequest": true, "podreadiness": true, "sidecarterminator": true, "nodeimage": true,
 		"pullsecrets": true, "imagepulljob": true, "imagelistpulljob": true, "launchpriority": true,
 		"cloneset": true, "daemonset": true, "statefulset": true, "sidecarset": true,
+		// sidecarset-scope reads SidecarSets and the webhook configuration only, no Pod or Node.
+		"sidecarset-scope": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -9,12 +9,15 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/klog/v2"
 
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 
@@ -24,10 +27,12 @@ import (
 type webhooks struct {
 	certs  *certs.Manager
 	server *wserver.Server
+	// sidecars are the caches SidecarSet injection reads; they run with the server.
+	sidecars *sidecarinjection.Caches
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
-// its handlers: the launch-priority pod webhook, the validating webhooks of
+// its handlers: the SidecarSet injection and launch-priority pod webhooks, the validating webhooks of
 // ContainerRecreateRequests (which read pods with d.client at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
 // SidecarSets with d.kruiseClient, and their ControllerRevisions in namespace
@@ -60,7 +65,9 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	sidecars := sidecarinjection.NewCaches(d.client, d.kruiseClient, namespace, transformObject)
 	for _, wh := range []wserver.Webhook{
+		sidecars.Injector().Webhook(),
 		launchpriority.Webhook(),
 		validate.CRRWebhook(d.client.CoreV1()),
 		validate.ImagePullJobWebhook(),
@@ -68,7 +75,10 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CloneSetWebhook(),
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace, nil),
+		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace, &validate.PatchAllowList{
+			ConfigMaps: d.client.CoreV1(),
+			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),
+		}),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err
@@ -81,13 +91,26 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars}, nil
+}
+
+// patchAllowCheck judges a SidecarSet's patchPodMetadata against the allow-list's JSON, as pod
+// injection reads it; defaultsAllowed is the gate SidecarSetPatchPodMetadataDefaultsAllowed.
+func patchAllowCheck(defaultsAllowed bool) validate.PatchAllowCheck {
+	return func(ss *appsv1beta1.SidecarSet, raw string) error {
+		list, err := sidecarset.ParsePatchAllowList(raw)
+		if err != nil {
+			return err
+		}
+		return sidecarset.CheckPatchAllowed(ss, list, defaultsAllowed)
+	}
 }
 
 // checks are the webhooks' /readyz checks: the server serves, and the
-// certificate is valid with its CA in every configured object.
+// certificate is valid with its CA in every configured object, and the
+// caches SidecarSet injection reads have synced.
 func (w *webhooks) checks() []server.Checker {
-	return []server.Checker{w.server.ReadyCheck(), w.certs}
+	return []server.Checker{w.server.ReadyCheck(), w.certs, w.sidecars}
 }
 
 // listen binds the webhook port, so that a conflict fails start-up.
@@ -104,9 +127,15 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		}
 		return nil
 	})
+	start(func() error {
+		w.sidecars.Start(ctx)
+		<-ctx.Done()
+		w.sidecars.Shutdown()
+		return nil
+	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		sidecarinjection.Path, launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
 		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }

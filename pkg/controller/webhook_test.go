@@ -187,6 +187,7 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	_, body := h.get(t, "/readyz?verbose")
 	assert.Contains(t, body, "[+]webhook ok")
 	assert.Contains(t, body, "[+]webhook-certificates ok")
+	assert.Contains(t, body, "[+]sidecarset-injection-caches ok", "a standby runs the injection caches too")
 	require.Eventually(t, func() bool { return leaseGets(client) >= 2 }, 10*time.Second, 10*time.Millisecond)
 
 	resp := h.admit(t, caFromConfig(t, client), markedPod())

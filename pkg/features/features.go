@@ -76,6 +76,12 @@ const (
 	// set that carries ordinals.start and ran under OpenKruise without the gate has pods from 0,
 	// so turn the gate off before moving such sets to kruise.
 	StatefulSetStartOrdinal featuregate.Feature = "StatefulSetStartOrdinal"
+
+	// SidecarSetPatchPodMetadataDefaultsAllowed lets a SidecarSet's patchPodMetadata patch any pod
+	// annotation when the allow-list (ConfigMap kruise-configuration, key
+	// SidecarSet_PatchPodMetadata_WhiteList) has no rule for it; off, such a SidecarSet is refused
+	// at admission. Alpha, default false (as in OpenKruise).
+	SidecarSetPatchPodMetadataDefaultsAllowed featuregate.Feature = "SidecarSetPatchPodMetadataDefaultsAllowed"
 )
 
 // specs are the gates kruise implements.
@@ -84,13 +90,14 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	SidecarTerminator: {Default: true, PreRelease: featuregate.Beta},
 	ImagePullJobGate:  {Default: true, PreRelease: featuregate.Beta},
 	// Alpha like OpenKruise's, so AllAlpha=true turns it on there and here.
-	EnableExternalCerts:                {Default: false, PreRelease: featuregate.Alpha},
-	InPlaceUpdateEnvFromMetadata:       {Default: true, PreRelease: featuregate.Beta},
-	CloneSetEventHandlerOptimization:   {Default: false, PreRelease: featuregate.Alpha},
-	PreDownloadImageForInPlaceUpdate:   {Default: false, PreRelease: featuregate.Alpha},
-	PreDownloadImageForDaemonSetUpdate: {Default: false, PreRelease: featuregate.Alpha},
-	StatefulSetAutoDeletePVC:           {Default: true, PreRelease: featuregate.Beta},
-	StatefulSetStartOrdinal:            {Default: true, PreRelease: featuregate.Beta},
+	EnableExternalCerts:                       {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceUpdateEnvFromMetadata:              {Default: true, PreRelease: featuregate.Beta},
+	CloneSetEventHandlerOptimization:          {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForInPlaceUpdate:          {Default: false, PreRelease: featuregate.Alpha},
+	PreDownloadImageForDaemonSetUpdate:        {Default: false, PreRelease: featuregate.Alpha},
+	StatefulSetAutoDeletePVC:                  {Default: true, PreRelease: featuregate.Beta},
+	StatefulSetStartOrdinal:                   {Default: true, PreRelease: featuregate.Beta},
+	SidecarSetPatchPodMetadataDefaultsAllowed: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

@@ -21,7 +21,6 @@ var unimplemented = map[string]string{
 	"PodUnavailableBudgetDeleteGate":            notImplemented,
 	"PodUnavailableBudgetUpdateGate":            notImplemented,
 	"TemplateNoDefaults":                        notImplemented,
-	"SidecarSetPatchPodMetadataDefaultsAllowed": notImplemented,
 	"PodProbeMarkerGate":                        notImplemented,
 	"PreparingUpdateAsUpdate":                   notImplemented,
 	"ResourceDistributionGate":                  notImplemented,

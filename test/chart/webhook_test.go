@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 
@@ -95,8 +97,22 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 1)
-	w := m.Webhooks[0]
+	require.Len(t, m.Webhooks, 2)
+	inj := m.Webhooks[0]
+	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
+	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
+	assert.Equal(t, sidecarinjection.Path, *inj.ClientConfig.Service.Path)
+	require.Len(t, inj.Rules, 1)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, inj.Rules[0].Operations)
+	assert.Equal(t, []string{"pods"}, inj.Rules[0].Resources)
+	assert.Equal(t, []admissionregistrationv1.MatchCondition{
+		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
+		{Name: sidecarsetscope.ConditionName, Expression: sidecarsetscope.NoneExpression},
+	}, inj.MatchConditions, "never called until kruise-controller writes the SidecarSets' condition")
+	w := m.Webhooks[1]
+	assert.Equal(t, "mpod.kb.io", w.Name)
+	require.NotNil(t, w.ReinvocationPolicy)
+	assert.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *w.ReinvocationPolicy)
 	assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
 	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
 	assert.Equal(t, []string{"v1"}, w.AdmissionReviewVersions)
@@ -120,9 +136,11 @@ func TestRenderWebhookOn(t *testing.T) {
 	require.NotNil(t, cfg)
 	assert.ElementsMatch(t, []string{certs.MutatingWebhookConfigurationName, certs.ValidatingWebhookConfigurationName}, cfg.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, cfg.Verbs)
-	sets := ruleFor(rules, "sidecarsets")
-	require.NotNil(t, sets, "the SidecarSet webhook lists the SidecarSets")
-	assert.Contains(t, sets.Verbs, "list")
+	for _, resource := range []string{"sidecarsets", "namespaces", "controllerrevisions"} {
+		r := ruleFor(rules, resource)
+		require.NotNil(t, r, resource)
+		assert.Subset(t, r.Verbs, []string{"get", "list", "watch"}, resource)
+	}
 	role := objs[certsRoleKey].(*rbacv1.Role)
 	require.Len(t, role.Rules, 2)
 	assert.Equal(t, []string{certs.SecretName}, role.Rules[0].ResourceNames)
@@ -133,17 +151,23 @@ func TestRenderWebhookOn(t *testing.T) {
 
 func TestRenderWebhookFailurePolicy(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.pod=Ignore", "--set", "webhook.timeoutSeconds=3")
-	w := objs.mutating(t).Webhooks[0]
+	w := objs.mutating(t).Webhooks[1]
 	assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[0].FailurePolicy, "injection has its own value")
+	assert.EqualValues(t, 3, *objs.mutating(t).Webhooks[0].TimeoutSeconds)
 	assert.EqualValues(t, 3, *w.TimeoutSeconds)
 	for _, v := range objs.validating(t).Webhooks {
 		assert.Equal(t, admissionregistrationv1.Fail, *v.FailurePolicy, "%s: each group has its own value", v.Name)
 		assert.EqualValues(t, 3, *v.TimeoutSeconds, v.Name)
 	}
 
+	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.sidecarSetInjection=Ignore")
+	assert.Equal(t, admissionregistrationv1.Ignore, *objs.mutating(t).Webhooks[0].FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[1].FailurePolicy)
+
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.containerRecreateRequest=Ignore")
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{"vcontainerrecreaterequest.kb.io": admissionregistrationv1.Ignore})
-	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[0].FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[1].FailurePolicy)
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{
 		"vimagepulljob-v1beta1.kb.io": admissionregistrationv1.Ignore, "vimagelistpulljob-v1beta1.kb.io": admissionregistrationv1.Ignore})
@@ -153,7 +177,7 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 		objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{name: admissionregistrationv1.Ignore})
 	}
 
-	for _, group := range []string{"pod", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet", "sidecarSet"} {
+	for _, group := range []string{"pod", "sidecarSetInjection", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet", "sidecarSet"} {
 		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
 		require.Error(t, err, group)
@@ -254,8 +278,9 @@ func TestRenderExternalCerts(t *testing.T) {
 // GitOps: the chart writes the CA it is given, and kruise only verifies.
 func TestRenderWebhookCABundle(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true", "--set-string", "webhook.caBundle="+testCA)
-	w := objs.mutating(t).Webhooks[0]
-	assert.Equal(t, testCA, string(w.ClientConfig.CABundle))
+	for _, w := range objs.mutating(t).Webhooks {
+		assert.Equal(t, testCA, string(w.ClientConfig.CABundle), w.Name)
+	}
 	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--feature-gates=EnableExternalCerts=true")
 	assert.Empty(t, objs.mutating(t).Annotations, "no cainjector annotations unless externalCerts.enabled")
 	for _, v := range objs.validating(t).Webhooks {

@@ -16,6 +16,7 @@
 //	crr_unready_test.go      unreadyGracePeriodSeconds, with and without the readiness gate
 //	crr_helpers_test.go      CRR builders and waits the CRR files share
 //	sidecar_test.go          the Job sidecar terminator
+//	sidecarset_inject_test.go  SidecarSet injection: the v1.7 native-sidecar seed, a regular sidecar with volume and transferEnv, paused injection
 //	launchpriority_test.go   container launch priority: 3 levels, a Deployment, refusals, the seed's sidecar Job
 //	webhook_test.go          the webhooks served after install; webhook_routing_test.go: calls reach each replica
 //	imagepull_auth_test.go   pulls anonymous, with a pull secret, via the credential provider, wrong credentials

@@ -11,15 +11,17 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
 )
 
 // OpenKruise's allow-list of the pod annotations a SidecarSet may patch
-// (patchPodMetadata): JSON under this key of this ConfigMap, in the namespace
-// kruise runs in. The SidecarSet webhook is where OpenKruise checks it, so
-// that a pod's creation never depends on it.
+// (patchPodMetadata) is JSON under sidecarset.PatchAllowListKey of ConfigMap
+// sidecarset.ConfigurationName, in the namespace kruise runs in. The SidecarSet
+// webhook is where OpenKruise checks it, so that a pod's creation never
+// depends on it.
 const (
-	kruiseConfigurationName = "kruise-configuration"
-	patchAllowListKey       = "SidecarSet_PatchPodMetadata_WhiteList"
+	kruiseConfigurationName = sidecarset.ConfigurationName
+	patchAllowListKey       = sidecarset.PatchAllowListKey
 )
 
 // PatchAllowCheck judges ss's patchPodMetadata against the allow-list's JSON

@@ -1,0 +1,224 @@
+// Package sidecarsetscope keeps the SidecarSet injection webhook's matchConditions in step with
+// the SidecarSets, so that the API server calls kruise only for pods some SidecarSet can select:
+// a pod no SidecarSet selects is created even while kruise is down. It writes the one condition
+// ConditionName of the one webhook entry, and nothing else of the configuration (the certificate
+// manager writes the caBundles).
+package sidecarsetscope
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/workers"
+)
+
+// Name is the controller's name in logs, metrics and the queue.
+const Name = "sidecarset-scope"
+
+const (
+	// DefaultConfiguration and DefaultWebhook name the injection webhook's entry (the chart's).
+	DefaultConfiguration = "kruise-mutating-webhook-configuration"
+	DefaultWebhook       = "msidecarset.kb.io"
+	// ConditionName is the matchCondition this controller owns in that entry.
+	ConditionName = "sidecarset-selected"
+	// ReasonScopeUpdated is the Normal Event on the configuration when the condition changed.
+	ReasonScopeUpdated = "SidecarSetScopeUpdated"
+)
+
+// key is the queue's only key: there is one condition to keep.
+const key = "scope"
+
+// Config is what the controller is built from.
+type Config struct {
+	Client      kubernetes.Interface
+	SidecarSets kruiseinformers.SidecarSetInformer
+	// Configuration and Webhook default to DefaultConfiguration and DefaultWebhook.
+	Configuration, Webhook string
+	// Recorder records Events on the configuration; nil makes one, started by Run.
+	Recorder record.EventRecorder
+	// Clock times the queue; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller writes the injection webhook's matchCondition.
+type Controller struct {
+	client        kubernetes.Interface
+	sidecarSets   kruiselisters.SidecarSetLister
+	configs       admissionlisters.MutatingWebhookConfigurationLister
+	configuration string
+	webhook       string
+	recorder      record.EventRecorder
+	queue         workqueue.TypedRateLimitingInterface[string]
+	// configInformer watches the one configuration by name (RBAC grants it by name only); it is
+	// the controller's own, started by Run.
+	configInformer cache.SharedIndexInformer
+}
+
+// New builds the controller and registers its event handlers; it does not call the API server.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.SidecarSets == nil {
+		return nil, errors.New("sidecarsetscope: Client and SidecarSets are required")
+	}
+	if cfg.Configuration == "" {
+		cfg.Configuration = DefaultConfiguration
+	}
+	if cfg.Webhook == "" {
+		cfg.Webhook = DefaultWebhook
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	byName := fields.OneTermEqualSelector(metav1.ObjectNameField, cfg.Configuration).String()
+	configInformer := admissioninformers.NewFilteredMutatingWebhookConfigurationInformer(cfg.Client, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = byName })
+	c := &Controller{
+		client: cfg.Client, sidecarSets: cfg.SidecarSets.Lister(),
+		configs:       admissionlisters.NewMutatingWebhookConfigurationLister(configInformer.GetIndexer()),
+		configuration: cfg.Configuration, webhook: cfg.Webhook, recorder: cfg.Recorder,
+		queue: workers.NewQueue(Name, clk), configInformer: configInformer,
+	}
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(key) },
+		UpdateFunc: func(any, any) { c.queue.Add(key) },
+		DeleteFunc: func(any) { c.queue.Add(key) },
+	}
+	if _, err := cfg.SidecarSets.Informer().AddEventHandler(enqueue); err != nil {
+		return nil, fmt.Errorf("adding SidecarSet event handler: %w", err)
+	}
+	// The configuration is watched too: a Helm upgrade or kubectl apply puts the chart's
+	// condition back, and this puts the SidecarSets' one back again.
+	if _, err := configInformer.AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			m, ok := obj.(metav1.Object)
+			return ok && m.GetName() == c.configuration
+		},
+		Handler: enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("adding MutatingWebhookConfiguration event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return Name }
+
+// Run keeps the condition with one worker (there is one key) until ctx ends.
+func (c *Controller) Run(ctx context.Context, _ int) error {
+	defer c.queue.ShutDown()
+	go c.configInformer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), c.configInformer.HasSynced) {
+		return nil // cancelled
+	}
+	return events.While(ctx, c.client, &c.recorder, func() {
+		c.queue.Add(key)
+		workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "scope"}.Run(ctx, 1)
+	})
+}
+
+// sync writes the condition of the SidecarSets in the cache when the entry's differs.
+func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) {
+	logger := klog.FromContext(ctx).WithValues("configuration", c.configuration, "webhook", c.webhook)
+	sets, err := c.sidecarSets.List(labels.Everything())
+	if err != nil {
+		return 0, fmt.Errorf("listing SidecarSets: %w", err)
+	}
+	want := Expression(sets)
+	cfg, err := c.configs.Get(c.configuration)
+	if apierrors.IsNotFound(err) {
+		// The webhooks are off (or not installed yet): nothing to scope.
+		logger.V(4).Info("No webhook configuration; nothing to scope")
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", c.configuration, err)
+	}
+	current, found := currentExpression(cfg, c.webhook)
+	if !found {
+		logger.V(2).Info("The webhook configuration has no SidecarSet injection entry; nothing to scope")
+		return 0, nil
+	}
+	if current == want {
+		return 0, nil
+	}
+	if err := c.write(ctx, want); err != nil {
+		return 0, err
+	}
+	active := 0
+	for _, ss := range sets {
+		if !ss.Spec.InjectionStrategy.Paused {
+			active++
+		}
+	}
+	logger.Info("Updated the pods the SidecarSet injection webhook is called for", "sidecarSets", active, "expressionLength", len(want))
+	c.recorder.Eventf(cfg, corev1.EventTypeNormal, ReasonScopeUpdated,
+		"webhook %s is called for pods the %d SidecarSets not paused can select (matchCondition %s, %d characters)", c.webhook, active, ConditionName, len(want))
+	return 0, nil
+}
+
+// currentExpression is the entry's ConditionName expression ("" when it has none) and whether
+// the entry exists.
+func currentExpression(cfg *admissionregistrationv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
+	for _, w := range cfg.Webhooks {
+		if w.Name != webhook {
+			continue
+		}
+		for _, mc := range w.MatchConditions {
+			if mc.Name == ConditionName {
+				return mc.Expression, true
+			}
+		}
+		return "", true
+	}
+	return "", false
+}
+
+// write sets the condition with a strategic merge patch: webhooks merge by name and their
+// matchConditions by name, so the other conditions, the other entries and the caBundles are left
+// as the API server has them, whoever wrote them.
+func (c *Controller) write(ctx context.Context, expression string) error {
+	type condition struct {
+		Name       string `json:"name"`
+		Expression string `json:"expression"`
+	}
+	type entry struct {
+		Name            string      `json:"name"`
+		MatchConditions []condition `json:"matchConditions"`
+	}
+	patch, err := json.Marshal(map[string][]entry{"webhooks": {{
+		Name: c.webhook, MatchConditions: []condition{{Name: ConditionName, Expression: expression}},
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding the matchConditions patch: %w", err)
+	}
+	_, err = c.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, c.configuration, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("patching webhook %s of MutatingWebhookConfiguration %s: %w", c.webhook, c.configuration, err)
+	}
+	return nil
+}

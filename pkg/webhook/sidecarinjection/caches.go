@@ -1,0 +1,132 @@
+package sidecarinjection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
+)
+
+// Caches are the informers the webhook reads: SidecarSets and Namespaces cluster-wide, and the
+// ControllerRevisions of the namespace kruise runs in (where SidecarSets' revisions live). Every
+// replica runs them with its webhook server, leader or not.
+type Caches struct {
+	core      informers.SharedInformerFactory
+	revisions informers.SharedInformerFactory
+	kruise    kruiseinformers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	injector  *Injector
+}
+
+// NewCaches builds the informers (transform, if not nil, trims what they keep) and the Injector
+// reading them; nothing is called until Start.
+func NewCaches(client kubernetes.Interface, kruiseClient versioned.Interface, namespace string, transform cache.TransformFunc) *Caches {
+	c := &Caches{
+		core: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(transform)),
+		revisions: informers.NewSharedInformerFactoryWithOptions(client, 0,
+			informers.WithNamespace(namespace), informers.WithTransform(transform)),
+		kruise: kruiseinformers.NewSharedInformerFactoryWithOptions(kruiseClient, 0, kruiseinformers.WithTransform(transform)),
+	}
+	ss := c.kruise.Apps().V1beta1().SidecarSets()
+	ns := c.core.Core().V1().Namespaces()
+	revs := c.revisions.Apps().V1().ControllerRevisions()
+	c.synced = []cache.InformerSynced{ss.Informer().HasSynced, ns.Informer().HasSynced, revs.Informer().HasSynced}
+	c.injector = &Injector{
+		SidecarSets: sidecarSetLister{ss.Lister()},
+		Namespaces:  namespaceLister{ns.Lister()},
+		Revisions:   revisionLister{revs.Lister().ControllerRevisions(namespace)},
+	}
+	return c
+}
+
+// Injector is the webhook's Injector, reading these caches.
+func (c *Caches) Injector() *Injector { return c.injector }
+
+// Start starts the informers; they stop when ctx ends.
+func (c *Caches) Start(ctx context.Context) {
+	c.core.Start(ctx.Done())
+	c.revisions.Start(ctx.Done())
+	c.kruise.Start(ctx.Done())
+}
+
+// Shutdown waits for the informers to stop (after ctx of Start ended).
+func (c *Caches) Shutdown() {
+	c.core.Shutdown()
+	c.revisions.Shutdown()
+	c.kruise.Shutdown()
+}
+
+// Name implements the /readyz Checker.
+func (c *Caches) Name() string { return "sidecarset-injection-caches" }
+
+// Check implements the /readyz Checker: a replica whose caches have not synced would inject
+// from an empty list, so it takes no requests until they have.
+func (c *Caches) Check(*http.Request) error {
+	for _, synced := range c.synced {
+		if !synced() {
+			return errors.New("the SidecarSet, Namespace and ControllerRevision caches have not synced yet")
+		}
+	}
+	return nil
+}
+
+type sidecarSetLister struct {
+	l kruiselisters.SidecarSetLister
+}
+
+func (s sidecarSetLister) List() ([]*appsv1beta1.SidecarSet, error) {
+	return s.l.List(labels.Everything())
+}
+
+type namespaceLister struct{ l corelisters.NamespaceLister }
+
+func (n namespaceLister) Labels(name string) (map[string]string, error) {
+	ns, err := n.l.Get(name)
+	if apierrors.IsNotFound(err) {
+		return map[string]string{corev1.LabelMetadataName: name}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
+}
+
+type revisionLister struct {
+	l appslisters.ControllerRevisionNamespaceLister
+}
+
+func (r revisionLister) Revision(name string) (*appsv1.ControllerRevision, error) {
+	rev, err := r.l.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return rev, err
+}
+
+func (r revisionLister) Revisions(sidecarSet, customVersion string) ([]*appsv1.ControllerRevision, error) {
+	set := labels.Set{sidecarset.NameLabel: sidecarSet}
+	if customVersion != "" {
+		set[appsv1beta1.SidecarSetCustomVersionLabel] = customVersion
+	}
+	revs, err := r.l.List(labels.SelectorFromSet(set))
+	if err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+	}
+	return revs, nil
+}
