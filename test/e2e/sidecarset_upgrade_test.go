@@ -76,7 +76,7 @@ func injectedPods(ctx context.Context, t *testing.T, f *framework.Framework, ns,
 		var ready []string
 		for _, p := range clonePods(ctx, t, f, ns, name) {
 			if framework.ContainerSpecOf(&p, "agent") == nil || initContainerOf(&p, "proxy") == nil {
-				t.Fatalf("pod %s was not injected (containers %v): the SidecarSet injection webhook must be serving", p.Name, containerNames(&p))
+				t.Fatalf("pod %s was not injected (containers %v): the SidecarSet injection webhook must be serving", p.Name, podContainerNames(&p))
 			}
 			if podReady(&p) {
 				ready = append(ready, p.Name)
@@ -109,7 +109,7 @@ func initContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus
 	return nil
 }
 
-func containerNames(pod *corev1.Pod) []string {
+func podContainerNames(pod *corev1.Pod) []string {
 	var out []string
 	for _, c := range pod.Spec.InitContainers {
 		out = append(out, "init:"+c.Name)
