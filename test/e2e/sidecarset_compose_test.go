@@ -51,29 +51,36 @@ func composeSidecarSet(ctx context.Context, t *testing.T, f *framework.Framework
 			t.Logf("deleting SidecarSet %s: %v", ss.Name, err)
 		}
 	})
+	waitInjects(ctx, t, f, ns, ss.Spec.Selector.MatchLabels, c.Name)
+	return created
+}
+
+// waitInjects waits until a pod of namespace ns labelled podLabels is created with container
+// (a dry run, several in a row: each may reach another kruise-controller replica, whose caches
+// must have the SidecarSet too). A SidecarSet injects only once the pod webhook's scope names it
+// and every replica's caches hold it, a moment after it is created.
+func waitInjects(ctx context.Context, t *testing.T, f *framework.Framework, ns string, podLabels map[string]string, container string) {
+	t.Helper()
 	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns, Labels: map[string]string{"sidecarset": ns}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns, Labels: podLabels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Image: f.Image("public/busybox:1.35"), Command: []string{"true"},
 		}}},
 	}
-	framework.WaitFor(ctx, t, time.Minute, "the pod webhook to inject SidecarSet "+ss.Name, func(ctx context.Context) (bool, string, error) {
+	const inARow = 4
+	injected := 0
+	framework.WaitFor(ctx, t, time.Minute, fmt.Sprintf("%d dry-run pods in a row injected with %s", inARow, container), func(ctx context.Context) (bool, string, error) {
 		p, err := f.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, "", err
 		}
-		return composeContainer(p, c.Name) != nil, fmt.Sprintf("dry-run pod's containers: %d", len(p.Spec.Containers)), nil
-	})
-	return created
-}
-
-func composeContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
+		if framework.ContainerSpecOf(p, container) == nil && initContainerOf(p, container) == nil {
+			injected = 0
+			return false, fmt.Sprintf("dry-run pod's containers: %d", len(p.Spec.Containers)), nil
 		}
-	}
-	return nil
+		injected++
+		return injected >= inARow, fmt.Sprintf("%d in a row", injected), nil
+	})
 }
 
 // A Job's pod that got a sidecar from a SidecarSet still completes: the injected sidecar carries
@@ -123,12 +130,15 @@ func TestSidecarSetJobCompletes(t *testing.T) {
 		t.Fatalf("listing the Job's pods: %d, %v", len(pods.Items), err)
 	}
 	p := &pods.Items[0]
-	if composeContainer(p, "log-agent") == nil {
+	if framework.ContainerSpecOf(p, "log-agent") == nil {
 		t.Fatalf("the Job's pod has no injected log-agent: %s", framework.DescribeSidecarPod(p))
 	}
-	if st := framework.ContainerStatusOf(p, "log-agent"); st == nil || st.State.Terminated == nil {
-		t.Errorf("the injected sidecar is not stopped: %s", framework.DescribeSidecarPod(p))
-	}
+	// The pod's phase is recorded once its main container is done; the kubelet stops the
+	// sidecar after that.
+	f.WaitPod(ctx, t, ns, p.Name, sidecarStopTimeout, "the injected sidecar stopped", func(p *corev1.Pod) (bool, error) {
+		st := framework.ContainerStatusOf(p, "log-agent")
+		return st != nil && st.State.Terminated != nil, nil
+	})
 }
 
 // A CloneSet's in-place update of its own container and a SidecarSet's in-place upgrade of the
@@ -167,7 +177,7 @@ func TestSidecarSetWithCloneSetInPlace(t *testing.T) {
 	waitCloneSet(ctx, t, kc, ns, "web", 2)
 	before := map[string]corev1.Pod{}
 	for _, p := range clonePods(ctx, t, f, ns, "web") {
-		if composeContainer(&p, "agent") == nil {
+		if framework.ContainerSpecOf(&p, "agent") == nil {
 			t.Fatalf("pod %s has no injected agent: %s", p.Name, framework.DescribeSidecarPod(&p))
 		}
 		before[p.Name] = p
@@ -220,7 +230,7 @@ func TestSidecarSetWithCloneSetInPlace(t *testing.T) {
 // composeRunning says whether p's container name runs img: the spec says so and the status shows
 // it running at that image.
 func composeRunning(p *corev1.Pod, name, img string) bool {
-	c := composeContainer(p, name)
+	c := framework.ContainerSpecOf(p, name)
 	st := framework.ContainerStatusOf(p, name)
 	return c != nil && c.Image == img && st != nil && st.State.Running != nil && st.Image == img
 }
