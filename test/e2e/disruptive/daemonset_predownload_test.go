@@ -144,7 +144,7 @@ func preDownloadWaitDaemonSetRevision(ctx context.Context, t *testing.T, e *faul
 }
 
 // preDownloadDaemonPod waits for the DaemonSet's one live pod, ready, with its in-place update
-// (if any) finished, at the update revision (or, held by the partition, not), and returns it.
+// (if any) finished, at the update revision, and returns it.
 func preDownloadDaemonPod(ctx context.Context, t *testing.T, e *faultEnv, name string) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
