@@ -3,12 +3,10 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -151,12 +148,6 @@ func (s *seenPods) names() []string {
 // starts and waits for, and returns the server's address and its CA.
 func serveInjection(t *testing.T, tctx context.Context, kube kubernetes.Interface, c *cluster, seen *seenPods) (string, []byte) {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	require.NoError(t, err)
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	require.NoError(t, err)
-	srv, err := server.New(server.Options{Addr: "127.0.0.1:0", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }})
-	require.NoError(t, err)
 	caches := sidecarinjection.NewCaches(kube, c.kruise, "kruise-system", nil)
 	caches.Start(tctx)
 	t.Cleanup(caches.Shutdown)
@@ -169,19 +160,7 @@ func serveInjection(t *testing.T, tctx context.Context, kube kubernetes.Interfac
 		seen.add(p.Name + p.GenerateName)
 		return inner.Admit(ctx, req)
 	})
-	require.NoError(t, srv.HandleAdmission(wh))
-	a, err := srv.Listen()
-	require.NoError(t, err)
-	sctx, cancel := context.WithCancel(tctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
-	return a.String(), certPEM
+	return serveWebhooks(t, tctx, wh)
 }
 
 // installInjectionWebhook creates the MutatingWebhookConfiguration of

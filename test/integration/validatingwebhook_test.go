@@ -148,21 +148,28 @@ func TestValidatingWebhooksInAnAPIServer(t *testing.T) {
 // its CA.
 func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kruiseclient.Interface) (addr string, ca []byte) {
 	t.Helper()
+	_, sctx := ktesting.NewTestContext(t)
+	return serveWebhooks(t, sctx, validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
+		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
+		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil))
+}
+
+// serveWebhooks serves whs on loopback over TLS, with a self-signed certificate, until the test
+// ends, and returns the server's address and the certificate (its own CA).
+func serveWebhooks(t *testing.T, ctx context.Context, whs ...server.Webhook) (addr string, ca []byte) {
+	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
 	srv, err := server.New(server.Options{Addr: "127.0.0.1:0", GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }})
 	require.NoError(t, err)
-	for _, wh := range []server.Webhook{validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
-		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil)} {
+	for _, wh := range whs {
 		require.NoError(t, srv.HandleAdmission(wh))
 	}
 	a, err := srv.Listen()
 	require.NoError(t, err)
-	_, sctx := ktesting.NewTestContext(t)
-	sctx, cancel := context.WithCancel(sctx)
+	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
 	t.Cleanup(func() {
