@@ -141,15 +141,21 @@ func sidecarsAt(pod *corev1.Pod, image string) bool {
 		agent != nil && agent.Image == image && agent.Ready && proxy != nil && proxy.Image == image && proxy.Ready
 }
 
-// unavailable names the pods that are not Ready or whose sidecars do not yet run what their spec
-// asks: what maxUnavailable bounds.
-func unavailable(pods []corev1.Pod) []string {
+// unavailable names the pods that are not Ready, or whose sidecars' spec is at image while a
+// sidecar still runs the container it ran before (before: the pods by name): what maxUnavailable
+// bounds. Container IDs, not the status' image names, tell a restart: the runtime may report a
+// container's image by another name of the same image.
+func unavailable(pods []corev1.Pod, before map[string]corev1.Pod, image string) []string {
 	var out []string
 	for i := range pods {
 		p := &pods[i]
 		agent, proxy := framework.ContainerStatusOf(p, "agent"), initContainerStatusOf(p, "proxy")
-		if !podReady(p) || agent == nil || proxy == nil || agent.Image != framework.ContainerSpecOf(p, "agent").Image ||
-			proxy.Image != initContainerOf(p, "proxy").Image || !agent.Ready || !proxy.Ready {
+		old := before[p.Name]
+		oldAgent, oldProxy := framework.ContainerStatusOf(&old, "agent"), initContainerStatusOf(&old, "proxy")
+		restarting := framework.ContainerSpecOf(p, "agent").Image == image &&
+			(agent == nil || oldAgent == nil || agent.ContainerID == oldAgent.ContainerID ||
+				proxy == nil || oldProxy == nil || proxy.ContainerID == oldProxy.ContainerID)
+		if !podReady(p) || agent == nil || proxy == nil || !agent.Ready || !proxy.Ready || restarting {
 			out = append(out, p.Name)
 		}
 	}
@@ -203,7 +209,7 @@ func TestSidecarSetUpgradesImagesInPlace(t *testing.T) {
 	maxSeen := 0
 	framework.WaitFor(ctx, t, sidecarSetTimeout, "every pod's sidecars at the new image", func(ctx context.Context) (bool, string, error) {
 		pods := clonePods(ctx, t, f, ns, name)
-		down := unavailable(pods)
+		down := unavailable(pods, before, variant)
 		maxSeen = max(maxSeen, len(down))
 		if len(down) > 1 {
 			t.Errorf("pods %v unavailable at once: maxUnavailable is 1", down)
