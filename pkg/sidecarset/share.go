@@ -53,13 +53,7 @@ func sharedMounts(pod *corev1.Pod) []appMount {
 
 // mergeMounts adds to c's mounts those of add at a path c neither mounts nor attaches a device at.
 func mergeMounts(c corev1.Container, add []corev1.VolumeMount) []corev1.VolumeMount {
-	taken := map[string]bool{}
-	for _, m := range c.VolumeMounts {
-		taken[m.MountPath] = true
-	}
-	for _, d := range c.VolumeDevices {
-		taken[d.DevicePath] = true
-	}
+	taken := usedPaths(c)
 	out := c.VolumeMounts
 	for _, m := range add {
 		if !taken[m.MountPath] {
@@ -68,6 +62,18 @@ func mergeMounts(c corev1.Container, add []corev1.VolumeMount) []corev1.VolumeMo
 		}
 	}
 	return out
+}
+
+// usedPaths are the paths c mounts a volume or attaches a device at.
+func usedPaths(c corev1.Container) map[string]bool {
+	taken := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		taken[m.MountPath] = true
+	}
+	for _, d := range c.VolumeDevices {
+		taken[d.DevicePath] = true
+	}
+	return taken
 }
 
 // appDevices lists the app containers' volumeDevices.
@@ -83,13 +89,7 @@ func appDevices(pod *corev1.Pod) []corev1.VolumeDevice {
 
 // mergeDevices adds to c's devices those of add at a path c does not use yet.
 func mergeDevices(c corev1.Container, add []corev1.VolumeDevice) []corev1.VolumeDevice {
-	taken := map[string]bool{}
-	for _, m := range c.VolumeMounts {
-		taken[m.MountPath] = true
-	}
-	for _, d := range c.VolumeDevices {
-		taken[d.DevicePath] = true
-	}
+	taken := usedPaths(c)
 	out := c.VolumeDevices
 	for _, d := range add {
 		if !taken[d.DevicePath] {

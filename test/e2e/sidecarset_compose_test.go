@@ -74,7 +74,7 @@ func waitInjects(ctx context.Context, t *testing.T, f *framework.Framework, ns s
 		if err != nil {
 			return false, "", err
 		}
-		if framework.ContainerSpecOf(p, container) == nil && initContainerOf(p, container) == nil {
+		if framework.ContainerSpecOf(p, container) == nil && framework.InitContainerSpecOf(p, container) == nil {
 			injected = 0
 			return false, fmt.Sprintf("dry-run pod's containers: %d", len(p.Spec.Containers)), nil
 		}

@@ -80,7 +80,7 @@ func injectedPods(ctx context.Context, t *testing.T, f *framework.Framework, ns,
 	framework.WaitFor(ctx, t, sidecarSetTimeout, fmt.Sprintf("%d pods with agent and proxy injected, Ready", n), func(ctx context.Context) (bool, string, error) {
 		var ready []string
 		for _, p := range clonePods(ctx, t, f, ns, name) {
-			if framework.ContainerSpecOf(&p, "agent") == nil || initContainerOf(&p, "proxy") == nil {
+			if framework.ContainerSpecOf(&p, "agent") == nil || framework.InitContainerSpecOf(&p, "proxy") == nil {
 				t.Fatalf("pod %s was not injected (containers %v): the SidecarSet injection webhook must be serving", p.Name, podContainerNames(&p))
 			}
 			if podReady(&p) {
@@ -94,24 +94,6 @@ func injectedPods(ctx context.Context, t *testing.T, f *framework.Framework, ns,
 		out[p.Name] = p
 	}
 	return out
-}
-
-func initContainerOf(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
-
-func initContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
 }
 
 func podContainerNames(pod *corev1.Pod) []string {
@@ -136,8 +118,8 @@ func podReady(pod *corev1.Pod) bool {
 
 // sidecarsAt reports whether both sidecars of pod run image: spec and status, Ready.
 func sidecarsAt(pod *corev1.Pod, image string) bool {
-	agent, proxy := framework.ContainerStatusOf(pod, "agent"), initContainerStatusOf(pod, "proxy")
-	return framework.ContainerSpecOf(pod, "agent").Image == image && initContainerOf(pod, "proxy").Image == image &&
+	agent, proxy := framework.ContainerStatusOf(pod, "agent"), framework.InitContainerStatusOf(pod, "proxy")
+	return framework.ContainerSpecOf(pod, "agent").Image == image && framework.InitContainerSpecOf(pod, "proxy").Image == image &&
 		agent != nil && agent.Image == image && agent.Ready && proxy != nil && proxy.Image == image && proxy.Ready
 }
 
@@ -149,9 +131,9 @@ func unavailable(pods []corev1.Pod, before map[string]corev1.Pod, image string) 
 	var out []string
 	for i := range pods {
 		p := &pods[i]
-		agent, proxy := framework.ContainerStatusOf(p, "agent"), initContainerStatusOf(p, "proxy")
+		agent, proxy := framework.ContainerStatusOf(p, "agent"), framework.InitContainerStatusOf(p, "proxy")
 		old := before[p.Name]
-		oldAgent, oldProxy := framework.ContainerStatusOf(&old, "agent"), initContainerStatusOf(&old, "proxy")
+		oldAgent, oldProxy := framework.ContainerStatusOf(&old, "agent"), framework.InitContainerStatusOf(&old, "proxy")
 		restarting := framework.ContainerSpecOf(p, "agent").Image == image &&
 			(agent == nil || oldAgent == nil || agent.ContainerID == oldAgent.ContainerID ||
 				proxy == nil || oldProxy == nil || proxy.ContainerID == oldProxy.ContainerID)
@@ -243,7 +225,7 @@ func TestSidecarSetUpgradesImagesInPlace(t *testing.T) {
 			now, was *corev1.ContainerStatus
 		}{
 			{"agent", framework.ContainerStatusOf(&p, "agent"), framework.ContainerStatusOf(&old, "agent")},
-			{"proxy", initContainerStatusOf(&p, "proxy"), initContainerStatusOf(&old, "proxy")},
+			{"proxy", framework.InitContainerStatusOf(&p, "proxy"), framework.InitContainerStatusOf(&old, "proxy")},
 		} {
 			if c.now == nil || c.was == nil || c.now.ContainerID == c.was.ContainerID {
 				t.Errorf("pod %s: sidecar %s was not restarted in place (%v, was %v)", p.Name, c.name, c.now, c.was)

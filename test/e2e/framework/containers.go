@@ -156,3 +156,24 @@ func ContainerSpecOf(pod *corev1.Pod, name string) *corev1.Container {
 	}
 	return nil
 }
+
+// InitContainerStatusOf returns the status of the named init container (a native sidecar's
+// included), or nil.
+func InitContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// InitContainerSpecOf returns the spec of the named init container, or nil.
+func InitContainerSpecOf(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
