@@ -173,12 +173,24 @@ func TestSidecarSeveralMainsAndSidecars(t *testing.T) {
 	ns := f.NewNamespace(ctx, t, "sidecar-many")
 	img := f.Image("public/busybox:1.35")
 
-	createSidecarJob(ctx, t, f, ns, "job", corev1.RestartPolicyNever,
+	// m2 ends a second after s2 has ended, whatever the order and delay in which the kubelet
+	// starts the containers: s2 leaves a file in a shared volume when it is done.
+	job := framework.SidecarJob(ns, "job", corev1.RestartPolicyNever,
 		framework.ShContainer("m1", img, "exit 0"),
-		framework.ShContainer("m2", img, "sleep 3; exit 0"),
+		framework.ShContainer("m2", img, "until [ -e /shared/s2-done ]; do sleep 0.2; done; sleep 1; exit 0"),
 		framework.ShContainer("s1", img, framework.ScriptUntilTERM, framework.SidecarMark()),
-		framework.ShContainer("s2", img, "sleep 1; exit 0", corev1.EnvVar{Name: framework.EnvTerminateSidecar, Value: "TRUE"}),
+		framework.ShContainer("s2", img, "touch /shared/s2-done; exit 0", corev1.EnvVar{Name: framework.EnvTerminateSidecar, Value: "TRUE"}),
 		framework.ShContainer("s3", img, framework.ScriptUntilTERM, framework.SidecarImageMark(img)))
+	spec := &job.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	for i := range spec.Containers {
+		if n := spec.Containers[i].Name; n == "m2" || n == "s2" {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "shared", MountPath: "/shared"})
+		}
+	}
+	if _, err := f.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating job %s/%s: %v", ns, "job", err)
+	}
 	f.WaitJobComplete(ctx, t, ns, "job", sidecarJobTimeout)
 	pod := f.JobPod(ctx, t, ns, "job")
 	pod = f.WaitContainersTerminated(ctx, t, ns, pod.Name, sidecarStopTimeout, "s1", "s3")
@@ -199,7 +211,7 @@ func TestSidecarSeveralMainsAndSidecars(t *testing.T) {
 		t.Errorf("condition recorded at %s, before m2 finished at %s", cond.LastTransitionTime, m2.FinishedAt)
 	}
 	if s2.FinishedAt.After(m2.FinishedAt.Time) {
-		t.Errorf("s2 finished at %s, after m2 at %s: the test's timing assumption broke", s2.FinishedAt, m2.FinishedAt)
+		t.Errorf("s2 finished at %s, after m2 at %s, although m2 waits for s2", s2.FinishedAt, m2.FinishedAt)
 	}
 }
 
