@@ -3,6 +3,7 @@ package inplace
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,13 +52,45 @@ func Condition(pod *corev1.Pod) *corev1.PodCondition {
 // gate: InPlaceUpdateReady=False, and Ready=False at once rather than at the kubelet's next sync,
 // so that endpoints drop the pod before its containers change. It carries the pod's
 // resourceVersion: a pod changed since it was read fails with a conflict.
-func NotReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
-	conds := []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonStartInPlaceUpdate, "", now)}
+//
+// Ready's message decides whether the patch costs the kubelet a sync of the pod: it runs one when
+// the message differs from the one it would write itself. Each sync first waits for the runtime's
+// next relist (about a second), and a spec update written meanwhile waits behind it. So when the
+// spec update follows at once (specFollows), the message is the kubelet's own and the only sync is
+// the update's, which computes Ready=False itself. When the update waits out a grace period, the
+// message is kruise's: the kubelet syncs and records Ready=False in its own status cache, which
+// its periodic status reconcile would otherwise write back as the Ready=True it last computed.
+func NotReadyStatusPatch(pod *corev1.Pod, now time.Time, specFollows bool) ([]byte, error) {
+	gate := conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonStartInPlaceUpdate, "", now)
+	conds := []corev1.PodCondition{gate}
 	if ready := podCondition(pod, corev1.PodReady); ready == nil || ready.Status != corev1.ConditionFalse {
-		conds = append(conds, conditionAt(pod, corev1.PodReady, corev1.ConditionFalse, reasonGateNotReady,
-			fmt.Sprintf("readiness gate %s is False", pub.InPlaceUpdateReady), now))
+		message := fmt.Sprintf("readiness gate %s is False", pub.InPlaceUpdateReady)
+		if specFollows {
+			message = kubeletGatesMessage(pod, gate)
+		}
+		conds = append(conds, conditionAt(pod, corev1.PodReady, corev1.ConditionFalse, reasonGateNotReady, message, now))
 	}
 	return statusPatch(pod, conds)
+}
+
+// kubeletGatesMessage is the message the kubelet gives Ready=False for readiness gates that are
+// not True (pkg/kubelet/status GeneratePodReadyCondition), with changed in place of the pod's own
+// condition of its type.
+func kubeletGatesMessage(pod *corev1.Pod, changed corev1.PodCondition) string {
+	var parts []string
+	for _, g := range pod.Spec.ReadinessGates {
+		c := podCondition(pod, g.ConditionType)
+		if g.ConditionType == changed.Type {
+			c = &changed
+		}
+		switch {
+		case c == nil:
+			parts = append(parts, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case c.Status != corev1.ConditionTrue:
+			parts = append(parts, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ReadyStatusPatch sets InPlaceUpdateReady=True, carrying the pod's resourceVersion: it holds

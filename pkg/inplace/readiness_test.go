@@ -26,11 +26,26 @@ func TestInjectReadinessGateIsIdempotent(t *testing.T) {
 func TestNotReadyStatusPatch(t *testing.T) {
 	pod := gen.Pod("web", gen.SetPodResourceVersion("7"),
 		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
-	patch, err := NotReadyStatusPatch(pod, t0)
+	// A grace period follows: a message of kruise's own, so that the kubelet syncs the pod.
+	patch, err := NotReadyStatusPatch(pod, t0, false)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7"},"status":{"conditions":[
 		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"},
 		{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady","message":"readiness gate InPlaceUpdateReady is False","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+
+	// The spec update follows at once: the kubelet's own message, every gate that is not True
+	// in the pod's order, so that the kubelet does not sync for the patch.
+	pod = gen.Pod("web", gen.SetPodResourceVersion("7"),
+		gen.AddPodReadinessGate(pub.KruisePodReady), gen.AddPodReadinessGate("example.com/lb"), gen.AddPodReadinessGate(pub.InPlaceUpdateReady),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.KruisePodReady, Status: corev1.ConditionTrue}),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue}),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+	patch, err = NotReadyStatusPatch(pod, t0, true)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"},
+		{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady","message":"corresponding condition of pod readiness gate \"example.com/lb\" does not exist., the status of pod readiness gate \"InPlaceUpdateReady\" is not \"True\", but False","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
 		string(patch))
 
 	// Already not ready: Ready is left to the kubelet, and the transition time is kept.
@@ -38,7 +53,7 @@ func TestNotReadyStatusPatch(t *testing.T) {
 	pod = gen.Pod("web", gen.SetPodResourceVersion("8"),
 		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse}),
 		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, LastTransitionTime: earlier}))
-	patch, err = NotReadyStatusPatch(pod, t0)
+	patch, err = NotReadyStatusPatch(pod, t0, true)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"metadata":{"resourceVersion":"8"},"status":{"conditions":[
 		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T09:00:00Z"}]}}`,

@@ -87,7 +87,7 @@ func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, targe
 	now := u.clock.Now()
 	base := pod
 	if DeclaresReadinessGate(pod) && (graceSeconds > 0 || spec.RestartsContainers(pod)) {
-		marked, err := u.markNotReady(ctx, pod, now)
+		marked, err := u.markNotReady(ctx, pod, now, graceSeconds <= 0)
 		if err != nil {
 			return Result{Err: err}
 		}
@@ -200,10 +200,11 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 	return result
 }
 
-// markNotReady sets InPlaceUpdateReady=False (and Ready=False) and returns the pod as written.
+// markNotReady sets InPlaceUpdateReady=False (and Ready=False) and returns the pod as written;
+// specFollows says the spec update is written right after (NotReadyStatusPatch).
 // The patch carries the resourceVersion of the pod it was computed on: a condition a cached copy
 // shows False may have been set True since, so a conflict reads the pod and decides again.
-func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) (*corev1.Pod, error) {
+func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Time, specFollows bool) (*corev1.Pod, error) {
 	base := pod
 	var written *corev1.Pod
 	err := retry.RetryOnConflict(u.backoff, func() error {
@@ -212,7 +213,7 @@ func (u *Updater) markNotReady(ctx context.Context, pod *corev1.Pod, now time.Ti
 		if err != nil {
 			return err
 		}
-		patch, err := NotReadyStatusPatch(cur, now)
+		patch, err := NotReadyStatusPatch(cur, now, specFollows)
 		if err != nil {
 			return err
 		}
