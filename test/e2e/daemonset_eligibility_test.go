@@ -384,6 +384,7 @@ func TestDaemonSetNodeEligibilityAsBuiltin(t *testing.T) {
 			s := ds.Status
 			return eligCounts{s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberMisscheduled}, s.ObservedGeneration == ds.Generation, nil
 		})
+		t.Logf("hostNetwork %v: built-in %+v on %v; kruise %+v on %v", host, got, slices.Sorted(maps.Keys(want)), counts, slices.Sorted(maps.Keys(have)))
 		compareEligPods(t, nodes, host, want, have)
 		if got != counts {
 			t.Errorf("hostNetwork %v: status counts: built-in %+v, kruise %+v", host, got, counts)
