@@ -31,6 +31,8 @@
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
 //	sidecarset_upgrade_test.go  SidecarSet: regular and native sidecar images upgraded in place (pod, IP and app container kept), maxUnavailable, partition, a non-image change reported
 //	daemonset_test.go        Advanced DaemonSet on node vm: default tolerations and node pin, Standard recreates, in-place image update, preDelete hook, partition and update selector
+//	daemonset_eligibility_test.go  Advanced DaemonSet vs the built-in one on simulated nodes: taints, cordoned, not-ready, pressure, selectors and affinity;
+//	                         daemonset_eligibility_nodes_test.go: its simulated nodes, kept Ready by their leases
 //	statefulset_test.go      Advanced StatefulSet: ordered identity and PVCs, in-place update, scale-in and PVC retention, ordinals.start, partition, reserveOrdinals, specified delete, v1alpha1, scale subresource
 //	workload_parity_test.go  a StatefulSet and a DaemonSet manifest, as written and with only apiVersion changed to kruise's: the same pods
 //	workload_seed_test.go    Advanced StatefulSet and DaemonSet: OpenKruise v1.1's published manifests (testdata/seeds)

@@ -41,19 +41,28 @@ func daemonTolerations(hostNetwork bool) []corev1.Toleration {
 	return out
 }
 
-// AddDaemonTolerations adds to spec the daemon tolerations it lacks (same key, operator and
-// effect); a toleration the template already has, e.g. with a tolerationSeconds, is kept as it is.
+// AddDaemonTolerations gives spec the daemon tolerations as the built-in controller does: one
+// the template lacks (same key, operator, value and effect) is appended; one it has with a
+// tolerationSeconds is replaced in place by the daemon's, which has none, so that a daemon pod is
+// never evicted for its node's conditions; when the template already has it exactly (one of
+// several duplicates suffices), the template's are left as they are.
 func AddDaemonTolerations(spec *corev1.PodSpec) {
 	for _, want := range daemonTolerations(spec.HostNetwork) {
-		found := false
-		for _, have := range spec.Tolerations {
-			if have.Key == want.Key && have.Operator == want.Operator && have.Effect == want.Effect && have.Value == want.Value {
-				found = true
-				break
+		var matching []int
+		exact := false
+		for i, have := range spec.Tolerations {
+			if have.MatchToleration(&want) {
+				matching = append(matching, i)
+				exact = exact || have.TolerationSeconds == nil
 			}
 		}
-		if !found {
+		switch {
+		case len(matching) == 0:
 			spec.Tolerations = append(spec.Tolerations, want)
+		case !exact:
+			for _, i := range matching {
+				spec.Tolerations[i] = want
+			}
 		}
 	}
 }

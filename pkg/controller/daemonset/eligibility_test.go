@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,24 +83,49 @@ func TestNodeEligibility(t *testing.T) {
 }
 
 func TestAddDaemonTolerations(t *testing.T) {
-	spec := &corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64)}}}
-	AddDaemonTolerations(spec)
-	keys := map[string]corev1.TaintEffect{}
-	for _, tol := range spec.Tolerations {
-		keys[tol.Key] = tol.Effect
+	tol := func(key string, effect corev1.TaintEffect, seconds ...int64) corev1.Toleration {
+		out := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect}
+		if len(seconds) > 0 {
+			out.TolerationSeconds = &seconds[0]
+		}
+		return out
 	}
-	assert.Len(t, spec.Tolerations, 6, "the template's not-ready toleration is kept, not doubled")
-	assert.NotNil(t, spec.Tolerations[0].TolerationSeconds)
-	assert.Equal(t, map[string]corev1.TaintEffect{
-		corev1.TaintNodeNotReady: corev1.TaintEffectNoExecute, corev1.TaintNodeUnreachable: corev1.TaintEffectNoExecute,
-		corev1.TaintNodeDiskPressure: corev1.TaintEffectNoSchedule, corev1.TaintNodeMemoryPressure: corev1.TaintEffectNoSchedule,
-		corev1.TaintNodePIDPressure: corev1.TaintEffectNoSchedule, corev1.TaintNodeUnschedulable: corev1.TaintEffectNoSchedule,
-	}, keys)
-
-	host := &corev1.PodSpec{HostNetwork: true}
-	AddDaemonTolerations(host)
-	assert.Len(t, host.Tolerations, 7)
-	assert.Equal(t, corev1.TaintNodeNetworkUnavailable, host.Tolerations[6].Key)
+	defaults := []corev1.Toleration{
+		tol(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute), tol(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute),
+		tol(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule), tol(corev1.TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule),
+		tol(corev1.TaintNodePIDPressure, corev1.TaintEffectNoSchedule), tol(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
+	}
+	own := corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "agents", Effect: corev1.TaintEffectNoSchedule}
+	tests := []struct {
+		name        string
+		hostNetwork bool
+		have        []corev1.Toleration
+		want        []corev1.Toleration
+	}{
+		{"none: the defaults in order", false, nil, defaults},
+		{"host network: network-unavailable too", true, nil,
+			append(slices.Clone(defaults), tol(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule))},
+		{"the template's own come first", false, []corev1.Toleration{own}, append([]corev1.Toleration{own}, defaults...)},
+		{"an exact default is not doubled", false, []corev1.Toleration{tol(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)},
+			append([]corev1.Toleration{tol(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)}, defaults[:5]...)},
+		// As the built-in controller: a daemon pod is not evicted after tolerationSeconds.
+		{"a default with tolerationSeconds is replaced in place", false,
+			[]corev1.Toleration{own, tol(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute, 300)},
+			append([]corev1.Toleration{own, tol(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)}, defaults[0], defaults[2], defaults[3], defaults[4], defaults[5])},
+		{"an exact duplicate keeps the timed one as it is", false,
+			[]corev1.Toleration{tol(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute, 300), tol(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute)},
+			append([]corev1.Toleration{tol(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute, 300), tol(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute)}, defaults[1:]...)},
+		{"an Equal toleration of a default key is another toleration", false,
+			[]corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoExecute}},
+			append([]corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoExecute}}, defaults...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := &corev1.PodSpec{HostNetwork: tt.hostNetwork, Tolerations: slices.Clone(tt.have)}
+			AddDaemonTolerations(spec)
+			assert.Equal(t, tt.want, spec.Tolerations)
+		})
+	}
 }
 
 func TestPinToNodeAndTargetNode(t *testing.T) {
