@@ -33,6 +33,7 @@ func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, n
 		owners:   map[string]string{},
 		volumes:  map[string]ownedVolume{},
 		appMount: sharedMounts(pod),
+		injected: namesInjected(sorted),
 	}
 	for _, ss := range sorted {
 		if err := in.add(ss); err != nil {
@@ -69,6 +70,9 @@ type injection struct {
 	// sidecarLists maps a SidecarSet's name to the containers it recorded in its UpgradeSpec.
 	sidecarLists map[string][]string
 	appMount     []appMount
+	// injected names every container and init container the SidecarSets inject: a
+	// resourcesPolicy never reads them.
+	injected map[string]bool
 }
 
 type injected struct {
@@ -117,7 +121,8 @@ func (in *injection) add(ss *appsv1beta1.SidecarSet) error {
 }
 
 // build is the container sc of ss as it goes into the pod: the app containers' mounts shared when
-// asked, the transferred env and IS_INJECTED added, and the SidecarSet volumes it uses claimed.
+// asked, the transferred env and IS_INJECTED added, the resources its resourcesPolicy computes,
+// and the SidecarSet volumes it uses claimed.
 func (in *injection) build(ss *appsv1beta1.SidecarSet, sc *appsv1beta1.SidecarContainer, ssVolumes map[string]corev1.Volume) (corev1.Container, error) {
 	if other, ok := in.owners[sc.Name]; ok && other != ss.Name {
 		return corev1.Container{}, refuse(ReasonContainerConflict,
@@ -151,7 +156,30 @@ func (in *injection) build(ss *appsv1beta1.SidecarSet, sc *appsv1beta1.SidecarCo
 	c.Env = mergeEnv(c.Env, []corev1.EnvVar{{Name: InjectedEnv, Value: "true"}})
 	c.Env = mergeEnv(c.Env, transferredEnv(sc, in.pod))
 	c.Env = mergeEnv(c.Env, extraEnv)
+	if sc.ResourcesPolicy != nil {
+		limits, requests, err := PolicyResources(in.pod, sc.ResourcesPolicy, in.injected)
+		if err != nil {
+			return corev1.Container{}, refuse(ReasonResourcesPolicy,
+				"pod %s: SidecarSet %s, container %s: resourcesPolicy: %v", in.podRef, ss.Name, sc.Name, err)
+		}
+		c.Resources.Limits, c.Resources.Requests = limits, requests
+	}
 	return c, nil
+}
+
+// namesInjected are the names of the containers sets put into a pod, a HotUpgrade container
+// under its own name too (a pod container of that name is replaced by the sidecar).
+func namesInjected(sets []*appsv1beta1.SidecarSet) map[string]bool {
+	names := map[string]bool{}
+	for _, ss := range sets {
+		for _, n := range injectedNames(ss) {
+			names[n] = true
+		}
+		for _, c := range ss.Spec.Containers {
+			names[c.Name] = true
+		}
+	}
+	return names
 }
 
 func (in *injection) claimVolume(owner string, v corev1.Volume) error {

@@ -18,6 +18,9 @@ const (
 	ReasonInvalidAnnotation RefusalReason = "InvalidSidecarSetAnnotation"
 	// ReasonRevisionNotFound: injectionStrategy.revision names a ControllerRevision that is not there.
 	ReasonRevisionNotFound RefusalReason = "SidecarSetRevisionNotFound"
+	// ReasonResourcesPolicy: a sidecar's resourcesPolicy cannot be computed for the pod (no
+	// target container, an expression that fails, a request above the limit).
+	ReasonResourcesPolicy RefusalReason = "SidecarResourcesPolicyFailed"
 )
 
 // Refusal is why a pod cannot be admitted with its sidecars: the message names the SidecarSets

@@ -59,6 +59,7 @@ func (in *Injector) Webhook() server.Webhook {
 	for _, r := range []sidecarset.RefusalReason{
 		sidecarset.ReasonContainerConflict, sidecarset.ReasonVolumeConflict, sidecarset.ReasonAnnotationConflict,
 		sidecarset.ReasonInvalidPatch, sidecarset.ReasonInvalidAnnotation, sidecarset.ReasonRevisionNotFound,
+		sidecarset.ReasonResourcesPolicy,
 	} {
 		reasons = append(reasons, string(r))
 	}

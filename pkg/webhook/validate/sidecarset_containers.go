@@ -225,21 +225,57 @@ func subscript(path, prefix string) (string, bool) {
 }
 
 // checkResourcesPolicy: only on a container that keeps running (a
-// container, or a native sidecar), not beside resources, with a regular
-// expression that compiles. The expressions themselves are read at
-// injection.
+// container, or a native sidecar), not beside resources, a known mode, a
+// regular expression that compiles, limits or requests, and expressions that
+// parse and can be computed for some containers: what OpenKruise's webhook
+// refuses (sidecarset.ParseResourceExpr says where it is looser).
 func checkResourcesPolicy(path *field.Path, c *appsv1beta1.SidecarContainer, init bool) field.ErrorList {
 	var errs field.ErrorList
+	p := c.ResourcesPolicy
 	if init && !sidecarset.IsNative(c.Container) {
 		errs = append(errs, field.Forbidden(path, "only native sidecars (restartPolicy: Always) among initContainers take a resourcesPolicy"))
 	}
 	if len(c.Resources.Limits)+len(c.Resources.Requests) > 0 {
 		errs = append(errs, field.Forbidden(path, "resourcesPolicy computes the resources: not together with resources"))
 	}
-	if _, err := regexp.Compile(c.ResourcesPolicy.TargetContainersNameRegex); err != nil {
-		errs = append(errs, field.Invalid(path.Child("targetContainersNameRegex"), c.ResourcesPolicy.TargetContainersNameRegex, err.Error()))
+	switch p.TargetContainersMode {
+	case appsv1beta1.TargetContainersModeSum, appsv1beta1.TargetContainersModeMax:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("targetContainersMode"), p.TargetContainersMode,
+			[]appsv1beta1.TargetContainersModeType{appsv1beta1.TargetContainersModeSum, appsv1beta1.TargetContainersModeMax}))
+	}
+	if p.TargetContainersNameRegex == "" {
+		errs = append(errs, field.Required(path.Child("targetContainersNameRegex"), "a regular expression (the default is .*)"))
+	} else if _, err := regexp.Compile(p.TargetContainersNameRegex); err != nil {
+		errs = append(errs, field.Invalid(path.Child("targetContainersNameRegex"), p.TargetContainersNameRegex, err.Error()))
+	}
+	epath := path.Child("resourcesExpr")
+	if p.ResourcesExpr.Limits == nil && p.ResourcesExpr.Requests == nil {
+		errs = append(errs, field.Required(epath, "limits or requests: without either it computes nothing"))
+	}
+	var exprs []resourceExpr
+	if l := p.ResourcesExpr.Limits; l != nil {
+		exprs = append(exprs, resourceExpr{epath.Child("limits", "cpu"), "cpu", l.CPU}, resourceExpr{epath.Child("limits", "memory"), "memory", l.Memory})
+	}
+	if r := p.ResourcesExpr.Requests; r != nil {
+		exprs = append(exprs, resourceExpr{epath.Child("requests", "cpu"), "cpu", r.CPU}, resourceExpr{epath.Child("requests", "memory"), "memory", r.Memory})
+	}
+	for _, x := range exprs {
+		if x.src == "" {
+			continue // this resource is left unset
+		}
+		if _, err := sidecarset.ParseResourceExpr(x.src, x.variable); err != nil {
+			errs = append(errs, field.Invalid(x.path, x.src, err.Error()))
+		}
 	}
 	return errs
+}
+
+// resourceExpr is one expression of a resourcesPolicy, over variable.
+type resourceExpr struct {
+	path     *field.Path
+	variable string
+	src      string
 }
 
 // checkResources: no request above its limit, which the pod validation

@@ -204,6 +204,48 @@ func TestSidecarSetWebhookRules(t *testing.T) {
 				`spec.initContainers[0].resourcesPolicy: Forbidden: resourcesPolicy computes the resources: not together with resources`},
 		},
 		{
+			name: "resourcesPolicy on a container and a native sidecar, with an expression only some pods can compute",
+			ss: logSidecarSet(native, func(ss *appsv1beta1.SidecarSet) {
+				ss.Spec.InitContainers[0].ResourcesPolicy = &appsv1beta1.ResourcesPolicy{
+					TargetContainersMode: appsv1beta1.TargetContainersModeMax, TargetContainersNameRegex: "^app-",
+					ResourcesExpr: appsv1beta1.ResourcesExpr{Requests: &appsv1beta1.ResourceExprRequests{CPU: "cpu - 2", Memory: "MAX(memory*20%, 64Mi)"}},
+				}
+				ss.Spec.Containers[0].ResourcesPolicy = &appsv1beta1.ResourcesPolicy{
+					TargetContainersMode: appsv1beta1.TargetContainersModeSum, TargetContainersNameRegex: ".*",
+					ResourcesExpr: appsv1beta1.ResourcesExpr{Limits: &appsv1beta1.ResourceExprLimits{CPU: "cpu*50%"}},
+				}
+			}),
+		},
+		{
+			name: "resourcesPolicy: a mode, an empty regex, no expressions",
+			ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.ResourcesPolicy = &appsv1beta1.ResourcesPolicy{TargetContainersMode: "avg"}
+			})),
+			reason: ReasonInvalidContainers,
+			message: []string{`spec.containers[0].resourcesPolicy.targetContainersMode: Unsupported value: "avg"`,
+				`spec.containers[0].resourcesPolicy.targetContainersNameRegex: Required value`,
+				`spec.containers[0].resourcesPolicy.resourcesExpr: Required value: limits or requests`},
+		},
+		{
+			name: "resourcesPolicy expressions that never compute",
+			ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+				c.ResourcesPolicy = &appsv1beta1.ResourcesPolicy{
+					TargetContainersMode: appsv1beta1.TargetContainersModeSum, TargetContainersNameRegex: ".*",
+					ResourcesExpr: appsv1beta1.ResourcesExpr{
+						Limits:   &appsv1beta1.ResourceExprLimits{CPU: "memory*2", Memory: "2Mi * 3Mi"},
+						Requests: &appsv1beta1.ResourceExprRequests{CPU: "max(cpu)", Memory: "memory /"},
+					},
+				}
+			})),
+			reason: ReasonInvalidContainers,
+			message: []string{
+				`spec.containers[0].resourcesPolicy.resourcesExpr.limits.cpu: Invalid value: "memory*2": unknown variable "memory": this expression reads cpu`,
+				`spec.containers[0].resourcesPolicy.resourcesExpr.limits.memory: Invalid value: "2Mi * 3Mi": two quantities do not multiply`,
+				`spec.containers[0].resourcesPolicy.resourcesExpr.requests.cpu: Invalid value: "max(cpu)": max at offset 0 takes 2 arguments, not 1`,
+				`spec.containers[0].resourcesPolicy.resourcesExpr.requests.memory: Invalid value: "memory /": unexpected end of expression`,
+			},
+		},
+		{
 			name: "an unknown strategy type, maxUnavailable over 100%, empty priority terms",
 			ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
 				ss.Spec.UpdateStrategy.Type = "Rolling"
