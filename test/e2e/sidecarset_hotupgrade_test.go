@@ -11,10 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
@@ -40,20 +43,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	name := "hot-" + rand.String(5)
 	podLabels := map[string]string{"app": "web", "sidecarset": name}
 	busybox, empty := f.Image("public/busybox:1.35"), f.EmptySidecarImage(t)
-	script := "echo version=$SIDECARSET_VERSION alt=$SIDECARSET_VERSION_ALT; " + sleeper
-	createSidecarSet(ctx, t, f, &appsv1beta1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1beta1.SidecarSetSpec{
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"sidecarset": name}},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
-			Containers: []appsv1beta1.SidecarContainer{{
-				// args, not command: the empty image's entrypoint ignores them.
-				Container: corev1.Container{Name: "mesh", Image: busybox, Args: []string{"sh", "-c", script}},
-				UpgradeStrategy: appsv1beta1.SidecarContainerUpgradeStrategy{
-					UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: empty},
-			}},
-		},
-	})
+	hotSidecarSet(ctx, t, f, ns, name, busybox, empty)
 	waitScoped(ctx, t, f, ns)
 	app := corev1.Container{Name: "app", Image: busybox, Command: []string{"sh", "-c", sleeper}}
 	if _, err := f.Client.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", podLabels, app), metav1.CreateOptions{}); err != nil {
@@ -72,10 +62,7 @@ func TestSidecarSetHotUpgrade(t *testing.T) {
 	})
 
 	variant := f.BusyboxVariant(t)
-	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/containers/0/image","value":%q}]`, variant)
-	if _, err := kc.AppsV1beta1().SidecarSets().Patch(ctx, name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patching the sidecar image: %v", err)
-	}
+	setHotImage(ctx, t, kc, name, variant)
 	var after *corev1.Pod
 	var notReadySeen []string
 	framework.WaitFor(ctx, t, sidecarSetTimeout, "mesh-2 working at the new image, mesh-1 back on the empty image", func(ctx context.Context) (bool, string, error) {
@@ -156,5 +143,121 @@ func checkCopies(t *testing.T, pod *corev1.Pod, working, image, empty string, ve
 		if pod.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, pod.Annotations[k], v)
 		}
+	}
+}
+
+// hotSidecarSet creates SidecarSet name with HotUpgrade sidecar "mesh" at image (empty: its
+// empty image), selecting the pods labelled sidecarset=name in namespace ns.
+func hotSidecarSet(ctx context.Context, t *testing.T, f *framework.Framework, ns, name, image, empty string) {
+	t.Helper()
+	script := "echo version=$SIDECARSET_VERSION alt=$SIDECARSET_VERSION_ALT; " + sleeper
+	createSidecarSet(ctx, t, f, &appsv1beta1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1beta1.SidecarSetSpec{
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"sidecarset": name}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+			Containers: []appsv1beta1.SidecarContainer{{
+				// args, not command: the empty image's entrypoint ignores them.
+				Container: corev1.Container{Name: "mesh", Image: image, Args: []string{"sh", "-c", script}},
+				UpgradeStrategy: appsv1beta1.SidecarContainerUpgradeStrategy{
+					UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: empty},
+			}},
+		},
+	})
+}
+
+// A new image that cannot be pulled stops the first pod at its first step, reported by a
+// HotUpgradeBlocked Event: its old copy keeps working, the second pod is not touched
+// (maxUnavailable 1), and nothing loops; an image that works then finishes both pods.
+func TestSidecarSetHotUpgradeFailedImage(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 7*time.Minute)
+	ns := f.NewNamespace(ctx, t, "sshotbad")
+	name := "hotbad-" + rand.String(5)
+	podLabels := map[string]string{"app": "web", "sidecarset": name}
+	busybox, empty := f.Image("public/busybox:1.35"), f.EmptySidecarImage(t)
+	hotSidecarSet(ctx, t, f, ns, name, busybox, empty)
+	waitScoped(ctx, t, f, ns)
+	app := corev1.Container{Name: "app", Image: busybox, Command: []string{"sh", "-c", sleeper}}
+	d := deployment(ns, "web", podLabels, app)
+	d.Spec.Replicas = ptr.To[int32](2)
+	if _, err := f.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the Deployment: %v", err)
+	}
+	waitSidecarSetStatus(ctx, t, kc, name, "counting both pods ready", func(s appsv1beta1.SidecarSetStatus) bool {
+		return s.MatchedPods == 2 && s.UpdatedPods == 2 && s.ReadyPods == 2
+	})
+	before := map[string]corev1.Pod{}
+	for _, p := range podsLabelled(ctx, t, f, ns, podLabels) {
+		before[p.Name] = p
+	}
+
+	bad := f.Image("public/busybox:no-such-tag-" + rand.String(5))
+	setHotImage(ctx, t, kc, name, bad)
+	waitSidecarSetStatus(ctx, t, kc, name, "with one pod stuck on the bad image", func(s appsv1beta1.SidecarSetStatus) bool {
+		return s.MatchedPods == 2 && s.UpdatedPods == 1 && s.ReadyPods == 1 && s.UpdatedReadyPods == 0
+	})
+	framework.WaitFor(ctx, t, sidecarSetTimeout, "a HotUpgradeBlocked Event", func(ctx context.Context) (bool, string, error) {
+		events, err := f.ObjectEvents(ctx, "", "SidecarSet", name)
+		if err != nil {
+			return false, "", err
+		}
+		ok, desc := framework.HasEvent(events, sidecarset.EventReasonHotUpgradeBlocked, ns+"/")
+		return ok, desc, nil
+	})
+	framework.Consistently(ctx, t, 10*time.Second, "the second pod left alone, the stuck pod's old copy working", func(ctx context.Context) (bool, string, error) {
+		var stuck, untouched []string
+		for _, p := range podsLabelled(ctx, t, f, ns, podLabels) {
+			was := before[p.Name]
+			one, oneWas := framework.ContainerStatusOf(&p, "mesh-1"), framework.ContainerStatusOf(&was, "mesh-1")
+			if one == nil || oneWas == nil || one.ContainerID != oneWas.ContainerID || one.State.Running == nil {
+				return false, "", fmt.Errorf("pod %s: the working copy mesh-1 was stopped: %s", p.Name, framework.DescribeSidecarPod(&p))
+			}
+			switch framework.ContainerSpecOf(&p, "mesh-2").Image {
+			case bad:
+				stuck = append(stuck, p.Name)
+			case empty:
+				untouched = append(untouched, p.Name)
+			}
+		}
+		return len(stuck) == 1 && len(untouched) == 1, fmt.Sprintf("stuck %v, untouched %v", stuck, untouched), nil
+	})
+
+	variant := f.BusyboxVariant(t)
+	setHotImage(ctx, t, kc, name, variant)
+	waitSidecarSetStatus(ctx, t, kc, name, "with both pods updated and ready", func(s appsv1beta1.SidecarSetStatus) bool {
+		return s.MatchedPods == 2 && s.UpdatedPods == 2 && s.ReadyPods == 2 && s.UpdatedReadyPods == 2
+	})
+	for _, p := range podsLabelled(ctx, t, f, ns, podLabels) {
+		was := before[p.Name]
+		if p.UID != was.UID {
+			t.Errorf("pod %s was recreated", p.Name)
+		}
+		checkCopies(t, &p, "mesh-2", variant, empty, map[string]string{versionAnnotation + "mesh-1": "0", versionAltAnnotation + "mesh-2": "0"})
+		app, appWas := framework.ContainerStatusOf(&p, "app"), framework.ContainerStatusOf(&was, "app")
+		if app == nil || app.ContainerID != appWas.ContainerID || app.RestartCount != 0 {
+			t.Errorf("pod %s: app container %s, was %s: it must not be restarted", p.Name,
+				framework.DescribeContainerStatus(app), framework.DescribeContainerStatus(appWas))
+		}
+	}
+}
+
+func podsLabelled(ctx context.Context, t *testing.T, f *framework.Framework, ns string, podLabels map[string]string) []corev1.Pod {
+	t.Helper()
+	list, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(podLabels).String()})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	return list.Items
+}
+
+// setHotImage points sidecar mesh of SidecarSet name at image.
+func setHotImage(ctx context.Context, t *testing.T, kc versioned.Interface, name, image string) {
+	t.Helper()
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/containers/0/image","value":%q}]`, image)
+	if _, err := kc.AppsV1beta1().SidecarSets().Patch(ctx, name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching the sidecar image: %v", err)
 	}
 }
