@@ -130,25 +130,42 @@ func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	return nil
 }
 
-// hotUpgradeStep is step 1 for sc on pod: the copy to restart on sc's image and the annotations
-// to write, or no target when the working copy runs sc's image already. working is updated.
+// hotUpgradeStep is step 1 for sc on pod: the copy to restart, the image it gets and the
+// annotations to write; no target when nothing is to change. working is updated.
+//
+// When the other copy runs sc's image already, there is nothing to start, except after a
+// failed hand-over rolled back (the image set back to the one the old copy still runs): the
+// failed copy, working by the annotation but not ready, goes back to the empty image and the
+// old copy is working again, so the pod is as before the failed upgrade. OpenKruise leaves such
+// a pod handing over to the failed copy for good.
 func hotUpgradeStep(ss *appsv1beta1.SidecarSet, sc *appsv1beta1.SidecarContainer, pod *corev1.Pod,
-	working map[string]string, state *pub.InPlaceUpdateState, annotations map[string]string) (string, error) {
+	working map[string]string, state *pub.InPlaceUpdateState, annotations map[string]string) (string, string, error) {
 	target, other := hotTarget(sc, pod, working, state)
 	tc, oc := findContainer(pod.Spec.Containers, target), findContainer(pod.Spec.Containers, other)
 	if tc == nil || oc == nil {
-		return "", fmt.Errorf("pod %s/%s lacks %s or %s, the copies of HotUpgrade sidecar %s of SidecarSet %s",
+		return "", "", fmt.Errorf("pod %s/%s lacks %s or %s, the copies of HotUpgrade sidecar %s of SidecarSet %s",
 			pod.Namespace, pod.Name, target, other, sc.Name, ss.Name)
 	}
+	empty := sc.UpgradeStrategy.HotUpgradeEmptyImage
 	if oc.Image == sc.Image {
-		return "", nil
+		if tc.Image == empty || copyReady(pod, target, state) {
+			return "", "", nil
+		}
+		working[sc.Name] = other
+		annotations[sidecarset.VersionAnnotation(target)] = emptyVersion
+		annotations[sidecarset.VersionAltAnnotation(other)] = emptyVersion
+		return target, empty, nil
 	}
 	working[sc.Name] = target
 	annotations[sidecarset.VersionAnnotation(target)] = ss.ResourceVersion
 	annotations[sidecarset.VersionAltAnnotation(target)] = pod.Annotations[sidecarset.VersionAnnotation(other)]
 	annotations[sidecarset.VersionAltAnnotation(other)] = ss.ResourceVersion
-	return target, nil
+	return target, sc.Image, nil
 }
+
+// emptyVersion is the version of a copy on the empty image, and the alternate version of a copy
+// with no peer.
+const emptyVersion = "0"
 
 // planFlip computes step 2 on pod: the old copies (handingOver) to the empty image, their version
 // "0" and the working copies' alternate "0", and the old copies added to the SidecarSet's upgrade
@@ -166,8 +183,8 @@ func planFlip(ss *appsv1beta1.SidecarSet, pod *corev1.Pod, old []string) ([]byte
 			continue
 		}
 		patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: idle, Image: sc.UpgradeStrategy.HotUpgradeEmptyImage})
-		annotations[sidecarset.VersionAnnotation(idle)] = "0"
-		annotations[sidecarset.VersionAltAnnotation(w)] = "0"
+		annotations[sidecarset.VersionAnnotation(idle)] = emptyVersion
+		annotations[sidecarset.VersionAltAnnotation(w)] = emptyVersion
 	}
 	states, err := upgradeStates(pod)
 	if err != nil {

@@ -1,6 +1,7 @@
 package sidecarset
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -235,7 +236,48 @@ func TestHotUpgradeLeavesAPodOnTheImageAlready(t *testing.T) {
 	assert.False(t, v.upgradable, "more than images changed")
 	var state *pub.InPlaceUpdateState
 	working, _ := sidecarset.WorkingCopies(pod)
-	target, err := hotUpgradeStep(v1, &v1.Spec.Containers[0], pod, working, state, map[string]string{})
+	target, _, err := hotUpgradeStep(v1, &v1.Spec.Containers[0], pod, working, state, map[string]string{})
 	require.NoError(t, err)
 	assert.Empty(t, target, "the working copy runs the image: nothing to restart")
+}
+
+func TestAFailedHotUpgradeRolledBackRestoresTheOldCopy(t *testing.T) {
+	v1, bad := hotSetAt("1"), hotSetAt("bad")
+	stuck := gen.PodFrom(stepOne(t, v1, bad), pulling("envoy-2", "envoy:bad"))
+	f := newFixture(t, hotSetAt("1"), stuck)
+	require.NoError(t, f.sync())
+	require.Equal(t, []string{"p-0"}, f.patchedPods())
+	got := f.pod("p-0")
+	assert.Equal(t, emptyImage, imageOf(got, "envoy-2"), "the failed copy goes back to the empty image")
+	assert.Equal(t, "envoy:1", imageOf(got, "envoy-1"), "the old copy is untouched")
+	assert.Equal(t, `{"envoy":"envoy-1"}`, got.Annotations[sidecarset.WorkingHotUpgradeAnnotation], "and works again")
+	assert.Equal(t, "0", got.Annotations[sidecarset.VersionAnnotation("envoy-2")])
+	assert.Equal(t, "0", got.Annotations[sidecarset.VersionAltAnnotation("envoy-1")])
+	h, _ := hashesOf(hotSetAt("1"))
+	v, _ := viewPod(hotSetAt("1"), h, gen.PodFrom(got, running("envoy-2", emptyImage)))
+	assert.Empty(t, v.handingOver, "no hand-over left")
+	assert.True(t, v.updated)
+}
+
+func TestARevertBeforeTheFlipHandsBackWithoutARestart(t *testing.T) {
+	v1, v2 := hotSetAt("1"), hotSetAt("2")
+	// Step 1 done, the new copy ready, the flip not written yet; the SidecarSet goes back to v1.
+	p := gen.PodFrom(stepOne(t, v1, v2), running("envoy-2", "envoy:2"))
+	h, _ := hashesOf(v1)
+	data, restarted, err := planUpgrade(hotSetAt("1"), h, "mesh-v1", p, t0)
+	require.NoError(t, err)
+	assert.Empty(t, restarted, "envoy-1 runs envoy:1 still: it only takes the work back")
+	var patch upgradePatch
+	require.NoError(t, json.Unmarshal(data, &patch))
+	assert.Empty(t, patch.Spec.Containers)
+	assert.Equal(t, `{"envoy":"envoy-1"}`, patch.Metadata.Annotations[sidecarset.WorkingHotUpgradeAnnotation])
+	assert.Equal(t, "rv-1", patch.Metadata.Annotations[sidecarset.VersionAnnotation("envoy-1")])
+	after := gen.PodFrom(p, func(p *corev1.Pod) {
+		for k, v := range patch.Metadata.Annotations {
+			p.Annotations[k] = v
+		}
+	})
+	old, err := handingOver(hotSetAt("1"), after)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"envoy-2"}, old, "the flip then puts envoy-2 back on the empty image")
 }

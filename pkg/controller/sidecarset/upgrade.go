@@ -58,12 +58,14 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 	for _, sc := range ss.Spec.Containers {
 		if sidecarset.IsHotUpgrade(&sc) {
 			sidecars = append(sidecars, sc.Name)
-			target, err := hotUpgradeStep(ss, &sc, pod, working, states[ss.Name], hotAnnotations)
+			target, image, err := hotUpgradeStep(ss, &sc, pod, working, states[ss.Name], hotAnnotations)
 			if err != nil {
 				return nil, nil, err
 			}
-			if target != "" {
-				patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: target, Image: sc.Image})
+			// A target running the image already (the SidecarSet set back to the old copy's
+			// image before the flip) only takes over the work: a restart would never come.
+			if target != "" && findContainer(pod.Spec.Containers, target).Image != image {
+				patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: target, Image: image})
 				restarted = append(restarted, target)
 			}
 			continue
