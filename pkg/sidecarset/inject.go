@@ -34,6 +34,9 @@ func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, n
 		volumes:  map[string]ownedVolume{},
 		appMount: sharedMounts(pod),
 		injected: namesInjected(sorted),
+
+		working:        map[string]string{},
+		hotAnnotations: map[string]string{},
 	}
 	for _, ss := range sorted {
 		if err := in.add(ss); err != nil {
@@ -52,7 +55,39 @@ func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, n
 	if err := recordInjection(out, in.podRef, sorted, in.sidecarLists, now); err != nil {
 		return nil, err
 	}
+	if err := in.recordHotUpgrade(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// recordHotUpgrade writes the annotations of the HotUpgrade sidecars injected: each copy's
+// versions, and which copy works, kept for the sidecars of other SidecarSets. An unreadable
+// working annotation is replaced, as OpenKruise does: it is only ever written by injection and
+// upgrade.
+func (in *injection) recordHotUpgrade(pod *corev1.Pod) error {
+	if len(in.working) == 0 {
+		return nil
+	}
+	working, err := WorkingCopies(in.pod)
+	if err != nil {
+		working = map[string]string{}
+	}
+	for name, c := range in.working {
+		working[name] = c
+	}
+	raw, err := EncodeWorkingCopies(working)
+	if err != nil {
+		return err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	for k, v := range in.hotAnnotations {
+		pod.Annotations[k] = v
+	}
+	pod.Annotations[WorkingHotUpgradeAnnotation] = raw
+	return nil
 }
 
 // injection gathers what the SidecarSets put into one pod before anything is merged, so that
@@ -73,6 +108,10 @@ type injection struct {
 	// injected names every container and init container the SidecarSets inject: a
 	// resourcesPolicy never reads them.
 	injected map[string]bool
+	// working maps each HotUpgrade sidecar injected to its working copy; hotAnnotations are the
+	// copies' version annotations.
+	working        map[string]string
+	hotAnnotations map[string]string
 }
 
 type injected struct {
@@ -108,8 +147,19 @@ func (in *injection) add(ss *appsv1beta1.SidecarSet) error {
 		if err != nil {
 			return err
 		}
-		in.containers = append(in.containers, injected{Container: c, policy: sc.PodInjectPolicy})
 		list = append(list, sc.Name)
+		if !IsHotUpgrade(sc) {
+			in.containers = append(in.containers, injected{Container: c, policy: sc.PodInjectPolicy})
+			continue
+		}
+		copies, annotations := hotUpgradeCopies(sc, c)
+		for _, cp := range copies {
+			in.containers = append(in.containers, injected{Container: cp, policy: sc.PodInjectPolicy})
+		}
+		in.working[sc.Name] = copies[0].Name
+		for k, v := range annotations {
+			in.hotAnnotations[k] = v
+		}
 	}
 	in.secrets = append(in.secrets, ss.Spec.ImagePullSecrets...)
 	if in.sidecarLists == nil {

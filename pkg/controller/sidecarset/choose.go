@@ -22,21 +22,9 @@ type choice struct {
 	// waiting are upgradable pods held back by their own workload's update or an annotation
 	// that does not parse (podView.busy), by name → why.
 	waiting map[string]string
-	// refused says why the SidecarSet upgrades no pod at all although its strategy would.
-	refused string
-}
-
-// hotUpgradeRefusal: a HotUpgrade sidecar runs as two containers (<name>-1, <name>-2) handing
-// over to each other, which this controller does not drive; setting images would be wrong.
-const hotUpgradeRefusal = "its containers with upgradeStrategy HotUpgrade are not upgraded by kruise; pods keep their sidecars until recreated"
-
-func hasHotUpgrade(ss *appsv1beta1.SidecarSet) bool {
-	for _, c := range ss.Spec.Containers {
-		if c.UpgradeStrategy.UpgradeType == appsv1beta1.SidecarContainerHotUpgrade {
-			return true
-		}
-	}
-	return false
+	// hotBlocked are pods whose HotUpgrade hand-over waits on a new copy that does not come
+	// up, by name → why (hotUpgradeBlocked).
+	hotBlocked map[string]string
 }
 
 // strategyBudget is what the update strategy allows over the matched pods.
@@ -118,10 +106,6 @@ func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
 		}
 	}
 	if s.Paused || len(candidates) == 0 {
-		return out, nil
-	}
-	if hasHotUpgrade(ss) {
-		out.refused = hotUpgradeRefusal
 		return out, nil
 	}
 	b, err := budgetOf(s, len(views))

@@ -140,17 +140,13 @@ func TestChooseRefusesABadSelector(t *testing.T) {
 	assert.ErrorContains(t, err, "updateStrategy.selector")
 }
 
-func TestChooseRefusesHotUpgradeSidecars(t *testing.T) {
-	hot := func(ss *appsv1beta1.SidecarSet) {
-		ss.Spec.Containers[0].UpgradeStrategy.UpgradeType = appsv1beta1.SidecarContainerHotUpgrade
-	}
-	ss := sidecarSetAt("2", hot)
+func TestChooseTakesHotUpgradeSidecars(t *testing.T) {
+	ss := hotSetAt("2")
 	h, err := hashesOf(ss)
 	require.NoError(t, err)
-	v, _ := viewPod(ss, h, injectedPod(t, "p", sidecarSetAt("1", hot)))
+	v, _ := viewPod(ss, h, hotPod(t, "p", hotSetAt("1")))
 	require.True(t, v.upgradable, "only the image differs")
 	ch, err := choose(ss, []podView{v})
 	require.NoError(t, err)
-	assert.Empty(t, ch.upgrade, "a hot-upgrade sidecar is never cold-upgraded by setting its image")
-	assert.Equal(t, hotUpgradeRefusal, ch.refused)
+	assert.Len(t, ch.upgrade, 1, "a hot-upgrade sidecar is upgraded like a cold one, by its two copies")
 }

@@ -46,6 +46,9 @@ type podView struct {
 	// busy says why the pod must not be upgraded now although it may be upgradable: its own
 	// workload's in-place update is running, or its annotations do not parse.
 	busy string
+	// handingOver names the old copies of HotUpgrade sidecars not yet put back on the empty
+	// image (see hotupgrade.go): while there are, the pod is not ready to the SidecarSet.
+	handingOver []string
 }
 
 // viewPod reads pod against ss with hashes h. A pod ss never injected is not the SidecarSet's
@@ -85,7 +88,12 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 			v.busy = "its workload's in-place update: " + waiting
 		}
 	}
-	v.ready = podstate.Ready(pod) && v.upgrading == ""
+	old, err := handingOver(ss, pod)
+	if err != nil && v.busy == "" {
+		v.busy = err.Error()
+	}
+	v.handingOver = old
+	v.ready = podstate.Ready(pod) && v.upgrading == "" && len(old) == 0
 	return v, true
 }
 

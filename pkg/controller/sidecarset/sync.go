@@ -77,12 +77,23 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var upgradeErr error
 	if pending {
 		logger.V(4).Info("Waiting for the pod cache to show the last upgrades")
+	} else if flips := flipsDue(ss, views); len(flips) > 0 {
+		// As OpenKruise: a pass that ends hand-overs upgrades no other pod; the next one,
+		// after these writes are seen, does.
+		flipped, err := c.flipAll(ctx, ss, flips)
+		upgradeErr = err
+		for i := range views {
+			if flipped[views[i].pod.UID] {
+				views[i].ready = false
+			}
+		}
 	} else {
 		ch, err := choose(ss, views)
 		if err != nil {
 			c.recorder.Eventf(ss, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 		}
+		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
 		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
 		upgradeErr = err
@@ -176,7 +187,8 @@ func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch 
 		names = append(names, pod.Namespace+"/"+pod.Name)
 	}
 	slices.Sort(names)
-	finding := ch.refused + "|" + strings.Join(names, ",")
+	blocked := sortedKeys(ch.hotBlocked)
+	finding := strings.Join(names, ",") + "|" + strings.Join(blocked, ",")
 	c.reportedMu.Lock()
 	changed := c.reported[ss.Name] != finding
 	c.reported[ss.Name] = finding
@@ -184,9 +196,16 @@ func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch 
 	if !changed {
 		return
 	}
-	if ch.refused != "" {
-		logger.Info("SidecarSet upgrades no pod", "reason", ch.refused)
-		c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable, "no pod is upgraded in place: %s", ch.refused)
+	if len(blocked) > 0 {
+		shown := blocked[:min(len(blocked), maxNamedPods)]
+		var whys []string
+		for _, name := range shown {
+			whys = append(whys, name+" ("+ch.hotBlocked[name]+")")
+		}
+		logger.Info("Hot upgrades wait on a new sidecar copy that does not come up", "count", len(blocked), "pods", whys)
+		c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonHotUpgradeBlocked,
+			"%d pod(s) hand over to a new sidecar copy that does not come up; their old copy keeps working until the SidecarSet names an image that runs: %s",
+			len(blocked), strings.Join(whys, ", "))
 	}
 	if len(names) == 0 {
 		return
@@ -212,4 +231,13 @@ func shortest(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

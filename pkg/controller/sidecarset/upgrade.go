@@ -41,11 +41,35 @@ type imageOnly struct {
 }
 
 // planUpgrade computes the patch that upgrades pod to ss (hashes h, revision rev) at now, and
-// the containers it restarts. pod is not changed.
+// the containers it restarts. A HotUpgrade sidecar's new image goes onto one of its copies
+// (hotUpgradeStep). pod is not changed.
 func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.Pod, now time.Time) ([]byte, []string, error) {
 	var patch upgradePatch
 	var restarted, sidecars []string
+	states, err := upgradeStates(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	working, err := sidecarset.WorkingCopies(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	hotAnnotations := map[string]string{}
 	for _, sc := range ss.Spec.Containers {
+		if sidecarset.IsHotUpgrade(&sc) {
+			sidecars = append(sidecars, sc.Name)
+			target, image, err := hotUpgradeStep(ss, &sc, pod, working, states[ss.Name], hotAnnotations)
+			if err != nil {
+				return nil, nil, err
+			}
+			// A target running the image already (the SidecarSet set back to the old copy's
+			// image before the flip) only takes over the work: a restart would never come.
+			if target != "" && findContainer(pod.Spec.Containers, target).Image != image {
+				patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: target, Image: image})
+				restarted = append(restarted, target)
+			}
+			continue
+		}
 		c := findContainer(pod.Spec.Containers, sc.Name)
 		if c == nil {
 			return nil, nil, fmt.Errorf("pod %s/%s has no container %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
@@ -94,9 +118,15 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 			return nil, nil, err
 		}
 	}
-	states, err := upgradeStates(pod)
-	if err != nil {
-		return nil, nil, err
+	if len(hotAnnotations) > 0 {
+		raw, err := sidecarset.EncodeWorkingCopies(working)
+		if err != nil {
+			return nil, nil, err
+		}
+		hotAnnotations[sidecarset.WorkingHotUpgradeAnnotation] = raw
+		for k, v := range hotAnnotations {
+			annotated.Annotations[k] = v
+		}
 	}
 	states[ss.Name] = &pub.InPlaceUpdateState{
 		Revision:              rev,

@@ -135,22 +135,20 @@ func checkSidecarFields(path *field.Path, c *appsv1beta1.SidecarContainer, init 
 }
 
 // checkHotUpgrade: a HotUpgrade container runs as two, <name>-1 and <name>-2,
-// the idle one on hotUpgradeEmptyImage. Kruise's rules, protective (OpenKruise
-// checks none): without an empty image, or with the sidecar's own, the idle
-// copy would have no image or do the sidecar's work twice; both names must be
-// valid container names. Init containers are not hot-upgraded (as in
-// OpenKruise): the field is ignored there.
+// the idle one on hotUpgradeEmptyImage. OpenKruise checks neither rule here,
+// but a pod breaking them is refused by the API server at creation: without an
+// empty image the idle copy has no image, and both names must be valid
+// container names. So they refuse nothing OpenKruise would run, only earlier.
+// (upgradeType is immutable: checkUpgradeTypesKept.) Init containers are not
+// hot-upgraded: the field is ignored there.
 func checkHotUpgrade(path *field.Path, c *appsv1beta1.SidecarContainer, init bool) field.ErrorList {
 	if init {
 		return nil
 	}
 	epath := path.Child("upgradeStrategy", "hotUpgradeEmptyImage")
 	var errs field.ErrorList
-	switch c.UpgradeStrategy.HotUpgradeEmptyImage {
-	case "":
+	if c.UpgradeStrategy.HotUpgradeEmptyImage == "" {
 		errs = append(errs, field.Required(epath, "HotUpgrade runs the idle copy of the sidecar on this image"))
-	case c.Image:
-		errs = append(errs, field.Invalid(epath, c.Image, "must differ from the sidecar's image: the idle copy would run the sidecar too"))
 	}
 	if c.Name != "" {
 		for _, msg := range validation.IsDNS1123Label(c.Name + "-1") {

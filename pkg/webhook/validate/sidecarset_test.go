@@ -97,6 +97,9 @@ func TestSidecarSetWebhookRules(t *testing.T) {
 		message []string
 	}{
 		{name: "valid", ss: logSidecarSet()},
+		{name: "HotUpgrade, the empty image the sidecar's own (OpenKruise admits it)", ss: logSidecarSet(agent(func(c *appsv1beta1.SidecarContainer) {
+			c.UpgradeStrategy = appsv1beta1.SidecarContainerUpgradeStrategy{UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: c.Image}
+		}))},
 		{name: "a native sidecar upgraded by RollingUpdate (OpenKruise refuses it, #1671)", ss: logSidecarSet(native)},
 		{name: "a partition over 100% holds every pod back, as OpenKruise admits", ss: logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
 			ss.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("150%"))
