@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -152,23 +153,32 @@ func (f *Framework) BusyboxVariant(t testing.TB) string {
 // layer, an image that takes that long to pull). It returns the new reference.
 func (f *Framework) Variant(t testing.TB, repoTag string, layerBytes int64) string {
 	t.Helper()
+	return f.pushDerived(t, repoTag, 5*time.Minute, func(base v1.Image) (v1.Image, error) {
+		extra, err := random.Layer(layerBytes, types.DockerLayer)
+		if err != nil {
+			return nil, err
+		}
+		return mutate.AppendLayers(base, extra)
+	})
+}
+
+// pushDerived reads the loopback registry's image repoTag, derives another image from it and
+// pushes that under a new public/ repository, all within timeout. It returns the new reference.
+func (f *Framework) pushDerived(t testing.TB, repoTag string, timeout time.Duration, derive func(v1.Image) (v1.Image, error)) string {
+	t.Helper()
 	src, err := name.ParseReference(f.Image(repoTag), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	base, err := remote.Image(src, remote.WithContext(ctx))
 	if err != nil {
 		t.Fatalf("reading %s: %v", src, err)
 	}
-	extra, err := random.Layer(layerBytes, types.DockerLayer)
+	img, err := derive(base)
 	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, extra)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("deriving an image from %s: %v", src, err)
 	}
 	ref := f.UniqueImage("public/")
 	dst, err := name.ParseReference(ref, name.Insecure)
