@@ -17,6 +17,7 @@
 //	nodeimage.go    NodeImage tags: statuses, a watch of one tag, writing a status as a daemon would
 //	pullrecords.go  what the recording CRI proxy and the credential plugin saw
 //	registry.go     the loopback registry: credentials, pushing images, its request log
+//	emptyimage.go   an image that runs nothing whatever its arguments (a HotUpgrade sidecar's idle copy)
 //	daemon.go       kruise-daemon's pods and its /readyz
 //	restarts.go     restart counts of kruise's own containers
 //	tokens.go       service account tokens and clients acting with them
