@@ -238,6 +238,10 @@ func TestSidecarSetUpgradesImagesInPlace(t *testing.T) {
 		if !strings.Contains(p.Annotations["kruise.io/sidecarset-hash"], ss.Status.LatestRevision) {
 			t.Errorf("pod %s: hash annotation %s does not name the latest revision %s", p.Name, p.Annotations["kruise.io/sidecarset-hash"], ss.Status.LatestRevision)
 		}
+		want := fmt.Sprintf(`True %s {"%s":true}`, sidecarset.ReasonAllUpgradable, name)
+		if c := framework.PodConditionOf(&p, sidecarset.UpgradableCondition); c == nil || string(c.Status)+" "+c.Reason+" "+c.Message != want {
+			t.Errorf("pod %s: condition %s is %+v, want %s", p.Name, sidecarset.UpgradableCondition, c, want)
+		}
 	}
 }
 
@@ -312,6 +316,17 @@ func TestSidecarSetReportsChangesItCannotApplyInPlace(t *testing.T) {
 		}
 		ok, desc := framework.HasEvent(events, sidecarset.EventReasonNotUpgradable, ns+"/"+name+"-0", ns+"/"+name+"-1")
 		return ok, desc, nil
+	})
+	// Each pod carries OpenKruise's condition saying so.
+	wantCond := fmt.Sprintf(`False %s {"%s":false}`, sidecarset.ReasonNotUpgradable, name)
+	framework.WaitFor(ctx, t, sidecarSetTimeout, "condition "+string(sidecarset.UpgradableCondition)+" on both pods", func(ctx context.Context) (bool, string, error) {
+		var got []string
+		for _, p := range clonePods(ctx, t, f, ns, name) {
+			if c := framework.PodConditionOf(&p, sidecarset.UpgradableCondition); c != nil {
+				got = append(got, string(c.Status)+" "+c.Reason+" "+c.Message)
+			}
+		}
+		return len(got) == 2 && got[0] == wantCond && got[1] == wantCond, fmt.Sprintf("conditions %q, want %q on both", got, wantCond), nil
 	})
 	for _, p := range clonePods(ctx, t, f, ns, name) {
 		old := before[p.Name]

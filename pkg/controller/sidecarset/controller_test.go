@@ -80,7 +80,7 @@ func TestSyncUpgradesAnImageChangeInPlace(t *testing.T) {
 	}, states["log"].LastContainerStatuses, "completion is judged by new container IDs")
 	assert.Equal(t, rev.Name, states["log"].Revision)
 	assert.Equal(t, "agent:1", f.pod("p-1").Spec.Containers[1].Image, "the second pod waits")
-	_, hasCond := podCondition(got, pub.InPlaceUpdateReady)
+	_, hasCond := podConditionOf(got, pub.InPlaceUpdateReady)
 	assert.False(t, hasCond, "the pod's readiness is not flipped")
 
 	st := f.status()
@@ -90,15 +90,6 @@ func TestSyncUpgradesAnImageChangeInPlace(t *testing.T) {
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], inplace.EventReasonSucceeded)
 	assert.Contains(t, events[0], "agent, proxy")
-}
-
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) (corev1.PodCondition, bool) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c, true
-		}
-	}
-	return corev1.PodCondition{}, false
 }
 
 func TestUpgradedPodIsReadyOnceItsSidecarsRestarted(t *testing.T) {

@@ -131,11 +131,16 @@ func (f *fixture) sync() error {
 	return err
 }
 
-// patchedPods names the pods the controller patched, in order.
-func (f *fixture) patchedPods() []string {
+// patchedPods names the pods whose spec or metadata the controller patched, in order.
+func (f *fixture) patchedPods() []string { return f.podPatches("") }
+
+// statusPatchedPods names the pods whose status the controller patched, in order.
+func (f *fixture) statusPatchedPods() []string { return f.podPatches("status") }
+
+func (f *fixture) podPatches(subresource string) []string {
 	var out []string
 	for _, a := range f.kube.Actions() {
-		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" && a.GetSubresource() == subresource {
 			out = append(out, a.(interface{ GetName() string }).GetName())
 		}
 	}

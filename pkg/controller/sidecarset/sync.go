@@ -96,7 +96,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
 		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
-		upgradeErr = err
+		upgradeErr = errors.Join(err, c.recordUpgradable(ctx, ss, views, upgradableVerdicts(ss, views, ch, upgraded)))
 		for i := range views {
 			if upgraded[views[i].pod.UID] {
 				views[i].updated, views[i].ready = true, false
