@@ -23,7 +23,7 @@ E2E_HELM_RUN ?= ^(TestKruiseComponentsReady|TestDaemonReportsRuntime|TestCompone
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,7 +54,7 @@ e2e-helm: deploy-helm ## The install-dependent e2e tests and one per feature aga
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
 
 # The long benchmarks (BENCHMARKS.md); each also has a target of its own below.
-BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout|TestSidecarSetUpgrade
+BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout|TestSidecarSetUpgrade|TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency
 BENCH_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -v
 
 bench: deploy build ## Every benchmark on the local cluster (about 90 minutes; BENCHMARKS.md).
@@ -89,6 +89,9 @@ bench-workloads: deploy ## Advanced StatefulSet (10 pods) and DaemonSet rollouts
 
 bench-sidecarset: deploy ## SidecarSet: a sidecar upgraded in place across 30 pods vs a rolling update of a Deployment carrying it (BENCHMARKS.md).
 	$(BENCH_GO_TEST) -timeout 30m -run TestSidecarSetUpgrade ./bench/...
+
+bench-predownload: deploy ## Image pre-download: a CloneSet rollout and an Advanced DaemonSet pod's downtime, in place to an image not on the node, gate off vs on (restarts the controller).
+	$(BENCH_GO_TEST) -timeout 60m -run 'TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency' ./bench/...
 
 bench-cloneset-scale: deps build ## CloneSets at scale (500 x 20 pods) on kwok nodes, private control plane: idle CPU, RSS, reconciles, in-place rollout time.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
