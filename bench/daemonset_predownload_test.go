@@ -141,6 +141,14 @@ func dsPreDownloadOnce(ctx context.Context, t *testing.T, f *framework.Framework
 		})
 	}
 
+	// The pod as it is now, held back by the partition: the watch starts from it.
+	pod, err := f.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.Containers[0].Image == newImage || !framework.PodReady(pod) {
+		t.Fatalf("pod %s changed before the partition was lowered: image %s, ready %t", pod.Name, pod.Spec.Containers[0].Image, framework.PodReady(pod))
+	}
 	w, err := f.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +171,8 @@ func dsPreDownloadOnce(ctx context.Context, t *testing.T, f *framework.Framework
 			}
 			p := ev.Object.(*corev1.Pod)
 			ready := framework.PodReady(p)
+			t.Logf("%s %.3f s: ready %t, image %s, %s", name, time.Since(lowered).Seconds(), ready, p.Spec.Containers[0].Image,
+				framework.DescribeContainerStatus(framework.ContainerStatusOf(p, "main")))
 			if !ready && unready.IsZero() {
 				unready = time.Now()
 			}
