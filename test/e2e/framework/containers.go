@@ -139,40 +139,30 @@ func CRI(ctx context.Context, t testing.TB) cri.Runtime {
 
 // ContainerStatusOf returns the status of the named regular container, or nil.
 func ContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
+	return named(pod.Status.ContainerStatuses, name, func(c *corev1.ContainerStatus) string { return c.Name })
 }
 
 // ContainerSpecOf returns the spec of the named regular container, or nil.
 func ContainerSpecOf(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
+	return named(pod.Spec.Containers, name, func(c *corev1.Container) string { return c.Name })
 }
 
 // InitContainerStatusOf returns the status of the named init container (a native sidecar's
 // included), or nil.
 func InitContainerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
+	return named(pod.Status.InitContainerStatuses, name, func(c *corev1.ContainerStatus) string { return c.Name })
 }
 
 // InitContainerSpecOf returns the spec of the named init container, or nil.
 func InitContainerSpecOf(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
+	return named(pod.Spec.InitContainers, name, func(c *corev1.Container) string { return c.Name })
+}
+
+// named is the element of items whose nameOf is name, or nil.
+func named[T any](items []T, name string, nameOf func(*T) string) *T {
+	for i := range items {
+		if nameOf(&items[i]) == name {
+			return &items[i]
 		}
 	}
 	return nil
