@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -82,17 +81,8 @@ func preDownloadRollout(ctx context.Context, t *testing.T, f *framework.Framewor
 	newImage := f.Variant(t, "public/busybox:1.35", int64(preDownloadLayerMiB)<<20) // on no node yet
 
 	start := time.Now()
-	framework.WaitFor(ctx, t, time.Minute, "updating the image of "+csName, func(ctx context.Context) (bool, string, error) {
-		cur, err := kc.AppsV1beta1().CloneSets(ns).Get(ctx, csName, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
+	updateRetrying(ctx, t, "updating the image of "+csName, kc.AppsV1beta1().CloneSets(ns), csName, func(cur *appsv1beta1.CloneSet) {
 		cur.Spec.Template.Spec.Containers[0].Image = newImage
-		_, err = kc.AppsV1beta1().CloneSets(ns).Update(ctx, cur, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, "conflict", nil
-		}
-		return err == nil, "updated", err
 	})
 	var res preDownloadResult
 	framework.WaitFor(ctx, t, 10*time.Minute, csName+" rolled out to "+newImage, func(ctx context.Context) (bool, string, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
 // Settings shared by the benchmarks, all overridable from the environment.
@@ -110,4 +112,28 @@ func connect(ctx context.Context, t *testing.T, prefix, makeTarget string) *env 
 		t.Fatalf("default service account in %s: %v", e.ns, err)
 	}
 	return e
+}
+
+// objectClient is what updateRetrying needs of a typed client of T.
+type objectClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// updateRetrying reads object name with client, changes it with mutate and writes it back, again
+// on a conflict.
+func updateRetrying[T any](ctx context.Context, t *testing.T, desc string, client objectClient[T], name string, mutate func(T)) {
+	t.Helper()
+	framework.WaitFor(ctx, t, time.Minute, desc, func(ctx context.Context) (bool, string, error) {
+		cur, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		mutate(cur)
+		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, "conflict", nil
+		}
+		return err == nil, "updated", err
+	})
 }

@@ -208,17 +208,5 @@ func dsPreDownloadReadyPod(ctx context.Context, t *testing.T, f *framework.Frame
 // dsPreDownloadUpdate changes DaemonSet name with mutate, again on a conflict.
 func dsPreDownloadUpdate(ctx context.Context, t *testing.T, f *framework.Framework, ns, name string, mutate func(*appsv1beta1.DaemonSet)) {
 	t.Helper()
-	dsc := f.KruiseClient(t).AppsV1beta1().DaemonSets(ns)
-	framework.WaitFor(ctx, t, time.Minute, "updating "+name, func(ctx context.Context) (bool, string, error) {
-		cur, err := dsc.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		mutate(cur)
-		_, err = dsc.Update(ctx, cur, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			return false, "conflict", nil
-		}
-		return err == nil, "updated", err
-	})
+	updateRetrying(ctx, t, "updating "+name, f.KruiseClient(t).AppsV1beta1().DaemonSets(ns), name, mutate)
 }
