@@ -5,8 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -69,7 +70,7 @@ func TestFailedAttemptsAreCounted(t *testing.T) {
 	const backoffLimit = 2
 	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, backoffLimit, 0)))))
 	for _, c := range failureClasses {
-		assert.Zero(t, testutil.ToFloat64(f.metrics.failures.WithLabelValues(c)), c)
+		assert.Zero(t, f.failures(c), c)
 	}
 	// A matching provider keeps Unauthorized retried.
 	f.keyring.provider = true
@@ -78,8 +79,14 @@ func TestFailedAttemptsAreCounted(t *testing.T) {
 	f.start()
 
 	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
-	assert.Equal(t, 2.0, testutil.ToFloat64(f.metrics.failures.WithLabelValues(failureAuth)))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.failures.WithLabelValues(failureOther)))
-	assert.Zero(t, testutil.ToFloat64(f.metrics.failures.WithLabelValues(failureNotFound)))
+	assert.Equal(t, 2.0, f.failures(failureAuth))
+	assert.Equal(t, 1.0, f.failures(failureOther))
+	assert.Zero(t, f.failures(failureNotFound))
 	assert.Equal(t, 1.0, f.pulls(resultFailed))
+}
+
+func (f *fixture) failures(class string) float64 {
+	var m dto.Metric
+	require.NoError(f.t, f.metrics.failures.WithLabelValues(class).Write(&m))
+	return m.GetCounter().GetValue()
 }
