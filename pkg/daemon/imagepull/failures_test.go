@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
@@ -83,6 +84,22 @@ func TestFailedAttemptsAreCounted(t *testing.T) {
 	assert.Equal(t, 1.0, f.failures(failureOther))
 	assert.Zero(t, f.failures(failureNotFound))
 	assert.Equal(t, 1.0, f.pulls(resultFailed))
+}
+
+// An attempt the tag's activeDeadlineSeconds cuts short comes back
+// cancelled, but counts as a timeout.
+func TestDeadlineCutAttemptCountsAsTimeout(t *testing.T) {
+	f := newFixture(t, gen.NodeImage(node, gen.AddNodeImageTags(repo, tagSpec("v1", withPolicy(600, 3, 30)))))
+	f.images.set(img("v1"), &behaviour{gate: make(chan struct{})})
+	f.start()
+
+	f.waitFor(func() bool { return f.images.calls() == 1 }, "pull started")
+	f.clock.Step(30 * time.Second)
+	f.waitPhase(repo, "v1", appsv1beta1.ImagePhaseFailed)
+	assert.Equal(t, 1.0, f.failures(failureTimeout))
+	for _, c := range []string{failureAuth, failureNotFound, failureInvalid, failureOther} {
+		assert.Zero(t, f.failures(c), c)
+	}
 }
 
 func (f *fixture) failures(class string) float64 {
