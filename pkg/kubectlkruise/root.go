@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
 )
 
@@ -48,5 +49,6 @@ namespaces as kubectl does.`,
 func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Command {
 	return []*cobra.Command{
 		recreate.NewCmdRecreate(f, streams),
+		pull.NewCmdPull(f, streams),
 	}
 }

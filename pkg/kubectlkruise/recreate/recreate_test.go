@@ -198,7 +198,7 @@ func states(crr *appsv1beta1.ContainerRecreateRequest, phase appsv1beta1.Contain
 func TestWait(t *testing.T) {
 	base := &appsv1beta1.ContainerRecreateRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0-x7k2p", Namespace: "ns"},
-		Spec: appsv1beta1.ContainerRecreateRequestSpec{PodName: "web-0", Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "sidecar"}, {Name: "app"}}},
+		Spec:       appsv1beta1.ContainerRecreateRequestSpec{PodName: "web-0", Containers: []appsv1beta1.ContainerRecreateRequestContainer{{Name: "sidecar"}, {Name: "app"}}},
 	}
 	waiting := base.DeepCopy()
 	waiting.ResourceVersion = "2"
