@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/describe"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
 )
@@ -50,5 +51,6 @@ func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Co
 	return []*cobra.Command{
 		recreate.NewCmdRecreate(f, streams),
 		pull.NewCmdPull(f, streams),
+		describe.NewCmdDescribe(f, streams),
 	}
 }
