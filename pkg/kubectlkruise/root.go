@@ -13,6 +13,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/describe"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/migrate"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
 )
@@ -52,5 +53,6 @@ func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Co
 		recreate.NewCmdRecreate(f, streams),
 		pull.NewCmdPull(f, streams),
 		describe.NewCmdDescribe(f, streams),
+		migrate.NewCmdMigrate(f, streams),
 	}
 }
