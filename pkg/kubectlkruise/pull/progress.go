@@ -102,7 +102,7 @@ func (p *progress) states() map[string]nodeState {
 func (p *progress) print(out io.Writer) {
 	st := p.job.Status
 	if st.Desired > 0 {
-		counts := fmt.Sprintf("%d nodes: %d pulling, %d succeeded, %d failed", st.Desired, st.Active, st.Succeeded, st.Failed)
+		counts := fmt.Sprintf("%s: %d pulling, %d succeeded, %d failed", count(int(st.Desired), "node"), st.Active, st.Succeeded, st.Failed)
 		if counts != p.counts {
 			p.counts = counts
 			fmt.Fprintf(out, "imagepulljob %s: %s\n", p.job.Name, counts)
@@ -149,9 +149,14 @@ func (p *progress) outcome() error {
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %s", n, reason))
 	}
-	msg := fmt.Sprintf("pulling %s failed on %d of %d nodes", p.job.Spec.Image, p.job.Status.Failed, p.job.Status.Desired)
-	if p.job.Status.Message != "" {
-		msg += " (" + p.job.Status.Message + ")"
-	}
+	msg := fmt.Sprintf("pulling %s failed on %d of %s", p.job.Spec.Image, p.job.Status.Failed, count(int(p.job.Status.Desired), "node"))
 	return fmt.Errorf("%s:\n%s\nsee `kubectl kruise describe imagepulljob/%s`", msg, strings.Join(lines, "\n"), p.job.Name)
+}
+
+// count is "1 node" or "n nodes".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

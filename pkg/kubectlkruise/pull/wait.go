@@ -132,7 +132,7 @@ func (o *Options) follow(ctx context.Context, p *progress, jobWatch, nodeWatch *
 			if err := p.outcome(); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "imagepulljob %s completed: %s pulled on %d nodes\n", p.job.Name, p.job.Spec.Image, p.job.Status.Succeeded)
+			fmt.Fprintf(o.Out, "imagepulljob %s completed: %s pulled on %s\n", p.job.Name, p.job.Spec.Image, count(int(p.job.Status.Succeeded), "node"))
 			return nil
 		}
 		jobEvents, err := jobWatch.events(ctx)
