@@ -110,6 +110,8 @@ func TestKubectlKruiseRecreate(t *testing.T) {
 
 	out, _, code := run("-n", ns, "recreate", "pod/web", "-c", "main", "--wait", "--timeout", "2m")
 	if code != 0 {
+		// The request's own account of what happened, logged by the runner.
+		run("-n", ns, "describe", "crr/"+createdName(t, out))
 		t.Fatalf("recreate --wait exited %d", code)
 	}
 	requireContains(t, "recreate --wait output", out, "container main: Succeeded\n", "completed: 1 container recreated")
