@@ -78,7 +78,7 @@ func NewCmdDescribe(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobr
 Recent Events of the object follow, as in kubectl describe.`,
 		Example:           example,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: completeKinds,
+		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := parseTarget(args)
 			if err != nil {
@@ -140,12 +140,4 @@ func clients(f cmdutil.Factory) (kubernetes.Interface, versioned.Interface, erro
 		return nil, nil, fmt.Errorf("building a kruise client: %w", err)
 	}
 	return kube, kruise, nil
-}
-
-// completeKinds offers the kinds as KIND/ prefixes.
-func completeKinds(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	return []string{"crr/", "imagepulljob/", "cloneset/", "asts/", "ads/"}, cobra.ShellCompDirectiveNoSpace
 }

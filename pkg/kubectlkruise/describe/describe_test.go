@@ -251,3 +251,17 @@ func TestDescribeErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestNamesOf(t *testing.T) {
+	kruise := kruisefake.NewSimpleClientset(
+		&appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}},
+		&appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "elsewhere"}},
+		&appsv1beta1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: "web-0-x", Namespace: "ns"}},
+	)
+	for kind, want := range map[string]string{"clone": "web", "crr": "web-0-x", "asts": "", "imagepulljob": ""} {
+		names, err := namesOf(context.Background(), kruise, "ns", kind)
+		if err != nil || strings.Join(names, ",") != want {
+			t.Errorf("namesOf(%s) = %v, %v; want %q", kind, names, err, want)
+		}
+	}
+}
