@@ -11,6 +11,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/describe"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/migrate"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
 )
 
 // StdStreams are the process's standard input, output and error.
@@ -44,5 +49,10 @@ namespaces as kubectl does.`,
 
 // commands are the command groups, in the order `--help` lists them.
 func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		recreate.NewCmdRecreate(f, streams),
+		pull.NewCmdPull(f, streams),
+		describe.NewCmdDescribe(f, streams),
+		migrate.NewCmdMigrate(f, streams),
+	}
 }

@@ -1,0 +1,143 @@
+// Package describe is `kubectl kruise describe`: kubectl describe for
+// kruise's objects, with what kubectl's generic view lacks: per-container
+// states of a ContainerRecreateRequest, the failed nodes of an
+// ImagePullJob and why, and a workload's revisions, partition, pods per
+// revision, lifecycle hooks and in-place updates.
+package describe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+)
+
+const example = `  # A ContainerRecreateRequest: each container's phase and why it failed
+  kubectl kruise describe crr/web-0-x7k2p
+
+  # An ImagePullJob: counts, failed nodes and their reasons
+  kubectl kruise describe imagepulljob/pull-app-q4mz8
+
+  # A CloneSet: revisions, partition, pods per revision, hooks, in-place updates
+  kubectl kruise describe cloneset web
+  kubectl kruise describe asts/db
+  kubectl kruise describe ads/agent`
+
+// describer writes one kind's description.
+type describer func(ctx context.Context, o *Options, name string) (string, error)
+
+// describerFor is the describer of a kind, by every name a user may type
+// for it (the CRDs' plural, singular and short names), nil if none.
+func describerFor(kind string) describer {
+	switch kind {
+	case "containerrecreaterequest", "containerrecreaterequests", "crr":
+		return describeCRR
+	case "imagepulljob", "imagepulljobs":
+		return describeImagePullJob
+	case "cloneset", "clonesets", "clone":
+		return describeCloneSet
+	case "statefulset", "statefulsets", "asts", "sts":
+		return describeStatefulSet
+	case "daemonset", "daemonsets", "ads", "daemon":
+		return describeDaemonSet
+	}
+	return nil
+}
+
+// Options are the clients and the namespace of one run.
+type Options struct {
+	genericiooptions.IOStreams
+	Namespace string
+	Kube      kubernetes.Interface
+	Kruise    versioned.Interface
+	// now is the time ages are counted to; replaced in tests.
+	now func() time.Time
+}
+
+// NewCmdDescribe is `kubectl kruise describe`.
+func NewCmdDescribe(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, now: time.Now}
+	return &cobra.Command{
+		Use:                   "describe KIND/NAME | KIND NAME",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show a kruise object in detail, with what kubectl describe lacks",
+		Long: `Show a kruise object in detail: kubectl describe's view plus what it cannot know.
+  containerrecreaterequest (crr): each container's phase, whether it was stopped, and why it failed.
+  imagepulljob: the node counts, each failed node with its reason (from the job, or from the node's
+    NodeImage when the job records none), and the nodes still pulling.
+  cloneset (clone), statefulset (asts), daemonset (ads): current and update revisions with their
+    ControllerRevisions, the partition, the pods of each revision, pods held by a lifecycle hook,
+    and each pod's in-place update.
+Recent Events of the object follow, as in kubectl describe.`,
+		Example:           example,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseTarget(args)
+			if err != nil {
+				return err
+			}
+			if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
+				return fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+			}
+			if o.Kube, o.Kruise, err = clients(f); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), kind, name)
+		},
+	}
+}
+
+// parseTarget reads KIND/NAME or KIND NAME; the kind may be qualified with
+// its group (cloneset.apps.kruise.io).
+func parseTarget(args []string) (string, string, error) {
+	var kind, name string
+	if len(args) == 2 {
+		kind, name = args[0], args[1]
+	} else if k, n, found := strings.Cut(args[0], "/"); found {
+		kind, name = k, n
+	} else {
+		return "", "", fmt.Errorf("give the object as KIND/NAME, e.g. crr/%s", args[0])
+	}
+	kind = strings.TrimSuffix(strings.ToLower(kind), ".apps.kruise.io")
+	if describerFor(kind) == nil {
+		return "", "", fmt.Errorf("cannot describe %q: kubectl kruise describe knows containerrecreaterequest (crr), imagepulljob, cloneset (clone), statefulset (asts) and daemonset (ads); use kubectl describe for other kinds", kind)
+	}
+	if name == "" {
+		return "", "", fmt.Errorf("give the name of the %s to describe", kind)
+	}
+	return kind, name, nil
+}
+
+// Run writes the description of kind/name.
+func (o *Options) Run(ctx context.Context, kind, name string) error {
+	text, err := describerFor(kind)(ctx, o, name)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(o.Out, text)
+	return err
+}
+
+func clients(f cmdutil.Factory) (kubernetes.Interface, versioned.Interface, error) {
+	config, err := f.ToRESTConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a Kubernetes client: %w", err)
+	}
+	kruise, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a kruise client: %w", err)
+	}
+	return kube, kruise, nil
+}
