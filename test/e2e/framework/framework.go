@@ -29,6 +29,7 @@
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
 //	kubectl.go      running the kubectl binary
 //	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
+//	metrics.go      the components' /metrics (the controller's on its unix socket), sample names
 package framework
 
 import (
