@@ -32,8 +32,10 @@ import (
 //     state): a CRR of a pod on a node without a daemon, which waits daemonlease.Duration for
 //     one before it fails with NoLiveDaemon; the controller is scraped while it waits.
 //
-// Controller-only series are emitted by the leader: every controller replica is scraped, and a
-// name counts as exported when any scrape during the test had it.
+// For the objects it makes, the test also requires their own series (by namespace and name, by
+// node), not merely the metric's name. Controller-only series are emitted by the leader: every
+// controller replica is scraped, and a series counts as exported when any scrape during the test
+// had it.
 func TestDashboardMetricsExported(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -69,9 +71,29 @@ func TestDashboardMetricsExported(t *testing.T) {
 	ns := f.NewNamespace(ctx, t, "dashboard")
 	makeWorkload(ctx, t, f, ns)
 	pullFreshImage(ctx, t, f, ns)
-	crr := crrWaitingOnAbsentDaemon(ctx, t, f, ns)
+	crr, vkNode := crrWaitingOnAbsentDaemon(ctx, t, f, ns)
+	// The series of this test's own objects, so that leftovers of other tests do not pass for
+	// them.
+	web := map[string]string{"kind": "CloneSet", "namespace": ns, "name": "web"}
+	ours := []ownSeries{
+		{component: "kruise-controller", metric: "kruise_workload_replicas", labels: web},
+		{component: "kruise-controller", metric: "kruise_workload_paused", labels: web},
+		{component: "kruise-controller", metric: "kruise_workload_partition", labels: web},
+		{component: "kruise-controller", metric: "kruise_workload_progress_deadline_exceeded", labels: web},
+		{component: "kruise-controller", metric: "kruise_crr_waiting_on_absent_daemon", labels: map[string]string{"node": vkNode}},
+	}
 
 	seen := map[string]map[string]bool{"kruise-daemon": {}, "kruise-controller": {}}
+	record := func(component, body string) {
+		for name := range framework.SampleNames(body) {
+			seen[component][name] = true
+		}
+		for i := range ours {
+			if ours[i].component == component && framework.HasSeries(body, ours[i].metric, ours[i].labels) {
+				ours[i].seen = true
+			}
+		}
+	}
 	missing := func() []string {
 		var out []string
 		for comp, metrics := range want {
@@ -79,6 +101,11 @@ func TestDashboardMetricsExported(t *testing.T) {
 				if !seen[comp][m] {
 					out = append(out, comp+" "+m)
 				}
+			}
+		}
+		for _, o := range ours {
+			if !o.seen {
+				out = append(out, fmt.Sprintf("%s %s%v", o.component, o.metric, o.labels))
 			}
 		}
 		slices.Sort(out)
@@ -90,17 +117,13 @@ func TestDashboardMetricsExported(t *testing.T) {
 		if err != nil {
 			return false, "", framework.Retry(err)
 		}
-		for name := range framework.SampleNames(body) {
-			seen["kruise-daemon"][name] = true
-		}
+		record("kruise-daemon", body)
 		for _, p := range f.LiveControllerPods(ctx, t) {
 			body, err := framework.ControllerMetrics(ctx, p.Name)
 			if err != nil {
 				return false, "", framework.Retry(err)
 			}
-			for name := range framework.SampleNames(body) {
-				seen["kruise-controller"][name] = true
-			}
+			record("kruise-controller", body)
 		}
 		got, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Get(ctx, crr, metav1.GetOptions{})
 		if err != nil {
@@ -114,9 +137,20 @@ func TestDashboardMetricsExported(t *testing.T) {
 	}
 	for _, m := range missing() {
 		comp, metric, _ := strings.Cut(m, " ")
-		t.Errorf("%s does not export %s, which the dashboard's %s select", comp, metric, strings.Join(want[comp][metric], "; "))
+		if wheres := want[comp][metric]; len(wheres) > 0 {
+			t.Errorf("%s does not export %s, which the dashboard's %s select", comp, metric, strings.Join(wheres, "; "))
+		} else {
+			t.Errorf("%s has no series %s of this test's objects", comp, metric)
+		}
 	}
 	t.Logf("last observation: %v", err)
+}
+
+// ownSeries is a series the test's own objects must make a component export.
+type ownSeries struct {
+	component, metric string
+	labels            map[string]string
+	seen              bool
 }
 
 // makeWorkload creates a CloneSet with a progress deadline, for the per-workload series, and
@@ -164,10 +198,11 @@ func pullFreshImage(ctx context.Context, t *testing.T, f *framework.Framework, n
 
 // crrWaitingOnAbsentDaemon creates a CRR of a running pod on a node with no kruise-daemon (a
 // virtual-kubelet node; the test reports the pod Running, as its provider would) and returns the
-// CRR's name. The controller admits it and waits daemonlease.Duration for a daemon.
-func crrWaitingOnAbsentDaemon(ctx context.Context, t *testing.T, f *framework.Framework, ns string) string {
+// CRR's name and the node's. The controller admits it and waits daemonlease.Duration for a
+// daemon.
+func crrWaitingOnAbsentDaemon(ctx context.Context, t *testing.T, f *framework.Framework, ns string) (crr, node string) {
 	t.Helper()
-	node := f.CreateVirtualKubeletNode(ctx, t)
+	node = f.CreateVirtualKubeletNode(ctx, t)
 	pod := f.BusyboxPod(ns, "on-vk-node", "main")
 	pod.Spec.NodeName = node
 	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
@@ -188,9 +223,9 @@ func crrWaitingOnAbsentDaemon(ctx context.Context, t *testing.T, f *framework.Fr
 	if _, err := f.Client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("reporting pod %s Running as its provider would: %v", pod.Name, err)
 	}
-	crr := crrFor(ns, "no-daemon", pod.Name, "main")
-	if _, err := f.KruiseClient(t).AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating CRR %s: %v", crr.Name, err)
+	req := crrFor(ns, "no-daemon", pod.Name, "main")
+	if _, err := f.KruiseClient(t).AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, req, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating CRR %s: %v", req.Name, err)
 	}
-	return crr.Name
+	return req.Name, node
 }

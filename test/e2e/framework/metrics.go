@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -84,4 +85,63 @@ func SampleNames(exposition string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// HasSeries says whether the exposition has a sample of name whose labels include every one of
+// want (it may have more).
+func HasSeries(exposition, name string, want map[string]string) bool {
+	for _, line := range strings.Split(exposition, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), name+"{")
+		if !ok {
+			continue
+		}
+		labels, ok := parseLabels(rest)
+		if !ok {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if labels[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// parseLabels reads `a="x",b="y\"z"} value` up to the closing brace.
+func parseLabels(s string) (map[string]string, bool) {
+	out := map[string]string{}
+	for {
+		s = strings.TrimLeft(s, " ,")
+		if strings.HasPrefix(s, "}") {
+			return out, true
+		}
+		eq := strings.Index(s, "=\"")
+		if eq <= 0 {
+			return nil, false
+		}
+		name := s[:eq]
+		s = s[eq+1:]
+		end := 1
+		for end < len(s) && s[end] != '"' {
+			if s[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(s) {
+			return nil, false
+		}
+		v, err := strconv.Unquote(s[:end+1])
+		if err != nil {
+			return nil, false
+		}
+		out[name] = v
+		s = s[end+1:]
+	}
 }
