@@ -126,6 +126,8 @@ type Query struct {
 	PanelID int    // 0 for a variable's query
 	RefID   string
 	Expr    string // as written, Grafana variables unexpanded
+	Instant bool   // Grafana asks for the value at the end of the range only (instant or table)
+	Label   string // a variable's: the label whose values it lists
 }
 
 // labelValues matches a query variable's label_values(selector, label).
@@ -147,7 +149,7 @@ func (d *Dashboard) Queries() ([]Query, error) {
 		for _, t := range p.Targets {
 			out = append(out, Query{
 				Where:   fmt.Sprintf("panel %d %q query %s", p.ID, p.Title, t.RefID),
-				PanelID: p.ID, RefID: t.RefID, Expr: t.Expr,
+				PanelID: p.ID, RefID: t.RefID, Expr: t.Expr, Instant: t.Instant || t.Format == "table",
 			})
 		}
 	}
@@ -159,11 +161,11 @@ func (d *Dashboard) Queries() ([]Query, error) {
 		if err != nil {
 			return nil, err
 		}
-		sel, _, ok := LabelValues(q)
+		sel, label, ok := LabelValues(q)
 		if !ok {
 			return nil, fmt.Errorf("variable %s: query %q is not label_values(selector, label)", v.Name, q)
 		}
-		out = append(out, Query{Where: "variable " + v.Name, Expr: sel})
+		out = append(out, Query{Where: "variable " + v.Name, Expr: sel, Label: label})
 	}
 	return out, nil
 }
