@@ -67,7 +67,7 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 		{job: "kruise-daemon", component: "kruise-daemon", node: node, addrs: []string{framework.DaemonHealthAddr}},
 		{job: "kruise-controller", component: "kruise-controller", node: node, addrs: controllers, honorLabels: true},
 	})
-	waitScrapes(ctx, t, prom, 1+len(controllers), 5)
+	waitScrapes(ctx, t, prom, 1+len(controllers), 5, 2*time.Minute)
 
 	queries, err := d.Queries()
 	if err != nil {
@@ -145,9 +145,9 @@ func createWorkload(ctx context.Context, t *testing.T, f *framework.Framework) {
 }
 
 // waitScrapes waits until targets targets are up and each was scraped at least n times.
-func waitScrapes(ctx context.Context, t *testing.T, prom *prometheus, targets, n int) {
+func waitScrapes(ctx context.Context, t *testing.T, prom *prometheus, targets, n int, timeout time.Duration) {
 	t.Helper()
-	framework.WaitFor(ctx, t, 2*time.Minute, fmt.Sprintf("%d targets up, each scraped %d times", targets, n), func(ctx context.Context) (bool, string, error) {
+	framework.WaitFor(ctx, t, timeout, fmt.Sprintf("%d targets up, each scraped %d times", targets, n), func(ctx context.Context) (bool, string, error) {
 		up, err := prom.query(ctx, "up", true, 0, 0)
 		if err != nil {
 			return false, "", framework.Retry(err)
@@ -195,7 +195,7 @@ func screenshots(ctx context.Context, t *testing.T, prom *prometheus, d *Dashboa
 		}
 	}
 	// Scrapes are 1 s apart: history/s scrapes of every target is that much history.
-	waitScrapes(ctx, t, prom, targets, int(history/time.Second))
+	waitScrapes(ctx, t, prom, targets, int(history/time.Second), history+2*time.Minute)
 	queries, err := d.Queries()
 	if err != nil {
 		t.Fatal(err)
