@@ -214,19 +214,32 @@ func screenshots(ctx context.Context, t *testing.T, prom *prometheus, d *Dashboa
 			g := fmt.Sprintf("g%d.", i)
 			params.Set(g+"expr", expr)
 			params.Set(g+"tab", "0")
-			params.Set(g+"range_input", history.String())
+			params.Set(g+"range_input", promDuration(history))
+			params.Set(g+"step_input", "1")
 			i++
 		}
 		out := filepath.Join(dir, "dashboard-"+s.file+".png")
 		profile := t.TempDir()
 		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--hide-scrollbars", "--user-data-dir="+profile, "--window-size=1280,"+strconv.Itoa(260+420*i),
+			"--hide-scrollbars", "--user-data-dir="+profile, "--window-size=1280,"+strconv.Itoa(160+740*i),
 			"--virtual-time-budget=10000", "--screenshot="+out, "http://"+prom.addr+"/graph?"+params.Encode())
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("chromium: %v\n%s", err, b)
 		}
 		t.Logf("saved %s", out)
+	}
+}
+
+// promDuration writes d the way the graph page's range field reads it: 2m, not 2m0s.
+func promDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return fmt.Sprintf("%ds", d/time.Second)
 	}
 }
 
