@@ -36,6 +36,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
+	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
 	"github.com/nodekruise/kruise/pkg/features"
 )
 
@@ -124,6 +125,8 @@ var builders = []Entry{
 	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
 	// it idles with the webhooks off.
 	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
+	// The rollout gauges of the four workloads above, read from their caches at scrape time.
+	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
 }
 
 // Disabled is a controller a feature gate turned off.

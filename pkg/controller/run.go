@@ -326,6 +326,7 @@ func buildRecreate(d Deps) (Controller, error) {
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Leases:       d.NamespaceInformerFactory.Coordination().V1().Leases(),
 		Namespace:    d.Namespace,
+		Metrics:      d.Metrics,
 	})
 }
 

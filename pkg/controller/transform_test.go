@@ -882,6 +882,8 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"cloneset": true, "daemonset": true, "statefulset": true, "sidecarset": true,
 		// sidecarset-scope reads SidecarSets and the webhook configuration only, no Pod or Node.
 		"sidecarset-scope": true,
+		// workloadmetrics reads CloneSets, StatefulSets, DaemonSets and SidecarSets only, no Pod or Node.
+		"workloadmetrics": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

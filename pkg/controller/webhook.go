@@ -56,6 +56,9 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
+	if err := metrics.Register(mgr.ExpiryCollector()); err != nil {
+		return nil, fmt.Errorf("registering the webhook certificate metric: %w", err)
+	}
 	srv, err := wserver.New(wserver.Options{
 		Addr:           o.WebhookAddr,
 		GetCertificate: mgr.GetCertificate,

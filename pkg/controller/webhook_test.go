@@ -206,6 +206,7 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	_, metrics := h.get(t, "/metrics")
 	assert.Contains(t, metrics, `kruise_webhook_admission_requests_total{result="patched",webhook="pod-mutate"} 1`)
 	assert.Contains(t, metrics, "kruise_webhook_conversion_requests_total")
+	assert.Contains(t, metrics, "kruise_webhook_certificate_expiry_timestamp_seconds ", "a standby serves with a certificate too")
 
 	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -39,9 +39,13 @@ func buildImagePuller(_ context.Context, e *env) (*component, error) {
 	resolver := credentials.NewResolver(nil)
 	var reloader *credentials.Reloader
 	if o.CredentialProviderConfig != "" {
+		providerMetrics := credentials.NewMetrics()
+		if err := e.register(providerMetrics.Collectors()...); err != nil {
+			return nil, err
+		}
 		var err error
 		reloader, err = credentials.NewReloader(o.CredentialProviderConfig, o.CredentialProviderBinDir,
-			credentials.WithPluginTimeout(o.CredentialProviderTimeout))
+			credentials.WithPluginTimeout(o.CredentialProviderTimeout), credentials.WithMetrics(providerMetrics))
 		if err != nil {
 			return nil, fmt.Errorf("loading credential providers from %s: %w", o.CredentialProviderConfig, err)
 		}

@@ -29,6 +29,12 @@ func TestCRRActiveDeadline(t *testing.T) {
 	}}
 	before := f.CreateRunningPod(ctx, t, pod)
 
+	const deadlineExceeded = `kruise_crr_completed_total{reason="DeadlineExceeded"}`
+	counted, err := leaderSample(ctx, f, deadlineExceeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	crr := crrFor(ns, "r", "web", "main")
 	crr.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
 	crr.Spec.Strategy = &appsv1alpha1.ContainerRecreateRequestStrategy{TerminationGracePeriodSeconds: ptr.To[int64](120)}
@@ -43,6 +49,7 @@ func TestCRRActiveDeadline(t *testing.T) {
 	if want := "exceeded activeDeadlineSeconds (3s)"; got.Status.Message != want {
 		t.Errorf("message %q, want %q", got.Status.Message, want)
 	}
+	requireLeaderCounted(ctx, t, f, deadlineExceeded, counted, 1)
 	if took := got.Status.CompletionTime.Sub(created.CreationTimestamp.Time); took < 3*time.Second || took > 6*time.Second {
 		t.Errorf("completed %s after creation, want about 3s", took)
 	}

@@ -143,6 +143,8 @@ func TestImagePullWrongCredentials(t *testing.T) {
 	wrong.Password += "-wrong"
 	e.f.CreatePullSecret(ctx, t, e.ns, "wrong", wrong)
 	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
+	const auth = `kruise_daemon_image_pull_failures_total{reason="auth"}`
+	failures := daemonSample(ctx, t, auth)
 
 	job := framework.NewImagePullJob(e.ns, "wrong-password", image)
 	job.Spec.PullSecrets = []string{"wrong"}
@@ -150,6 +152,7 @@ func TestImagePullWrongCredentials(t *testing.T) {
 	job = e.run(ctx, t, job)
 	e.requireFailed(ctx, t, job)
 	requireFailedTag(t, w, "Unauthorized")
+	requireDaemonCounted(ctx, t, auth, failures, 1)
 	if _, present, _ := e.rt.ImageStatus(ctx, image); present {
 		t.Errorf("image %s is on the node although its pull was refused", image)
 	}

@@ -37,6 +37,8 @@ func TestImagePullMissingImage(t *testing.T) {
 	image := e.f.Image("public/does-not-exist-" + rand.String(8) + ":x")
 	w := framework.WatchNodeImageTag(ctx, t, e.c, image)
 	since := time.Now()
+	const notFound = `kruise_daemon_image_pull_failures_total{reason="not_found"}`
+	failures := daemonSample(ctx, t, notFound)
 
 	job := framework.NewImagePullJob(e.ns, "missing", image)
 	job.Spec.PullPolicy = &appsv1beta1.PullPolicy{TimeoutSeconds: ptr.To[int32](30), BackoffLimit: ptr.To[int32](3)}
@@ -44,6 +46,7 @@ func TestImagePullMissingImage(t *testing.T) {
 	e.requireFailed(ctx, t, job)
 	requireFailedTag(t, w, "NotFound")
 	requireFailedTag(t, w, "after 1 attempt: ")
+	requireDaemonCounted(ctx, t, notFound, failures, 1)
 	if recs := framework.PullRecordsFor(t, image, since); recs != nil && len(recs) != 1 {
 		t.Errorf("the runtime was asked %d times to pull %s, want once: %v", len(recs), image, recs)
 	}

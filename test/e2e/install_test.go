@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,10 +104,66 @@ func TestDaemonReportsRuntime(t *testing.T) {
 		`kruise_daemon_runtime_info{runtime="containerd"`,
 		`kruise_daemon_cri_up 1`,
 		`kruise_daemon_cri_request_duration_seconds_count{method="Version"}`,
+		// Series that exist from the start, for rates and alerts (issue 23): every pull failure
+		// class, and every reason of each credential provider the local config names.
+		`kruise_daemon_image_pull_failures_total{reason="auth"} `,
+		`kruise_daemon_image_pull_failures_total{reason="not_found"} `,
+		`kruise_daemon_image_pull_failures_total{reason="timeout"} `,
+		`kruise_daemon_image_pull_failures_total{reason="invalid"} `,
+		`kruise_daemon_image_pull_failures_total{reason="other"} `,
+		`kruise_daemon_credential_provider_errors_total{provider="basic-credential-provider",reason="exec"} `,
+		`kruise_daemon_credential_provider_errors_total{provider="basic-credential-provider",reason="invalid_response"} `,
+		`kruise_daemon_credential_provider_errors_total{provider="basic-credential-provider",reason="timeout"} `,
+		`kruise_daemon_credential_provider_errors_total{provider="token-credential-provider",reason="exec"} `,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("daemon /metrics lacks %s", want)
 		}
+	}
+}
+
+// Every controller replica, leader or standby, exports the CRR completion counters from zero and
+// the expiry of the webhook certificate it serves; only the leader exports the gauges read from
+// its caches (CRRs waiting on an absent daemon, the workloads).
+func TestControllerMetrics(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	ctx := framework.Context(t, 2*time.Minute)
+
+	pods, err := f.ControllerPods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := 0
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || !framework.PodReady(&p) {
+			continue
+		}
+		metrics, err := framework.ControllerMetrics(ctx, p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, reason := range []string{"Succeeded", "Failed", "DeadlineExceeded", "NoLiveDaemon", "PodGone", "PodReplaced", "InvalidRequest"} {
+			if want := `kruise_crr_completed_total{reason="` + reason + `"} `; !strings.Contains(metrics, want) {
+				t.Errorf("controller %s /metrics lacks %s", p.Name, want)
+			}
+		}
+		expiry := regexp.MustCompile(`(?m)^kruise_webhook_certificate_expiry_timestamp_seconds ([0-9.e+]+)$`).FindStringSubmatch(metrics)
+		if expiry == nil {
+			t.Errorf("controller %s /metrics lacks kruise_webhook_certificate_expiry_timestamp_seconds", p.Name)
+		} else if at, err := strconv.ParseFloat(expiry[1], 64); err != nil || time.Unix(int64(at), 0).Before(time.Now()) {
+			t.Errorf("controller %s: certificate expiry %s is not a time in the future", p.Name, expiry[1])
+		}
+		if strings.Contains(metrics, `leader_election_master_status{name="kruise-controller"} 1`) {
+			leaders++
+			continue
+		}
+		if m := regexp.MustCompile(`(?m)^(kruise_workload_|kruise_crr_waiting_on_absent_daemon).*$`).FindString(metrics); m != "" {
+			t.Errorf("standby %s exports a leader's series: %s", p.Name, m)
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%d controller replicas say they lead, want 1", leaders)
 	}
 }
 

@@ -376,7 +376,7 @@ func preStopHandler(h *corev1.LifecycleHandler) *appsv1alpha1.ProbeHandler {
 // reject completes a CRR that cannot be carried out. perContainer holds a
 // message for the containers at fault; the others get message.
 func (c *Controller) reject(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, message string, perContainer map[string]string) error {
-	if err := c.complete(ctx, crr, message, perContainer); err != nil {
+	if err := c.complete(ctx, crr, ReasonInvalidRequest, message, perContainer); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Rejected CRR", "reason", message)

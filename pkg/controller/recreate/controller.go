@@ -11,11 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/workers"
 
+	"github.com/prometheus/client_golang/prometheus"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -52,6 +55,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Clock reads the time and times the queue's delays; nil is the real clock.
 	Clock clock.WithTicker
+	// Metrics registers the controller's metrics; nil leaves them
+	// unregistered.
+	Metrics prometheus.Registerer
 }
 
 // Controller is the CRR lifecycle controller.
@@ -73,6 +79,16 @@ type Controller struct {
 	startedAt time.Time
 	// liveness is when each node's daemon was last seen renewing its Lease.
 	liveness *liveness
+
+	metrics *metrics
+	// running is true while Run processes requests: the caches are synced
+	// and this replica leads.
+	running atomic.Bool
+	// ownCompletions holds the reason of each request (by UID) this
+	// controller is completing, from just before its write until the
+	// informer delivers it completed, so that the completion is counted
+	// once, under that reason, rather than as the daemon's.
+	ownCompletions sync.Map
 }
 
 // New builds the controller and registers its indexes and event handlers.
@@ -98,13 +114,25 @@ func New(cfg Config) (*Controller, error) {
 		liveness:     newLiveness(clk),
 		queue:        workers.NewQueue(Name, clk),
 	}
+	c.metrics = newMetrics(c)
+	if cfg.Metrics != nil {
+		if err := c.metrics.register(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("registering CRR metrics: %w", err)
+		}
+	}
 	if err := cfg.CRRs.Informer().AddIndexers(cache.Indexers{podIndex: indexByPod, nodeIndex: indexByNode}); err != nil {
 		return nil, fmt.Errorf("adding CRR indexes: %w", err)
 	}
 	if _, err := cfg.CRRs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.crrChanged,
-		UpdateFunc: func(_, obj any) { c.crrChanged(obj) },
-		DeleteFunc: c.crrChanged,
+		AddFunc: c.crrChanged,
+		UpdateFunc: func(old, cur any) {
+			c.countCompletion(old, cur)
+			c.crrChanged(cur)
+		},
+		DeleteFunc: func(obj any) {
+			c.forgetCompletion(obj)
+			c.crrChanged(obj)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("adding CRR event handler: %w", err)
 	}
@@ -137,6 +165,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 	return events.While(ctx, c.client, &c.recorder, func() {
 		c.startedAt = c.clock.Now()
+		c.running.Store(true)
+		defer c.running.Store(false)
 		logger.Info("Started workers", "workers", workers)
 		c.loop().Run(ctx, workers)
 	})

@@ -142,3 +142,32 @@ func (c *Controller) leaseDeleted(obj any) {
 		}
 	}
 }
+
+// countCompletion counts a request the informer shows turning Completed:
+// under the reason this controller completed it for, or else as the
+// daemon's Succeeded or Failed. Requests already completed when first
+// seen (a new leader's initial list) are not counted again.
+func (c *Controller) countCompletion(oldObj, curObj any) {
+	old, ok1 := oldObj.(*appsv1alpha1.ContainerRecreateRequest)
+	cur, ok2 := curObj.(*appsv1alpha1.ContainerRecreateRequest)
+	if !ok1 || !ok2 || old.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted ||
+		cur.Status.Phase != appsv1alpha1.ContainerRecreateRequestCompleted {
+		return
+	}
+	reason := daemonCompletion(cur)
+	if own, ok := c.ownCompletions.LoadAndDelete(cur.UID); ok {
+		reason = own.(string)
+	}
+	c.metrics.completed.WithLabelValues(reason).Inc()
+}
+
+// forgetCompletion drops the note of a deleted request's completion, should
+// its completed state never have been delivered.
+func (c *Controller) forgetCompletion(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if crr, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok {
+		c.ownCompletions.Delete(crr.UID)
+	}
+}

@@ -156,7 +156,7 @@ func (c *Controller) checkPod(ctx context.Context, crr *appsv1alpha1.ContainerRe
 
 // finish completes an admitted CRR and records why.
 func (c *Controller) finish(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, reason, message string) error {
-	if err := c.complete(ctx, crr, message, nil); err != nil {
+	if err := c.complete(ctx, crr, reason, message, nil); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Completed CRR", "reason", reason, "message", message)
@@ -168,8 +168,9 @@ func (c *Controller) finish(ctx context.Context, crr *appsv1alpha1.ContainerRecr
 // marks every container not yet Succeeded or Failed as Failed, with its
 // message from perContainer or else message. The UpdateStatus carries the
 // resourceVersion read, so it fails with a conflict if anyone (the daemon
-// completing it first, say) wrote since.
-func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, message string, perContainer map[string]string) error {
+// completing it first, say) wrote since. reason is what
+// kruise_crr_completed_total counts the completion under.
+func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, reason, message string, perContainer map[string]string) error {
 	upd := crr.DeepCopy()
 	now := metav1.NewTime(c.clock.Now())
 	upd.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
@@ -197,7 +198,11 @@ func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRe
 			st.Message = m
 		}
 	}
+	// Noted before the write: the informer may deliver it before the
+	// answer comes back.
+	c.ownCompletions.Store(crr.UID, reason)
 	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		c.ownCompletions.Delete(crr.UID)
 		return fmt.Errorf("completing CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
 	return nil

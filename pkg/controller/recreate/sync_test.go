@@ -153,6 +153,10 @@ func TestSyncActive(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []string{"Warning " + tc.wantReason + " " + tc.wantMessage}, f.events())
+
+			// The informer delivering the write counts it once, under the Event's reason.
+			f.ctrl.countCompletion(tc.crr, got)
+			assert.Equal(t, map[string]float64{`{reason="` + tc.wantReason + `"}`: 1}, f.completedNonZero(t))
 		})
 	}
 }
@@ -169,6 +173,8 @@ func TestSyncActiveConflict(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err), "%v", err)
 	assert.Empty(t, f.events())
 	assert.Equal(t, appsv1alpha1.ContainerRecreateRequestPending, f.getCRR(t).Status.Phase)
+	_, noted := f.ctrl.ownCompletions.Load(types.UID("crr-uid"))
+	assert.False(t, noted, "a completion that was not written is not noted")
 }
 
 func TestSyncFinished(t *testing.T) {

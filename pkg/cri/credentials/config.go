@@ -26,6 +26,7 @@ type Option func(*options)
 type options struct {
 	timeout time.Duration
 	clock   clock.Clock
+	metrics *Metrics
 }
 
 // WithPluginTimeout bounds each plugin run (default DefaultPluginTimeout).
@@ -46,6 +47,13 @@ func WithClock(c clock.Clock) Option {
 			o.clock = c
 		}
 	}
+}
+
+// WithMetrics counts the plugins' failed runs in m (default: not counted).
+// LoadPlugins, NewReloader and Reloader.Check make m's series follow the
+// providers they load.
+func WithMetrics(m *Metrics) Option {
+	return func(o *options) { o.metrics = m }
 }
 
 func newOptions(opts []Option) options {
@@ -97,7 +105,12 @@ func LoadPlugins(configPath, binDir string, opts ...Option) (*Plugins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credential provider config: %w", err)
 	}
-	return loadPlugins(data, configPath, binDir, o)
+	ps, err := loadPlugins(data, configPath, binDir, o)
+	if err != nil {
+		return nil, err
+	}
+	o.metrics.setProviders(ps.Names())
+	return ps, nil
 }
 
 // loadPlugins is LoadPlugins on the content of the config file at configPath.
@@ -124,6 +137,7 @@ func loadPlugins(data []byte, configPath, binDir string, o options) (*Plugins, e
 			defaultCacheDuration: c.DefaultCacheDuration.Duration,
 			needsToken:           c.TokenAttributes != nil,
 			timeout:              o.timeout,
+			metrics:              o.metrics,
 			cache:                cache.NewExpiringWithClock(o.clock),
 		})
 	}

@@ -39,6 +39,7 @@ type provider struct {
 	defaultCacheDuration time.Duration
 	needsToken           bool
 	timeout              time.Duration
+	metrics              *Metrics // nil: failures not counted
 
 	cache *cache.Expiring // cacheKey -> []authPattern
 	group singleflight.Group
@@ -112,7 +113,8 @@ func (p *provider) lookup(ctx context.Context, img imageRef) ([]Credential, erro
 
 // run executes the plugin for img, caches and returns its auth patterns.
 func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error) {
-	fail := func(format string, args ...any) error {
+	fail := func(reason, format string, args ...any) error {
+		p.metrics.failed(p.name, reason)
 		return fmt.Errorf("%s: image %s: %s", p.source(), img.repo, fmt.Sprintf(format, args...))
 	}
 	req, err := json.Marshal(credentialproviderv1.CredentialProviderRequest{
@@ -120,7 +122,7 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 		Image:    img.repo,
 	})
 	if err != nil {
-		return nil, fail("encoding the request: %v", err)
+		return nil, fail(errorExec, "encoding the request: %v", err)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
@@ -149,23 +151,23 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 	}
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fail("timed out after %v and was killed", p.timeout)
+		return nil, fail(errorTimeout, "timed out after %v and was killed", p.timeout)
 	case err != nil:
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
-			return nil, fail("plugin failed (%v)", exitErr.ProcessState)
+			return nil, fail(errorExec, "plugin failed (%v)", exitErr.ProcessState)
 		}
-		return nil, fail("cannot run plugin: %v", err)
+		return nil, fail(errorExec, "cannot run plugin: %v", err)
 	case stdout.truncated:
-		return nil, fail("response is larger than %d bytes", maxStdout)
+		return nil, fail(errorInvalidResponse, "response is larger than %d bytes", maxStdout)
 	}
 
 	var resp credentialproviderv1.CredentialProviderResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		return nil, fail("response is not a JSON CredentialProviderResponse: %v", safeJSONError(err))
+		return nil, fail(errorInvalidResponse, "response is not a JSON CredentialProviderResponse: %v", safeJSONError(err))
 	}
 	if resp.APIVersion != pluginAPIVersion || resp.Kind != "CredentialProviderResponse" {
-		return nil, fail("response has apiVersion %q, kind %q; want %s, CredentialProviderResponse",
+		return nil, fail(errorInvalidResponse, "response has apiVersion %q, kind %q; want %s, CredentialProviderResponse",
 			resp.APIVersion, resp.Kind, pluginAPIVersion)
 	}
 	var key cacheKey
@@ -177,7 +179,7 @@ func (p *provider) run(ctx context.Context, img imageRef) ([]authPattern, error)
 	case credentialproviderv1.GlobalPluginCacheKeyType:
 		key = cacheKey{resp.CacheKeyType, ""}
 	default:
-		return nil, fail("response has invalid cacheKeyType %q (want Image, Registry or Global)", resp.CacheKeyType)
+		return nil, fail(errorInvalidResponse, "response has invalid cacheKeyType %q (want Image, Registry or Global)", resp.CacheKeyType)
 	}
 
 	var ps []authPattern

@@ -21,6 +21,8 @@ import (
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodekruise/kruise/test/unit/metrictest"
 )
 
 // testPluginBin is the test plugin (testdata/testplugin) built by TestMain.
@@ -143,23 +145,31 @@ func TestPluginFailures(t *testing.T) {
 		args    []string
 		want    []string
 		notWant string
+		// reason is the label the failure is counted under.
+		reason string
 	}{
 		{"non-zero exit with stderr", []string{"-mode", "fail"},
-			[]string{"plugin p: image reg.example.com/app: plugin failed (exit status 3)"}, "registry said no"},
+			[]string{"plugin p: image reg.example.com/app: plugin failed (exit status 3)"}, "registry said no", errorExec},
 		{"hang is killed by the timeout", []string{"-mode", "hang"},
-			[]string{"plugin p: image reg.example.com/app: timed out after 300ms and was killed"}, ""},
+			[]string{"plugin p: image reg.example.com/app: timed out after 300ms and was killed"}, "", errorTimeout},
 		{"garbage output", []string{"-mode", "garbage"},
-			[]string{"plugin p: image reg.example.com/app: response is not a JSON CredentialProviderResponse"}, ""},
+			[]string{"plugin p: image reg.example.com/app: response is not a JSON CredentialProviderResponse"}, "", errorInvalidResponse},
 		{"wrong apiVersion", []string{"-mode", "wrongapi"},
-			[]string{`plugin p: image reg.example.com/app: response has apiVersion "credentialprovider.kubelet.k8s.io/v1alpha1"`}, ""},
+			[]string{`plugin p: image reg.example.com/app: response has apiVersion "credentialprovider.kubelet.k8s.io/v1alpha1"`}, "", errorInvalidResponse},
 		{"invalid cacheKeyType", []string{"-cache-key-type", "Pod"},
-			[]string{`plugin p: image reg.example.com/app: response has invalid cacheKeyType "Pod"`}, ""},
+			[]string{`plugin p: image reg.example.com/app: response has invalid cacheKeyType "Pod"`}, "", errorInvalidResponse},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			metrics := NewMetrics()
 			ps := loadTestPlugins(t, []kubeletconfigv1.CredentialProvider{
 				testProvider("p", []string{"*.example.com"}, tc.args...),
-			}, WithPluginTimeout(300*time.Millisecond))
+			}, WithPluginTimeout(300*time.Millisecond), WithMetrics(metrics))
+			defer func() {
+				want := zeroSeries("p")
+				want[`{provider="p",reason="`+tc.reason+`"}`] = 2
+				assert.Equal(t, want, metrictest.Series(t, errorsName, metrics.Collectors()...))
+			}()
 			creds, problems := lookup(t, ps, "reg.example.com/app")
 			assert.Empty(t, creds)
 			require.Len(t, problems, 1)

@@ -45,6 +45,7 @@ func NewReloader(path, binDir string, opts ...Option) (*Reloader, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.metrics.setProviders(ps.Names())
 	return &Reloader{resolver: NewResolver(ps), path: path, binDir: binDir, opts: o, inUse: data}, nil
 }
 
@@ -67,6 +68,7 @@ func (r *Reloader) Check(ctx context.Context) (bool, error) {
 		return false, r.failed(ctx, fmt.Errorf("%w; still using the previous one", err))
 	}
 	r.resolver.SetPlugins(ps)
+	r.opts.metrics.setProviders(ps.Names())
 	r.inUse = data
 	r.lastReport = ""
 	klog.FromContext(ctx).Info("Reloaded the credential provider config", "path", r.path, "providers", ps.Names())

@@ -16,6 +16,7 @@ type Metrics struct {
 	pulls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	failures *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered puller metrics.
@@ -35,14 +36,23 @@ func NewMetrics() *Metrics {
 			Name: "kruise_daemon_image_pulls_in_flight",
 			Help: "CRI PullImage calls of NodeImage tags under way.",
 		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kruise_daemon_image_pull_failures_total",
+			Help: "Failed pull attempts of NodeImage tags, retries included, by reason: auth (401/403, no or bad credentials), " +
+				"not_found (no such image, tag or manifest), timeout (attempt timeout or deadline), " +
+				"invalid (malformed reference, no image for the platform, unsupported media type), other.",
+		}, []string{"reason"}),
 	}
 	for _, r := range []string{resultSucceeded, resultFailed, resultPresent, resultCancelled} {
 		m.pulls.WithLabelValues(r)
+	}
+	for _, r := range failureClasses {
+		m.failures.WithLabelValues(r)
 	}
 	return m
 }
 
 // Collectors returns the collectors to register in the daemon's registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.pulls, m.duration, m.inFlight}
+	return []prometheus.Collector{m.pulls, m.duration, m.inFlight, m.failures}
 }

@@ -96,6 +96,7 @@ func (p *Puller) pullTag(ctx context.Context, st *tagState, req request) {
 			p.succeed(ctx, st, req, started, id, "")
 			return
 		}
+		p.countFailure(ctx, reason, msg)
 		if p.ended(ctx, st, req, started, msg) {
 			return
 		}
@@ -177,6 +178,18 @@ func (p *Puller) attempt(ctx context.Context, req request, attempt int) (imageID
 		return "", reason, message + "; not retried: " + why, true
 	}
 	return "", reason, message, false
+}
+
+// countFailure counts a failed attempt by its class. One the tag's
+// deadline cut short comes back cancelled, but it timed out.
+func (p *Puller) countFailure(ctx context.Context, reason, message string) {
+	class := failureClass(reason, message)
+	if reason == cri.PullReasonCancelled && errors.Is(context.Cause(ctx), errDeadline) {
+		class = failureTimeout
+	}
+	if class != "" {
+		p.metrics.failures.WithLabelValues(class).Inc()
+	}
 }
 
 // notRetried says why a failed attempt is final however many retries are

@@ -1,0 +1,48 @@
+// Package kubectlkruise is the `kubectl kruise` plugin: the root command
+// and its wiring. Each command group lives in a package of its own below
+// this one and is built from kubectl's Factory, so that the plugin reads
+// kubeconfig, contexts and namespaces exactly as kubectl does.
+package kubectlkruise
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+)
+
+// StdStreams are the process's standard input, output and error.
+func StdStreams() genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+}
+
+// NewCommand is `kubectl kruise` with every command group under it.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	configFlags := genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50)
+	cmd := &cobra.Command{
+		Use:   "kubectl-kruise",
+		Short: "Drive kruise workloads and node operations from kubectl",
+		Long: `kubectl kruise manages kruise's workloads (CloneSet, Advanced StatefulSet,
+Advanced DaemonSet) and node operations (container recreate, image pre-pull) with
+the commands OpenKruise users already type. It reads kubeconfig, contexts and
+namespaces as kubectl does.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Shown as `kubectl kruise` in usage lines when run through kubectl.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kruise"},
+	}
+	flags := cmd.PersistentFlags()
+	configFlags.AddFlags(flags)
+	f := cmdutil.NewFactory(configFlags)
+	for _, sub := range commands(f, streams) {
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}
+
+// commands are the command groups, in the order `--help` lists them.
+func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Command {
+	return []*cobra.Command{}
+}
