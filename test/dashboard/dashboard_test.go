@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -268,4 +269,25 @@ func exportedBy(in exporter, component string) bool {
 		}
 	}
 	return false
+}
+
+// The set above is the documented one: every name in it is in docs/operations.md (the Go runtime's
+// and the process's under their `go_*` and `process_*` rows).
+func TestDocumentedSetIsInOperationsDoc(t *testing.T) {
+	raw, err := os.ReadFile(repo.Path(t, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for _, m := range documentedMetrics {
+		want := "`" + m.name + "`"
+		for _, prefix := range []string{"go_", "process_"} {
+			if strings.HasPrefix(m.name, prefix) {
+				want = "`" + prefix + "*`"
+			}
+		}
+		if !strings.Contains(doc, want) {
+			t.Errorf("%s is in the test's documented set but docs/operations.md has no %s", m.name, want)
+		}
+	}
 }

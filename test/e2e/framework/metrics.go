@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,24 +19,6 @@ func ControllerSocket(pod string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("/proc/%d/root%s", pid, controllerSocket), nil
-}
-
-// ControllerMetrics reads /metrics of pod's kruise-controller process.
-func ControllerMetrics(ctx context.Context, pod string) (string, error) {
-	sock, err := ControllerSocket(pod)
-	if err != nil {
-		return "", err
-	}
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	defer client.CloseIdleConnections()
-	body, err := getMetrics(ctx, client, "http://controller/metrics")
-	if err != nil {
-		return "", fmt.Errorf("kruise-controller %s: %w", pod, err)
-	}
-	return body, nil
 }
 
 // DaemonMetrics reads /metrics of this node's kruise-daemon (at DaemonHealthAddr).
