@@ -21,7 +21,7 @@ E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2
 E2E_HELM_RUN ?= ^(TestKruiseComponentsReady|TestDaemonReportsRuntime|TestComponentsStampedWithTheirCommit|TestCRDsEstablished|TestConversion.*|TestWebhook.*|TestNodeScope|TestNetworkSafety|TestMalformedObjects|TestCRRAdmissionFillsLabelsAndContext|TestCRRRecreatesContainer|TestImagePullWithPullSecret|TestImagePullViaCredentialProvider|TestSidecarNeverMainSucceeds|TestLaunchPriorityBarePod|TestCloneSetScaleAndUpdateInPlace|TestCloneSetScaleByKubectlAndHPA|TestStatefulSetOrderedIdentityInPlaceAndScaleIn|TestDaemonSetInPlaceImageUpdate|TestSidecarSetInjectNativeSeed|TestSidecarSetUpgradesImagesInPlace|TestWorkloadsBehaveAsTheBuiltinOnes)$$
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-unit test-integration e2e e2e-helm fuzz deps build images deploy deploy-helm \
+.PHONY: help run test test-unit test-integration e2e e2e-helm dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
 	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload
 
@@ -52,6 +52,11 @@ e2e-helm: deploy-helm ## The install-dependent e2e tests and one per feature aga
 	$(E2E_GO_TEST) -run '$(E2E_HELM_RUN)' ./test/e2e/
 	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" $(E2E_GO_TEST) ./test/e2e/helm/
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
+
+dashboard-check: ## Run every query of the Grafana dashboard through a real Prometheus scraping the local cluster's kruise (docs/operations.md, "Dashboard").
+	prom="$${KRUISE_PROMETHEUS:-$$(dirname "$$(hack/install-prometheus.sh)")/prometheus}" && \
+	  KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_PROMETHEUS="$$prom" \
+	  go test -tags dashboard -count=1 -v -timeout 15m -run TestDashboardQueriesAgainstPrometheus ./test/dashboard/
 
 # The long benchmarks (BENCHMARKS.md); each also has a target of its own below.
 BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout|TestSidecarSetUpgrade|TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency

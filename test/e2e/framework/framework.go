@@ -29,6 +29,8 @@
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
 //	kubectl.go      running the kubectl binary
 //	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
+//	metrics.go      the daemon's /metrics, the controller's socket, sample names and series in an exposition
+//	controllermetrics.go  the controller's /metrics, on its unix socket
 package framework
 
 import (
