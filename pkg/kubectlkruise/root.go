@@ -11,6 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/rollout"
 )
 
 // StdStreams are the process's standard input, output and error.
@@ -44,5 +46,7 @@ namespaces as kubectl does.`,
 
 // commands are the command groups, in the order `--help` lists them.
 func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		rollout.NewCmdRollout(f, streams),
+	}
 }
