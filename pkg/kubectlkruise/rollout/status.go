@@ -91,8 +91,11 @@ func (d *deps) runStatus(ctx context.Context, t target, o statusOptions) error {
 			return err
 		}
 		s := takeSnapshot(t.kind.display, w, pods)
+		if err := stalledError(t, s); err != nil {
+			return err
+		}
 		fmt.Fprintln(d.streams.Out, s.summary())
-		return stalledError(t, s)
+		return nil
 	}
 	var v view = &lineView{out: d.streams.Out}
 	if d.isTerminal(d.streams.Out) {
