@@ -63,11 +63,11 @@ func listNames(ctx context.Context, c *clients, t target) ([]string, error) {
 	case t.kind.builtin:
 		list, err = c.kube.AppsV1().DaemonSets(t.namespace).List(ctx, opts)
 	case t.kind.gvk.Kind == "CloneSet":
-		list, err = c.kruise.AppsV1beta1().CloneSets(t.namespace).List(ctx, opts)
+		list, err = c.kruise.AppsV1alpha1().CloneSets(t.namespace).List(ctx, opts)
 	case t.kind.gvk.Kind == "StatefulSet":
 		list, err = c.kruise.AppsV1beta1().StatefulSets(t.namespace).List(ctx, opts)
 	default:
-		list, err = c.kruise.AppsV1beta1().DaemonSets(t.namespace).List(ctx, opts)
+		list, err = c.kruise.AppsV1alpha1().DaemonSets(t.namespace).List(ctx, opts)
 	}
 	if err != nil {
 		return nil, err
