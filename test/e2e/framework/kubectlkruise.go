@@ -17,32 +17,43 @@ type KubectlKruisePlugin struct {
 	Path string
 }
 
-// pluginBuild builds the plugin once per test binary, whichever test asks first.
+// pluginBuild is the plugin built for the tests using it now: built by the first, removed when
+// the last one ends (go's build cache makes a rebuild for a later test a link only).
 var pluginBuild struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
+	sync.Mutex
+	dir   string
+	users int
 }
 
-// KubectlKruise builds cmd/kubectl-kruise once per test binary (into a directory that outlives
-// the test asking first, so that every test reuses it) and returns a runner of it.
+// KubectlKruise builds cmd/kubectl-kruise once for all the tests that use it at the same time
+// (parallel tests share one build) and returns a runner of it; the binary is removed when the
+// last of them ends.
 func KubectlKruise(t testing.TB) *KubectlKruisePlugin {
 	t.Helper()
-	pluginBuild.once.Do(func() {
+	pluginBuild.Lock()
+	defer pluginBuild.Unlock()
+	if pluginBuild.users == 0 {
 		dir, err := os.MkdirTemp("", "kubectl-kruise-e2e-")
 		if err != nil {
-			pluginBuild.err = err
-			return
+			t.Fatalf("building kubectl-kruise: %v", err)
 		}
-		pluginBuild.path = filepath.Join(dir, "kubectl-kruise")
-		cmd := exec.Command("go", "build", "-o", pluginBuild.path, "github.com/nodekruise/kruise/cmd/kubectl-kruise")
-		pluginBuild.out, pluginBuild.err = cmd.CombinedOutput()
-	})
-	if pluginBuild.err != nil {
-		t.Fatalf("building kubectl-kruise: %v\n%s", pluginBuild.err, pluginBuild.out)
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-kruise"), "github.com/nodekruise/kruise/cmd/kubectl-kruise").CombinedOutput()
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			t.Fatalf("building kubectl-kruise: %v\n%s", err, out)
+		}
+		pluginBuild.dir = dir
 	}
-	return &KubectlKruisePlugin{Path: pluginBuild.path}
+	pluginBuild.users++
+	dir := pluginBuild.dir
+	t.Cleanup(func() {
+		pluginBuild.Lock()
+		defer pluginBuild.Unlock()
+		if pluginBuild.users--; pluginBuild.users == 0 {
+			_ = os.RemoveAll(pluginBuild.dir)
+		}
+	})
+	return &KubectlKruisePlugin{Path: filepath.Join(dir, "kubectl-kruise")}
 }
 
 // Command is the plugin run with args, KUBECONFIG inherited.
