@@ -28,7 +28,8 @@ E2E_HELM_RUN ?= ^(TestKruiseComponentsReady|TestDaemonReportsRuntime|TestCompone
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: cluster-up deploy ## Bring the local cluster up, build and deploy kruise, and show what to try.
+run: cluster-up deploy ## Bring the local cluster up, build and deploy kruise, install `kubectl kruise`, and show what to try.
+	@hack/install-plugin.sh
 	@hack/next-steps.sh
 
 test: ## Unit tests, integration tests (real API server, Helm chart), then e2e on the local cluster: kustomize, then Helm.
@@ -110,9 +111,9 @@ deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, 
 	@# Side by side: on a cold machine each one's downloads and links overlap the other's compiles.
 	@hack/build-k8s.sh & k=$$!; hack/build-certmanager.sh >/dev/null; c=$$?; wait $$k && exit $$c
 
-build: ## Build kruise-daemon and kruise-controller into _output/bin, stamped with the commit and its date.
+build: ## Build kruise-daemon, kruise-controller and the kubectl-kruise plugin into _output/bin, stamped with the commit and its date.
 	ld="$$(go run ./hack/tools/buildinfo)" && \
-	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-s -w $$ld" -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller
+	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-s -w $$ld" -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller ./cmd/kubectl-kruise
 
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up

@@ -2,8 +2,9 @@
 # Installs the Debian packages the local cluster needs. Idempotent: does nothing when all are present.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The shellcheck package is for `make verify` (hack/verify.sh), not for the cluster.
-PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 openssl curl ca-certificates shellcheck)
+# The shellcheck package is for `make verify` (hack/verify.sh), and tmux for the e2e test of
+# `kubectl kruise rollout status` in a real terminal; neither is for the cluster.
+PKGS=(containerd runc containernetworking-plugins busybox-static iproute2 openssl curl ca-certificates shellcheck tmux)
 
 missing=()
 for p in "${PKGS[@]}"; do

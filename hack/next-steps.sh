@@ -13,6 +13,7 @@ kruise is running on the local cluster.
   kubectl get crd | grep kruise.io                   # the apps.kruise.io API
   kubectl explain containerrecreaterequest.spec      # field documentation
   curl -s 127.0.0.1:10223/metrics | grep kruise_     # daemon metrics (host network)
+  kubectl kruise rollout status cloneset/NAME        # the kubectl-kruise plugin (docs/cli.md)
 
   docs/tour.md tries every feature on this cluster, step by step.
 

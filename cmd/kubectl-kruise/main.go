@@ -4,13 +4,16 @@
 package main
 
 import (
-	"os"
-
 	"k8s.io/component-base/cli"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/nodekruise/kruise/pkg/kubectlkruise"
 )
 
 func main() {
-	os.Exit(cli.Run(kubectlkruise.NewCommand(kubectlkruise.StdStreams())))
+	// Errors are printed as kubectl prints them ("error: ..." and exit 1),
+	// not as a log line.
+	if err := cli.RunNoErrOutput(kubectlkruise.NewCommand(kubectlkruise.StdStreams())); err != nil {
+		cmdutil.CheckErr(err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/migrate"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/rollout"
 )
 
 // StdStreams are the process's standard input, output and error.
@@ -50,6 +51,7 @@ namespaces as kubectl does.`,
 // commands are the command groups, in the order `--help` lists them.
 func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Command {
 	return []*cobra.Command{
+		rollout.NewCmdRollout(f, streams),
 		recreate.NewCmdRecreate(f, streams),
 		pull.NewCmdPull(f, streams),
 		describe.NewCmdDescribe(f, streams),

@@ -1,0 +1,107 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+)
+
+// workload is a kruise workload read through its kind's adapter: what the
+// rollout commands need, whatever the kind.
+type workload interface {
+	runtime.Object
+	metav1.Object
+	// podSelector selects the workload's pods.
+	podSelector() *metav1.LabelSelector
+	// podTemplate is spec.template.
+	podTemplate() *corev1.PodTemplateSpec
+	// lifecycle is spec.lifecycle: the hooks pods may wait on.
+	lifecycle() *pub.Lifecycle
+	// isPaused reports the kind's paused field.
+	isPaused() bool
+	// counts are the status figures a rollout is judged by.
+	counts() rolloutCounts
+	// stalled returns the Progressing condition's message when the rollout
+	// passed its progress deadline (CloneSet only).
+	stalled() (string, bool)
+}
+
+// rolloutCounts are a workload's status figures, of pods (CloneSet,
+// Advanced StatefulSet) or of nodes (Advanced DaemonSet).
+type rolloutCounts struct {
+	// observed: the status is about the current spec.
+	observed bool
+	// desired is the number of pods wanted (replicas, or nodes that should
+	// run the pod).
+	desired int32
+	// total is the number of pods there are, of any revision.
+	total int32
+	// partition is how many pods stay at the old revision.
+	partition int32
+	updated   int32
+	// updatedReady and updatedAvailable are -1 when the kind does not
+	// report them (Advanced DaemonSet): they are then counted from pods.
+	updatedReady     int32
+	updatedAvailable int32
+	// available counts pods of every revision.
+	available      int32
+	updateRevision string
+}
+
+// target is how many pods must be updated for the rollout to be done.
+func (c rolloutCounts) target() int32 { return max(c.desired-c.partition, 0) }
+
+// kruiseKind reads, watches and patches one kruise kind.
+type kruiseKind interface {
+	get(ctx context.Context, c *clients, namespace, name string) (workload, error)
+	// listWatch lists and watches the objects of namespace whose name is name.
+	listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object)
+	patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error)
+	// pausePatch is the merge patch that sets the kind's paused field.
+	pausePatch(paused bool) []byte
+}
+
+// kruiseKindOf returns the adapter of a kruise kind.
+func kruiseKindOf(k *kindInfo) (kruiseKind, error) {
+	switch k.gvk.Kind {
+	case "CloneSet":
+		return cloneSetKind{}, nil
+	case "StatefulSet":
+		return statefulSetKind{}, nil
+	case "DaemonSet":
+		return daemonSetKind{}, nil
+	}
+	return nil, fmt.Errorf("no kruise adapter for %s", k.gvk)
+}
+
+// nameSelector restricts a list or watch to one object.
+func nameSelector(name string) func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
+}
+
+// wrapKruise wraps a typed kruise object in its kind's adapter.
+func wrapKruise(obj any) (workload, error) {
+	switch o := obj.(type) {
+	case *appsv1alpha1.CloneSet:
+		return cloneSet{o}, nil
+	case *appsv1beta1.StatefulSet:
+		return statefulSet{o}, nil
+	case *appsv1alpha1.DaemonSet:
+		return daemonSet{o}, nil
+	}
+	return nil, fmt.Errorf("%T is not a kruise workload", obj)
+}
+
+// watchContext is the context a watch request is made with: not cancelled
+// with ctx, because the informer stops the watch itself when ctx ends, and
+// a request cancelled under it is logged as a failed watch.
+func watchContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
