@@ -3,11 +3,13 @@
 # it). They come from Debian's prometheus package, unpacked without installing it (no maintainer
 # scripts, no service, no user): apt-get download, then dpkg-deb -x into
 # ${KRUISE_CACHE}/prometheus/<package version>/, keeping usr/bin only. Where apt has no such
-# package, promtool alone is built from the Prometheus Go module (PROMTOOL_GO_VERSION) instead.
-# Idempotent: a cached version is reused.
+# package, promtool alone is built from the Prometheus Go module (PROMTOOL_GO_VERSION) instead;
+# PROMTOOL_SOURCE=debian or go insists on one. Idempotent: a cached version is reused.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PROMTOOL_GO_VERSION="${PROMTOOL_GO_VERSION:-v0.316.0}"
+# auto: the Debian package, else the Go module; debian or go: only that one.
+PROMTOOL_SOURCE="${PROMTOOL_SOURCE:-auto}"
 
 # The version apt would download; empty when apt knows no prometheus package.
 candidate() {
@@ -53,6 +55,11 @@ from_go() {
   echo "${dir}/usr/bin/promtool"
 }
 
+[[ "${PROMTOOL_SOURCE}" =~ ^(auto|debian|go)$ ]] || die "PROMTOOL_SOURCE must be auto, debian or go, not ${PROMTOOL_SOURCE}"
+if [[ "${PROMTOOL_SOURCE}" == go ]]; then
+  from_go
+  exit 0
+fi
 version=$(candidate)
 if [[ -z "${version}" && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   # A fresh machine may not have read its package lists yet.
@@ -62,5 +69,6 @@ fi
 if [[ -n "${version}" ]] && from_debian "${version}"; then
   exit 0
 fi
+[[ "${PROMTOOL_SOURCE}" == auto ]] || die "no usable Debian prometheus package${version:+ (${version} failed)}"
 log "promtool: no usable Debian prometheus package${version:+ (${version} failed)}; using the Go module"
 from_go
