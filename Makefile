@@ -41,8 +41,9 @@ test: ## Unit tests, integration tests (real API server, Helm chart), then e2e o
 test-unit: ## Unit tests (fakes only, no cluster), the e2e framework's own included.
 	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart) ./test/e2e/framework/
 
-test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test (with cert-manager-lite for external certificates); helm lint/template of the chart.
-	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" KRUISE_HELM=$(HELM) \
+test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test (with cert-manager-lite for external certificates); helm lint/template of the chart; promtool check/test of the alert rules.
+	cm="$$(hack/build-certmanager.sh)" && pt="$$(hack/install-prometheus.sh)" && \
+	  KRUISE_CERT_MANAGER="$$cm" KRUISE_PROMTOOL="$$pt" KRUISE_HELM=$(HELM) \
 	  go test -count=1 -timeout 15m ./test/integration/... ./test/chart/...
 
 e2e: deploy ## End-to-end tests against the local cluster installed with kustomize; the disruptive ones run last, alone.
@@ -106,8 +107,9 @@ bench-cloneset-scale: deps build ## CloneSets at scale (500 x 20 pods) on kwok n
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh
 
-deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, helm and cert-manager-lite binaries.
+deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, helm and cert-manager-lite binaries; unpack promtool and prometheus.
 	@hack/install-deps.sh
+	@hack/install-prometheus.sh >/dev/null
 	@# Side by side: on a cold machine each one's downloads and links overlap the other's compiles.
 	@hack/build-k8s.sh & k=$$!; hack/build-certmanager.sh >/dev/null; c=$$?; wait $$k && exit $$c
 

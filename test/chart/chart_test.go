@@ -112,6 +112,7 @@ func TestLint(t *testing.T) {
 		"without daemon":           {"--set", "featureGates=KruiseDaemon=false"},
 		"webhook on":               {"--set", "webhook.enabled=true,webhook.conversion.enabled=true"},
 		"credential provider, aws": {"-f", filepath.Join(chartDir(t), "ci", "credential-provider-values.yaml")},
+		"monitoring on":            monitoringOn,
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := runHelm(t, append([]string{"lint", "--strict", chartDir(t), "--kube-version", kubeVersion}, args...)...)

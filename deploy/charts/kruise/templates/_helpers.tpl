@@ -145,3 +145,61 @@ spec:
             capabilities:
               drop: ["ALL"]
 {{- end -}}
+
+{{/* The runbook base URL that monitoring/alerts.yaml is written with; the PrometheusRule
+replaces it with monitoring.prometheusRule.runbookBaseURL. */}}
+{{- define "kruise.defaultRunbookBaseURL" -}}
+https://github.com/nodekruise/kruise/blob/main/docs/operations.md
+{{- end -}}
+
+{{/* A PodMonitor for one component's "metrics" port. dict: root, component, honorLabels. */}}
+{{- define "kruise.podMonitor" -}}
+{{- $root := .root }}{{- $pm := $root.Values.monitoring.podMonitor }}
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: {{ .component }}
+  namespace: {{ $pm.namespace | default (include "kruise.namespace" $root) }}
+  labels:
+    app.kubernetes.io/name: {{ .component }}
+    {{- include "kruise.labels" $root | nindent 4 }}
+    {{- with $pm.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  namespaceSelector:
+    matchNames:
+      - {{ include "kruise.namespace" $root }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .component }}
+  podMetricsEndpoints:
+    - port: metrics
+      path: /metrics
+      {{- with $pm.interval }}
+      interval: {{ . }}
+      {{- end }}
+      {{- with $pm.scrapeTimeout }}
+      scrapeTimeout: {{ . }}
+      {{- end }}
+      {{- if .honorLabels }}
+      honorLabels: true
+      {{- end }}
+      relabelings:
+        - action: replace
+          sourceLabels: [__meta_kubernetes_pod_node_name]
+          targetLabel: node
+        - action: replace
+          targetLabel: component
+          replacement: {{ .component }}
+{{- end -}}
+
+{{/* prometheus.io/* pod annotations (monitoring.scrapeAnnotations). dict: root, port. */}}
+{{- define "kruise.scrapeAnnotations" -}}
+{{- if .root.Values.monitoring.scrapeAnnotations -}}
+annotations:
+  prometheus.io/scrape: "true"
+  prometheus.io/port: {{ .port | quote }}
+  prometheus.io/path: /metrics
+{{- end -}}
+{{- end -}}
