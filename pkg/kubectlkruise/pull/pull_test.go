@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,10 +213,22 @@ func TestWait(t *testing.T) {
 			}
 			jobs, nodes := &chanWatcher{ch: make(chan watch.Event)}, &chanWatcher{ch: make(chan watch.Event)}
 			kruise.PrependWatchReactor("imagepulljobs", func(k8stesting.Action) (bool, watch.Interface, error) { return true, jobs, nil })
-			kruise.PrependWatchReactor("nodeimages", func(k8stesting.Action) (bool, watch.Interface, error) { return true, nodes, nil })
+			// The events start once wait has read the NodeImages and opened
+			// its watch: a change stored before that first read would be in
+			// it, and the output would depend on which goroutine ran first.
+			watching, openedOnce := make(chan struct{}), sync.Once{}
+			kruise.PrependWatchReactor("nodeimages", func(k8stesting.Action) (bool, watch.Interface, error) {
+				openedOnce.Do(func() { close(watching) })
+				return true, nodes, nil
+			})
 			stop := make(chan struct{})
 			defer close(stop)
 			go func() {
+				select {
+				case <-watching:
+				case <-stop:
+					return
+				}
 				for _, obj := range tc.events {
 					target := jobs
 					if ni, isNodeImage := obj.(*appsv1beta1.NodeImage); isNodeImage {
