@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -30,40 +28,16 @@ import (
 // The kubectl-kruise plugin's recreate, pull, describe and migrate, run as a user runs them,
 // against real objects. They need no redeploy (run them under the shared lock).
 
-// kubectlKruiseBuild builds the plugin once for all the tests of this file.
-//
-// TODO(merge): framework.KubectlKruise (helper D's branch) builds and runs the plugin; switch to
-// it when both branches are merged.
-var kubectlKruiseBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// kubectlKruise returns a runner of the plugin binary against the cluster in KUBECONFIG: it
-// returns stdout, stderr and the exit code.
+// kubectlKruise returns a runner of the plugin (built by framework.KubectlKruise) against the
+// cluster in KUBECONFIG: it returns stdout and stderr apart, for the tests that assert on each,
+// and the exit code, and logs all three.
 func kubectlKruise(ctx context.Context, t *testing.T) func(args ...string) (string, string, int) {
 	t.Helper()
-	b := &kubectlKruiseBuild
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "kubectl-kruise-e2e-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "kubectl-kruise")
-		out, err := exec.Command("go", "build", "-o", b.path, "github.com/nodekruise/kruise/cmd/kubectl-kruise").CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("go build ./cmd/kubectl-kruise: %v\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatalf("building kubectl-kruise: %v", b.err)
-	}
+	plugin := framework.KubectlKruise(t)
 	return func(args ...string) (string, string, int) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, b.path, args...)
+		cmd := plugin.Command(ctx, args...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		code := 0

@@ -17,6 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 const example = `  # A ContainerRecreateRequest: each container's phase and why it failed
@@ -87,7 +88,7 @@ Recent Events of the object follow, as in kubectl describe.`,
 			if o.Namespace, _, err = f.ToRawKubeConfigLoader().Namespace(); err != nil {
 				return fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
 			}
-			if o.Kube, o.Kruise, err = clients(f); err != nil {
+			if o.Kube, o.Kruise, err = cliutil.Clientsets(f); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context(), kind, name)
@@ -124,20 +125,4 @@ func (o *Options) Run(ctx context.Context, kind, name string) error {
 	}
 	_, err = fmt.Fprint(o.Out, text)
 	return err
-}
-
-func clients(f cmdutil.Factory) (kubernetes.Interface, versioned.Interface, error) {
-	config, err := f.ToRESTConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building a Kubernetes client: %w", err)
-	}
-	kruise, err := versioned.NewForConfig(config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building a kruise client: %w", err)
-	}
-	return kube, kruise, nil
 }

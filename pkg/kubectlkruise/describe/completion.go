@@ -9,6 +9,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // completeTargets offers the kinds as KIND/ and, once a kind is typed,
@@ -22,7 +23,7 @@ func completeTargets(f cmdutil.Factory) func(*cobra.Command, []string, string) (
 		if !found || describerFor(strings.ToLower(kind)) == nil {
 			return []string{"crr/", "imagepulljob/", "cloneset/", "asts/", "ads/"}, cobra.ShellCompDirectiveNoSpace
 		}
-		_, kruise, err := clients(f)
+		kruise, err := cliutil.KruiseClientset(f)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

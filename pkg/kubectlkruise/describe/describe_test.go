@@ -3,9 +3,6 @@ package describe
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,27 +20,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name.golden (rewritten with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -111,7 +89,7 @@ func TestDescribeCRR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "crr", got)
+	golden.Assert(t, "crr", got)
 }
 
 func TestDescribeImagePullJob(t *testing.T) {
@@ -149,7 +127,7 @@ func TestDescribeImagePullJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "imagepulljob", got)
+	golden.Assert(t, "imagepulljob", got)
 }
 
 // workloadObjects are two revisions and three pods of the workload uid
@@ -218,7 +196,7 @@ func TestDescribeWorkloads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name, got)
+			golden.Assert(t, tc.name, got)
 		})
 	}
 }

@@ -16,6 +16,9 @@ const maxEvents = 500
 
 // events writes the object's Events in kubectl describe's table, oldest
 // first. An object whose Events cannot be read is described without them.
+// (kubectl's describe.DescribeEvents is not used: it measures ages with the
+// wall clock rather than the page's now, so its output cannot be pinned in
+// a test, and it ages a single Event by when it was first seen, not last.)
 func (o *Options) events(ctx context.Context, p *page, namespace, kind, name string, uid types.UID) {
 	selector := fields.Set{"involvedObject.name": name, "involvedObject.kind": kind}
 	if namespace != "" {

@@ -2,35 +2,36 @@ package describe
 
 import (
 	"bytes"
-	"fmt"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	kubedescribe "k8s.io/kubectl/pkg/describe"
 )
 
 // page builds a description the way kubectl describe lays one out:
-// "Field:<tab>value" lines, indented two spaces per level, aligned by a
-// tabwriter. (k8s.io/kubectl/pkg/describe has such a writer, but importing
-// it pulls in a module this repository does not carry.)
+// "Field:<tab>value" lines through kubectl's own PrefixWriter (two spaces
+// per level, terminal control characters in object fields escaped),
+// aligned by a tabwriter.
 type page struct {
 	buf bytes.Buffer
 	tw  *tabwriter.Writer
+	w   kubedescribe.PrefixWriter
 	now time.Time
 }
 
 func newPage(now time.Time) *page {
 	p := &page{now: now}
 	p.tw = tabwriter.NewWriter(&p.buf, 0, 8, 2, ' ', 0)
+	p.w = kubedescribe.NewPrefixWriter(p.tw)
 	return p
 }
 
 // line writes one line at the indent level; tabs separate columns.
 func (p *page) line(level int, format string, args ...any) {
-	fmt.Fprintf(p.tw, strings.Repeat("  ", level)+format+"\n", args...)
+	p.w.Write(level, format+"\n", args...)
 }
 
 // String flushes the page and returns it.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 const example = `  # Move Deployment web to a CloneSet named web, then scale the Deployment to 0
@@ -125,17 +126,8 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 		return err
 	}
 	o.printObject = printer.PrintObj
-	config, err := f.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if o.Kube, err = kubernetes.NewForConfig(config); err != nil {
-		return fmt.Errorf("building a Kubernetes client: %w", err)
-	}
-	if o.Kruise, err = versioned.NewForConfig(config); err != nil {
-		return fmt.Errorf("building a kruise client: %w", err)
-	}
-	return nil
+	o.Kube, o.Kruise, err = cliutil.Clientsets(f)
+	return err
 }
 
 // parseSource reads KIND/NAME or KIND NAME, with kubectl's names of the

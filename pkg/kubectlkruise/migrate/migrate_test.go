@@ -3,9 +3,6 @@ package migrate
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,27 +23,8 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name.golden (rewritten with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func podTemplate() corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
@@ -139,7 +117,7 @@ func TestDryRunManifests(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "dry-run-"+tc.name, out.String())
+			golden.Assert(t, "dry-run-"+tc.name, out.String())
 			if !strings.Contains(errOut.String(), tc.wantWarn) {
 				t.Errorf("warnings %q do not contain %q", errOut.String(), tc.wantWarn)
 			}
@@ -244,7 +222,7 @@ func TestMigrate(t *testing.T) {
 			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}
-			golden(t, "migrate-"+tc.name, out.String())
+			golden.Assert(t, "migrate-"+tc.name, out.String())
 			d, err := kube.AppsV1().Deployments("ns").Get(context.Background(), "web", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@
 package pull
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -110,17 +109,4 @@ until the job is done, and exits non-zero if the pull failed on any node.`,
 	o.PrintFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("nodes", completeNodes(f))
 	return cmd
-}
-
-// kruiseClient is the kruise clientset built from the Factory's REST config.
-func kruiseClient(f cmdutil.Factory) (versioned.Interface, error) {
-	config, err := f.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	client, err := versioned.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("building a kruise client: %w", err)
-	}
-	return client, nil
 }

@@ -3,18 +3,15 @@ package pull
 import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // completeNodes offers the cluster's node names for --nodes.
 func completeNodes(f cmdutil.Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		config, err := f.ToRESTConfig()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		kube, err := kubernetes.NewForConfig(config)
+		kube, err := cliutil.KubeClientset(f)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // Complete reads the image, the namespace and the client.
@@ -26,7 +28,7 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 		return err
 	}
 	o.printObject = printer.PrintObj
-	o.Kruise, err = kruiseClient(f)
+	o.Kruise, err = cliutil.KruiseClientset(f)
 	return err
 }
 

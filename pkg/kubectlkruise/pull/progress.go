@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // nodeState is how the job's pull stands on one node.
@@ -102,7 +103,7 @@ func (p *progress) states() map[string]nodeState {
 func (p *progress) print(out io.Writer) {
 	st := p.job.Status
 	if st.Desired > 0 {
-		counts := fmt.Sprintf("%s: %d pulling, %d succeeded, %d failed", count(int(st.Desired), "node"), st.Active, st.Succeeded, st.Failed)
+		counts := fmt.Sprintf("%s: %d pulling, %d succeeded, %d failed", cliutil.Count(int(st.Desired), "node"), st.Active, st.Succeeded, st.Failed)
 		if counts != p.counts {
 			p.counts = counts
 			fmt.Fprintf(out, "imagepulljob %s: %s\n", p.job.Name, counts)
@@ -149,14 +150,6 @@ func (p *progress) outcome() error {
 		}
 		lines = append(lines, fmt.Sprintf("  %s: %s", n, reason))
 	}
-	msg := fmt.Sprintf("pulling %s failed on %d of %s", p.job.Spec.Image, p.job.Status.Failed, count(int(p.job.Status.Desired), "node"))
+	msg := fmt.Sprintf("pulling %s failed on %d of %s", p.job.Spec.Image, p.job.Status.Failed, cliutil.Count(int(p.job.Status.Desired), "node"))
 	return fmt.Errorf("%s:\n%s\nsee `kubectl kruise describe imagepulljob/%s`", msg, strings.Join(lines, "\n"), p.job.Name)
-}
-
-// count is "1 node" or "n nodes".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

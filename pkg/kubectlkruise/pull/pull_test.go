@@ -3,10 +3,8 @@ package pull
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +18,8 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name.golden (rewritten with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func testOptions(t *testing.T, output string, dryRun cmdutil.DryRunStrategy) (*Options, *bytes.Buffer, *kruisefake.Clientset) {
 	t.Helper()
@@ -91,7 +70,7 @@ func TestCreate(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "create-"+tc.name, out.String())
+			golden.Assert(t, "create-"+tc.name, out.String())
 			var creates []k8stesting.CreateActionImpl
 			for _, a := range kruise.Actions() {
 				if c, ok := a.(k8stesting.CreateActionImpl); ok {
@@ -234,10 +213,22 @@ func TestWait(t *testing.T) {
 			}
 			jobs, nodes := &chanWatcher{ch: make(chan watch.Event)}, &chanWatcher{ch: make(chan watch.Event)}
 			kruise.PrependWatchReactor("imagepulljobs", func(k8stesting.Action) (bool, watch.Interface, error) { return true, jobs, nil })
-			kruise.PrependWatchReactor("nodeimages", func(k8stesting.Action) (bool, watch.Interface, error) { return true, nodes, nil })
+			// The events start once wait has read the NodeImages and opened
+			// its watch: a change stored before that first read would be in
+			// it, and the output would depend on which goroutine ran first.
+			watching, openedOnce := make(chan struct{}), sync.Once{}
+			kruise.PrependWatchReactor("nodeimages", func(k8stesting.Action) (bool, watch.Interface, error) {
+				openedOnce.Do(func() { close(watching) })
+				return true, nodes, nil
+			})
 			stop := make(chan struct{})
 			defer close(stop)
 			go func() {
+				select {
+				case <-watching:
+				case <-stop:
+					return
+				}
 				for _, obj := range tc.events {
 					target := jobs
 					if ni, isNodeImage := obj.(*appsv1beta1.NodeImage); isNodeImage {
@@ -259,7 +250,7 @@ func TestWait(t *testing.T) {
 			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}
-			golden(t, "wait-"+tc.name, out.String())
+			golden.Assert(t, "wait-"+tc.name, out.String())
 		})
 	}
 }

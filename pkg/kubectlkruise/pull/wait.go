@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // watcher is one watch that is reopened, after a fresh read, whenever the
@@ -132,7 +133,7 @@ func (o *Options) follow(ctx context.Context, p *progress, jobWatch, nodeWatch *
 			if err := p.outcome(); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "imagepulljob %s completed: %s pulled on %s\n", p.job.Name, p.job.Spec.Image, count(int(p.job.Status.Succeeded), "node"))
+			fmt.Fprintf(o.Out, "imagepulljob %s completed: %s pulled on %s\n", p.job.Name, p.job.Spec.Image, cliutil.Count(int(p.job.Status.Succeeded), "node"))
 			return nil
 		}
 		jobEvents, err := jobWatch.events(ctx)

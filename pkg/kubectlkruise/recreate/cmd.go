@@ -4,7 +4,6 @@
 package recreate
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -106,22 +105,4 @@ ContainerRecreateRequest (crr) named <pod>-<random> unless --name is given; with
 	o.PrintFlags.AddFlags(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("container", completeContainers(f))
 	return cmd
-}
-
-// kubeClients are the two clientsets a command needs, built from the
-// Factory's REST config.
-func kubeClients(f cmdutil.Factory) (kubernetes.Interface, versioned.Interface, error) {
-	config, err := f.ToRESTConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building a Kubernetes client: %w", err)
-	}
-	kruise, err := versioned.NewForConfig(config)
-	if err != nil {
-		return nil, nil, fmt.Errorf("building a kruise client: %w", err)
-	}
-	return kube, kruise, nil
 }

@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // completePods offers the names of the namespace's pods as pod/NAME.
@@ -12,7 +14,7 @@ func completePods(f cmdutil.Factory) func(*cobra.Command, []string, string) ([]s
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		kube, _, err := kubeClients(f)
+		kube, err := cliutil.KubeClientset(f)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -39,7 +41,7 @@ func completeContainers(f cmdutil.Factory) func(*cobra.Command, []string, string
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		kube, _, err := kubeClients(f)
+		kube, err := cliutil.KubeClientset(f)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

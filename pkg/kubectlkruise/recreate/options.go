@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // Complete reads the arguments, the namespace and the clients.
@@ -33,7 +35,7 @@ func (o *Options) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string)
 		return err
 	}
 	o.printObject = printer.PrintObj
-	o.Kube, o.Kruise, err = kubeClients(f)
+	o.Kube, o.Kruise, err = cliutil.Clientsets(f)
 	return err
 }
 

@@ -3,9 +3,6 @@ package recreate
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,27 +17,8 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name.golden (rewritten with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func testPod() *corev1.Pod {
 	return &corev1.Pod{
@@ -110,7 +88,7 @@ func TestCreate(t *testing.T) {
 			if err := o.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "create-"+tc.name, out.String())
+			golden.Assert(t, "create-"+tc.name, out.String())
 			var creates []k8stesting.CreateActionImpl
 			for _, a := range kruise.Actions() {
 				if c, ok := a.(k8stesting.CreateActionImpl); ok {
@@ -261,7 +239,7 @@ func TestWait(t *testing.T) {
 			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}
-			golden(t, "wait-"+tc.name, out.String())
+			golden.Assert(t, "wait-"+tc.name, out.String())
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // progress remembers what has been printed, so that each change is
@@ -38,7 +39,7 @@ func (o *Options) wait(ctx context.Context, crr *appsv1beta1.ContainerRecreateRe
 		if err := outcome(current); err != nil {
 			return true, err
 		}
-		fmt.Fprintf(o.Out, "containerrecreaterequest %s completed: %s recreated\n", current.Name, count(len(current.Spec.Containers), "container"))
+		fmt.Fprintf(o.Out, "containerrecreaterequest %s completed: %s recreated\n", current.Name, cliutil.Count(len(current.Spec.Containers), "container"))
 		return true, nil
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -111,12 +112,4 @@ func summary(crr *appsv1beta1.ContainerRecreateRequest) string {
 		parts = append(parts, fmt.Sprintf("%s %s", s.Name, s.Phase))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// count is "1 container" or "n containers".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -14,6 +14,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
 
 // cloneSetRevisions are revisions 1 (busybox:1) and 2 (busybox:2, the
@@ -59,7 +60,7 @@ func TestHistory(t *testing.T) {
 			if err != nil {
 				t.Fatalf("history: %v", err)
 			}
-			golden(t, "history-"+c.name, out)
+			golden.Assert(t, "history-"+c.name, out)
 		})
 	}
 	h := newHarness(cloneSetRevisions(t), []runtime.Object{newCloneSet()})
@@ -109,7 +110,7 @@ func TestUndo(t *testing.T) {
 			if err != nil {
 				t.Fatalf("undo: %v", err)
 			}
-			golden(t, "undo-"+c.name, out)
+			golden.Assert(t, "undo-"+c.name, out)
 			if got := patchBodies(h.kruise.Actions()); strings.Join(got, "\n") != strings.Join(c.wantPatch, "\n") {
 				t.Errorf("patches:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.wantPatch, "\n"))
 			}

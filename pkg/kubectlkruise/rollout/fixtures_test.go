@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,28 +27,7 @@ import (
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
 const ns = "prod"
-
-// golden compares got with testdata/name.golden (rewritten with -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
-}
 
 // harness is the rollout command against fake clientsets.
 type harness struct {

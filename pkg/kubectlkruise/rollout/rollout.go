@@ -16,6 +16,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // clients are the API clients every subcommand works through.
@@ -44,17 +45,9 @@ func NewCmdRollout(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 	d := &deps{
 		streams: streams,
 		clients: func() (*clients, error) {
-			config, err := f.ToRESTConfig()
+			kube, kruise, err := cliutil.Clientsets(f)
 			if err != nil {
-				return nil, fmt.Errorf("reading kubeconfig: %w", err)
-			}
-			kube, err := kubernetes.NewForConfig(config)
-			if err != nil {
-				return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-			}
-			kruise, err := versioned.NewForConfig(config)
-			if err != nil {
-				return nil, fmt.Errorf("building the kruise client: %w", err)
+				return nil, err
 			}
 			return &clients{kube: kube, kruise: kruise}, nil
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/test/unit/gen"
+	"github.com/nodekruise/kruise/test/unit/golden"
 )
 
 // `status --watch=false` prints one line per kind and state, and fails only
@@ -96,7 +97,7 @@ func TestStatusOnce(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("status: %v", err)
 			}
-			golden(t, "status-"+c.name, out)
+			golden.Assert(t, "status-"+c.name, out)
 		})
 	}
 }
@@ -174,7 +175,7 @@ func TestStatusWatchPiped(t *testing.T) {
 	if err := waitResult(t, done); err != nil {
 		t.Fatalf("status -w: %v", err)
 	}
-	golden(t, "status-watch-piped", h.out.String())
+	golden.Assert(t, "status-watch-piped", h.out.String())
 }
 
 // On a terminal the view is redrawn in place, and ends with the summary.
@@ -196,7 +197,7 @@ func TestStatusWatchTerminal(t *testing.T) {
 	if !strings.Contains(out, "\x1b[4A\x1b[J") {
 		t.Errorf("the second screen does not move up over the first's 4 lines:\n%q", out)
 	}
-	golden(t, "status-watch-terminal", out)
+	golden.Assert(t, "status-watch-terminal", out)
 }
 
 // A stall seen while watching fails the command with the condition's message.
