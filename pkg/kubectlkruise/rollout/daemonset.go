@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -31,18 +30,7 @@ func (daemonSetKind) get(ctx context.Context, c *clients, namespace, name string
 }
 
 func (daemonSetKind) listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object) {
-	api := c.kruise.AppsV1alpha1().DaemonSets(namespace)
-	only := nameSelector(name)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			only(&o)
-			return api.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			only(&o)
-			return api.Watch(watchContext(ctx), o)
-		},
-	}, &appsv1alpha1.DaemonSet{}
+	return oneObject(c.kruise.AppsV1alpha1().DaemonSets(namespace), name), &appsv1alpha1.DaemonSet{}
 }
 
 func (daemonSetKind) patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error) {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -29,18 +28,7 @@ func (statefulSetKind) get(ctx context.Context, c *clients, namespace, name stri
 }
 
 func (statefulSetKind) listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object) {
-	api := c.kruise.AppsV1beta1().StatefulSets(namespace)
-	only := nameSelector(name)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			only(&o)
-			return api.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			only(&o)
-			return api.Watch(watchContext(ctx), o)
-		},
-	}, &appsv1beta1.StatefulSet{}
+	return oneObject(c.kruise.AppsV1beta1().StatefulSets(namespace), name), &appsv1beta1.StatefulSet{}
 }
 
 func (statefulSetKind) patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error) {

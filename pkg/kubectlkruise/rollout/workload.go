@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -83,9 +84,25 @@ func kruiseKindOf(k *kindInfo) (kruiseKind, error) {
 	return nil, fmt.Errorf("no kruise adapter for %s", k.gvk)
 }
 
-// nameSelector restricts a list or watch to one object.
-func nameSelector(name string) func(*metav1.ListOptions) {
-	return func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
+// typedAPI is the List and Watch of one kind's typed client in a namespace.
+type typedAPI[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// oneObject lists and watches only the object called name through api.
+func oneObject[L runtime.Object](api typedAPI[L], name string) *cache.ListWatch {
+	only := func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			only(&o)
+			return api.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			only(&o)
+			return api.Watch(watchContext(ctx), o)
+		},
+	}
 }
 
 // wrapKruise wraps a typed kruise object in its kind's adapter.
