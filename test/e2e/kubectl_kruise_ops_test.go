@@ -122,11 +122,8 @@ func TestKubectlKruisePull(t *testing.T) {
 	f := framework.New(t)
 	ctx := framework.Context(t, 4*time.Minute)
 	ns := f.NewNamespace(ctx, t, "kk-pull")
-	nodes, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		t.Fatalf("listing nodes: %v (%d nodes)", err, len(nodes.Items))
-	}
-	node := nodes.Items[0].Name
+	// The node with a kubelet and a kruise-daemon: other tests add kubelet-less nodes meanwhile.
+	node := framework.NodeName()
 	run := kubectlKruise(ctx, t)
 
 	missing := f.Image("public/kk-missing-" + rand.String(8) + ":x")

@@ -138,6 +138,12 @@ func (p *progress) outcome() error {
 			failed = append(failed, n)
 		}
 	}
+	if p.job.Status.Desired == 0 && p.job.Status.Failed == 0 {
+		// The controller completes a job that selects no node with a kruise-daemon at once;
+		// with --wait the user asked for a pull, and none happened.
+		return fmt.Errorf("imagepulljob %s pulled %s on no node: none of the nodes it selects has a kruise-daemon (a NodeImage); check the node names or selector with `kubectl get nodeimages`",
+			p.job.Name, p.job.Spec.Image)
+	}
 	if len(failed) == 0 && p.job.Status.Failed == 0 {
 		return nil
 	}

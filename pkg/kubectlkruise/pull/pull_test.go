@@ -198,6 +198,9 @@ func TestWait(t *testing.T) {
 				s.Failed, s.Succeeded, s.CompletionTime, s.FailedNodes = 1, 1, &done, []string{"node-a"}
 			}),
 		}, want: "  node-a: 401 Unauthorized\n"},
+		{name: "no-node", events: []runtime.Object{
+			withStatus("3", func(s *appsv1beta1.ImagePullJobStatus) { s.Desired, s.CompletionTime = 0, &done }),
+		}, want: "pulled registry.example.com/team/app:v2 on no node: none of the nodes it selects has a kruise-daemon"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
