@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 // Run plans the migration and, unless it is a dry run, carries it out:
@@ -69,10 +71,7 @@ func (o *Options) createOrResume(ctx context.Context, t targets, p *plan) (runti
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading %s %s/%s: %w", p.targetResource, o.Namespace, p.targetName, err)
 	}
-	opts := metav1.CreateOptions{}
-	if o.DryRun == cmdutil.DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
+	opts := metav1.CreateOptions{DryRun: cliutil.DryRun(o.DryRun)}
 	created, err := t.create(ctx, p.target, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s %s/%s: %w", p.targetResource, o.Namespace, p.targetName, err)

@@ -67,10 +67,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.DryRun != cmdutil.DryRunClient {
-		opts := metav1.CreateOptions{}
-		if o.DryRun == cmdutil.DryRunServer {
-			opts.DryRun = []string{metav1.DryRunAll}
-		}
+		opts := metav1.CreateOptions{DryRun: cliutil.DryRun(o.DryRun)}
 		created, err := o.Kruise.AppsV1beta1().ImagePullJobs(o.Namespace).Create(ctx, job, opts)
 		if err != nil {
 			return fmt.Errorf("creating imagepulljob %s/%s for %s: %w", o.Namespace, job.Name, o.Image, err)

@@ -92,10 +92,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	crr := o.request(pod)
 	if o.DryRun != cmdutil.DryRunClient {
-		opts := metav1.CreateOptions{}
-		if o.DryRun == cmdutil.DryRunServer {
-			opts.DryRun = []string{metav1.DryRunAll}
-		}
+		opts := metav1.CreateOptions{DryRun: cliutil.DryRun(o.DryRun)}
 		created, err := o.Kruise.AppsV1beta1().ContainerRecreateRequests(o.Namespace).Create(ctx, crr, opts)
 		if err != nil {
 			return fmt.Errorf("creating containerrecreaterequest %s/%s for pod %s: %w", o.Namespace, crr.Name, o.Pod, err)

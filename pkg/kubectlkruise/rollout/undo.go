@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 type undoOptions struct {
@@ -114,10 +116,7 @@ func (d *deps) runUndo(ctx context.Context, t target, o undoOptions) error {
 	if err != nil {
 		return fmt.Errorf("building the rollback patch: %w", err)
 	}
-	opts := metav1.PatchOptions{}
-	if o.dryRun == cmdutil.DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
+	opts := metav1.PatchOptions{DryRun: cliutil.DryRun(o.dryRun)}
 	rolled, err := kk.patch(ctx, c, t.namespace, t.name, types.JSONPatchType, patch, opts)
 	if err != nil {
 		return fmt.Errorf("rolling %s %q back to revision %d: %w", t.kind.display, t.name, r.Revision, err)
