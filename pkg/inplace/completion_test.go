@@ -74,3 +74,56 @@ func TestSameImage(t *testing.T) {
 	assert.False(t, sameImage("reg:5000/nginx", "reg:5000/nginx:1"))
 	assert.True(t, sameImage("nginx@sha256:ab", "nginx@sha256:ab"))
 }
+
+// The gate of an image update is released to the kubelet only once it has synced the new spec
+// and the old containers no longer pass readiness; never for updates it does not restart itself.
+func TestKubeletRestarting(t *testing.T) {
+	state := func(mod func(*pub.InPlaceUpdateState)) *pub.InPlaceUpdateState {
+		s := &pub.InPlaceUpdateState{UpdateImages: true, LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{
+			"app": {ImageID: "sha1", ContainerID: "c1"}, "log": {ImageID: "sha3", ContainerID: "l1"}}}
+		if mod != nil {
+			mod(s)
+		}
+		return s
+	}
+	app := func(containerID string, ready bool) gen.PodModifier {
+		return gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "app", Image: "reg:5000/app:1", ImageID: "sha1", ContainerID: containerID, Ready: ready})
+	}
+	logRestarted := gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "log", ImageID: "sha4", ContainerID: "l2", Ready: true})
+	pod := func(mods ...gen.PodModifier) *corev1.Pod {
+		base := []gen.PodModifier{gen.SetPodContainers(gen.Container("app", gen.SetContainerImage("reg:5000/app:2")),
+			gen.Container("log", gen.SetContainerImage("reg:5000/log:2"))), logRestarted, gen.SetPodGeneration(3, 3)}
+		return gen.Pod("web", append(base, mods...)...)
+	}
+	cases := []struct {
+		name  string
+		pod   *corev1.Pod
+		state *pub.InPlaceUpdateState
+		want  bool
+	}{
+		{name: "synced, old container stopped", pod: pod(app("c1", false)), state: state(nil), want: true},
+		{name: "synced, old container still ready", pod: pod(app("c1", true)), state: state(nil)},
+		{name: "new generation not synced yet", pod: pod(app("c1", false), gen.SetPodGeneration(3, 2)), state: state(nil)},
+		{name: "kubelet reports no generation (before 1.34)", pod: pod(app("c1", false), gen.SetPodGeneration(3, 0)), state: state(nil)},
+		{name: "API server sets no generation", pod: pod(app("c1", false), gen.SetPodGeneration(0, 0)), state: state(nil)},
+		{name: "new container already running", pod: pod(app("c2", false)), state: state(nil), want: true},
+		{name: "container status not reported yet", pod: gen.Pod("web", logRestarted, gen.SetPodGeneration(3, 3)), state: state(nil)},
+		{name: "old container ID not recorded (OpenKruise's state)", pod: pod(app("c1", false)),
+			state: state(func(s *pub.InPlaceUpdateState) {
+				s.LastContainerStatuses["app"] = pub.InPlaceUpdateContainerStatus{ImageID: "sha1"}
+			})},
+		{name: "env from metadata: the daemon restarts, not the kubelet", pod: pod(app("c1", false)),
+			state: state(func(s *pub.InPlaceUpdateState) { s.UpdateEnvFromMetadata = true })},
+		{name: "resize", pod: pod(app("c1", false)), state: state(func(s *pub.InPlaceUpdateState) { s.UpdateResources = true })},
+		{name: "no image change", pod: pod(app("c1", false)), state: state(func(s *pub.InPlaceUpdateState) { s.UpdateImages = false })},
+		{name: "a later batch follows", pod: pod(app("c1", false)),
+			state: state(func(s *pub.InPlaceUpdateState) { s.NextContainerImages = map[string]string{"side": "side:2"} })},
+		{name: "nothing recorded", pod: pod(app("c1", false)),
+			state: state(func(s *pub.InPlaceUpdateState) { s.LastContainerStatuses = nil })},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, kubeletRestarting(tc.pod, tc.state))
+		})
+	}
+}

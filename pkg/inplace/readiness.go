@@ -99,6 +99,21 @@ func ReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 	return statusPatch(pod, []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, "", "", now)})
 }
 
+// ReleaseStatusPatch sets InPlaceUpdateReady=True before the update is done, with reason
+// ContainersRestarting (see kubeletRestarting), carrying the pod's resourceVersion: it holds only
+// for the pod as read.
+func ReleaseStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
+	message := fmt.Sprintf("the kubelet is replacing the updated containers (pod generation %d); Ready follows their readiness", pod.Generation)
+	return statusPatch(pod, []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, pub.InPlaceUpdateRestartingReason, message, now)})
+}
+
+// released reports whether the pod's InPlaceUpdateReady is True by ReleaseStatusPatch, before
+// its update was done.
+func released(pod *corev1.Pod) bool {
+	c := Condition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue && c.Reason == pub.InPlaceUpdateRestartingReason
+}
+
 // conditionAt builds a condition of the pod, keeping its lastTransitionTime when the status
 // does not change.
 func conditionAt(pod *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) corev1.PodCondition {
@@ -110,11 +125,32 @@ func conditionAt(pod *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionS
 }
 
 // statusPatch is a strategic merge patch of status conditions (merged by type, so no other
-// condition is touched) that carries the pod's resourceVersion.
+// condition is touched) that carries the pod's resourceVersion. An empty reason or message where
+// the condition has one is written as null, which removes it: a merge would keep it.
 func statusPatch(pod *corev1.Pod, conds []corev1.PodCondition) ([]byte, error) {
+	entries := make([]map[string]any, 0, len(conds))
+	for _, c := range conds {
+		var entry map[string]any
+		raw, err := json.Marshal(c)
+		if err == nil {
+			err = json.Unmarshal(raw, &entry)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encoding condition %s of pod %s/%s: %w", c.Type, pod.Namespace, pod.Name, err)
+		}
+		if had := podCondition(pod, c.Type); had != nil {
+			if c.Reason == "" && had.Reason != "" {
+				entry["reason"] = nil
+			}
+			if c.Message == "" && had.Message != "" {
+				entry["message"] = nil
+			}
+		}
+		entries = append(entries, entry)
+	}
 	data, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
-		"status":   map[string]any{"conditions": conds},
+		"status":   map[string]any{"conditions": entries},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the status patch of pod %s/%s: %w", pod.Namespace, pod.Name, err)

@@ -71,3 +71,22 @@ func TestReadyStatusPatch(t *testing.T) {
 	assert.Equal(t, corev1.ConditionFalse, Condition(pod).Status)
 	assert.Nil(t, Condition(gen.Pod("web")))
 }
+
+func TestReleaseThenReadyStatusPatch(t *testing.T) {
+	pod := gen.Pod("web", gen.SetPodResourceVersion("9"), gen.SetPodGeneration(4, 4),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: ReasonStartInPlaceUpdate}))
+	patch, err := ReleaseStatusPatch(pod, t0)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"True","reason":"ContainersRestarting","message":"the kubelet is replacing the updated containers (pod generation 4); Ready follows their readiness","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+
+	// Done: the reason and message the release wrote are removed, the transition time kept.
+	released := gen.Pod("web", gen.SetPodResourceVersion("10"), gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady,
+		Status: corev1.ConditionTrue, Reason: pub.InPlaceUpdateRestartingReason, Message: "m", LastTransitionTime: metav1.NewTime(t0)}))
+	patch, err = ReadyStatusPatch(released, t0.Add(time.Second))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"10"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"True","reason":null,"message":null,"lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+}

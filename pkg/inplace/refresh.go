@@ -19,6 +19,10 @@ const (
 	ActionNextBatch Action = "NextBatch"
 	// ActionMarkReady: every batch is done; set InPlaceUpdateReady=True (ReadyStatusPatch).
 	ActionMarkReady Action = "MarkReady"
+	// ActionReleaseGate: the last batch is under way on the kubelet; set InPlaceUpdateReady=True
+	// with reason ContainersRestarting (ReleaseStatusPatch), so the pod turns Ready with its new
+	// containers' first passing probes.
+	ActionReleaseGate Action = "ReleaseGate"
 )
 
 // Decision is the outcome of Decide.
@@ -33,7 +37,9 @@ type Decision struct {
 
 // Decide reads the pod and says what its in-place update needs at time now. A pod that declares
 // the InPlaceUpdateReady readiness gate and has no update under way is marked ready too: that is
-// how a new pod of a workload using the gate becomes ready at all.
+// how a new pod of a workload using the gate becomes ready at all. The gate of an image update is
+// released before the update is done once the kubelet is replacing the containers
+// (kubeletRestarting), and written again without its reason when the update is done.
 func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	grace, err := ReadGrace(pod)
 	if err != nil {
@@ -55,6 +61,9 @@ func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	}
 	if state != nil {
 		if done, waiting := containersDone(pod, state); !done {
+			if DeclaresReadinessGate(pod) && conditionIs(pod, corev1.ConditionFalse) && kubeletRestarting(pod, state) {
+				return Decision{Action: ActionReleaseGate}, nil
+			}
 			return Decision{Waiting: waiting}, nil
 		}
 		if hasNext(state) {
@@ -66,7 +75,7 @@ func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 			return Decision{Action: ActionNextBatch}, nil
 		}
 	}
-	if DeclaresReadinessGate(pod) && !conditionIs(pod, corev1.ConditionTrue) {
+	if DeclaresReadinessGate(pod) && (!conditionIs(pod, corev1.ConditionTrue) || released(pod)) {
 		return Decision{Action: ActionMarkReady}, nil
 	}
 	return Decision{}, nil

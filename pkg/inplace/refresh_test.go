@@ -34,6 +34,26 @@ func inPlaceReady(s corev1.ConditionStatus) gen.PodModifier {
 	return gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: s})
 }
 
+// imagesLastBatch is runningPod, with the gate, updated in place to new images of app and log
+// (two batches), app restarted and ready, log's batch written.
+func imagesLastBatch(t *testing.T) *corev1.Pod {
+	t.Helper()
+	step, err := Start(runningPod(gen.AddPodReadinessGate(pub.InPlaceUpdateReady)), imagesOf("app", "log"), target, 0, t0)
+	require.NoError(t, err)
+	step, err = NextBatch(gen.PodFrom(step.Pod, appRestarted(true)), t0)
+	require.NoError(t, err)
+	return step.Pod
+}
+
+// logStopped: log's old container, which the kubelet is replacing, fails its readiness.
+func logStopped() gen.PodModifier {
+	return gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "log", Image: "log:1", ImageID: "sha-log1", ContainerID: "cri://log-1"})
+}
+
+func releasedGate() gen.PodModifier {
+	return gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, Reason: pub.InPlaceUpdateRestartingReason})
+}
+
 func TestDecide(t *testing.T) {
 	lastBatch := func(t *testing.T) *corev1.Pod {
 		step, err := NextBatch(gen.PodFrom(startedPod(t, 0), appRestarted(true)), t0)
@@ -83,6 +103,39 @@ func TestDecide(t *testing.T) {
 			return gen.PodFrom(lastBatch(t), logRestarted(), inPlaceReady(corev1.ConditionTrue))
 		},
 		want: Decision{},
+	}, {
+		name: "images only: last batch synced by the kubelet, old container stopped",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3), inPlaceReady(corev1.ConditionFalse))
+		},
+		want: Decision{Action: ActionReleaseGate},
+	}, {
+		name: "images only: last batch not synced by the kubelet yet",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 2), inPlaceReady(corev1.ConditionFalse))
+		},
+		want: Decision{Waiting: "container log has not been restarted yet"},
+	}, {
+		name: "images only: gate released, new container not running yet",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3), releasedGate())
+		},
+		want: Decision{Waiting: "container log has not been restarted yet"},
+	}, {
+		name: "images only: gate released, all done",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logRestarted(), gen.SetPodGeneration(3, 3), releasedGate())
+		},
+		want: Decision{Action: ActionMarkReady},
+	}, {
+		name: "images only: first batch synced, old container stopped: the gate stays",
+		pod: func(t *testing.T) *corev1.Pod {
+			step, err := Start(runningPod(gen.AddPodReadinessGate(pub.InPlaceUpdateReady)), imagesOf("app", "log"), target, 0, t0)
+			require.NoError(t, err)
+			return gen.PodFrom(step.Pod, gen.SetPodGeneration(2, 2), inPlaceReady(corev1.ConditionFalse),
+				gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "app", ImageID: "sha-app1", ContainerID: "cri://app-1"}))
+		},
+		want: Decision{Waiting: "container app has not been restarted yet"},
 	}, {
 		name: "a new pod with the gate",
 		pod: func(t *testing.T) *corev1.Pod {

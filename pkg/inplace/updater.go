@@ -35,8 +35,11 @@ const (
 	OutcomeGraceFinished Outcome = "GraceFinished"
 	// OutcomeNextBatch: a later batch was written.
 	OutcomeNextBatch Outcome = "NextBatch"
-	// OutcomeMarkedReady: InPlaceUpdateReady was set True.
+	// OutcomeMarkedReady: InPlaceUpdateReady was set True, the update being done.
 	OutcomeMarkedReady Outcome = "MarkedReady"
+	// OutcomeGateReleased: InPlaceUpdateReady was set True while the kubelet replaces the last
+	// batch's containers (reason ContainersRestarting); the update is not done yet.
+	OutcomeGateReleased Outcome = "GateReleased"
 )
 
 // Result is what an Updater call did, for the workload's Events, metrics and requeueing.
@@ -131,7 +134,8 @@ func (u *Updater) current(ctx context.Context, pod, cached *corev1.Pod) (*corev1
 }
 
 // Refresh moves the pod's update on: it ends a grace period that is over, writes the next batch
-// once the current one is done and ready, and sets InPlaceUpdateReady=True once all is done.
+// once the current one is done and ready, releases the gate while the kubelet replaces the last
+// batch's images, and sets InPlaceUpdateReady=True once all is done.
 // The True condition is written only for the pod as given, whose completion was checked: a
 // conflict is returned, not retried.
 func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
@@ -158,6 +162,17 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 		}
 		logger.V(2).Info("Marked pod in-place update ready")
 		return Result{Outcome: OutcomeMarkedReady, Pod: written}
+	case ActionReleaseGate:
+		patch, err := ReleaseStatusPatch(pod, now)
+		if err != nil {
+			return Result{Err: err}
+		}
+		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		if err != nil {
+			return Result{Err: fmt.Errorf("releasing the readiness gate of pod %s/%s while the kubelet restarts its containers: %w", pod.Namespace, pod.Name, err)}
+		}
+		logger.V(2).Info("Released in-place update readiness gate to the kubelet")
+		return Result{Outcome: OutcomeGateReleased, Pod: written}
 	}
 
 	result := Result{Outcome: OutcomeNextBatch}

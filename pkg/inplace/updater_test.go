@@ -249,3 +249,34 @@ func setStatus(t *testing.T, f *fixture, st corev1.ContainerStatus) {
 	_, err := f.client.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 	require.NoError(t, err)
 }
+
+// An image update's gate is released once the kubelet replaces the last batch, and written again
+// without its reason once the update is done.
+func TestRefreshReleasesTheGateToTheKubelet(t *testing.T) {
+	ctx := context.Background()
+	pod := gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3), inPlaceReady(corev1.ConditionFalse))
+	f := newFixture(pod)
+	r := f.updater.Refresh(ctx, pod)
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeGateReleased, r.Outcome)
+	c := Condition(f.pod(t))
+	assert.Equal(t, corev1.ConditionTrue, c.Status)
+	assert.Equal(t, pub.InPlaceUpdateRestartingReason, c.Reason)
+	assert.Equal(t, "the kubelet is replacing the updated containers (pod generation 3); Ready follows their readiness", c.Message)
+	assert.Equal(t, []string{"patch status"}, f.writes())
+
+	r = f.updater.Refresh(ctx, f.pod(t))
+	assert.Equal(t, Result{Outcome: OutcomeWaiting, Waiting: "container log has not been restarted yet"}, r)
+
+	setStatus(t, f, corev1.ContainerStatus{Name: "log", ImageID: "sha-log2", ContainerID: "cri://log-2"})
+	r = f.updater.Refresh(ctx, f.pod(t))
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeMarkedReady, r.Outcome)
+	c = Condition(f.pod(t))
+	assert.Equal(t, corev1.ConditionTrue, c.Status)
+	assert.Empty(t, c.Reason)
+	assert.Empty(t, c.Message)
+
+	r = f.updater.Refresh(ctx, f.pod(t))
+	assert.Equal(t, Result{}, r)
+}

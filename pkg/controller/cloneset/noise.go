@@ -10,7 +10,8 @@ import (
 // for the CloneSetEventHandlerOptimization gate: what it skips is status noise (probe and
 // transition times, condition messages, IPs, container start times). Unlike OpenKruise's filter
 // it passes every change of metadata (a preNormal hook's label or finalizer: OpenKruise #2060),
-// of phase (a failed or evicted pod: #2481), of a condition's status, and of a container's
+// of phase (a failed or evicted pod: #2481), of the generation the kubelet has synced (an
+// in-place update's gate is released on it), of a condition's status, and of a container's
 // identity, readiness or resources.
 func podChangeMatters(old, cur *corev1.Pod) bool {
 	if !reflect.DeepEqual(old.Labels, cur.Labels) || !reflect.DeepEqual(old.Annotations, cur.Annotations) ||
@@ -18,7 +19,8 @@ func podChangeMatters(old, cur *corev1.Pod) bool {
 		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) || old.Generation != cur.Generation {
 		return true
 	}
-	if old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase {
+	if old.Spec.NodeName != cur.Spec.NodeName || old.Status.Phase != cur.Status.Phase ||
+		old.Status.ObservedGeneration != cur.Status.ObservedGeneration {
 		return true
 	}
 	if !sameConditions(old.Status.Conditions, cur.Status.Conditions) {

@@ -37,6 +37,7 @@ func TestPodChangeMatters(t *testing.T) {
 		{name: "container restarted", matters: true, change: func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].ContainerID = "containerd://new"
 		}},
+		{name: "the kubelet synced a new generation (gate release)", matters: true, change: func(p *corev1.Pod) { p.Status.ObservedGeneration++ }},
 		{name: "in-place update state", matters: true, change: func(p *corev1.Pod) { p.Annotations[pub.InPlaceUpdateStateKey] = "{}" }},
 		{name: "deleted", matters: true, change: func(p *corev1.Pod) { now := metav1.NewTime(t0); p.DeletionTimestamp = &now }},
 	} {

@@ -35,6 +35,12 @@ func SetPodResourceVersion(rv string) PodModifier {
 	return func(p *corev1.Pod) { p.ResourceVersion = rv }
 }
 
+// SetPodGeneration sets the pod's metadata.generation and the status.observedGeneration the
+// kubelet reports (0: none, as before Kubernetes 1.34).
+func SetPodGeneration(generation, observed int64) PodModifier {
+	return func(p *corev1.Pod) { p.Generation, p.Status.ObservedGeneration = generation, observed }
+}
+
 // AddPodLabels adds labels to the pod's, replacing values of the same keys.
 func AddPodLabels(labels map[string]string) PodModifier {
 	return func(p *corev1.Pod) {

@@ -10,3 +10,9 @@ const (
 	// KruisePodReady is False while a lifecycle hook with markPodNotReady holds the pod.
 	KruisePodReady corev1.PodConditionType = "KruisePodReady"
 )
+
+// InPlaceUpdateRestartingReason is the reason of InPlaceUpdateReady=True set before an update has
+// finished: the kubelet has taken the new spec and the old containers no longer pass readiness,
+// so Ready now follows the new containers' own readiness. Once the update is done the condition
+// is written again with no reason.
+const InPlaceUpdateRestartingReason = "ContainersRestarting"
