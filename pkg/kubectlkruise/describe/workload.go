@@ -213,18 +213,23 @@ func (p *page) inPlaceUpdate(pod corev1.Pod) string {
 		sort.Strings(next)
 		parts = append(parts, "next: "+strings.Join(next, ","))
 	}
-	if _, done := inPlaceReady(pod); !done {
-		parts = append(parts, "not ready yet")
+	if c, done := inPlaceReady(pod); !done {
+		if c != nil && c.Reason == pub.InPlaceUpdateRestartingReason {
+			parts = append(parts, "containers restarting")
+		} else {
+			parts = append(parts, "not ready yet")
+		}
 	}
 	return strings.Join(parts, ", ")
 }
 
 // inPlaceReady is the pod's InPlaceUpdateReady condition, and whether it
-// is True (a pod without the condition counts as done).
+// says the update is done: True with no ContainersRestarting reason (a pod
+// without the condition counts as done).
 func inPlaceReady(pod corev1.Pod) (*corev1.PodCondition, bool) {
 	for i := range pod.Status.Conditions {
 		if c := &pod.Status.Conditions[i]; c.Type == pub.InPlaceUpdateReady {
-			return c, c.Status == corev1.ConditionTrue
+			return c, c.Status == corev1.ConditionTrue && c.Reason != pub.InPlaceUpdateRestartingReason
 		}
 	}
 	return nil, true

@@ -131,7 +131,7 @@ func inPlaceBatch(pod *corev1.Pod) (podBatch, bool) {
 	for name := range state.NextContainerRefMetadata {
 		next[name] = true
 	}
-	if len(next) == 0 && conditionTrue(pod, pub.InPlaceUpdateReady) {
+	if len(next) == 0 && inPlaceDone(pod) {
 		return podBatch{}, false
 	}
 	b := podBatch{pod: pod.Name, batch: max(len(state.ContainerBatchesRecord), 1)}
@@ -151,6 +151,18 @@ func inPlaceBatch(pod *corev1.Pod) (podBatch, bool) {
 }
 
 func podReady(pod *corev1.Pod) bool { return conditionTrue(pod, corev1.PodReady) }
+
+// inPlaceDone reports whether the pod's InPlaceUpdateReady is True for an update that is done:
+// True with reason ContainersRestarting is released to the kubelet while it still replaces the
+// containers.
+func inPlaceDone(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == pub.InPlaceUpdateReady {
+			return c.Status == corev1.ConditionTrue && c.Reason != pub.InPlaceUpdateRestartingReason
+		}
+	}
+	return false
+}
 
 func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	for _, c := range pod.Status.Conditions {
