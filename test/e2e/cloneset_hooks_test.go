@@ -308,12 +308,14 @@ func TestCloneSetInPlaceUpdateHook(t *testing.T) {
 				t.Errorf("lifecycle states %v, want %v", got, want)
 			}
 			// Held not-ready from the moment it entered PreparingUpdate until the update was done
-			// (InPlaceUpdateReady True): the hold is released, as in OpenKruise, just before the
-			// state Updated is written.
+			// (InPlaceUpdateReady True, not merely released to the kubelet while it restarts the
+			// containers): the hold is released, as in OpenKruise, just before the state Updated
+			// is written.
 			for _, p := range rec.versions(before.UID) {
 				s := lifecycleState(&p)
 				done := framework.PodConditionOf(&p, pub.InPlaceUpdateReady)
-				inFlight := s == pub.LifecycleStatePreparingUpdate || (s == pub.LifecycleStateUpdating && (done == nil || done.Status != corev1.ConditionTrue))
+				finished := done != nil && done.Status == corev1.ConditionTrue && done.Reason != pub.InPlaceUpdateRestartingReason
+				inFlight := s == pub.LifecycleStatePreparingUpdate || (s == pub.LifecycleStateUpdating && !finished)
 				if inFlight && kruisePodReady(&p) != corev1.ConditionFalse {
 					t.Errorf("pod version %s in state %s (update not done) with KruisePodReady %q, want False", p.ResourceVersion, s, kruisePodReady(&p))
 				}
