@@ -105,22 +105,24 @@ func notReady(pod *corev1.Pod, containers []string) string {
 }
 
 // kubeletRestarting reports whether the gate of a pod whose last batch is not done yet can be
-// released: the update only replaces images, the kubelet has run a sync of the spec that asks
-// for them (status.observedGeneration, Kubernetes ≥ 1.34), and every container touched is either
-// a new one or the recorded old one no longer ready.
+// released: the update only replaces images, every container it touches has a status, and the
+// kubelet has begun a sync of the spec that asks for the new images (status.observedGeneration,
+// Kubernetes ≥ 1.34), which stops the old containers and starts the new ones.
 //
 // Why release early: the kubelet computes Ready from the readiness gates as it read them at its
 // last sync of the pod. A gate set True only once the new containers run is read by the sync
-// after that, which waits for the runtime's next relist, and the pod turns Ready that much later
-// than its probes allow. Released while the kubelet is still replacing the containers, the gate
-// is in the sync that reports them, and the pod turns Ready with their first passing probe.
+// after that, which waits for the runtime's next relist (1 to 2 s), and the pod turns Ready that
+// much later than its probes allow. Released while the kubelet is still replacing the
+// containers, the gate is in the sync that reports them, and the pod turns Ready with their first
+// passing probe, as a bare pod does after an image change.
 //
-// Why it is safe: that sync of the new spec was already under way when the gate changes, and it
-// stops the old containers before the kubelet syncs the pod again; Ready, computed from the
-// gate the kubelet last read, cannot turn True in between. An old container seen not ready under
-// the new generation is the sign that the sync went as far as stopping it. Updates that restart
-// through the node daemon (env from metadata) or resize leave the spec's generation unchanged or
-// the containers running, and keep the gate until they are done.
+// Why it is safe: the sync of the new spec read the gate False before it was released, and the
+// kubelet syncs the pod again only after that sync has stopped the old containers; Ready,
+// computed from the gate the kubelet last read, cannot turn True in between. Should that sync
+// fail before stopping them (the runtime refusing to stop a container, say), the next one could
+// report the pod Ready on an old container: Decide then takes the gate back (ActionHoldGate).
+// Updates that restart through the node daemon (env from metadata) or resize leave the spec's
+// generation unchanged or the containers running, and keep the gate until they are done.
 func kubeletRestarting(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
 	if !state.UpdateImages || state.UpdateEnvFromMetadata || state.UpdateResources || hasNext(state) {
 		return false
@@ -128,17 +130,24 @@ func kubeletRestarting(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
 	if pod.Generation == 0 || pod.Status.ObservedGeneration < pod.Generation {
 		return false
 	}
-	for name, last := range state.LastContainerStatuses {
-		st := containerStatusOf(pod, name)
-		if st == nil {
-			return false
-		}
-		if restarted(containerOf(pod, name), last, st) {
-			continue
-		}
-		if last.ContainerID == "" || st.ContainerID != last.ContainerID || st.Ready {
+	for name := range state.LastContainerStatuses {
+		if containerStatusOf(pod, name) == nil {
 			return false
 		}
 	}
 	return len(state.LastContainerStatuses) > 0
+}
+
+// readyOnOldContainer reports whether the pod is Ready while a container its update touches
+// still runs as the one recorded before the update.
+func readyOnOldContainer(pod *corev1.Pod, state *pub.InPlaceUpdateState) bool {
+	if ready := podCondition(pod, corev1.PodReady); ready == nil || ready.Status != corev1.ConditionTrue {
+		return false
+	}
+	for name, last := range state.LastContainerStatuses {
+		if st := containerStatusOf(pod, name); st != nil && !restarted(containerOf(pod, name), last, st) {
+			return true
+		}
+	}
+	return false
 }

@@ -75,8 +75,8 @@ func TestSameImage(t *testing.T) {
 	assert.True(t, sameImage("nginx@sha256:ab", "nginx@sha256:ab"))
 }
 
-// The gate of an image update is released to the kubelet only once it has synced the new spec
-// and the old containers no longer pass readiness; never for updates it does not restart itself.
+// The gate of an image update is released to the kubelet only once it has synced the new spec;
+// never for updates it does not restart itself.
 func TestKubeletRestarting(t *testing.T) {
 	state := func(mod func(*pub.InPlaceUpdateState)) *pub.InPlaceUpdateState {
 		s := &pub.InPlaceUpdateState{UpdateImages: true, LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{
@@ -102,13 +102,13 @@ func TestKubeletRestarting(t *testing.T) {
 		want  bool
 	}{
 		{name: "synced, old container stopped", pod: pod(app("c1", false)), state: state(nil), want: true},
-		{name: "synced, old container still ready", pod: pod(app("c1", true)), state: state(nil)},
+		{name: "synced, old container still reported ready", pod: pod(app("c1", true)), state: state(nil), want: true},
 		{name: "new generation not synced yet", pod: pod(app("c1", false), gen.SetPodGeneration(3, 2)), state: state(nil)},
 		{name: "kubelet reports no generation (before 1.34)", pod: pod(app("c1", false), gen.SetPodGeneration(3, 0)), state: state(nil)},
 		{name: "API server sets no generation", pod: pod(app("c1", false), gen.SetPodGeneration(0, 0)), state: state(nil)},
 		{name: "new container already running", pod: pod(app("c2", false)), state: state(nil), want: true},
 		{name: "container status not reported yet", pod: gen.Pod("web", logRestarted, gen.SetPodGeneration(3, 3)), state: state(nil)},
-		{name: "old container ID not recorded (OpenKruise's state)", pod: pod(app("c1", false)),
+		{name: "old container ID not recorded (OpenKruise's state)", pod: pod(app("c1", false)), want: true,
 			state: state(func(s *pub.InPlaceUpdateState) {
 				s.LastContainerStatuses["app"] = pub.InPlaceUpdateContainerStatus{ImageID: "sha1"}
 			})},
@@ -126,4 +126,19 @@ func TestKubeletRestarting(t *testing.T) {
 			assert.Equal(t, tc.want, kubeletRestarting(tc.pod, tc.state))
 		})
 	}
+}
+
+// A released gate is taken back only when the pod is Ready while a container the update
+// replaces is still the old one.
+func TestReadyOnOldContainer(t *testing.T) {
+	state := &pub.InPlaceUpdateState{UpdateImages: true, LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{
+		"app": {ImageID: "sha1", ContainerID: "c1"}}}
+	pod := func(containerID string, ready corev1.ConditionStatus) *corev1.Pod {
+		return gen.Pod("web", gen.SetPodContainers(gen.Container("app", gen.SetContainerImage("reg:5000/app:2"))),
+			gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "app", ImageID: "sha1", ContainerID: containerID, Ready: true}),
+			gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: ready}))
+	}
+	assert.True(t, readyOnOldContainer(pod("c1", corev1.ConditionTrue), state))
+	assert.False(t, readyOnOldContainer(pod("c1", corev1.ConditionFalse), state), "not Ready")
+	assert.False(t, readyOnOldContainer(pod("c2", corev1.ConditionTrue), state), "Ready on the new container")
 }

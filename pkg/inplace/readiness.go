@@ -15,6 +15,9 @@ import (
 const (
 	// ReasonStartInPlaceUpdate is the reason of InPlaceUpdateReady=False while an update runs.
 	ReasonStartInPlaceUpdate = "StartInPlaceUpdate"
+	// ReasonOldContainerReady is the reason of InPlaceUpdateReady=False set again after a release
+	// (HoldStatusPatch): the kubelet reported the pod Ready on a container the update replaces.
+	ReasonOldContainerReady = "OldContainerReady"
 	// reasonGateNotReady is the reason given with Ready=False, the one the kubelet gives for a
 	// readiness gate that is not True, which it writes itself at its next status sync.
 	reasonGateNotReady = "ReadinessGatesNotReady"
@@ -61,7 +64,22 @@ func Condition(pod *corev1.Pod) *corev1.PodCondition {
 // message is kruise's: the kubelet syncs and records Ready=False in its own status cache, which
 // its periodic status reconcile would otherwise write back as the Ready=True it last computed.
 func NotReadyStatusPatch(pod *corev1.Pod, now time.Time, specFollows bool) ([]byte, error) {
-	gate := conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonStartInPlaceUpdate, "", now)
+	return notReadyPatch(pod, conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonStartInPlaceUpdate, "", now), now, specFollows)
+}
+
+// HoldStatusPatch sets InPlaceUpdateReady=False again, with reason OldContainerReady, and
+// Ready=False with kruise's message (so that the kubelet syncs and records it), on a pod whose
+// gate was released and that the kubelet reported Ready on a container its update replaces. A
+// held gate is not released again for the same update.
+func HoldStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
+	gate := conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionFalse, ReasonOldContainerReady,
+		"the kubelet reported the pod Ready on a container this update replaces; held until the update is done", now)
+	return notReadyPatch(pod, gate, now, false)
+}
+
+// notReadyPatch writes gate, and Ready=False unless the pod already has it (see
+// NotReadyStatusPatch for the message).
+func notReadyPatch(pod *corev1.Pod, gate corev1.PodCondition, now time.Time, specFollows bool) ([]byte, error) {
 	conds := []corev1.PodCondition{gate}
 	if ready := podCondition(pod, corev1.PodReady); ready == nil || ready.Status != corev1.ConditionFalse {
 		message := fmt.Sprintf("readiness gate %s is False", pub.InPlaceUpdateReady)
@@ -105,6 +123,12 @@ func ReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 func ReleaseStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 	message := fmt.Sprintf("the kubelet is replacing the updated containers (pod generation %d); Ready follows their readiness", pod.Generation)
 	return statusPatch(pod, []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, pub.InPlaceUpdateRestartingReason, message, now)})
+}
+
+// held reports whether the pod's InPlaceUpdateReady was taken back by HoldStatusPatch.
+func held(pod *corev1.Pod) bool {
+	c := Condition(pod)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonOldContainerReady
 }
 
 // released reports whether the pod's InPlaceUpdateReady is True by ReleaseStatusPatch, before

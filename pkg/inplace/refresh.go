@@ -23,6 +23,9 @@ const (
 	// with reason ContainersRestarting (ReleaseStatusPatch), so the pod turns Ready with its new
 	// containers' first passing probes.
 	ActionReleaseGate Action = "ReleaseGate"
+	// ActionHoldGate: the gate was released but the pod is Ready on a container the update
+	// replaces; set InPlaceUpdateReady=False again until the update is done (HoldStatusPatch).
+	ActionHoldGate Action = "HoldGate"
 )
 
 // Decision is the outcome of Decide.
@@ -39,7 +42,8 @@ type Decision struct {
 // the InPlaceUpdateReady readiness gate and has no update under way is marked ready too: that is
 // how a new pod of a workload using the gate becomes ready at all. The gate of an image update is
 // released before the update is done once the kubelet is replacing the containers
-// (kubeletRestarting), and written again without its reason when the update is done.
+// (kubeletRestarting), held again for good should the pod turn Ready on an old container, and
+// written again without its reason when the update is done.
 func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	grace, err := ReadGrace(pod)
 	if err != nil {
@@ -61,8 +65,13 @@ func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	}
 	if state != nil {
 		if done, waiting := containersDone(pod, state); !done {
-			if DeclaresReadinessGate(pod) && conditionIs(pod, corev1.ConditionFalse) && kubeletRestarting(pod, state) {
-				return Decision{Action: ActionReleaseGate}, nil
+			if DeclaresReadinessGate(pod) {
+				switch {
+				case released(pod) && readyOnOldContainer(pod, state):
+					return Decision{Action: ActionHoldGate}, nil
+				case conditionIs(pod, corev1.ConditionFalse) && !held(pod) && kubeletRestarting(pod, state):
+					return Decision{Action: ActionReleaseGate}, nil
+				}
 			}
 			return Decision{Waiting: waiting}, nil
 		}

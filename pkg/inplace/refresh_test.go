@@ -116,6 +116,26 @@ func TestDecide(t *testing.T) {
 		},
 		want: Decision{Waiting: "container log has not been restarted yet"},
 	}, {
+		name: "images only: last batch synced, old container still reported ready",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 3), inPlaceReady(corev1.ConditionFalse))
+		},
+		want: Decision{Action: ActionReleaseGate},
+	}, {
+		name: "images only: gate released, pod Ready on the old container",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 3), releasedGate(),
+				gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+		},
+		want: Decision{Action: ActionHoldGate},
+	}, {
+		name: "images only: gate held after a release is not released again",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3),
+				gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: ReasonOldContainerReady}))
+		},
+		want: Decision{Waiting: "container log has not been restarted yet"},
+	}, {
 		name: "images only: gate released, new container not running yet",
 		pod: func(t *testing.T) *corev1.Pod {
 			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3), releasedGate())

@@ -40,6 +40,9 @@ const (
 	// OutcomeGateReleased: InPlaceUpdateReady was set True while the kubelet replaces the last
 	// batch's containers (reason ContainersRestarting); the update is not done yet.
 	OutcomeGateReleased Outcome = "GateReleased"
+	// OutcomeGateHeld: InPlaceUpdateReady was set False again after a release, the kubelet having
+	// reported the pod Ready on a container the update replaces.
+	OutcomeGateHeld Outcome = "GateHeld"
 )
 
 // Result is what an Updater call did, for the workload's Events, metrics and requeueing.
@@ -173,6 +176,17 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 		}
 		logger.V(2).Info("Released in-place update readiness gate to the kubelet")
 		return Result{Outcome: OutcomeGateReleased, Pod: written}
+	case ActionHoldGate:
+		patch, err := HoldStatusPatch(pod, now)
+		if err != nil {
+			return Result{Err: err}
+		}
+		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+		if err != nil {
+			return Result{Err: fmt.Errorf("holding the readiness gate of pod %s/%s, Ready on a container its update replaces: %w", pod.Namespace, pod.Name, err)}
+		}
+		logger.Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done")
+		return Result{Outcome: OutcomeGateHeld, Pod: written}
 	}
 
 	result := Result{Outcome: OutcomeNextBatch}

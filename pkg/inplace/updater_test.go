@@ -280,3 +280,29 @@ func TestRefreshReleasesTheGateToTheKubelet(t *testing.T) {
 	r = f.updater.Refresh(ctx, f.pod(t))
 	assert.Equal(t, Result{}, r)
 }
+
+// A released gate is taken back, once, should the kubelet report the pod Ready on a container
+// the update replaces; the update then finishes as without a release.
+func TestRefreshHoldsAReleasedGateOnAnOldContainer(t *testing.T) {
+	ctx := context.Background()
+	pod := gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 3), releasedGate(),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+	f := newFixture(pod)
+	r := f.updater.Refresh(ctx, pod)
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeGateHeld, r.Outcome)
+	got := f.pod(t)
+	assert.Equal(t, corev1.ConditionFalse, Condition(got).Status)
+	assert.Equal(t, ReasonOldContainerReady, Condition(got).Reason)
+	assert.Equal(t, corev1.ConditionFalse, podCondition(got, corev1.PodReady).Status)
+
+	r = f.updater.Refresh(ctx, got)
+	assert.Equal(t, Result{Outcome: OutcomeWaiting, Waiting: "container log has not been restarted yet"}, r)
+
+	setStatus(t, f, corev1.ContainerStatus{Name: "log", ImageID: "sha-log2", ContainerID: "cri://log-2", Ready: true})
+	r = f.updater.Refresh(ctx, f.pod(t))
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeMarkedReady, r.Outcome)
+	assert.Equal(t, corev1.ConditionTrue, Condition(f.pod(t)).Status)
+	assert.Empty(t, Condition(f.pod(t)).Reason)
+}

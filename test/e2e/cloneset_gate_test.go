@@ -20,13 +20,14 @@ import (
 )
 
 // An image updated in place on a pod with a readiness probe: once the kubelet has synced the new
-// spec and the old container fails its probe, the controller releases the InPlaceUpdateReady gate
-// (True, reason ContainersRestarting) so that the kubelet's sync reporting the new container
-// already has it, and writes it again without a reason when the new container runs. Throughout,
-// the pod is never Ready on its old container after the update began.
+// spec (status.observedGeneration), the controller releases the InPlaceUpdateReady gate (True,
+// reason ContainersRestarting) so that the kubelet's sync reporting the new container already has
+// it, and writes it again without a reason when the new container runs. Throughout, the pod is
+// never Ready on its old container after the update began.
 //
-// The old container stops listening at once on TERM and exits 3 s later, so its failed probe
-// (every second) is reported well before the kubelet starts its successor.
+// The old container stops listening at once on TERM but exits only 3 s later: the gate is
+// released while the old container is still there, failing its probe, which is when a Ready
+// computed from the released gate would show on the wrong container.
 func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)

@@ -209,7 +209,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 			// the kubelet then takes both changes in one sync instead of two, each of which can
 			// wait a PLEG relist before the pod turns Ready.
 			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased:
+		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld:
 			logger.V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
 			acted = true
 			continue

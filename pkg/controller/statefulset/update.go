@@ -171,7 +171,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		case inplace.OutcomeMarkedReady:
 			acted = true
 			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased:
+		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld:
 			acted = true
 			continue
 		case inplace.OutcomeWaiting:
