@@ -91,8 +91,8 @@ func TestCloneSetRollout(t *testing.T) {
 	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.name(), image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Deployment: %v", err)
 	}
-	const floorPod = "floor"
-	if err := e.createFloorPod(ctx, floorPod, image); err != nil {
+	floors, err := e.createFloorPods(ctx, fs, image)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []workload{inPlace, recreate, deploy} {
@@ -109,10 +109,10 @@ func TestCloneSetRollout(t *testing.T) {
 	measure := func(phase string, v csVariant, ns string, w workload, round int) {
 		t.Helper()
 		if v == csFloor {
-			for range fs {
+			for sample := range fs {
 				img := floorImgs[nextFloor]
 				nextFloor++
-				r, err := e.measureFloor(ctx, floorPod, img)
+				r, err := e.measureFloor(ctx, floors.pod(sample), img)
 				if err != nil {
 					t.Fatalf("%s, floor: %v", phase, err)
 				}

@@ -77,8 +77,8 @@ func TestSidecarSetUpgrade(t *testing.T) {
 		{wlVariant(ssInPlace), sidecarSetWorkload(e.kruise, ssName, int32(n)), n, true, true},
 		{wlVariant(ssDeployment), sidecarDeploymentWorkload(e.client, e.ns, "templated", int32(n)), n, false, false},
 	}
-	const floorPod = "floor"
-	if err := e.createFloorPod(ctx, floorPod, image); err != nil {
+	floors, err := e.createFloorPods(ctx, fs, image)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range arms {
@@ -102,8 +102,8 @@ func TestSidecarSetUpgrade(t *testing.T) {
 		for k := range len(arms) + 1 {
 			i := (round + k) % (len(arms) + 1)
 			if i == len(arms) {
-				for range fs {
-					r, err := e.measureFloor(ctx, floorPod, floorImgs[nextFloor])
+				for sample := range fs {
+					r, err := e.measureFloor(ctx, floors.pod(sample), floorImgs[nextFloor])
 					nextFloor++
 					if err != nil {
 						t.Fatalf("floor: %v", err)

@@ -110,8 +110,8 @@ func TestWorkloadRollout(t *testing.T) {
 			t.Fatalf("creating %s: %v", arms[i].v, err)
 		}
 	}
-	const floorPod = "floor"
-	if err := e.createFloorPod(ctx, floorPod, image); err != nil {
+	floors, err := e.createFloorPods(ctx, fs, image)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range arms {
@@ -130,8 +130,8 @@ func TestWorkloadRollout(t *testing.T) {
 			for k := range len(arms) + 1 {
 				i := (round + k) % (len(arms) + 1)
 				if i == len(arms) {
-					for range fs {
-						r, err := e.measureFloor(ctx, floorPod, floorImgs[nextFloor])
+					for sample := range fs {
+						r, err := e.measureFloor(ctx, floors.pod(sample), floorImgs[nextFloor])
 						nextFloor++
 						if err != nil {
 							t.Fatalf("%s, floor: %v", phase, err)
