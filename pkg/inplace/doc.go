@@ -14,7 +14,10 @@
 //   - Decide reads a pod and says what its update needs now; completion is read from container
 //     statuses: a new container ID (recorded before the update) proves a restart even for a
 //     retagged image, and reported resources prove a resize.
-//   - The InPlaceUpdateReady readiness gate holds the pod out of its Services meanwhile.
+//   - The InPlaceUpdateReady readiness gate holds the pod out of its Services meanwhile. For an
+//     image update it is released to the kubelet once the kubelet syncs the new spec (reason
+//     ContainersRestarting), so that Ready follows the new containers' probes without one more
+//     kubelet sync, and taken back should the pod turn Ready on an old container.
 //
 // The Updater sets the condition False first, then resizes through pods/resize and updates the
 // pod, re-reading the pod and deciding again when a write conflicts. A workload calls

@@ -156,37 +156,17 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 		return Result{Outcome: OutcomeWaiting, Waiting: d.Waiting, RequeueAfter: d.RequeueAfter}
 	case ActionMarkReady:
 		patch, err := ReadyStatusPatch(pod, now)
-		if err != nil {
-			return Result{Err: err}
-		}
-		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
-		if err != nil {
-			return Result{Err: fmt.Errorf("marking pod %s/%s ready after its in-place update: %w", pod.Namespace, pod.Name, err)}
-		}
-		logger.V(2).Info("Marked pod in-place update ready")
-		return Result{Outcome: OutcomeMarkedReady, Pod: written}
+		return u.writeGate(ctx, pod, patch, err, OutcomeMarkedReady, "marking pod %s/%s ready after its in-place update")
 	case ActionReleaseGate:
 		patch, err := ReleaseStatusPatch(pod, now)
-		if err != nil {
-			return Result{Err: err}
-		}
-		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
-		if err != nil {
-			return Result{Err: fmt.Errorf("releasing the readiness gate of pod %s/%s while the kubelet restarts its containers: %w", pod.Namespace, pod.Name, err)}
-		}
-		logger.V(2).Info("Released in-place update readiness gate to the kubelet")
-		return Result{Outcome: OutcomeGateReleased, Pod: written}
+		return u.writeGate(ctx, pod, patch, err, OutcomeGateReleased, "releasing the readiness gate of pod %s/%s while the kubelet restarts its containers")
 	case ActionHoldGate:
 		patch, err := HoldStatusPatch(pod, now)
-		if err != nil {
-			return Result{Err: err}
+		res := u.writeGate(ctx, pod, patch, err, OutcomeGateHeld, "holding the readiness gate of pod %s/%s, Ready on a container its update replaces")
+		if res.Err == nil {
+			logger.Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done")
 		}
-		written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
-		if err != nil {
-			return Result{Err: fmt.Errorf("holding the readiness gate of pod %s/%s, Ready on a container its update replaces: %w", pod.Namespace, pod.Name, err)}
-		}
-		logger.Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done")
-		return Result{Outcome: OutcomeGateHeld, Pod: written}
+		return res
 	}
 
 	result := Result{Outcome: OutcomeNextBatch}
@@ -227,6 +207,21 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 		logger.Info("Wrote in-place update batch", "step", result.Outcome, "containers", result.Containers)
 	}
 	return result
+}
+
+// writeGate writes a status patch of the InPlaceUpdateReady condition (built with buildErr), for
+// the pod as given: a conflict is returned, not retried. what names the write in an error, with
+// the pod's namespace and name.
+func (u *Updater) writeGate(ctx context.Context, pod *corev1.Pod, patch []byte, buildErr error, outcome Outcome, what string) Result {
+	if buildErr != nil {
+		return Result{Err: buildErr}
+	}
+	written, err := u.pods.PatchPodStatus(ctx, pod.Namespace, pod.Name, patch)
+	if err != nil {
+		return Result{Err: fmt.Errorf(what+": %w", pod.Namespace, pod.Name, err)}
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote in-place update readiness gate", "pod", klog.KObj(pod), "outcome", outcome)
+	return Result{Outcome: outcome, Pod: written}
 }
 
 // markNotReady sets InPlaceUpdateReady=False (and Ready=False) and returns the pod as written;
