@@ -95,13 +95,16 @@ func takeSnapshot(display string, w workload, pods []*corev1.Pod) snapshot {
 }
 
 // done reports whether the rollout finished: the status is about the
-// current spec, every pod outside the partition is updated and ready, and
-// no pod beyond the desired number is left. An Advanced DaemonSet, like the
-// built-in one, must also have every node's pod available.
+// current spec, every pod outside the partition is updated, ready and
+// available (as kubectl waits for a Deployment's: an updated pod is ready a
+// moment before the controller records its update done, and minReadySeconds
+// later still available), and no pod beyond the desired number is left. An
+// Advanced DaemonSet, like the built-in one, must also have every node's pod
+// available.
 func (s snapshot) done() bool {
 	c := s.counts
 	target := c.target()
-	if !c.observed || c.updated < target || c.updatedReady < target || c.total != c.desired {
+	if !c.observed || c.updated < target || c.updatedReady < target || c.updatedAvailable < target || c.total != c.desired {
 		return false
 	}
 	if s.kind == "Advanced DaemonSet" && c.available < c.desired {

@@ -34,3 +34,29 @@ func TestInPlaceBatchLastBatch(t *testing.T) {
 		})
 	}
 }
+
+// A rollout is done once every updated pod is available, not only ready: an in-place updated pod
+// is Ready a moment before the controller records its update done (and minReadySeconds before
+// it is available).
+func TestSnapshotDoneWaitsForAvailable(t *testing.T) {
+	base := rolloutCounts{observed: true, desired: 3, total: 3, updated: 3, updatedReady: 3, updatedAvailable: 3, available: 3}
+	for _, tc := range []struct {
+		name   string
+		change func(*rolloutCounts)
+		done   bool
+	}{
+		{"all updated, ready, available", func(*rolloutCounts) {}, true},
+		{"one updated pod ready, not yet available", func(c *rolloutCounts) { c.updatedAvailable, c.available = 2, 2 }, false},
+		{"one updated pod not ready", func(c *rolloutCounts) { c.updatedReady = 2 }, false},
+		{"status of an older spec", func(c *rolloutCounts) { c.observed = false }, false},
+		{"partition 1: two to update", func(c *rolloutCounts) { c.partition, c.updated, c.updatedReady, c.updatedAvailable = 1, 2, 2, 2 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.change(&c)
+			if got := (snapshot{kind: "CloneSet", counts: c}).done(); got != tc.done {
+				t.Errorf("done = %v, want %v (counts %+v)", got, tc.done, c)
+			}
+		})
+	}
+}

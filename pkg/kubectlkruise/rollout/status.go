@@ -31,8 +31,8 @@ By default it watches the rollout until it is done: on a terminal as a progress
 bar redrawn in place (pods updated, ready and available against the target,
 the partition, pods waiting on a lifecycle hook, the container batch of each
 pod updated in place), and as one line per change when piped. A rollout held
-by a partition is done once every pod outside the partition is updated and
-ready. It fails when a CloneSet passes its progressDeadlineSeconds, or when
+by a partition is done once every pod outside the partition is updated,
+ready and available. It fails when a CloneSet passes its progressDeadlineSeconds, or when
 --timeout passes. Use --watch=false to print the status once.`,
 		Example: `  # Follow a CloneSet's rollout until it is done
   kubectl kruise rollout status cloneset/web
