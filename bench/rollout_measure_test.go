@@ -316,15 +316,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 // condition, the container's ID, image, state and restarts.
 func describeRolloutPod(p *corev1.Pod) string {
 	cond := func(t corev1.PodConditionType) string {
-		for _, c := range p.Status.Conditions {
-			if c.Type == t {
-				if c.Reason != "" {
-					return string(c.Status) + "(" + c.Reason + ")"
-				}
-				return string(c.Status)
-			}
-		}
-		return "-"
+		return framework.DescribeCondition(framework.PodConditionOf(p, t))
 	}
 	ctr := "-"
 	if st := framework.ContainerStatusOf(p, rolloutContainer); st != nil {

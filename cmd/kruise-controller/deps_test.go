@@ -1,9 +1,9 @@
 package main
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/nodekruise/kruise/test/unit/deptest"
 )
 
 // unwanted are packages kruise-controller must not link. The controller
@@ -21,19 +21,5 @@ var unwanted = map[string]string{
 // TestNoUnwantedDependencies lists kruise-controller's dependencies and
 // fails on any of unwanted (the package itself or one below it).
 func TestNoUnwantedDependencies(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 100 {
-		t.Fatalf("go list -deps printed %d packages; expected the controller's whole graph", len(deps))
-	}
-	for _, dep := range deps {
-		for prefix, why := range unwanted {
-			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
-				t.Errorf("kruise-controller links %s (%s)", dep, why)
-			}
-		}
-	}
+	deptest.Forbid(t, "kruise-controller", nil, unwanted)
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/nodekruise/kruise/test/unit/deptest"
 )
 
 // unwanted are packages kruise-daemon must not link. Each costs resident
@@ -25,19 +25,5 @@ var unwanted = map[string]string{
 // TestNoUnwantedDependencies lists kruise-daemon's dependencies as the
 // release build does (tag grpcnotrace) and fails on any of unwanted.
 func TestNoUnwantedDependencies(t *testing.T) {
-	out, err := exec.Command("go", "list", "-tags", "grpcnotrace", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 100 {
-		t.Fatalf("go list -deps printed %d packages; expected the daemon's whole graph", len(deps))
-	}
-	for _, dep := range deps {
-		for prefix, why := range unwanted {
-			if dep == prefix || strings.HasPrefix(dep, prefix+"/") {
-				t.Errorf("kruise-daemon links %s (%s)", dep, why)
-			}
-		}
-	}
+	deptest.Forbid(t, "kruise-daemon", []string{"grpcnotrace"}, unwanted)
 }

@@ -91,7 +91,7 @@ func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 		ready := framework.PodConditionOf(&p, corev1.PodReady)
 		st := framework.ContainerStatusOf(&p, "main")
 		trail = append(trail, fmt.Sprintf("rv %s gen %d/%d gate %s Ready %s container %s",
-			p.ResourceVersion, p.Generation, p.Status.ObservedGeneration, describeCondition(gate), describeCondition(ready), framework.DescribeContainerStatus(st)))
+			p.ResourceVersion, p.Generation, p.Status.ObservedGeneration, framework.DescribeCondition(gate), framework.DescribeCondition(ready), framework.DescribeContainerStatus(st)))
 		if gate != nil && gate.Status == corev1.ConditionFalse {
 			started = true
 		}
@@ -114,14 +114,4 @@ func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 	if !started || !released {
 		t.Errorf("update started %v, gate released to the kubelet %v; want both. Pod versions:\n%s", started, released, strings.Join(trail, "\n"))
 	}
-}
-
-func describeCondition(c *corev1.PodCondition) string {
-	if c == nil {
-		return "-"
-	}
-	if c.Reason == "" {
-		return string(c.Status)
-	}
-	return string(c.Status) + "(" + c.Reason + ")"
 }

@@ -119,6 +119,18 @@ func PodConditionOf(pod *corev1.Pod, ct corev1.PodConditionType) *corev1.PodCond
 	return nil
 }
 
+// DescribeCondition is a condition's status with its reason in parentheses, if any, or "-"
+// for none: one field of a line that traces a pod.
+func DescribeCondition(c *corev1.PodCondition) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.Reason == "":
+		return string(c.Status)
+	}
+	return string(c.Status) + "(" + c.Reason + ")"
+}
+
 // PodReady reports whether the pod's Ready condition is True.
 func PodReady(pod *corev1.Pod) bool {
 	c := PodConditionOf(pod, corev1.PodReady)
