@@ -140,6 +140,7 @@ func TestCloneSetRolloutSurvivesControllerKill(t *testing.T) {
 	ns := f.NewNamespace(ctx, t, "cloneset-kill")
 	const name = "rollout"
 	variant := f.BusyboxVariant(t)
+	controllers := leaderWaitReplicasAvailable(ctx, t, f, 2*time.Minute)
 
 	cs := &appsv1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -197,7 +198,6 @@ func TestCloneSetRolloutSurvivesControllerKill(t *testing.T) {
 	}
 	waitDone(2*time.Minute, "the CloneSet's pods available")
 
-	controllers := leaderWaitReplicasAvailable(ctx, t, f, 2*time.Minute)
 	leaderPod, lease := leaderCurrent(ctx, t, f, controllers)
 	oldHolder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	census := cloneKillWatch(ctx, t, f, ns, "app="+name)

@@ -30,7 +30,8 @@ import (
 )
 
 // leaderWaitReplicasAvailable waits until the kruise-controller Deployment has rolled out with at
-// least 2 replicas, all available, and returns its pods.
+// least 2 replicas, all available, and the API server reaches their webhook, and returns its pods.
+// Every disruptive test ends on it, so the next one starts with kruise admitting objects.
 func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework.Framework, timeout time.Duration) []corev1.Pod {
 	t.Helper()
 	d, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).Get(ctx, leaderDeployment, metav1.GetOptions{})
@@ -40,7 +41,9 @@ func leaderWaitReplicasAvailable(ctx context.Context, t *testing.T, f *framework
 	if r := ptr.Deref(d.Spec.Replicas, 1); r < 2 {
 		t.Fatalf("Deployment %s/%s has %d replica(s): leader failover needs at least 2 (deploy/ sets 2)", d.Namespace, d.Name, r)
 	}
-	return f.WaitControllerRolledOut(ctx, t, timeout)
+	pods := f.WaitControllerRolledOut(ctx, t, timeout)
+	f.WaitWebhookAnswers(ctx, t, time.Minute)
+	return pods
 }
 
 // leaderCurrent waits until the Lease names the replica of one of pods (right after a rollout it

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 )
 
@@ -62,6 +63,35 @@ func (f *Framework) WaitControllerRolledOut(ctx context.Context, t testing.TB, t
 		return true, desc, nil
 	})
 	return pods
+}
+
+// WaitWebhookAnswers waits until the API server reaches kruise's webhook Service: a dry-run
+// create of a v1alpha1 CloneSet (converted through /convert, then defaulted and validated by
+// kruise) is admitted. The Deployment being available is not enough: after the controller pods
+// or the API server restart, the Service's endpoints and the API server's view of them follow a
+// moment later, and until then every kruise object is refused with "no endpoints available".
+func (f *Framework) WaitWebhookAnswers(ctx context.Context, t testing.TB, timeout time.Duration) {
+	t.Helper()
+	kc := f.KruiseClient(t)
+	labels := map[string]string{"app": "webhook-probe"}
+	probe := &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe", Namespace: metav1.NamespaceDefault},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: f.Image("public/busybox:1.35")}}},
+			},
+		},
+	}
+	WaitFor(ctx, t, timeout, "the API server reaching kruise's webhook (a dry-run CloneSet admitted)", func(ctx context.Context) (bool, string, error) {
+		_, err := kc.AppsV1alpha1().CloneSets(probe.Namespace).Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "admitted", nil
+	})
 }
 
 // WaitWebhookServes waits until every pod serves leaf on its webhook port (a pod address is
