@@ -22,8 +22,10 @@ import (
 // An image updated in place on a pod with a readiness probe: once the kubelet has synced the new
 // spec (status.observedGeneration), the controller releases the InPlaceUpdateReady gate (True,
 // reason ContainersRestarting) so that the kubelet's sync reporting the new container already has
-// it, and writes it again without a reason when the new container runs. Throughout, the pod is
-// never Ready on its old container after the update began.
+// it, and writes it again without a reason when the new container runs. Once the kubelet has
+// taken the new spec, the pod is never Ready on its old container. (Before that, the kubelet's
+// periodic status reconcile may write back the Ready=True it last computed over the Ready=False
+// kruise wrote with the gate, while the old container still runs: see docs/cloneset.md.)
 //
 // The old container stops listening at once on TERM but exits only 3 s later: the gate is
 // released while the old container is still there, failing its probe, which is when a Ready
@@ -85,6 +87,7 @@ func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 	}
 
 	started, released := false, false
+	republished := 0
 	var trail []string
 	for _, p := range rec.versions(before.UID) {
 		gate := framework.PodConditionOf(&p, pub.InPlaceUpdateReady)
@@ -99,7 +102,15 @@ func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 			continue
 		}
 		if ready != nil && ready.Status == corev1.ConditionTrue && (st == nil || st.ContainerID == oldID || !st.Ready) {
-			t.Errorf("pod version %s is Ready during its update without a new ready container: %s", p.ResourceVersion, framework.DescribeContainerStatus(st))
+			releasedHere := gate != nil && gate.Status == corev1.ConditionTrue && gate.Reason == pub.InPlaceUpdateRestartingReason
+			if p.Status.ObservedGeneration >= p.Generation || releasedHere {
+				t.Errorf("pod version %s is Ready during its update, after the kubelet took the new spec, without a new ready container: %s",
+					p.ResourceVersion, framework.DescribeContainerStatus(st))
+			} else {
+				// The kubelet's periodic status reconcile writing back the Ready=True it last
+				// computed, before its sync of the new spec: the old container still runs.
+				republished++
+			}
 		}
 		if gate != nil && gate.Status == corev1.ConditionTrue && gate.Reason == pub.InPlaceUpdateRestartingReason {
 			released = true
@@ -112,6 +123,12 @@ func TestCloneSetInPlaceGateReleasedToKubelet(t *testing.T) {
 		}
 	}
 	if !started || !released {
-		t.Errorf("update started %v, gate released to the kubelet %v; want both. Pod versions:\n%s", started, released, strings.Join(trail, "\n"))
+		t.Errorf("update started %v, gate released to the kubelet %v; want both", started, released)
+	}
+	if republished > 0 {
+		t.Logf("%d pod version(s) Ready on the old container before the kubelet synced the new spec (its status cache written back)", republished)
+	}
+	if t.Failed() {
+		t.Logf("pod versions:\n%s", strings.Join(trail, "\n"))
 	}
 }
