@@ -77,6 +77,18 @@ func HoldStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 	return notReadyPatch(pod, gate, now, false)
 }
 
+// RestateNotReadyStatusPatch sets Ready=False again, with kruise's message, on a pod whose gate
+// is False but that the kubelet wrote back Ready on a container its update replaces: the message
+// makes the kubelet sync the pod and record Ready=False in its own status cache, so that it does
+// not write Ready=True back again. The gate is written as it is.
+func RestateNotReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
+	gate := Condition(pod)
+	if gate == nil {
+		return nil, fmt.Errorf("pod %s/%s has no %s condition", pod.Namespace, pod.Name, pub.InPlaceUpdateReady)
+	}
+	return notReadyPatch(pod, *gate, now, false)
+}
+
 // notReadyPatch writes gate, and Ready=False unless the pod already has it (see
 // NotReadyStatusPatch for the message).
 func notReadyPatch(pod *corev1.Pod, gate corev1.PodCondition, now time.Time, specFollows bool) ([]byte, error) {

@@ -60,6 +60,24 @@ func TestNotReadyStatusPatch(t *testing.T) {
 		string(patch))
 }
 
+func TestRestateNotReadyStatusPatch(t *testing.T) {
+	// The kubelet wrote back Ready=True during the update: Ready=False again with kruise's
+	// message (the kubelet syncs for it), the gate as it is.
+	earlier := metav1.NewTime(t0.Add(-time.Second))
+	pod := gen.Pod("web", gen.SetPodResourceVersion("11"),
+		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: ReasonStartInPlaceUpdate, LastTransitionTime: earlier}),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: earlier}))
+	patch, err := RestateNotReadyStatusPatch(pod, t0)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"11"},"status":{"conditions":[
+		{"type":"InPlaceUpdateReady","status":"False","reason":"StartInPlaceUpdate","lastProbeTime":null,"lastTransitionTime":"2026-07-01T09:59:59Z"},
+		{"type":"Ready","status":"False","reason":"ReadinessGatesNotReady","message":"readiness gate InPlaceUpdateReady is False","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
+		string(patch))
+
+	_, err = RestateNotReadyStatusPatch(gen.Pod("web"), t0)
+	assert.Error(t, err)
+}
+
 func TestReadyStatusPatch(t *testing.T) {
 	pod := gen.Pod("web", gen.SetPodResourceVersion("9"),
 		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse}))

@@ -26,6 +26,11 @@ const (
 	// ActionHoldGate: the gate was released but the pod is Ready on a container the update
 	// replaces; set InPlaceUpdateReady=False again until the update is done (HoldStatusPatch).
 	ActionHoldGate Action = "HoldGate"
+	// ActionRestateNotReady: the gate is False, yet the pod is Ready on a container the update
+	// replaces: the kubelet wrote back the Ready=True it last computed (its periodic status
+	// reconcile, before its sync of the update). Set Ready=False again, with kruise's message so
+	// that the kubelet syncs and records it (RestateNotReadyStatusPatch).
+	ActionRestateNotReady Action = "RestateNotReady"
 )
 
 // Decision is the outcome of Decide.
@@ -43,7 +48,8 @@ type Decision struct {
 // how a new pod of a workload using the gate becomes ready at all. The gate of an image update is
 // released before the update is done once the kubelet is replacing the containers
 // (kubeletRestarting), held again for good should the pod turn Ready on an old container, and
-// written again without its reason when the update is done.
+// written again without its reason when the update is done. A Ready=True on an old container
+// while the gate is False (the kubelet writing back its cached status) is set False again.
 func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	grace, err := ReadGrace(pod)
 	if err != nil {
@@ -69,6 +75,8 @@ func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 				switch {
 				case released(pod) && readyOnOldContainer(pod, state):
 					return Decision{Action: ActionHoldGate}, nil
+				case conditionIs(pod, corev1.ConditionFalse) && readyOnOldContainer(pod, state):
+					return Decision{Action: ActionRestateNotReady}, nil
 				case conditionIs(pod, corev1.ConditionFalse) && !held(pod) && kubeletRestarting(pod, state):
 					return Decision{Action: ActionReleaseGate}, nil
 				}

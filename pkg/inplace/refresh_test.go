@@ -129,6 +129,27 @@ func TestDecide(t *testing.T) {
 		},
 		want: Decision{Action: ActionHoldGate},
 	}, {
+		name: "gate False, Ready written back on the old container before the kubelet's sync",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 2), inPlaceReady(corev1.ConditionFalse),
+				gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+		},
+		want: Decision{Action: ActionRestateNotReady},
+	}, {
+		name: "gate False, Ready written back on the old container, synced: restated before released",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 3), inPlaceReady(corev1.ConditionFalse),
+				gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+		},
+		want: Decision{Action: ActionRestateNotReady},
+	}, {
+		name: "gate False, Ready on the new container",
+		pod: func(t *testing.T) *corev1.Pod {
+			return gen.PodFrom(imagesLastBatch(t), logRestarted(), gen.SetPodGeneration(3, 3), inPlaceReady(corev1.ConditionFalse),
+				gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+		},
+		want: Decision{Action: ActionMarkReady},
+	}, {
 		name: "images only: gate held after a release is not released again",
 		pod: func(t *testing.T) *corev1.Pod {
 			return gen.PodFrom(imagesLastBatch(t), logStopped(), gen.SetPodGeneration(3, 3),

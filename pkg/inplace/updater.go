@@ -43,6 +43,9 @@ const (
 	// OutcomeGateHeld: InPlaceUpdateReady was set False again after a release, the kubelet having
 	// reported the pod Ready on a container the update replaces.
 	OutcomeGateHeld Outcome = "GateHeld"
+	// OutcomeNotReadyRestated: Ready was set False again on a pod whose gate is False, the kubelet
+	// having written back an earlier Ready=True.
+	OutcomeNotReadyRestated Outcome = "NotReadyRestated"
 )
 
 // Result is what an Updater call did, for the workload's Events, metrics and requeueing.
@@ -167,6 +170,9 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 			logger.Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done")
 		}
 		return res
+	case ActionRestateNotReady:
+		patch, err := RestateNotReadyStatusPatch(pod, now)
+		return u.writeGate(ctx, pod, patch, err, OutcomeNotReadyRestated, "setting pod %s/%s not Ready again during its in-place update")
 	}
 
 	result := Result{Outcome: OutcomeNextBatch}

@@ -306,3 +306,26 @@ func TestRefreshHoldsAReleasedGateOnAnOldContainer(t *testing.T) {
 	assert.Equal(t, corev1.ConditionTrue, Condition(f.pod(t)).Status)
 	assert.Empty(t, Condition(f.pod(t)).Reason)
 }
+
+// The kubelet writes back Ready=True before its sync of the update: Ready is set False again
+// (the gate as it was), and the gate is released as usual once the kubelet has synced the spec.
+func TestRefreshRestatesNotReadyWrittenBack(t *testing.T) {
+	ctx := context.Background()
+	pod := gen.PodFrom(imagesLastBatch(t), gen.SetPodGeneration(3, 2), inPlaceReady(corev1.ConditionFalse),
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
+	f := newFixture(pod)
+	r := f.updater.Refresh(ctx, pod)
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeNotReadyRestated, r.Outcome)
+	got := f.pod(t)
+	assert.Equal(t, corev1.ConditionFalse, Condition(got).Status)
+	assert.False(t, held(got), "the gate is not held: it may still be released")
+	ready := podCondition(got, corev1.PodReady)
+	assert.Equal(t, corev1.ConditionFalse, ready.Status)
+	assert.Equal(t, "readiness gate InPlaceUpdateReady is False", ready.Message, "kruise's message, so that the kubelet syncs")
+
+	got.Status.ObservedGeneration = 3
+	r = f.updater.Refresh(ctx, got)
+	require.NoError(t, r.Err)
+	assert.Equal(t, OutcomeGateReleased, r.Outcome)
+}

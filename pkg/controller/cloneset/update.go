@@ -303,7 +303,7 @@ func (c *Controller) refreshPod(ctx context.Context, p *pass, pod *corev1.Pod) p
 		// the kubelet then takes both changes in one sync instead of two, each of which can
 		// wait a PLEG relist before the pod turns Ready.
 		pod = res.Pod
-	case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld:
+	case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
 		klog.FromContext(ctx).V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
 		o.wrote = true
 		return o

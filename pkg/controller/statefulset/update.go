@@ -171,7 +171,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		case inplace.OutcomeMarkedReady:
 			acted = true
 			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld:
+		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
 			acted = true
 			continue
 		case inplace.OutcomeWaiting:
