@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -421,87 +420,4 @@ func patched(f *fixture, s string) bool {
 		}
 	}
 	return false
-}
-
-// podWrites lists the kube client's writes to pods as "verb[ subresource] name", sorted: the
-// writes of one pass go side by side, in no set order.
-func podWrites(f *fixture) []string {
-	var out []string
-	for _, act := range f.actions() {
-		if act.GetResource().Resource != "pods" {
-			continue
-		}
-		name := ""
-		switch x := act.(type) {
-		case k8stesting.PatchAction:
-			name = x.GetName()
-		case k8stesting.UpdateAction:
-			name = x.GetObject().(*corev1.Pod).Name
-		}
-		out = append(out, strings.Join(strings.Fields(act.GetVerb()+" "+act.GetSubresource()+" "+name), " "))
-	}
-	sort.Strings(out)
-	return out
-}
-
-// A pod whose in-place update is done while it is Ready on its new container (the gate released
-// to the kubelet) frees its place at once: its last writes (the gate's final True, lifecycle
-// Normal) and the next pod's start go in the same pass, not one pass after the other, which was
-// a round trip in every step of a rollout. Where those writes could change whether the pod
-// serves, or it is not Ready yet, the next pod waits for them as before.
-func TestInPlaceStepHandsOverInOnePass(t *testing.T) {
-	cases := []struct {
-		name     string
-		mod      func(*appsv1beta1.CloneSet)
-		notReady bool
-		// othersDown: a third pod, updated, is not Ready: the one place maxUnavailable gives is
-		// taken.
-		othersDown bool
-		want       []string
-	}{
-		{name: "released gate, Ready", want: []string{"patch a", "patch status a", "patch status b", "update b"}},
-		{name: "a hook marks pods not ready", want: []string{"patch a", "patch status a"},
-			mod: func(cs *appsv1beta1.CloneSet) {
-				cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hook": "x"}, MarkPodNotReady: true}}
-			}},
-		{name: "not Ready yet", notReady: true, want: []string{"patch a", "patch status a"}},
-		{name: "maxUnavailable taken by another pod", othersDown: true, want: []string{"patch a", "patch status a"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var mods []func(*appsv1beta1.CloneSet)
-			if tc.mod != nil {
-				mods = append(mods, tc.mod)
-			}
-			oldRev := revisionOf(t, cloneSet(3, "app:1", mods...), 1)
-			cs := cloneSet(3, "app:2", mods...)
-			newRev := revisionOf(t, cs, 2)
-			a := runningPod(t, cs, newRev, "a")
-			a.Name = "a"
-			a.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
-			a.Status.Conditions[1] = corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, Reason: pub.InPlaceUpdateRestartingReason}
-			if tc.notReady {
-				a.Status.Conditions[0].Status = corev1.ConditionFalse
-			}
-			if tc.mod != nil {
-				a.Labels["hook"] = "x"
-				a.Status.Conditions = append(a.Status.Conditions, corev1.PodCondition{Type: pub.KruisePodReady, Status: corev1.ConditionTrue})
-			}
-			a.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"` + newRev.Name + `","updateTimestamp":"2026-07-01T09:59:58Z",` +
-				`"lastContainerStatuses":{"main":{"imageID":"sha-old","containerID":"containerd://old"}},"updateImages":true}`
-			b := runningPod(t, cs, oldRev, "b")
-			b.Name = "b"
-			c := runningPod(t, cs, oldRev, "c")
-			if tc.othersDown {
-				c = runningPod(t, cs, newRev, "c")
-				c.Status.Conditions[0].Status = corev1.ConditionFalse
-			}
-			c.Name = "c"
-			f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev, newRev}, a, b, c)
-			f.sync()
-			if got := podWrites(f); strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
-				t.Fatalf("pod writes %q, want %q", got, tc.want)
-			}
-		})
-	}
 }

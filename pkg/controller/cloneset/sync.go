@@ -170,16 +170,11 @@ func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key 
 
 // facts reads the pass's pods for Calculate.
 func (c *Controller) facts(p *pass) []PodFacts {
-	return c.factsOf(p, p.pods)
-}
-
-// factsOf reads pods, the pass's pods or versions of them, for Calculate.
-func (c *Controller) factsOf(p *pass, pods []*corev1.Pod) []PodFacts {
 	toDelete := map[string]bool{}
 	for _, n := range p.cs.Spec.ScaleStrategy.PodsToDelete {
 		toDelete[n] = true
 	}
-	return Facts(pods, FactsOptions{
+	return Facts(p.pods, FactsOptions{
 		UpdateRevision: p.history.updateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
 		PodsToDelete: toDelete,
 		Recreate:     func(pod *corev1.Pod) bool { return c.route(p, pod).Recreate },

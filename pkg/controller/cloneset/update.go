@@ -36,67 +36,18 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	if wait > 0 {
 		return false, wait, nil // a pod's last write is not in the cache yet
 	}
-	// A pod that has just finished its update, Ready on its new containers, frees its place once
-	// its last writes (the gate's final True, lifecycle Normal) are made. Those writes do not
-	// change whether it serves, so they go beside the next pods' starts instead of before them
-	// and a pass of their own: that was a round trip in every step of a rollout.
-	completing := c.completing(p)
-	acted, after, err := c.refreshPods(ctx, p, func(pod *corev1.Pod) bool { return completing[pod.Name] == nil })
-	var chosen []*corev1.Pod
-	if !acted && err == nil {
-		if len(completing) > 0 {
-			facts = c.factsOf(p, projectPods(p.pods, completing))
-			d = Calculate(p.budget, facts)
-		}
-		chosen = c.chooseUpdates(p, d, facts)
+	acted, after, err := c.refreshPods(ctx, p)
+	if acted || err != nil {
+		return acted, after, err
 	}
-	var done []*corev1.Pod
-	for _, pod := range p.pods {
-		if completing[pod.Name] != nil {
-			done = append(done, pod)
-		}
-	}
-	// The pods of one step are written side by side: each costs a few sequential requests, and
-	// the step's last pod should not wait for the first one's.
-	outs := make([]podUpdate, len(chosen)+len(done))
-	workqueue.ParallelizeUntil(ctx, updateWorkers, len(outs), func(i int) {
-		if i < len(chosen) {
-			outs[i] = c.updatePod(ctx, p, chosen[i])
-			return
-		}
-		outs[i] = c.refreshPod(ctx, p, done[i-len(chosen)])
-	})
-	var errs []string
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	for _, o := range outs {
-		acted = acted || o.wrote
-		after = shortest(after, o.after)
-		if o.refused != "" {
-			p.refused = append(p.refused, o.refused)
-		}
-		if o.err != nil {
-			errs = append(errs, o.err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return acted, after, nil
-}
-
-// chooseUpdates picks the old pods to move to the update revision in this pass, as d and the
-// strategy allow (none when the CloneSet is paused, OnDelete or its strategy unconverted).
-func (c *Controller) chooseUpdates(p *pass, d Diff, facts []PodFacts) []*corev1.Pod {
 	if why := UnconvertedStrategy(p.cs); why != "" && d.Update > 0 {
 		p.refused = append(p.refused, why)
 		c.recorder.Event(p.cs, corev1.EventTypeWarning, ReasonUnconvertedStrategy, why)
-		return nil
+		return false, after, nil
 	}
 	us := p.cs.Spec.UpdateStrategy
 	if us.Type == appsv1beta1.OnDeleteCloneSetUpdateStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused) || d.Update <= 0 {
-		return nil
+		return false, after, nil
 	}
 	var cands []Candidate
 	unavailable := 0
@@ -131,49 +82,26 @@ func (c *Controller) chooseUpdates(p *pass, d Diff, facts []PodFacts) []*corev1.
 	if orderErr != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonInvalidSpec, "updateStrategy.rollingUpdate.priorityStrategy: %v; pods are updated in the default order", orderErr)
 	}
-	return chosen
-}
-
-// completing returns, by name, the pods whose only refresh is the end of their in-place update
-// while they are already Ready on the new containers (the gate was released to the kubelet), each
-// as that end leaves it: lifecycle Normal, so available. Never with a lifecycle hook that marks
-// pods not ready: its KruisePodReady write could change whether the pod serves.
-func (c *Controller) completing(p *pass) map[string]*corev1.Pod {
-	lc := p.cs.Spec.Lifecycle
-	if lifecycle.MarksNotReady(lc) {
-		return nil
-	}
-	update := p.history.updateName()
-	out := map[string]*corev1.Pod{}
-	for _, pod := range p.pods {
-		if podstate.Revision(pod) != update || !podstate.Ready(pod) || pod.DeletionTimestamp != nil {
-			continue
+	// The pods of one step are written side by side: each costs a few sequential requests, and
+	// the step's last pod should not wait for the first one's.
+	outs := make([]podUpdate, len(chosen))
+	workqueue.ParallelizeUntil(ctx, updateWorkers, len(chosen), func(i int) {
+		outs[i] = c.updatePod(ctx, p, chosen[i])
+	})
+	var errs []string
+	for _, o := range outs {
+		acted = acted || o.wrote
+		if o.refused != "" {
+			p.refused = append(p.refused, o.refused)
 		}
-		if d, err := inplace.Decide(pod, p.now); err != nil || d.Action != inplace.ActionMarkReady {
-			continue
-		}
-		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: lc, Want: lifecycle.WantUpdateFinished, AtTargetRevision: true})
-		if dec.Action != lifecycle.ActionSetState || dec.State != pub.LifecycleStateNormal {
-			continue
-		}
-		after := pod.DeepCopy()
-		dec.Apply(after, c.clock)
-		out[pod.Name] = after
-	}
-	return out
-}
-
-// projectPods is pods with those named in by replaced by their versions there.
-func projectPods(pods []*corev1.Pod, by map[string]*corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(pods))
-	for i, pod := range pods {
-		if q := by[pod.Name]; q != nil {
-			out[i] = q
-		} else {
-			out[i] = pod
+		if o.err != nil {
+			errs = append(errs, o.err.Error())
 		}
 	}
-	return out
+	if len(errs) > 0 {
+		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return acted, after, nil
 }
 
 // updateWorkers bounds how many pods of one step are written at once.
@@ -185,8 +113,6 @@ type podUpdate struct {
 	wrote   bool
 	refused string
 	err     error
-	// after is when to look at the pod again (0: not needed).
-	after time.Duration
 }
 
 // updatePod moves one old pod towards the update revision: through its inPlaceUpdate hook, then
@@ -250,80 +176,68 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 	return nil
 }
 
-// refreshPods moves the in-place update (next batch, InPlaceUpdateReady) and the lifecycle state
-// (PreparingNormal to Normal, Updating to Normal or Updated, ...) of every pod that include
-// accepts on.
-func (c *Controller) refreshPods(ctx context.Context, p *pass, include func(*corev1.Pod) bool) (bool, time.Duration, error) {
+// refreshPods moves every pod's in-place update on (next batch, InPlaceUpdateReady) and its
+// lifecycle state (PreparingNormal to Normal, Updating to Normal or Updated, ...).
+func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
+	logger := klog.FromContext(ctx)
 	acted := false
 	var after time.Duration
 	var errs []string
 	for _, pod := range p.pods {
-		if !include(pod) {
+		started := time.Time{}
+		if st, err := inplace.ReadState(pod); err == nil && st != nil {
+			started = st.UpdateTimestamp.Time
+		}
+		res := c.updater.Refresh(ctx, pod)
+		if res.Pod != nil {
+			c.podVersions.Expect(res.Pod)
+		}
+		if res.Err != nil {
+			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
+				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
+			}
+			acted = true
 			continue
 		}
-		o := c.refreshPod(ctx, p, pod)
-		acted = acted || o.wrote
-		after = shortest(after, o.after)
-		if o.err != nil {
-			errs = append(errs, o.err.Error())
+		switch res.Outcome {
+		case inplace.OutcomeMarkedReady:
+			if !started.IsZero() {
+				c.metrics.inPlace.Observe(c.clock.Since(started).Seconds())
+			}
+			acted = true
+			// The lifecycle state follows at once, on the pod as written, as its own pass would:
+			// the kubelet then takes both changes in one sync instead of two, each of which can
+			// wait a PLEG relist before the pod turns Ready.
+			pod = res.Pod
+		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
+			logger.V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
+			acted = true
+			continue
+		case inplace.OutcomeWaiting:
+			after = shortest(after, res.RequeueAfter)
+		}
+		want := lifecycle.WantNothing
+		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
+			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
+				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
+				want = lifecycle.WantUpdateFinished
+			}
+		}
+		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want,
+			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
+		var err error
+		if dec.Action == lifecycle.ActionSetState {
+			err = c.setLifecycleState(ctx, p, pod, dec)
+			acted = true
+		} else {
+			err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	if len(errs) > 0 {
 		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return acted, after, nil
-}
-
-// refreshPod moves one pod's in-place update and lifecycle state on. It may run beside other
-// pods' writes, so it only reads p.
-func (c *Controller) refreshPod(ctx context.Context, p *pass, pod *corev1.Pod) podUpdate {
-	var o podUpdate
-	started := time.Time{}
-	if st, err := inplace.ReadState(pod); err == nil && st != nil {
-		started = st.UpdateTimestamp.Time
-	}
-	res := c.updater.Refresh(ctx, pod)
-	if res.Pod != nil {
-		c.podVersions.Expect(res.Pod)
-	}
-	if res.Err != nil {
-		if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
-			o.err = fmt.Errorf("pod %s: %w", pod.Name, res.Err)
-		}
-		o.wrote = true
-		return o
-	}
-	switch res.Outcome {
-	case inplace.OutcomeMarkedReady:
-		if !started.IsZero() {
-			c.metrics.inPlace.Observe(c.clock.Since(started).Seconds())
-		}
-		o.wrote = true
-		// The lifecycle state follows at once, on the pod as written, as its own pass would:
-		// the kubelet then takes both changes in one sync instead of two, each of which can
-		// wait a PLEG relist before the pod turns Ready.
-		pod = res.Pod
-	case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
-		klog.FromContext(ctx).V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
-		o.wrote = true
-		return o
-	case inplace.OutcomeWaiting:
-		o.after = res.RequeueAfter
-	}
-	want := lifecycle.WantNothing
-	if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-		if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
-			(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
-			want = lifecycle.WantUpdateFinished
-		}
-	}
-	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want,
-		AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
-	if dec.Action == lifecycle.ActionSetState {
-		o.err = c.setLifecycleState(ctx, p, pod, dec)
-		o.wrote = true
-	} else {
-		o.err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
-	}
-	return o
 }
