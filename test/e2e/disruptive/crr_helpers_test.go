@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -50,10 +51,24 @@ func resCRR(namespace, name, pod string, grace int64, containers ...string) *app
 
 func resCreateCRR(ctx context.Context, t *testing.T, c versioned.Interface, crr *appsv1alpha1.ContainerRecreateRequest) {
 	t.Helper()
-	if _, err := c.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating CRR %s/%s: %v", crr.Namespace, crr.Name, err)
-	}
+	// The API server not getting an answer from the webhook (a call that timed out, a replica
+	// moments after a restart) refuses the create without storing it: tried again, and said in
+	// the log, for a while. Any other error, and a refusal by kruise, fails the test.
+	framework.WaitFor(ctx, t, resCreateRetryTimeout, "creating CRR "+crr.Namespace+"/"+crr.Name, func(ctx context.Context) (bool, string, error) {
+		_, err := c.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Create(ctx, crr.DeepCopy(), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return true, "created", nil
+		case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook"):
+			t.Logf("creating CRR %s/%s: %v; trying again", crr.Namespace, crr.Name, err)
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	})
 }
+
+// resCreateRetryTimeout bounds resCreateCRR's retries of a create the webhook did not answer.
+const resCreateRetryTimeout = 30 * time.Second
 
 func resCRRState(crr *appsv1alpha1.ContainerRecreateRequest, container string) appsv1alpha1.ContainerRecreateRequestContainerRecreateState {
 	for _, st := range crr.Status.ContainerRecreateStates {
