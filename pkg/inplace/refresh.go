@@ -33,13 +33,6 @@ const (
 	ActionRestateNotReady Action = "RestateNotReady"
 )
 
-// PodGate reports whether the action only writes the pod's readiness (a release, hold or restate
-// of the gate): it depends on the pod alone and its timing on the kubelet's, so a workload writes
-// it as soon as the pod's change shows (package inplacegate) rather than in its next pass.
-func (a Action) PodGate() bool {
-	return a == ActionReleaseGate || a == ActionHoldGate || a == ActionRestateNotReady
-}
-
 // Decision is the outcome of Decide.
 type Decision struct {
 	Action Action

@@ -160,9 +160,19 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 	case ActionMarkReady:
 		patch, err := ReadyStatusPatch(pod, now)
 		return u.writeGate(ctx, pod, patch, err, OutcomeMarkedReady, "marking pod %s/%s ready after its in-place update")
-	}
-	if d.Action.PodGate() {
-		return u.writePodGate(ctx, pod, d.Action, now)
+	case ActionReleaseGate:
+		patch, err := ReleaseStatusPatch(pod, now)
+		return u.writeGate(ctx, pod, patch, err, OutcomeGateReleased, "releasing the readiness gate of pod %s/%s while the kubelet restarts its containers")
+	case ActionHoldGate:
+		patch, err := HoldStatusPatch(pod, now)
+		res := u.writeGate(ctx, pod, patch, err, OutcomeGateHeld, "holding the readiness gate of pod %s/%s, Ready on a container its update replaces")
+		if res.Err == nil {
+			logger.Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done")
+		}
+		return res
+	case ActionRestateNotReady:
+		patch, err := RestateNotReadyStatusPatch(pod, now)
+		return u.writeGate(ctx, pod, patch, err, OutcomeNotReadyRestated, "setting pod %s/%s not Ready again during its in-place update")
 	}
 
 	result := Result{Outcome: OutcomeNextBatch}
@@ -203,41 +213,6 @@ func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
 		logger.Info("Wrote in-place update batch", "step", result.Outcome, "containers", result.Containers)
 	}
 	return result
-}
-
-// RefreshGate writes what Refresh would when that is a PodGate action, and nothing otherwise: it
-// lets a worker that sees each pod change at once write the gate, leaving the rest of the update
-// to the workload's pass. As with Refresh, a conflict is returned, not retried.
-func (u *Updater) RefreshGate(ctx context.Context, pod *corev1.Pod) Result {
-	now := u.clock.Now()
-	d, err := Decide(pod, now)
-	if err != nil {
-		return Result{Err: err}
-	}
-	if !d.Action.PodGate() {
-		return Result{}
-	}
-	return u.writePodGate(ctx, pod, d.Action, now)
-}
-
-// writePodGate writes a PodGate action decided on pod at now.
-func (u *Updater) writePodGate(ctx context.Context, pod *corev1.Pod, action Action, now time.Time) Result {
-	switch action {
-	case ActionReleaseGate:
-		patch, err := ReleaseStatusPatch(pod, now)
-		return u.writeGate(ctx, pod, patch, err, OutcomeGateReleased, "releasing the readiness gate of pod %s/%s while the kubelet restarts its containers")
-	case ActionHoldGate:
-		patch, err := HoldStatusPatch(pod, now)
-		res := u.writeGate(ctx, pod, patch, err, OutcomeGateHeld, "holding the readiness gate of pod %s/%s, Ready on a container its update replaces")
-		if res.Err == nil {
-			klog.FromContext(ctx).Info("Pod turned Ready on a container its in-place update replaces; readiness gate held until the update is done", "pod", klog.KObj(pod))
-		}
-		return res
-	case ActionRestateNotReady:
-		patch, err := RestateNotReadyStatusPatch(pod, now)
-		return u.writeGate(ctx, pod, patch, err, OutcomeNotReadyRestated, "setting pod %s/%s not Ready again during its in-place update")
-	}
-	return Result{Err: fmt.Errorf("in-place update action %q is not a readiness gate write", action)}
 }
 
 // writeGate writes a status patch of the InPlaceUpdateReady condition (built with buildErr), for

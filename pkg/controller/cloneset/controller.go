@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +26,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/inplacegate"
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
@@ -78,9 +76,7 @@ type Controller struct {
 	claimIndex    cache.Indexer
 	history       *revision.History
 	updater       *inplace.Updater
-	// gates writes its pods' readiness-gate transitions as soon as they show.
-	gates  *inplacegate.Gates
-	expect *expectations.Scale
+	expect        *expectations.Scale
 	// podVersions holds back updates of a pod until the cache shows the controller's last
 	// write to it: an in-place update started again from a stale copy would record the new
 	// container as the old one and never see it restart.
@@ -152,12 +148,6 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the CloneSet event handler: %w", err)
 	}
-	gates, err := inplacegate.New(inplacegate.Config{Name: Name + "-gates", Kind: controllerKind, Pods: cfg.Pods,
-		Updater: c.updater, Versions: c.podVersions, Clock: clk})
-	if err != nil {
-		return nil, fmt.Errorf("cloneset: %w", err)
-	}
-	c.gates = gates
 	c.podEvents = ownership.PodEvents{
 		Kind: controllerKind, Adopters: c.enqueueMatching, Queue: c.queue, Expect: c.expect, Versions: c.podVersions,
 		Get: func(ns, name string) (metav1.Object, error) { return c.cloneSets.CloneSets(ns).Get(name) },
@@ -186,10 +176,7 @@ func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.queue.ShutDown()
 	return events.While(ctx, c.client, &c.recorder, func() {
 		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		var wg sync.WaitGroup
-		wg.Go(func() { c.gates.Run(ctx, n) })
 		c.loop().Run(ctx, n)
-		wg.Wait()
 	})
 }
 

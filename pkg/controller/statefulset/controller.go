@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +25,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/events"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/inplacegate"
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/revision"
@@ -74,9 +72,7 @@ type Controller struct {
 	claims       corelisters.PersistentVolumeClaimLister
 	history      *revision.History
 	updater      *inplace.Updater
-	// gates writes its pods' readiness-gate transitions as soon as they show.
-	gates  *inplacegate.Gates
-	expect *expectations.Scale
+	expect       *expectations.Scale
 	// podVersions holds back a pod's next update until the cache shows the last one.
 	podVersions *expectations.ResourceVersions
 	recorder    record.EventRecorder
@@ -140,12 +136,6 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the StatefulSet event handler: %w", err)
 	}
-	gates, err := inplacegate.New(inplacegate.Config{Name: Name + "-gates", Kind: controllerKind, Pods: cfg.Pods,
-		Updater: c.updater, Versions: c.podVersions, Clock: clk})
-	if err != nil {
-		return nil, fmt.Errorf("statefulset: %w", err)
-	}
-	c.gates = gates
 	c.podEvents = ownership.PodEvents{
 		Kind: controllerKind, Adopters: c.enqueueMatching, Queue: c.queue, Expect: c.expect, Versions: c.podVersions,
 		Get: func(ns, name string) (metav1.Object, error) { return c.sets.StatefulSets(ns).Get(name) },
@@ -171,10 +161,7 @@ func (c *Controller) Run(ctx context.Context, n int) error {
 	defer c.queue.ShutDown()
 	return events.While(ctx, c.client, &c.recorder, func() {
 		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		var wg sync.WaitGroup
-		wg.Go(func() { c.gates.Run(ctx, n) })
 		c.loop().Run(ctx, n)
-		wg.Wait()
 	})
 }
 
