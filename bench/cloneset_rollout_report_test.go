@@ -133,6 +133,7 @@ func (res csResults) report(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| floor pod, %s | %s | %s (patch → Ready) | – | – |\n", phase, sec(median(un)), sec(single))
 	}
+	fmt.Fprintf(&b, "%s", res.kubeletSyncTable(variants))
 
 	_, floorK := res.floorTotal(phaseKruise)
 	_, floorO := res.floorTotal(phaseOK)
@@ -164,4 +165,49 @@ func (res csResults) report(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %.3f | %s | %s |\n", r.name, v, r.target, ok)
 	}
 	t.Log(b.String())
+}
+
+// kubeletSyncTable is, for the variants that update pods in place, where a step's time goes after
+// the kubelet's sync of the update (rolloutRun.toRunning, toGate), over the pods of all rounds.
+func (res csResults) kubeletSyncTable(variants []csVariant) string {
+	var b strings.Builder
+	for _, v := range variants {
+		var run, gate []time.Duration
+		for _, r := range res.rollout[v] {
+			run, gate = append(run, r.toRunning...), append(gate, r.toGate...)
+		}
+		if len(run) == 0 && len(gate) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "\nin place, per pod over all rounds: from the kubelet's sync of the update (observedGeneration seen)\n\n")
+			fmt.Fprintf(&b, "| variant | → new container running: p50 / p90 (pods) | → InPlaceUpdateReady True: p50 / p90 (pods) |\n| --- | --- | --- |\n")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", v, spread(run), spread(gate))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	for _, phase := range []string{phaseKruise, phaseOK} {
+		var run []time.Duration
+		for _, f := range res.floor[phase] {
+			if f.toRunning > 0 {
+				run = append(run, f.toRunning)
+			}
+		}
+		if len(run) > 0 {
+			fmt.Fprintf(&b, "| floor pod, %s (one restart at a time) | %s | – |\n", phase, spread(run))
+		}
+	}
+	return b.String()
+}
+
+// spread is "p50 / p90 (n)" of ds, or "–" for none.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("%.3f s / %.3f s (%d)", percentile(s, 0.5).Seconds(), percentile(s, 0.9).Seconds(), len(s))
 }

@@ -38,6 +38,41 @@ type rolloutRun struct {
 	ready []time.Duration
 	// kept is how many pods at the end were there at t0 (same UID): updated in place.
 	kept int
+	// toRunning and toGate: per pod updated in place, from the kubelet's sync of the update to
+	// its new container running and to its gate True (restartTrace). They tell a late release of
+	// the gate from a late container start.
+	toRunning, toGate []time.Duration
+}
+
+// restartTrace follows one pod's restart in place after t0 through its watch events: when the
+// kubelet's sync of the update was first seen (status.observedGeneration reaching a generation
+// above the pod's at t0, the pod not being deleted), and after it when a new container was first
+// seen running and the InPlaceUpdateReady condition first seen True. Zero: not seen.
+type restartTrace struct {
+	gen0                   int64
+	oldID                  string
+	synced, running, gated time.Duration
+}
+
+func (rt *restartTrace) see(p *corev1.Pod, container string, now time.Duration) {
+	if rt.synced == 0 {
+		if p.DeletionTimestamp != nil || p.Generation <= rt.gen0 || p.Status.ObservedGeneration < p.Generation {
+			return
+		}
+		rt.synced = now
+	}
+	if st := framework.ContainerStatusOf(p, container); rt.running == 0 && st != nil && st.State.Running != nil &&
+		st.ContainerID != "" && st.ContainerID != rt.oldID {
+		rt.running = now
+	}
+	if rt.gated == 0 && podCond(p, "InPlaceUpdateReady") {
+		rt.gated = now
+	}
+}
+
+// toRunning is the kubelet's sync → the new container running, when both were seen.
+func (rt *restartTrace) toRunning() (time.Duration, bool) {
+	return rt.running - rt.synced, rt.synced > 0 && rt.running > 0
 }
 
 // readyAtImage says whether pod p runs img in its container named container, Ready, in a
@@ -117,6 +152,10 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 	}
 	unready := map[types.UID]time.Duration{}
 	ready := map[types.UID]time.Duration{}
+	restarts := map[types.UID]*restartTrace{}
+	for _, p := range pods {
+		restarts[p.UID] = &restartTrace{gen0: p.Generation, oldID: oldIDs[p.UID]}
+	}
 	var status string
 	deadline := time.NewTimer(cloneSetRolloutTimeout)
 	defer deadline.Stop()
@@ -137,6 +176,9 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 			oldID, old := oldIDs[p.UID]
 			if _, seen := unready[p.UID]; old && !seen && (ev.Type == watch.Deleted || p.DeletionTimestamp != nil || !podCond(p, corev1.PodReady)) {
 				unready[p.UID] = now
+			}
+			if rt := restarts[p.UID]; rt != nil && ev.Type != watch.Deleted {
+				rt.see(p, w.container(), now)
 			}
 			if _, seen := ready[p.UID]; !seen && ev.Type != watch.Deleted && readyAtImage(p, w.container(), img, oldID) {
 				ready[p.UID] = now
@@ -173,6 +215,14 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 	}
 	slices.Sort(r.unready)
 	slices.Sort(r.ready)
+	for _, rt := range restarts {
+		if d, ok := rt.toRunning(); ok {
+			r.toRunning = append(r.toRunning, d)
+		}
+		if rt.gated > 0 {
+			r.toGate = append(r.toGate, rt.gated-rt.synced)
+		}
+	}
 
 	// The end state: n pods at img, none deleting (old ones may still be terminating).
 	l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + w.name()})
@@ -204,6 +254,9 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 type floorRun struct {
 	unready time.Duration // the pod first seen not Ready
 	ready   time.Duration // Ready again, in a new container at the new image
+	// toRunning: the kubelet's sync of the patch → the new container running (restartTrace);
+	// zero when not seen apart.
+	toRunning time.Duration
 }
 
 // floorPods are the floor's bare pods, one per sample of a round, so that each pod is patched
@@ -272,6 +325,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 	if st := framework.ContainerStatusOf(p, rolloutContainer); st != nil {
 		oldID = st.ContainerID
 	}
+	rt := restartTrace{gen0: p.Generation, oldID: oldID}
 	pw, err := e.client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		return r, err
@@ -296,6 +350,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 				continue
 			}
 			last = p
+			rt.see(p, rolloutContainer, now)
 			if r.unready == 0 && !podCond(p, corev1.PodReady) {
 				r.unready = now
 			}
@@ -304,6 +359,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 				if r.unready == 0 {
 					r.unready = now
 				}
+				r.toRunning, _ = rt.toRunning()
 				return r, nil
 			}
 		case <-deadline.C:
