@@ -70,9 +70,10 @@ func (rt *restartTrace) see(p *corev1.Pod, container string, now time.Duration) 
 	}
 }
 
-// toRunning is the kubelet's sync → the new container running, when both were seen.
+// toRunning is the kubelet's sync → the new container running, when both were seen in
+// different events (one event showing both bounds neither).
 func (rt *restartTrace) toRunning() (time.Duration, bool) {
-	return rt.running - rt.synced, rt.synced > 0 && rt.running > 0
+	return rt.running - rt.synced, rt.synced > 0 && rt.running > rt.synced
 }
 
 // readyAtImage says whether pod p runs img in its container named container, Ready, in a
@@ -255,7 +256,7 @@ type floorRun struct {
 	unready time.Duration // the pod first seen not Ready
 	ready   time.Duration // Ready again, in a new container at the new image
 	// toRunning: the kubelet's sync of the patch → the new container running (restartTrace);
-	// zero when not seen apart.
+	// zero when not seen in different events.
 	toRunning time.Duration
 }
 
