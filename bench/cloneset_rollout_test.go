@@ -53,13 +53,16 @@ type csResults struct {
 	n, m    int
 	rollout map[csVariant][]rolloutRun
 	floor   map[string][]floorRun // per phase
+	// floorBatches: per phase, the runs of each batch of M floor pods patched at once.
+	floorBatches map[string][][]floorRun
 }
 
 // TestCloneSetRollout measures, in one run, the time from a template image change to the
 // workload's status showing every pod updated, ready and available, for N pods and
 // maxUnavailable M: kruise's CloneSet in place and by recreation, a Deployment, and OpenKruise
 // v1.9.0's CloneSet in place; and the floor, one container's restart by a direct image patch of
-// a bare pod (the kubelet alone), times ceil(N/M). Variants take turns within each phase.
+// a bare pod (the kubelet alone), times ceil(N/M), beside M such restarts at once times ceil(N/M).
+// Variants take turns within each phase.
 func TestCloneSetRollout(t *testing.T) {
 	ctx := context.Background()
 	e := connect(ctx, t, "bench-cs", "bench-cloneset")
@@ -72,7 +75,8 @@ func TestCloneSetRollout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	imgs := e.rolloutImages(ctx, t, rounds+2*rounds*fs)
+	// Per round and phase: fs single floor samples and one batch of M.
+	imgs := e.rolloutImages(ctx, t, rounds+2*rounds*(fs+1))
 	targets, floorImgs := imgs[:rounds], imgs[rounds:]
 
 	start := time.Now()
@@ -91,7 +95,12 @@ func TestCloneSetRollout(t *testing.T) {
 	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.name(), image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Deployment: %v", err)
 	}
-	floors, err := e.createFloorPods(ctx, fs, image)
+	floors, err := e.createFloorPods(ctx, "floor", fs, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pods of their own, so that no batch restarts a pod a single sample restarted moments before.
+	batch, err := e.createFloorPods(ctx, "floor-batch", m, image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +111,7 @@ func TestCloneSetRollout(t *testing.T) {
 	}
 	t.Logf("workloads of %d pods each Ready: %s; load average %s", n, time.Since(start).Round(time.Second), loadAverage())
 
-	res := csResults{n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}}
+	res := csResults{n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}, floorBatches: map[string][][]floorRun{}}
 	// The tables, also when a later phase fails: what was measured is reported.
 	t.Cleanup(func() { res.report(t) })
 	nextFloor := 0
@@ -119,6 +128,13 @@ func TestCloneSetRollout(t *testing.T) {
 				res.floor[phase] = append(res.floor[phase], r)
 				t.Logf("round %d %-48s unready %6.3f s  Ready %6.3f s", round, phase+" floor (image patch of one pod)", r.unready.Seconds(), r.ready.Seconds())
 			}
+			rs, err := e.measureFloorBatch(ctx, batch, floorImgs[nextFloor])
+			nextFloor++
+			if err != nil {
+				t.Fatalf("%s, floor of %d at once: %v", phase, m, err)
+			}
+			res.floorBatches[phase] = append(res.floorBatches[phase], rs)
+			t.Logf("round %d %-48s Ready %6.3f s", round, fmt.Sprintf("%s floor (image patch of %d pods at once)", phase, m), batchReady(rs).Seconds())
 			return
 		}
 		var trace func(string, ...any)

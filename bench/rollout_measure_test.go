@@ -4,9 +4,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -250,6 +252,20 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 	return r, nil
 }
 
+// measureFloorBatch patches the image of every floor pod of pods to img at once (one
+// measureFloor each) and returns their runs: the kubelet restarting as many containers at once as
+// a rollout step does.
+func (e *env) measureFloorBatch(ctx context.Context, pods floorPods, img string) ([]floorRun, error) {
+	runs := make([]floorRun, len(pods))
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, name := range pods {
+		wg.Go(func() { runs[i], errs[i] = e.measureFloor(ctx, name, img) })
+	}
+	wg.Wait()
+	return runs, errors.Join(errs...)
+}
+
 // floorRun is one container restart by a direct image patch of a bare pod, from t0 (the client
 // clock just before the patch).
 type floorRun struct {
@@ -267,11 +283,11 @@ type floorRun struct {
 // samples on one pod measured that delay, not a restart.
 type floorPods []string
 
-// createFloorPods creates n floor pods and waits until each is Ready.
-func (e *env) createFloorPods(ctx context.Context, n int, img string) (floorPods, error) {
+// createFloorPods creates n floor pods named <prefix>-<i> and waits until each is Ready.
+func (e *env) createFloorPods(ctx context.Context, prefix string, n int, img string) (floorPods, error) {
 	var pods floorPods
 	for i := range n {
-		name := fmt.Sprintf("floor-%d", i)
+		name := fmt.Sprintf("%s-%d", prefix, i)
 		if err := e.createFloorPod(ctx, name, img); err != nil {
 			return nil, err
 		}

@@ -77,7 +77,7 @@ func TestSidecarSetUpgrade(t *testing.T) {
 		{wlVariant(ssInPlace), sidecarSetWorkload(e.kruise, ssName, int32(n)), n, true, true},
 		{wlVariant(ssDeployment), sidecarDeploymentWorkload(e.client, e.ns, "templated", int32(n)), n, false, false},
 	}
-	floors, err := e.createFloorPods(ctx, fs, image)
+	floors, err := e.createFloorPods(ctx, "floor", fs, image)
 	if err != nil {
 		t.Fatal(err)
 	}
