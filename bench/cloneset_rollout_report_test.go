@@ -67,8 +67,9 @@ func batchReady(rs []floorRun) time.Duration {
 func (res csResults) batchTotal(phase string) (total time.Duration, batches []time.Duration) {
 	var sum time.Duration
 	for _, rs := range res.floorBatches[phase] {
-		batches = append(batches, batchReady(rs))
-		sum += batchReady(rs)
+		d := batchReady(rs)
+		batches = append(batches, d)
+		sum += d
 	}
 	if len(batches) == 0 {
 		return 0, nil
@@ -221,28 +222,27 @@ func (res csResults) kubeletSyncTable(variants []csVariant) string {
 		return ""
 	}
 	for _, phase := range []string{phaseKruise, phaseOK} {
-		var run []time.Duration
-		for _, f := range res.floor[phase] {
-			if f.toRunning > 0 {
-				run = append(run, f.toRunning)
-			}
-		}
-		if len(run) > 0 {
+		if run := floorToRunning(res.floor[phase]); len(run) > 0 {
 			fmt.Fprintf(&b, "| floor pod, %s (one restart at a time) | %s | – |\n", phase, spread(run))
 		}
-		run = nil
-		for _, rs := range res.floorBatches[phase] {
-			for _, f := range rs {
-				if f.toRunning > 0 {
-					run = append(run, f.toRunning)
-				}
-			}
-		}
-		if len(run) > 0 {
+		if run := floorToRunning(res.floorBatches[phase]...); len(run) > 0 {
 			fmt.Fprintf(&b, "| floor pods, %s (%d at once) | %s | – |\n", phase, res.m, spread(run))
 		}
 	}
 	return b.String()
+}
+
+// floorToRunning is the floor runs' kubelet sync → new container running, where seen.
+func floorToRunning(runs ...[]floorRun) []time.Duration {
+	var out []time.Duration
+	for _, rs := range runs {
+		for _, f := range rs {
+			if f.toRunning > 0 {
+				out = append(out, f.toRunning)
+			}
+		}
+	}
+	return out
 }
 
 // spread is "p50 / p90 (n)" of ds, or "–" for none.

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// restartTrace needs no cluster: go test -tags bench -run TestRestartTrace ./bench/
+// These need no cluster: go test -tags bench -run 'TestRestartTrace|TestFloorBatchFigures' ./bench/
 func TestRestartTrace(t *testing.T) {
 	pod := func(gen, observed int64, id string, running, gate bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: corev1.PodStatus{ObservedGeneration: observed}}
@@ -54,5 +55,29 @@ func TestRestartTrace(t *testing.T) {
 	rt.see(deleting, rolloutContainer, ms(100))
 	if rt.synced != 0 || rt.gated != 0 {
 		t.Errorf("a deleting pod counted as synced: %+v", rt)
+	}
+}
+
+// The floor of M at once: a batch lasts until its last pod is Ready, and ceil(N/M) × the
+// batches' mean is its total; sync → running counts only the runs that saw it apart.
+func TestFloorBatchFigures(t *testing.T) {
+	s := time.Second
+	res := csResults{n: 30, m: 3, floorBatches: map[string][][]floorRun{phaseKruise: {
+		{{ready: s}, {ready: s / 2, toRunning: s / 4}, {ready: s / 2}},
+		{{ready: 2 * s, toRunning: s}, {ready: s}, {ready: s}},
+		{{ready: s}, {ready: s}, {ready: s}},
+	}}}
+	total, batches := res.batchTotal(phaseKruise)
+	if want := []time.Duration{s, 2 * s, s}; !slices.Equal(batches, want) {
+		t.Errorf("batches %v, want %v", batches, want)
+	}
+	if want := 10 * 4 * s / 3; total != want {
+		t.Errorf("total %v, want %v", total, want)
+	}
+	if got, want := floorToRunning(res.floorBatches[phaseKruise]...), []time.Duration{s / 4, s}; !slices.Equal(got, want) {
+		t.Errorf("floorToRunning %v, want %v", got, want)
+	}
+	if total, _ := res.batchTotal(phaseOK); total != 0 {
+		t.Errorf("a phase without batches has total %v", total)
 	}
 }
