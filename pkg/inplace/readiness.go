@@ -132,27 +132,10 @@ func ReadyStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 // ReleaseStatusPatch sets InPlaceUpdateReady=True before the update is done, with reason
 // ContainersRestarting (see kubeletRestarting), carrying the pod's resourceVersion: it holds only
 // for the pod as read.
-//
-// A Ready=False the pod has is written again with kruise's message, which is not the one the
-// kubelet computes, so that the kubelet queues a sync of the pod as it is now, gate True. Without
-// it, the sync that reports the new containers can be one the kubelet queued while it was stopping
-// the old ones (an old container's failing probe, a relist): that one carries its copy of the pod
-// from before the release, gate False, and when the new container's first probe passes the kubelet
-// computes Ready from that copy and writes Ready=False, ReadinessGatesNotReady, until its next
-// sync, a relist (about a second) later. A newer queued sync replaces an older one, so the write
-// costs the kubelet no extra sync.
 func ReleaseStatusPatch(pod *corev1.Pod, now time.Time) ([]byte, error) {
 	message := fmt.Sprintf("the kubelet is replacing the updated containers (pod generation %d); Ready follows their readiness", pod.Generation)
-	conds := []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, pub.InPlaceUpdateRestartingReason, message, now)}
-	if ready := podCondition(pod, corev1.PodReady); ready != nil && ready.Status == corev1.ConditionFalse {
-		conds = append(conds, conditionAt(pod, corev1.PodReady, corev1.ConditionFalse, pub.InPlaceUpdateRestartingReason, releasedReadyMessage, now))
-	}
-	return statusPatch(pod, conds)
+	return statusPatch(pod, []corev1.PodCondition{conditionAt(pod, pub.InPlaceUpdateReady, corev1.ConditionTrue, pub.InPlaceUpdateRestartingReason, message, now)})
 }
-
-// releasedReadyMessage is the message of Ready=False that ReleaseStatusPatch writes. The kubelet
-// writes its own in its next status of the pod.
-const releasedReadyMessage = "in-place update: the kubelet is starting the updated containers"
 
 // held reports whether the pod's InPlaceUpdateReady was taken back by HoldStatusPatch.
 func held(pod *corev1.Pod) bool {

@@ -99,28 +99,6 @@ func TestReleaseThenReadyStatusPatch(t *testing.T) {
 		{"type":"InPlaceUpdateReady","status":"True","reason":"ContainersRestarting","message":"the kubelet is replacing the updated containers (pod generation 4); Ready follows their readiness","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"}]}}`,
 		string(patch))
 
-	// Ready=False, as the kubelet wrote it while stopping the old container, is written again
-	// with kruise's message (the kubelet then syncs the pod as released), its transition time kept.
-	t1 := metav1.NewTime(t0.Add(-time.Second))
-	stopping := gen.Pod("web", gen.SetPodResourceVersion("9"), gen.SetPodGeneration(4, 4),
-		gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: ReasonStartInPlaceUpdate}),
-		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
-			Message: "containers with unready status: [main]", LastTransitionTime: t1}))
-	patch, err = ReleaseStatusPatch(stopping, t0)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9"},"status":{"conditions":[
-		{"type":"InPlaceUpdateReady","status":"True","reason":"ContainersRestarting","message":"the kubelet is replacing the updated containers (pod generation 4); Ready follows their readiness","lastProbeTime":null,"lastTransitionTime":"2026-07-01T10:00:00Z"},
-		{"type":"Ready","status":"False","reason":"ContainersRestarting","message":"in-place update: the kubelet is starting the updated containers","lastProbeTime":null,"lastTransitionTime":"2026-07-01T09:59:59Z"}]}}`,
-		string(patch))
-
-	// A Ready=True is not touched (Decide sets Ready=False again before it releases a pod that is
-	// Ready on an old container).
-	readyPod := stopping.DeepCopy()
-	readyPod.Status.Conditions[1].Status = corev1.ConditionTrue
-	patch, err = ReleaseStatusPatch(readyPod, t0)
-	require.NoError(t, err)
-	assert.NotContains(t, string(patch), `"type":"Ready"`)
-
 	// Done: the reason and message the release wrote are removed, the transition time kept.
 	released := gen.Pod("web", gen.SetPodResourceVersion("10"), gen.SetPodCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady,
 		Status: corev1.ConditionTrue, Reason: pub.InPlaceUpdateRestartingReason, Message: "m", LastTransitionTime: metav1.NewTime(t0)}))
