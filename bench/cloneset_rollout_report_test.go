@@ -164,6 +164,7 @@ func (res csResults) report(t *testing.T) {
 		fmt.Fprintf(&b, "| floor pod, %s | %s | %s (patch → Ready) | – | – |\n", phase, sec(median(un)), sec(single))
 	}
 	fmt.Fprintf(&b, "%s", res.kubeletSyncTable(variants))
+	fmt.Fprintf(&b, "%s", res.runtimeTable(variants))
 
 	_, floorK := res.floorTotal(phaseKruise)
 	_, floorO := res.floorTotal(phaseOK)
@@ -253,4 +254,50 @@ func spread(ds []time.Duration) string {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return fmt.Sprintf("%.3f s / %.3f s (%d)", percentile(s, 0.5).Seconds(), percentile(s, 0.9).Seconds(), len(s))
+}
+
+// runtimeTable splits each restart in place, and each floor restart, at the runtime's log
+// (runtimeLog): what the kubelet does before the runtime acts (a rollout's restart begins when the
+// pod is seen unavailable, a floor's at the patch), what the runtime does, and what the kubelet
+// does after (its relist, the probe, the readiness gate), with the slow ones by cause.
+func (res csResults) runtimeTable(variants []csVariant) string {
+	rt, err := readRuntimeLogFile(runtimeLog)
+	if err != nil {
+		return fmt.Sprintf("\nthe runtime's log was not read (%v): no split of the restarts\n", err)
+	}
+	var b strings.Builder
+	row := func(name string, rs []podRestart) {
+		if cells, ok := rt.restartSummary(rs); ok {
+			fmt.Fprintf(&b, "| %s | %s |\n", name, cells)
+		}
+	}
+	for _, v := range []csVariant{csInPlace, csOK} {
+		if !slices.Contains(variants, v) {
+			continue
+		}
+		var rs []podRestart
+		for _, r := range res.rollout[v] {
+			rs = append(rs, r.restarts...)
+		}
+		row(string(v), rs)
+	}
+	for _, phase := range []string{phaseKruise, phaseOK} {
+		var one, batch []podRestart
+		for _, f := range res.floor[phase] {
+			one = append(one, f.restart)
+		}
+		for _, fs := range res.floorBatches[phase] {
+			for _, f := range fs {
+				batch = append(batch, f.restart)
+			}
+		}
+		row(fmt.Sprintf("floor pod, %s (one restart at a time)", phase), one)
+		row(fmt.Sprintf("floor pods, %s (%d at once)", phase, res.m), batch)
+	}
+	if b.Len() == 0 {
+		return "\nno restart found in the runtime's log " + runtimeLog + "\n"
+	}
+	return fmt.Sprintf("\nper restart, split at the runtime's log (%s): p50 / p90 (restarts)\n\n", runtimeLog) +
+		"| restart | begin → runtime stopping the old container | → runtime started the new one | → pod Ready | → Ready over 0.9 s: missed relist / Ready held by the gate / late probe |\n| --- | --- | --- | --- | --- |\n" +
+		b.String()
 }

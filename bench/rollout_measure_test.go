@@ -44,6 +44,18 @@ type rolloutRun struct {
 	// its new container running and to its gate True (restartTrace). They tell a late release of
 	// the gate from a late container start.
 	toRunning, toGate []time.Duration
+	// restarts: every pod present at t0 that came back Ready in a new container, for the
+	// runtime's log to be joined with (runtimeTimes.parts).
+	restarts []podRestart
+}
+
+// podRestart is one pod's container restart as the bench saw it: from t0 (wall clock here, to
+// be set against the runtime's log), when it began (the pod unavailable in a rollout, the patch
+// for the floor) and when it was Ready again, with its restartTrace.
+type podRestart struct {
+	t0           time.Time
+	begin, ready time.Duration
+	trace        restartTrace
 }
 
 // restartTrace follows one pod's restart in place after t0 through its watch events: when the
@@ -54,6 +66,12 @@ type restartTrace struct {
 	gen0                   int64
 	oldID                  string
 	synced, running, gated time.Duration
+	// newID is the new container; ctrReady when it was first seen ready; heldByGate, whether an
+	// event showed it ready and InPlaceUpdateReady True while Ready was False for a readiness gate:
+	// the kubelet computing Ready from a copy of the pod older than its gate.
+	newID      string
+	ctrReady   time.Duration
+	heldByGate bool
 }
 
 func (rt *restartTrace) see(p *corev1.Pod, container string, now time.Duration) {
@@ -63,12 +81,22 @@ func (rt *restartTrace) see(p *corev1.Pod, container string, now time.Duration) 
 		}
 		rt.synced = now
 	}
-	if st := framework.ContainerStatusOf(p, container); rt.running == 0 && st != nil && st.State.Running != nil &&
-		st.ContainerID != "" && st.ContainerID != rt.oldID {
-		rt.running = now
+	st := framework.ContainerStatusOf(p, container)
+	if rt.running == 0 && st != nil && st.State.Running != nil && st.ContainerID != "" && st.ContainerID != rt.oldID {
+		rt.running, rt.newID = now, st.ContainerID
 	}
-	if rt.gated == 0 && podCond(p, "InPlaceUpdateReady") {
+	gate := podCond(p, "InPlaceUpdateReady")
+	if rt.gated == 0 && gate {
 		rt.gated = now
+	}
+	if st == nil || rt.newID == "" || st.ContainerID != rt.newID || !st.Ready {
+		return
+	}
+	if rt.ctrReady == 0 {
+		rt.ctrReady = now
+	}
+	if ready := framework.PodConditionOf(p, corev1.PodReady); gate && ready != nil && ready.Status == corev1.ConditionFalse && ready.Reason == "ReadinessGatesNotReady" {
+		rt.heldByGate = true
 	}
 }
 
@@ -218,12 +246,15 @@ func (e *env) measureRollout(ctx context.Context, ns string, w workload, n int, 
 	}
 	slices.Sort(r.unready)
 	slices.Sort(r.ready)
-	for _, rt := range restarts {
+	for uid, rt := range restarts {
 		if d, ok := rt.toRunning(); ok {
 			r.toRunning = append(r.toRunning, d)
 		}
 		if rt.gated > 0 {
 			r.toGate = append(r.toGate, rt.gated-rt.synced)
+		}
+		if d, ok := ready[uid]; ok && rt.newID != "" {
+			r.restarts = append(r.restarts, podRestart{t0: t0, begin: unready[uid], ready: d, trace: *rt})
 		}
 	}
 
@@ -274,6 +305,8 @@ type floorRun struct {
 	// toRunning: the kubelet's sync of the patch → the new container running (restartTrace);
 	// zero when not seen in different events.
 	toRunning time.Duration
+	// restart begins at the patch.
+	restart podRestart
 }
 
 // floorPods are the floor's bare pods, one per sample of a round, so that each pod is patched
@@ -377,6 +410,7 @@ func (e *env) measureFloor(ctx context.Context, name, img string) (floorRun, err
 					r.unready = now
 				}
 				r.toRunning, _ = rt.toRunning()
+				r.restart = podRestart{t0: t0, ready: now, trace: rt}
 				return r, nil
 			}
 		case <-deadline.C:

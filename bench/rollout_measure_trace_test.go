@@ -4,6 +4,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// These need no cluster: go test -tags bench -run 'TestRestartTrace|TestFloorBatchFigures' ./bench/
+// These need no cluster: go test -tags bench -run 'TestRestartTrace|TestFloorBatchFigures|TestRuntimeLog' ./bench/
 func TestRestartTrace(t *testing.T) {
 	pod := func(gen, observed int64, id string, running, gate bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: gen}, Status: corev1.PodStatus{ObservedGeneration: observed}}
@@ -79,5 +80,89 @@ func TestFloorBatchFigures(t *testing.T) {
 	}
 	if total, _ := res.batchTotal(phaseOK); total != 0 {
 		t.Errorf("a phase without batches has total %v", total)
+	}
+}
+
+// A restart split at the runtime's log: its lines parsed, the two containers found, the parts and
+// the cause of a slow one told apart.
+func TestRuntimeLogParts(t *testing.T) {
+	log := `time="2026-11-28T07:00:00.100000000Z" level=info msg="StopContainer for \"old1\" with timeout 10 (s)"
+time="2026-11-28T07:00:00.150000000Z" level=info msg="Stop container \"old1\" with signal terminated"
+time="2026-11-28T07:00:00.400000000Z" level=info msg="StopContainer for \"old1\" returns successfully"
+time="2026-11-28T07:00:00.450000000Z" level=info msg="StartContainer for \"new1\""
+time="2026-11-28T07:00:00.700000000Z" level=info msg="StartContainer for \"new1\" returns successfully"
+time="2026-11-28T07:00:09.000000000Z" level=info msg="StopContainer for \"old1\" with timeout 10 (s)"
+time="bad" level=info msg="StopContainer for \"old2\" with timeout 10 (s)"
+`
+	rt, err := readRuntimeLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.stopping) != 1 || len(rt.started) != 1 {
+		t.Fatalf("read %d stops and %d starts, want 1 and 1 (the first of each, bad times skipped)", len(rt.stopping), len(rt.started))
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)
+	p := podRestart{t0: t0, begin: ms(20), ready: ms(1000),
+		trace: restartTrace{oldID: "containerd://old1", newID: "containerd://new1", running: ms(950), ctrReady: ms(1000)}}
+	x, ok := rt.parts(p)
+	if !ok || x.toStopping != ms(80) || x.toStarted != ms(600) || x.toReady != ms(300) || x.slow != notSlow {
+		t.Errorf("parts = %+v, %t; want 80ms, 600ms, 300ms, not slow", x, ok)
+	}
+
+	slow := func(tr restartTrace) slowCause {
+		q := p
+		q.ready, q.trace = ms(1800), tr
+		q.trace.oldID, q.trace.newID = p.trace.oldID, p.trace.newID
+		x, ok := rt.parts(q)
+		if !ok {
+			t.Fatalf("parts of %+v not found", q)
+		}
+		return x.slow
+	}
+	if c := slow(restartTrace{running: ms(1790), ctrReady: ms(1800)}); c != slowRelist {
+		t.Errorf("reported running late: cause %d, want slowRelist", c)
+	}
+	if c := slow(restartTrace{running: ms(800), ctrReady: ms(1800)}); c != slowProbe {
+		t.Errorf("ready a probe period after running: cause %d, want slowProbe", c)
+	}
+	if c := slow(restartTrace{running: ms(800), ctrReady: ms(850), heldByGate: true}); c != slowGate {
+		t.Errorf("held by the gate: cause %d, want slowGate", c)
+	}
+
+	// A container the log does not have, or times out of order, give no parts.
+	q := p
+	q.trace.newID = "containerd://other"
+	if _, ok := rt.parts(q); ok {
+		t.Error("parts found for a container the log lacks")
+	}
+	q = p
+	q.ready = ms(500) // Ready before the runtime started the container: another clock
+	if _, ok := rt.parts(q); ok {
+		t.Error("parts found for times out of order")
+	}
+	if row, ok := rt.restartSummary([]podRestart{p, q}); !ok || !strings.HasSuffix(row, "0 / 0 / 0 of 1") {
+		t.Errorf("summary %q, %t; want one restart counted, none slow", row, ok)
+	}
+}
+
+// A new container ready with the gate True while the kubelet still writes Ready=False for a
+// readiness gate is recorded as held by the gate; the same with Ready=False for containers is not.
+func TestRestartTraceHeldByGate(t *testing.T) {
+	pod := func(readyReason string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Status: corev1.PodStatus{ObservedGeneration: 2,
+			Conditions: []corev1.PodCondition{{Type: "InPlaceUpdateReady", Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: readyReason}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: rolloutContainer, ContainerID: "c://new", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	}
+	rt := restartTrace{gen0: 1, oldID: "c://old"}
+	rt.see(pod("ContainersNotReady"), rolloutContainer, time.Second)
+	if rt.heldByGate || rt.newID != "c://new" || rt.ctrReady != time.Second {
+		t.Errorf("after a containers-not-ready event: %+v", rt)
+	}
+	rt.see(pod("ReadinessGatesNotReady"), rolloutContainer, 2*time.Second)
+	if !rt.heldByGate || rt.ctrReady != time.Second {
+		t.Errorf("after a gates-not-ready event: %+v", rt)
 	}
 }
