@@ -236,12 +236,19 @@ func (res csResults) kubeletSyncTable(variants []csVariant) string {
 // floorToRunning is the floor runs' kubelet sync → new container running, where seen.
 func floorToRunning(runs ...[]floorRun) []time.Duration {
 	var out []time.Duration
-	for _, rs := range runs {
-		for _, f := range rs {
-			if f.toRunning > 0 {
-				out = append(out, f.toRunning)
-			}
+	for _, f := range slices.Concat(runs...) {
+		if f.toRunning > 0 {
+			out = append(out, f.toRunning)
 		}
+	}
+	return out
+}
+
+// floorRestarts is the floor runs' restarts, for the runtime's log.
+func floorRestarts(runs ...[]floorRun) []podRestart {
+	var out []podRestart
+	for _, f := range slices.Concat(runs...) {
+		out = append(out, f.restart)
 	}
 	return out
 }
@@ -282,17 +289,8 @@ func (res csResults) runtimeTable(variants []csVariant) string {
 		row(string(v), rs)
 	}
 	for _, phase := range []string{phaseKruise, phaseOK} {
-		var one, batch []podRestart
-		for _, f := range res.floor[phase] {
-			one = append(one, f.restart)
-		}
-		for _, fs := range res.floorBatches[phase] {
-			for _, f := range fs {
-				batch = append(batch, f.restart)
-			}
-		}
-		row(fmt.Sprintf("floor pod, %s (one restart at a time)", phase), one)
-		row(fmt.Sprintf("floor pods, %s (%d at once)", phase, res.m), batch)
+		row(fmt.Sprintf("floor pod, %s (one restart at a time)", phase), floorRestarts(res.floor[phase]))
+		row(fmt.Sprintf("floor pods, %s (%d at once)", phase, res.m), floorRestarts(res.floorBatches[phase]...))
 	}
 	if b.Len() == 0 {
 		return "\nno restart found in the runtime's log " + runtimeLog + "\n"

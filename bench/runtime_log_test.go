@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/nodekruise/kruise/pkg/cri"
 )
 
 // runtimeLog is the container runtime's log on the local cluster (containerd's, info level). The
@@ -83,14 +85,6 @@ func between(s, from, to string) string {
 	return v
 }
 
-// bareID is a pod status's container ID without its scheme (containerd://).
-func bareID(id string) string {
-	if _, rest, ok := strings.Cut(id, "://"); ok {
-		return rest
-	}
-	return id
-}
-
 // slowCause says what held a restart that was slow after the runtime started its new container.
 type slowCause int
 
@@ -117,8 +111,8 @@ type restartParts struct {
 // parts splits p at the runtime's times of its two containers; false when the log lacks either or
 // the times do not line up (a container ID from an earlier restart, another clock).
 func (rt runtimeTimes) parts(p podRestart) (restartParts, bool) {
-	stop, ok := rt.stopping[bareID(p.trace.oldID)]
-	start, ok2 := rt.started[bareID(p.trace.newID)]
+	stop, ok := rt.stopping[cri.RawContainerID(p.trace.oldID)]
+	start, ok2 := rt.started[cri.RawContainerID(p.trace.newID)]
 	if !ok || !ok2 || p.ready == 0 {
 		return restartParts{}, false
 	}
