@@ -34,12 +34,21 @@ func Ref(obj metav1.Object, kind schema.GroupVersionKind) *metav1.OwnerReference
 	return ref
 }
 
-// indexName names the index of objects by the UID of the workload of kind controlling them.
+// indexName names the index of objects by the namespace and UID of the workload of kind
+// controlling them.
 func indexName(kind schema.GroupVersionKind) string {
 	return "ownership.kruise.io/" + kind.GroupKind().String()
 }
 
-// AddIndex indexes inf's objects by the UID of the workload of kind that controls them.
+// indexKey is the key of the objects in namespace whose controller reference names uid. The
+// namespace is part of it because an owner reference can only name an owner of its own
+// namespace: anyone who may create a pod in namespace B can write into it the UID of a CloneSet
+// in A, and that pod must never be counted (and then deleted, with the PVCs of A's pod of the
+// same instance ID) by the CloneSet in A.
+func indexKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
+
+// AddIndex indexes inf's objects by the namespace and UID of the workload of kind that controls
+// them.
 func AddIndex(inf cache.SharedIndexInformer, kind schema.GroupVersionKind) error {
 	return inf.AddIndexers(cache.Indexers{indexName(kind): func(obj any) ([]string, error) {
 		m, ok := obj.(metav1.Object)
@@ -47,16 +56,16 @@ func AddIndex(inf cache.SharedIndexInformer, kind schema.GroupVersionKind) error
 			return nil, nil
 		}
 		if ref := Ref(m, kind); ref != nil {
-			return []string{string(ref.UID)}, nil
+			return []string{indexKey(m.GetNamespace(), ref.UID)}, nil
 		}
 		return nil, nil
 	}})
 }
 
-// Owned lists the objects of indexer (one AddIndex was given kind) that the workload of kind
-// with uid controls.
-func Owned[T any](indexer cache.Indexer, kind schema.GroupVersionKind, uid types.UID) ([]T, error) {
-	objs, err := indexer.ByIndex(indexName(kind), string(uid))
+// Owned lists the objects of indexer (one AddIndex was given kind) that owner, a workload of
+// kind, controls: those in owner's namespace whose controller reference names its UID.
+func Owned[T any](indexer cache.Indexer, kind schema.GroupVersionKind, owner metav1.Object) ([]T, error) {
+	objs, err := indexer.ByIndex(indexName(kind), indexKey(owner.GetNamespace(), owner.GetUID()))
 	if err != nil {
 		return nil, fmt.Errorf("listing what the %s controls: %w", kind.Kind, err)
 	}

@@ -64,9 +64,12 @@ func TestOwnedByIndex(t *testing.T) {
 	} {
 		require.NoError(t, inf.GetIndexer().Add(p))
 	}
-	got, err := Owned[*corev1.Pod](inf.GetIndexer(), kind, "u1")
+	impostor := pod("impostor", "db", controllerRef("apps.kruise.io/v1beta1", "StatefulSet", "u1"))
+	impostor.Namespace = "elsewhere"
+	require.NoError(t, inf.GetIndexer().Add(impostor))
+	got, err := Owned[*corev1.Pod](inf.GetIndexer(), kind, owner("u1"))
 	require.NoError(t, err)
-	require.Len(t, got, 1)
+	require.Len(t, got, 1, "only the pod of the owner's namespace")
 	assert.Equal(t, "mine", got[0].Name)
 }
 

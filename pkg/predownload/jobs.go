@@ -123,7 +123,7 @@ func (j *Jobs) labelRevision(ctx context.Context, rec record.EventRecorder, owne
 // or no longer to be). The reference deletes them only when the update is done, and leaves a
 // superseded revision's jobs pulling an image no pod will run. A failure is told in an Event.
 func (j *Jobs) DeleteStale(ctx context.Context, rec record.EventRecorder, owner Object, updateHash string) error {
-	jobs, err := ownership.Owned[*appsv1beta1.ImagePullJob](j.jobIndex, j.kind, owner.GetUID())
+	jobs, err := ownership.Owned[*appsv1beta1.ImagePullJob](j.jobIndex, j.kind, owner)
 	if err != nil {
 		return fmt.Errorf("listing the pre-download ImagePullJobs: %w", err)
 	}

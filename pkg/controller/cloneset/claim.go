@@ -16,7 +16,7 @@ import (
 // selector matches and released the pods it no longer matches, as the built-in ReplicaSet
 // controller does.
 func (c *Controller) claimPods(ctx context.Context, cs *appsv1beta1.CloneSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, cs.UID)
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -34,5 +34,5 @@ func (c *Controller) claimPods(ctx context.Context, cs *appsv1beta1.CloneSet, se
 
 // ownedClaims are the PVCs the CloneSet controls.
 func (c *Controller) ownedClaims(cs *appsv1beta1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
-	return ownership.Owned[*corev1.PersistentVolumeClaim](c.claimIndex, controllerKind, cs.UID)
+	return ownership.Owned[*corev1.PersistentVolumeClaim](c.claimIndex, controllerKind, cs)
 }

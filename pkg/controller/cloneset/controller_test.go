@@ -421,3 +421,25 @@ func patched(f *fixture, s string) bool {
 	}
 	return false
 }
+
+// A pod in another namespace whose controller reference names the CloneSet's UID is not the
+// CloneSet's: anyone who may create pods there can write that reference. Counted, it would make
+// the CloneSet delete one of its own pods (and that pod's PVCs) to get back to replicas.
+func TestPodOfAnotherNamespaceIsNeverCounted(t *testing.T) {
+	cs := cloneSet(1, "app:1")
+	rev := revisionOf(t, cs, 1)
+	mine := runningPod(t, cs, rev, "aaaaa")
+	impostor := runningPod(t, cs, rev, "bbbbb")
+	impostor.Namespace, impostor.UID = "tenant-b", "uid-impostor"
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{rev}, mine, impostor)
+	f.sync()
+
+	for _, a := range f.actions() {
+		if a.GetVerb() == "delete" || a.GetVerb() == "create" {
+			t.Errorf("the CloneSet acted on the pods of another namespace's claim: %s %s %s/%v", a.GetVerb(), a.GetResource().Resource, a.GetNamespace(), a)
+		}
+	}
+	if st := f.status(); st.Replicas != 1 {
+		t.Errorf("status.replicas %d, want 1: the pod of namespace tenant-b was counted", st.Replicas)
+	}
+}

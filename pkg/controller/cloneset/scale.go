@@ -90,7 +90,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 
 // createPods creates n pods (and their PVCs), the first old of them at the current revision.
 func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs.UID)
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // matches and released those it no longer matches, as the built-in controllers do. A finished
 // orphan is adopted too, as the built-in DaemonSet does: it is then replaced.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1beta1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, ds.UID)
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, ds)
 	if err != nil {
 		return nil, err
 	}

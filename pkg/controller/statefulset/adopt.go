@@ -16,7 +16,7 @@ import (
 // claimPods returns the pods the set controls once it has adopted the unfinished orphans its
 // selector matches and released the pods it no longer matches, as the built-in controllers do.
 func (c *Controller) claimPods(ctx context.Context, set *appsv1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, set.UID)
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, set)
 	if err != nil {
 		return nil, err
 	}
