@@ -312,7 +312,7 @@ start_apiserver() {
     --kubelet-preferred-address-types=Hostname \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="${PKI}/sa.pub" --service-account-signing-key-file="${PKI}/sa.key" \
-    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement \
     --allow-privileged=true \
     --requestheader-client-ca-file="${PKI}/front-proxy-ca.crt" \
     --requestheader-allowed-names=front-proxy-client \

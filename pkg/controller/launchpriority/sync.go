@@ -3,6 +3,7 @@ package launchpriority
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -52,6 +53,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		n = p.due(pod)
 	}
 	cm, err := c.ensureBarrier(ctx, pod, p, p.keys(n))
+	if errors.Is(err, errPreviousPodsBarrier) {
+		klog.FromContext(ctx).V(2).Info("Waiting for the garbage collector to delete the barrier ConfigMap of a deleted pod of the same name",
+			"pod", klog.KObj(pod), "configMap", p.configMap)
+		return previousBarrierRecheck, nil
+	}
 	if err != nil || cm == nil {
 		return 0, err
 	}
@@ -103,12 +109,11 @@ func (c *Controller) ensureBarrier(ctx context.Context, pod *corev1.Pod, p plan,
 		}
 		upd.Data = keyData(upd.Data, want)
 	case previous:
-		// A pod of the same name, now gone, left it for the garbage
-		// collector: take it over, with only the keys due to this pod.
-		upd.OwnerReferences = []metav1.OwnerReference{ownerRef(pod)}
-		upd.Data = keyData(nil, want)
-		logger.Info("Took over the barrier ConfigMap of a deleted pod of the same name", "pod", klog.KObj(pod), "configMap", p.configMap,
-			"previousOwner", cur.OwnerReferences[0].UID)
+		// A pod of the same name, now gone, left it for the garbage collector, which deletes
+		// it within moments; it is created for this pod then. Taking it over would change its
+		// owner references, which under the OwnerReferencesPermissionEnforcement admission
+		// plugin needs the right to delete ConfigMaps, everywhere: kruise does not hold it.
+		return nil, errPreviousPodsBarrier
 	default:
 		c.report(pod, ReasonBarrierConflict, p.configMap, fmt.Sprintf("ConfigMap %s, which the containers' %s env vars read, is not this pod's (owners: %s): "+
 			"kruise does not write it, so its keys, not the launch priorities, decide when those containers start", p.configMap, lp.EnvBarrier, owners(cur)))
@@ -177,6 +182,14 @@ func (c *Controller) waiting(pod *corev1.Pod, p plan, n int) time.Duration {
 	}
 	return c.recheck
 }
+
+// errPreviousPodsBarrier: the barrier ConfigMap belongs to a deleted pod of the same name and
+// waits for the garbage collector.
+var errPreviousPodsBarrier = errors.New("the barrier ConfigMap belongs to a deleted pod of the same name")
+
+// previousBarrierRecheck is how soon a pod whose barrier waits for the garbage collector looks
+// again: ConfigMaps are not watched, and the collector acts within about a second.
+const previousBarrierRecheck = time.Second
 
 // owner is how a barrier ConfigMap relates to the pod whose containers read
 // it.
