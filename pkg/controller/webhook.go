@@ -71,7 +71,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	sidecars := sidecarinjection.NewCaches(d.client, d.kruiseClient, namespace, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
-		launchpriority.Webhook(),
+		launchpriority.Webhook(namespace),
 		validate.CRRWebhook(d.client.CoreV1()),
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
@@ -110,10 +110,14 @@ func patchAllowCheck(defaultsAllowed bool) validate.PatchAllowCheck {
 }
 
 // checks are the webhooks' /readyz checks: the server serves, and the
-// certificate is valid with its CA in every configured object, and the
-// caches SidecarSet injection reads have synced.
+// certificate is valid with its CA in every configured object. Nothing that
+// lists kruise's own kinds is one: such a list can need /convert (objects
+// stored in another version), which the API server sends only to ready
+// replicas, so a readiness that waited on it would never come once every
+// replica was down. SidecarSet injection waits for its caches per request
+// instead (sidecarinjection.Caches.WaitSynced).
 func (w *webhooks) checks() []server.Checker {
-	return []server.Checker{w.server.ReadyCheck(), w.certs, w.sidecars}
+	return []server.Checker{w.server.ReadyCheck(), w.certs}
 }
 
 // listen binds the webhook port, so that a conflict fails start-up.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -28,6 +30,7 @@ import (
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -43,7 +46,7 @@ func webhookConfigs() (*admissionregistrationv1.MutatingWebhookConfiguration, *a
 				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 					Namespace: "kruise-system", Name: certs.ServiceName, Path: &path,
 				}},
-				MatchConditions: wlp.MatchConditions(),
+				MatchConditions: wlp.MatchConditions("kruise-system"),
 			}},
 		},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: certs.ValidatingWebhookConfigurationName}}
@@ -57,6 +60,11 @@ type hooked struct {
 
 func startWithWebhooks(t *testing.T, o *Options, client *fake.Clientset) *hooked {
 	t.Helper()
+	return startWithWebhooksAndKruise(t, o, client, kruisefake.NewSimpleClientset())
+}
+
+func startWithWebhooksAndKruise(t *testing.T, o *Options, client *fake.Clientset, kruiseClient *kruisefake.Clientset) *hooked {
+	t.Helper()
 	t.Setenv(PodNamespaceEnv, "kruise-system")
 	o.WebhookEnabled = true
 	o.WebhookAddr = "127.0.0.1:0"
@@ -66,7 +74,7 @@ func startWithWebhooks(t *testing.T, o *Options, client *fake.Clientset) *hooked
 	r := &running{stop: cancel, done: make(chan error, 1)}
 	go func() {
 		r.done <- run(ctx, o, deps{
-			client: client, kruiseClient: kruisefake.NewSimpleClientset(), leases: client.CoordinationV1(), identity: "test-replica_1234",
+			client: client, kruiseClient: kruiseClient, leases: client.CoordinationV1(), identity: "test-replica_1234",
 			listening:        func(a net.Addr) { addrCh <- a },
 			webhookListening: func(a net.Addr) { hookCh <- a },
 		})
@@ -187,7 +195,7 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	_, body := h.get(t, "/readyz?verbose")
 	assert.Contains(t, body, "[+]webhook ok")
 	assert.Contains(t, body, "[+]webhook-certificates ok")
-	assert.Contains(t, body, "[+]sidecarset-injection-caches ok", "a standby runs the injection caches too")
+	assert.NotContains(t, body, "sidecarset", "readiness never waits on a list of kruise's kinds (it can need /convert)")
 	require.Eventually(t, func() bool { return leaseGets(client) >= 2 }, 10*time.Second, 10*time.Millisecond)
 
 	resp := h.admit(t, caFromConfig(t, client), markedPod())
@@ -211,6 +219,34 @@ func TestWebhooksServedByAStandby(t *testing.T) {
 	_, err := client.CoordinationV1().Leases("kruise-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "other-replica_abcd", *lease(t, client).Spec.HolderIdentity, "the standby never led")
+}
+
+// Listing SidecarSets needs /convert while some are stored in another version, and the API
+// server calls /convert only on ready replicas: a replica must become ready while that list
+// fails, or kruise would never come back once every replica was down. Until the list succeeds a
+// pod sent for injection is refused, saying why, never created without its sidecars.
+func TestReadyWhileSidecarSetsCannotBeListed(t *testing.T) {
+	m, v := webhookConfigs()
+	client := fake.NewClientset(m, v)
+	kruiseClient := kruisefake.NewSimpleClientset()
+	kruiseClient.PrependReactor("list", "sidecarsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New(`conversion webhook for apps.kruise.io/v1alpha1, Kind=SidecarSet failed: ` +
+			`Post "https://kruise-webhook-service.kruise-system.svc:443/convert": no endpoints available for service "kruise-webhook-service"`)
+	})
+	h := startWithWebhooksAndKruise(t, testOptions(), client, kruiseClient)
+	require.Eventually(t, func() bool { code, _ := h.get(t, "/readyz"); return code == http.StatusOK }, 10*time.Second, 10*time.Millisecond,
+		"ready, so that the API server may call this replica's /convert")
+
+	pod := gen.Pod("web", gen.SetPodNamespace("default"), gen.AddPodLabels(map[string]string{"app": "web"}),
+		gen.AddPodContainer(corev1.Container{Name: "app", Image: "app:1"}))
+	resp := h.review(t, caFromConfig(t, client), sidecarinjection.Path, &admissionv1.AdmissionRequest{
+		UID: "5d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a", Operation: admissionv1.Create, Namespace: "default",
+		Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Object:   runtime.RawExtension{Raw: mustJSON(t, pod)},
+	})
+	require.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, "has not read the SidecarSets yet")
 }
 
 // Every replica serves the validating webhooks too (CRRs, image jobs,

@@ -19,6 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -106,7 +107,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, inj.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, inj.Rules[0].Resources)
 	assert.Equal(t, []admissionregistrationv1.MatchCondition{
-		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
+		podscope.Condition("kruise-system"),
 		{Name: sidecarsetscope.ConditionName, Expression: sidecarsetscope.NoneExpression},
 	}, inj.MatchConditions, "never called until kruise-controller writes the SidecarSets' condition")
 	w := m.Webhooks[1]
@@ -124,9 +125,10 @@ func TestRenderWebhookOn(t *testing.T) {
 	require.Len(t, w.Rules, 1)
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
-	assert.Equal(t, wlp.MatchConditions(), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
-	require.Len(t, w.NamespaceSelector.MatchExpressions, 1)
-	assert.Equal(t, []string{"kube-system"}, w.NamespaceSelector.MatchExpressions[0].Values)
+	assert.Equal(t, wlp.MatchConditions("kruise-system"), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
+	for _, hook := range m.Webhooks {
+		assert.Equal(t, podscope.NamespaceSelector("kruise-system"), hook.NamespaceSelector, "%s never selects kube-system nor kruise's namespace", hook.Name)
+	}
 	assert.Empty(t, m.Annotations)
 
 	objs.checkValidating(t, nil)
@@ -431,5 +433,14 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		if len(w.MatchConditions) > 0 {
 			assert.Contains(t, w.MatchConditions[0].Expression, "'system:serviceaccount:ops:kruise-controller'")
 		}
+	}
+	for _, w := range objs.mutating(t).Webhooks {
+		assert.Equal(t, podscope.NamespaceSelector("ops"), w.NamespaceSelector, w.Name)
+		assert.Equal(t, podscope.Condition("ops"), w.MatchConditions[0], w.Name)
+	}
+	inKubeSystem := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=kube-system")
+	for _, w := range inKubeSystem.mutating(t).Webhooks {
+		assert.Equal(t, podscope.NamespaceSelector("kube-system"), w.NamespaceSelector, "%s: no duplicate value", w.Name)
+		assert.Equal(t, podscope.Condition("kube-system"), w.MatchConditions[0], w.Name)
 	}
 }

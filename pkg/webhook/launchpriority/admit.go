@@ -6,6 +6,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 )
 
@@ -18,12 +19,19 @@ const Path = "/mutate-pod"
 const WebhookName = "pod-mutate"
 
 // Webhook is the pod mutating webhook for the webhook server: Review as an
-// Admitter on Path, with every reason it may refuse a pod for.
-func Webhook() server.Webhook {
+// Admitter on Path, with every reason it may refuse a pod for. Pods of
+// kube-system and of kruiseNamespace are allowed untouched (podscope), even
+// if the configuration sends them.
+func Webhook(kruiseNamespace string) server.Webhook {
 	return server.Webhook{
-		Name:     WebhookName,
-		Path:     Path,
-		Admitter: server.AdmitFunc(admit),
+		Name: WebhookName,
+		Path: Path,
+		Admitter: server.AdmitFunc(func(ctx context.Context, req *admissionv1.AdmissionRequest) server.Result {
+			if podscope.Excluded(req.Namespace, kruiseNamespace) {
+				return server.Allowed()
+			}
+			return admit(ctx, req)
+		}),
 		Reasons: []string{
 			string(ReasonInvalidPriority), string(ReasonInvalidAnnotation), string(ReasonBarrierSet),
 			string(ReasonBadRequest), string(ReasonInternalError),

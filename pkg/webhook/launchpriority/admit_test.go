@@ -20,6 +20,9 @@ import (
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
+// kruiseNS is the namespace kruise runs in, for these tests.
+const kruiseNS = "kruise-system"
+
 // serve sends req to the pod webhook mounted on a webhook server's handler
 // and returns the answer.
 func serve(t *testing.T, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -28,7 +31,7 @@ func serve(t *testing.T, req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 		return nil, errors.New("the handler is called without TLS")
 	}})
 	require.NoError(t, err)
-	require.NoError(t, srv.HandleAdmission(Webhook()))
+	require.NoError(t, srv.HandleAdmission(Webhook(kruiseNS)))
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req,
 	})
@@ -72,11 +75,27 @@ func TestWebhookAllowsUnmarkedPodsUntouched(t *testing.T) {
 	assert.Nil(t, got.PatchType)
 }
 
+// A pod of kube-system or of kruise's own namespace is never touched, even
+// marked and even if the configuration sends it: kruise's own pods must be
+// created while no replica serves the webhook.
+func TestWebhookLeavesKubeSystemAndKruisePodsAlone(t *testing.T) {
+	for _, ns := range []string{"kube-system", kruiseNS} {
+		req := request(t, admissionv1.Create, gen.Pod("", gen.SetPodGenerateName("web-"), ctr("sidecar", prio("1")), ctr("main")))
+		req.Namespace = ns
+		got := serve(t, req)
+		assert.True(t, got.Allowed, ns)
+		assert.Nil(t, got.Patch, ns)
+		bad := request(t, admissionv1.Create, gen.Pod("", gen.SetPodGenerateName("web-"), ctr("a", prio("soon")), ctr("b")))
+		bad.Namespace = ns
+		assert.True(t, serve(t, bad).Allowed, "%s: not even refused", ns)
+	}
+}
+
 // Every reason Review refuses with is declared, so that the rejection metric
 // counts it under its name and not as Other.
 func TestWebhookDeclaresEveryReason(t *testing.T) {
 	assert.ElementsMatch(t, []string{"InvalidPriority", "InvalidAnnotation", "BarrierEnvSet", "BadRequest", "InternalError"},
-		Webhook().Reasons)
+		Webhook(kruiseNS).Reasons)
 	res := admit(context.Background(), request(t, admissionv1.Create, webPod(ctr("a", prio("x")), ctr("b"))))
 	assert.Equal(t, string(ReasonInvalidPriority), res.Reason)
 }

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 )
 
 // The pod webhook's matchConditions (CEL, GA since Kubernetes 1.30): the API
@@ -24,23 +25,19 @@ const (
 		`(has(object.metadata.annotations) && '` + lp.AnnotationPriority + `' in object.metadata.annotations) || ` +
 		`(has(object.spec.containers) && object.spec.containers != null && object.spec.containers.exists(c, has(c.env) && ` +
 		`c.env.exists(e, e.name == '` + lp.EnvPriority + `' || e.name == '` + lp.EnvBarrier + `'))))`
-	// NotKubeSystemExpression leaves pods in kube-system alone. A
-	// namespaceSelector on kubernetes.io/metadata.name does the same
-	// before any CEL is evaluated; the condition keeps the webhook right
-	// without it.
-	NotKubeSystemExpression = `request.namespace != 'kube-system'`
 
-	// MarkedConditionName and NotKubeSystemConditionName name the
-	// conditions in the webhook configuration.
-	MarkedConditionName        = "launch-priority-marked"
-	NotKubeSystemConditionName = "not-kube-system"
+	// MarkedConditionName names MarkedExpression's condition in the
+	// webhook configuration.
+	MarkedConditionName = "launch-priority-marked"
 )
 
 // MatchConditions are the matchConditions of a webhook that serves only
-// launch priority (all must hold).
-func MatchConditions() []admissionregistrationv1.MatchCondition {
+// launch priority (all must hold) for kruise installed in kruiseNamespace:
+// no pod of kube-system or of kruise's namespace (podscope), and only
+// marked pods.
+func MatchConditions(kruiseNamespace string) []admissionregistrationv1.MatchCondition {
 	return []admissionregistrationv1.MatchCondition{
-		{Name: NotKubeSystemConditionName, Expression: NotKubeSystemExpression},
+		podscope.Condition(kruiseNamespace),
 		{Name: MarkedConditionName, Expression: MarkedExpression},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -87,8 +88,8 @@ func TestMarkedExpressionText(t *testing.T) {
 	assert.Contains(t, MarkedExpression, "object.spec.containers.exists(", "init containers are not looked at")
 	assert.NotContains(t, MarkedExpression, "initContainers")
 	assert.Equal(t, strings.Count(MarkedExpression, "("), strings.Count(MarkedExpression, ")"))
-	conds := MatchConditions()
+	conds := MatchConditions("kruise-system")
 	require.Len(t, conds, 2)
-	assert.Equal(t, NotKubeSystemExpression, conds[0].Expression)
+	assert.Equal(t, podscope.Expression("kruise-system"), conds[0].Expression)
 	assert.Equal(t, MarkedExpression, conds[1].Expression)
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -48,9 +49,11 @@ func NewCaches(client kubernetes.Interface, kruiseClient versioned.Interface, na
 	revs := c.revisions.Apps().V1().ControllerRevisions()
 	c.synced = []cache.InformerSynced{ss.Informer().HasSynced, ns.Informer().HasSynced, revs.Informer().HasSynced}
 	c.injector = &Injector{
-		SidecarSets: sidecarSetLister{ss.Lister()},
-		Namespaces:  namespaceLister{ns.Lister()},
-		Revisions:   revisionLister{revs.Lister().ControllerRevisions(namespace)},
+		SidecarSets:     sidecarSetLister{ss.Lister()},
+		Namespaces:      namespaceLister{ns.Lister()},
+		Revisions:       revisionLister{revs.Lister().ControllerRevisions(namespace)},
+		KruiseNamespace: namespace,
+		WaitSynced:      c.WaitSynced,
 	}
 	return c
 }
@@ -72,18 +75,40 @@ func (c *Caches) Shutdown() {
 	c.kruise.Shutdown()
 }
 
-// Name implements the /readyz Checker.
-func (c *Caches) Name() string { return "sidecarset-injection-caches" }
+// syncWait bounds how long a request waits for the caches of a replica that has just started.
+// It is well below the webhook's timeout (5 s by default), so the answer is kruise's refusal,
+// which says why, rather than the API server's timeout.
+const syncWait = 2 * time.Second
 
-// Check implements the /readyz Checker: a replica whose caches have not synced would inject
-// from an empty list, so it takes no requests until they have.
-func (c *Caches) Check(*http.Request) error {
-	for _, synced := range c.synced {
-		if !synced() {
-			return errors.New("the SidecarSet, Namespace and ControllerRevision caches have not synced yet")
-		}
+// errNotSynced refuses a pod while the caches are empty: injecting from an empty list would
+// create the pod without its sidecars.
+var errNotSynced = errors.New("this kruise-controller replica has not read the SidecarSets yet (its caches have not synced); the pod is refused rather than created without its sidecars: create it again")
+
+// WaitSynced waits, at most syncWait and while ctx lasts, for the caches to sync. It is not a
+// /readyz check: a replica must take requests (and answer /convert) before it can list the
+// SidecarSets, because listing them can itself need /convert, when they are stored in another
+// version, and the API server calls only ready replicas. Until they have synced, the pods a
+// SidecarSet may select are refused with errNotSynced; no other pod is sent (matchConditions).
+func (c *Caches) WaitSynced(ctx context.Context) error {
+	if c.hasSynced() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) { return c.hasSynced(), nil })
+	if err != nil {
+		return errNotSynced
 	}
 	return nil
+}
+
+func (c *Caches) hasSynced() bool {
+	for _, synced := range c.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
 }
 
 type sidecarSetLister struct {

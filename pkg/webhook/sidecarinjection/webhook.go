@@ -19,6 +19,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 )
 
@@ -51,6 +52,11 @@ type Injector struct {
 	Clock clock.PassiveClock
 	// Random draws Partial injection; nil is math/rand.
 	Random func() float64
+	// KruiseNamespace is where kruise runs: its pods, and those of kube-system, are never
+	// injected, even if the configuration sends them (podscope).
+	KruiseNamespace string
+	// WaitSynced, when set, waits for the caches the injector reads; its error refuses the pod.
+	WaitSynced func(ctx context.Context) error
 }
 
 // Webhook is the injection webhook for the webhook server, with every reason it refuses a pod for.
@@ -80,6 +86,14 @@ func (in *Injector) Admit(ctx context.Context, req *admissionv1.AdmissionRequest
 	namespace := req.Namespace
 	if namespace == "" {
 		namespace = pod.Namespace
+	}
+	if podscope.Excluded(namespace, in.KruiseNamespace) {
+		return server.Allowed()
+	}
+	if in.WaitSynced != nil {
+		if err := in.WaitSynced(ctx); err != nil {
+			return server.Errored(err)
+		}
 	}
 	injected, sets, err := in.inject(ctx, pod, namespace)
 	var refusal *sidecarset.Refusal

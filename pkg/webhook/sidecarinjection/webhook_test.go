@@ -73,10 +73,12 @@ func startCaches(t *testing.T, kube []runtime.Object, kruise []runtime.Object) *
 	c := NewCaches(kubefake.NewClientset(kube...), kruisefake.NewSimpleClientset(kruise...), "kruise-system", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); c.Shutdown() })
-	assert.Error(t, c.Check(nil), "ready before the caches synced")
+	early, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	assert.ErrorIs(t, c.WaitSynced(early), errNotSynced, "synced before the caches started")
+	stop()
 	c.Start(ctx)
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), c.synced...))
-	require.NoError(t, c.Check(nil))
+	require.NoError(t, c.WaitSynced(ctx))
 	return c
 }
 
@@ -172,4 +174,41 @@ func TestAdmitRefusesAndSkips(t *testing.T) {
 	bad.Object.Raw = []byte("{")
 	res = conflict.Admit(context.Background(), bad)
 	assert.Equal(t, ReasonBadRequest, res.Reason)
+}
+
+// A SidecarSet that selects every pod (only NotIn and DoesNotExist) never reaches the pods of
+// kube-system or of kruise's own namespace, even when the configuration sends them: once kruise's
+// pods were gone, their ReplicaSet's creates would be refused for ever.
+func TestAdmitNeverInjectsKubeSystemOrKruise(t *testing.T) {
+	all := sidecarSet("everything", func(ss *appsv1beta1.SidecarSet) {
+		ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "no-such-label", Operator: metav1.LabelSelectorOpDoesNotExist},
+		}}
+	})
+	in := &Injector{SidecarSets: fixed{[]*appsv1beta1.SidecarSet{all}}, Namespaces: noNamespaces{}, Revisions: noRevisions{},
+		KruiseNamespace: "kruise-system"}
+	for ns, injected := range map[string]bool{"kube-system": false, "kruise-system": false, "team-a": true} {
+		req := podRequest(t, admissionv1.Create, map[string]string{"app.kubernetes.io/name": "kruise-controller"})
+		req.Namespace = ns
+		res := in.Admit(context.Background(), req)
+		require.True(t, res.Allowed, "%s: %+v", ns, res)
+		assert.Equal(t, injected, len(res.Patch) > 0, ns)
+	}
+}
+
+// A replica whose caches have not synced refuses a pod a SidecarSet may select, saying why,
+// rather than create it without its sidecars; once synced it injects.
+func TestAdmitWaitsForTheCaches(t *testing.T) {
+	synced := errNotSynced
+	in := &Injector{SidecarSets: fixed{[]*appsv1beta1.SidecarSet{sidecarSet("log")}}, Namespaces: noNamespaces{}, Revisions: noRevisions{},
+		WaitSynced: func(context.Context) error { return synced }}
+	res := in.Admit(context.Background(), podRequest(t, admissionv1.Create, map[string]string{"app": "web"}))
+	assert.False(t, res.Allowed)
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Err.Error(), "has not read the SidecarSets yet")
+
+	synced = nil
+	res = in.Admit(context.Background(), podRequest(t, admissionv1.Create, map[string]string{"app": "web"}))
+	assert.True(t, res.Allowed)
+	assert.NotEmpty(t, res.Patch)
 }
