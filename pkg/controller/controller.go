@@ -16,8 +16,10 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -36,6 +38,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
+	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
 	"github.com/nodekruise/kruise/pkg/features"
 )
@@ -69,6 +72,10 @@ type Deps struct {
 	// DaemonConfigInformerFactory sees only kruise-daemon-config.
 	SecretInformerFactory       informers.SharedInformerFactory
 	DaemonConfigInformerFactory informers.SharedInformerFactory
+	// CRDClient reads kruise's CRDs; MigrationClient lists and patches their objects' metadata,
+	// with a rate limit of its own (storage version migration). Both nil in tests.
+	CRDClient       apiextensionsclient.Interface
+	MigrationClient metadata.Interface
 	// Options are the process's flags (per-controller settings).
 	Options *Options
 	// Metrics registers a controller's own metrics, served on /metrics.
@@ -127,6 +134,9 @@ var builders = []Entry{
 	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
 	// The rollout gauges of the four workloads above, read from their caches at scrape time.
 	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
+	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
+	// version, so that no read of them needs /convert. No gate: it only acts on such objects.
+	{Name: storageversion.Name, Build: buildStorageVersion},
 }
 
 // Disabled is a controller a feature gate turned off.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/featuregate"
@@ -43,6 +44,9 @@ import (
 )
 
 const componentName = "kruise-controller"
+
+// migrationQPS is the request rate of the storage version migration (one patch per object).
+const migrationQPS = 20
 
 // apiServerPollInterval spaces the start-up checks that the API server answers.
 var apiServerPollInterval = 2 * time.Second
@@ -75,10 +79,16 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("creating kruise client: %w", err)
 	}
 	d := deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders}
-	if o.WebhookEnabled {
-		if d.crdClient, err = newCRDClient(cfg); err != nil {
-			return fmt.Errorf("creating apiextensions client: %w", err)
-		}
+	if d.crdClient, err = newCRDClient(cfg); err != nil {
+		return fmt.Errorf("creating apiextensions client: %w", err)
+	}
+	// The storage version migration patches every object of a kind once: a client of its own,
+	// so that it never takes the controllers' share of requests.
+	migCfg := rest.CopyConfig(cfg)
+	migCfg.QPS, migCfg.Burst = migrationQPS, 2*migrationQPS
+	migCfg = rest.AddUserAgent(migCfg, "storage-version-migration")
+	if d.migrationClient, err = metadata.NewForConfig(migCfg); err != nil {
+		return fmt.Errorf("creating the storage version migration client: %w", err)
 	}
 	return run(ctx, o, d)
 }
@@ -93,8 +103,10 @@ type deps struct {
 	// listening, if set, is told the bound health/metrics address.
 	listening func(net.Addr)
 
-	// crdClient writes the conversion webhooks' caBundles (--webhook-enabled).
-	crdClient apiextensionsclient.Interface
+	// crdClient writes the conversion webhooks' caBundles (--webhook-enabled) and reads the
+	// CRDs for the storage version migration; migrationClient rewrites their objects.
+	crdClient       apiextensionsclient.Interface
+	migrationClient metadata.Interface
 	// webhookClock is the certificate manager's; nil is the real clock.
 	webhookClock clock.WithTicker
 	// webhookListening, if set, is told the bound webhook address.
@@ -241,6 +253,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			KruiseClient: d.kruiseClient, KruiseInformerFactory: kruiseFactory,
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
+			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
 			Options: o, Metrics: reregisterer{metrics},
 		})
 		if err != nil {

@@ -884,6 +884,8 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"sidecarset-scope": true,
 		// workloadmetrics reads CloneSets, StatefulSets, DaemonSets and SidecarSets only, no Pod or Node.
 		"workloadmetrics": true,
+		// storage-version-migrator reads CRDs and lists object metadata from the API server, no cache.
+		"storage-version-migrator": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,10 +18,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 )
 
 const kubeVersion = "v1.34.10"
@@ -380,4 +384,39 @@ func envNames(env []corev1.EnvVar) []string {
 		names = append(names, e.Name)
 	}
 	return names
+}
+
+// The controller may read and write the status of exactly the CRDs its storage version migration
+// looks after, may patch every kind's objects (the empty patch that rewrites them), and may update
+// the finalizers of every kind that owns what it creates (OwnerReferencesPermissionEnforcement).
+func TestRenderControllerRBACForMigrationAndOwners(t *testing.T) {
+	for _, args := range [][]string{nil, {"--set", "webhook.enabled=true"}} {
+		rules := render(t, args...).clusterRoleRules(t)
+		var names []string
+		for _, c := range storageversion.KruiseCRDs {
+			names = append(names, c.Name)
+		}
+		status := ruleFor(rules, "customresourcedefinitions/status")
+		require.NotNil(t, status)
+		assert.ElementsMatch(t, names, status.ResourceNames)
+		assert.Equal(t, []string{"update"}, status.Verbs)
+		for _, kind := range []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages", "clonesets", "daemonsets", "statefulsets", "sidecarsets"} {
+			assert.True(t, allows(rules, "apps.kruise.io", kind, "patch"), "patch %s", kind)
+			assert.True(t, allows(rules, "apps.kruise.io", kind, "list"), "list %s", kind)
+		}
+		for _, owner := range []string{"clonesets", "statefulsets", "daemonsets", "sidecarsets", "imagelistpulljobs"} {
+			assert.True(t, allows(rules, "apps.kruise.io", owner+"/finalizers", "update"), "update %s/finalizers", owner)
+		}
+		assert.False(t, allows(rules, "", "configmaps", "delete"), "no ConfigMap is deleted")
+	}
+}
+
+// allows is whether some rule grants verb on group/resource, for every name.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) && len(r.ResourceNames) == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,17 @@ func (r rendered) clusterRoleRules(t *testing.T) []rbacv1.PolicyRule {
 	return obj.(*rbacv1.ClusterRole).Rules
 }
 
+// conversionRule is the rule on CRDs the conversion webhook's certificates need (a watch); the
+// storage version migration has a rule of its own (get).
+func conversionRule(rules []rbacv1.PolicyRule) *rbacv1.PolicyRule {
+	for i := range rules {
+		if slices.Contains(rules[i].Resources, "customresourcedefinitions") && slices.Contains(rules[i].Verbs, "watch") {
+			return &rules[i]
+		}
+	}
+	return nil
+}
+
 func ruleFor(rules []rbacv1.PolicyRule, resource string) *rbacv1.PolicyRule {
 	for i := range rules {
 		if slices.Contains(rules[i].Resources, resource) {
@@ -76,7 +87,7 @@ func TestRenderWebhookOff(t *testing.T) {
 	assert.Equal(t, []string{"get", "create", "update"}, cm.Verbs)
 	assert.Empty(t, cm.ResourceNames)
 	assert.Nil(t, ruleFor(rules, "mutatingwebhookconfigurations"))
-	assert.Nil(t, ruleFor(rules, "customresourcedefinitions"))
+	assert.Nil(t, conversionRule(rules), "only the storage version migration's get")
 }
 
 // On, with kruise's own certificates: the Service, both configurations, the
@@ -298,7 +309,7 @@ func TestRenderWebhookCABundle(t *testing.T) {
 func TestRenderWebhookConversion(t *testing.T) {
 	objs := render(t, "--set", "webhook.enabled=true")
 	assert.Contains(t, objs.deployment(t).Spec.Template.Spec.Containers[0].Args, "--webhook-conversion-crds=nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io")
-	crd := ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
+	crd := conversionRule(objs.clusterRoleRules(t))
 	require.NotNil(t, crd)
 	assert.Equal(t, []string{"nodeimages.apps.kruise.io", "clonesets.apps.kruise.io", "daemonsets.apps.kruise.io", "statefulsets.apps.kruise.io", "sidecarsets.apps.kruise.io"}, crd.ResourceNames)
 	assert.Equal(t, []string{"get", "list", "watch", "patch"}, crd.Verbs)
@@ -307,7 +318,7 @@ func TestRenderWebhookConversion(t *testing.T) {
 
 	// External certificates: kruise only reads the CRD; the chart's hooks set it up and undo it.
 	objs = render(t, "--set", "webhook.enabled=true,externalCerts.enabled=true")
-	crd = ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions")
+	crd = conversionRule(objs.clusterRoleRules(t))
 	require.NotNil(t, crd)
 	assert.Equal(t, []string{"get", "list", "watch"}, crd.Verbs)
 	assert.Contains(t, objs, resetJobKey)
@@ -316,7 +327,7 @@ func TestRenderWebhookConversion(t *testing.T) {
 	// Off: no flag, no CRD access, no hook.
 	objs = render(t, "--set", "webhook.enabled=true,webhook.conversion.enabled=false")
 	assert.NotContains(t, strings.Join(objs.deployment(t).Spec.Template.Spec.Containers[0].Args, " "), "--webhook-conversion-crds")
-	assert.Nil(t, ruleFor(objs.clusterRoleRules(t), "customresourcedefinitions"))
+	assert.Nil(t, conversionRule(objs.clusterRoleRules(t)), "only the storage version migration's get")
 	for _, k := range objs.keys() {
 		assert.NotContains(t, k, "kruise-conversion-", "no hook object")
 	}

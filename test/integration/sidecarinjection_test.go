@@ -151,7 +151,7 @@ func serveInjection(t *testing.T, tctx context.Context, kube kubernetes.Interfac
 	caches := sidecarinjection.NewCaches(kube, c.kruise, "kruise-system", nil)
 	caches.Start(tctx)
 	t.Cleanup(caches.Shutdown)
-	waitFor(t, "the injection caches synced", func(context.Context) (bool, error) { return caches.Check(nil) == nil, nil })
+	waitFor(t, "the injection caches synced", func(ctx context.Context) (bool, error) { return caches.WaitSynced(ctx) == nil, nil })
 	wh := caches.Injector().Webhook()
 	inner := wh.Admitter
 	wh.Admitter = server.AdmitFunc(func(ctx context.Context, req *admissionv1.AdmissionRequest) server.Result {

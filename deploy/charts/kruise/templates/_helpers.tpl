@@ -67,6 +67,11 @@ share one schema, docs/api.md). Comma-separated, as
 nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,statefulsets.apps.kruise.io,sidecarsets.apps.kruise.io
 {{- end -}}
 
+{{/* Every CRD of kruise (pkg/controller/storageversion KruiseCRDs; test/chart checks they agree). */}}
+{{- define "kruise.allCRDs" -}}
+containerrecreaterequests.apps.kruise.io,imagepulljobs.apps.kruise.io,imagelistpulljobs.apps.kruise.io,{{ include "kruise.conversionCRDs" . }}
+{{- end -}}
+
 {{/* A hook Job running kruise-controller with args (and extra env) as kruise-conversion-hook,
 placed and configured as the controller is. dict: root, name, hook, args, env. */}}
 {{- define "kruise.conversionHookJob" -}}
