@@ -31,7 +31,7 @@ func chartConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration 
 				Name:         DefaultWebhook,
 				ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: []byte("CA")},
 				MatchConditions: []admissionregistrationv1.MatchCondition{
-					{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
+					{Name: "not-kube-system-or-kruise", Expression: "request.namespace != 'kube-system' && request.namespace != 'kruise-system'"},
 					{Name: ConditionName, Expression: NoneExpression},
 				},
 			},
@@ -101,7 +101,7 @@ func TestSyncWritesOnlyItsCondition(t *testing.T) {
 	want := Expression([]*appsv1beta1.SidecarSet{web})
 	require.Len(t, cfg.Webhooks, 2)
 	assert.Equal(t, []admissionregistrationv1.MatchCondition{
-		{Name: "not-kube-system", Expression: "request.namespace != 'kube-system'"},
+		{Name: "not-kube-system-or-kruise", Expression: "request.namespace != 'kube-system' && request.namespace != 'kruise-system'"},
 		{Name: ConditionName, Expression: want},
 	}, cfg.Webhooks[0].MatchConditions)
 	assert.Equal(t, []byte("CA"), cfg.Webhooks[0].ClientConfig.CABundle, "the caBundle is kept")
