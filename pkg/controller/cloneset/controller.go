@@ -89,6 +89,8 @@ type Controller struct {
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
 	preDownloads *predownload.Jobs
+	// randomID draws a candidate instance ID; nil draws 5 random characters (tests set it).
+	randomID func() string
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the

@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/podorder"
 	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workers"
 )
 
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case
@@ -37,7 +39,13 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 				"scaleStrategy.maxUnavailable allows %d of the %d pods to create now", d.ScaleUpLimit, d.ScaleUp)
 		}
 		if d.ScaleUpLimit > 0 {
-			return true, c.createPods(ctx, p, d.ScaleUpLimit, d.ScaleUpOld)
+			n := min(d.ScaleUpLimit, workers.Burst)
+			if n < d.ScaleUpLimit {
+				// The pod events of these creations bring the next pass (expectations).
+				klog.FromContext(ctx).V(2).Info("Creating a burst of pods; the rest follow once the cache shows these",
+					"creating", n, "wanted", d.ScaleUpLimit, "burst", workers.Burst)
+			}
+			return true, c.createPods(ctx, p, n, d.ScaleUpOld)
 		}
 	}
 	cands := make([]Candidate, len(p.pods))
@@ -50,6 +58,11 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 	if len(doomed) == 0 {
 		return false, nil
 	}
+	if len(doomed) > workers.Burst {
+		klog.FromContext(ctx).V(2).Info("Deleting a burst of pods; the rest follow once the cache shows these",
+			"deleting", workers.Burst, "chosen", len(doomed), "burst", workers.Burst)
+		doomed = doomed[:workers.Burst] // ChooseDeletes' order: the first are the ones to go first
+	}
 	return true, c.deletePods(ctx, p, doomed)
 }
 
@@ -58,9 +71,13 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff) (bool, error) {
 	acted := false
 	var errs []string
+	writes := 0
 	for _, pod := range p.pods {
 		if lifecycle.StateOf(pod) != "PreparingDelete" {
 			continue
+		}
+		if writes == workers.Burst {
+			break // the rest on the next pass, as for any burst of deletions
 		}
 		_, specified := pod.Labels[appsv1beta1.SpecifiedDeleteKey]
 		want := lifecycle.WantDelete
@@ -78,6 +95,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 			continue
 		}
 		acted = true
+		writes++
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -89,6 +107,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 }
 
 // createPods creates n pods (and their PVCs), the first old of them at the current revision.
+// Only these n are planned: n is at most a burst, whatever the replicas.
 func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
 	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs.UID)
 	if err != nil {
@@ -102,7 +121,12 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	}
 	n -= min(waiting, n)
 	old = min(old, n)
-	ids := InstanceIDs(n, owned, p.claims, reuse, nil)
+	ids := InstanceIDs(n, owned, p.claims, reuse, c.randomID)
+	var short error
+	if len(ids) < n {
+		short = fmt.Errorf("found a free instance ID for only %d of the %d pods to create: nearly all of the 27^5 names of the CloneSet's pods are taken", len(ids), n)
+		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "%v", short)
+	}
 	existing := sets.New[string]()
 	for _, cl := range p.claims {
 		existing.Insert(cl.Name)
@@ -140,15 +164,24 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 			c.expect.Expect(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 		}
 	}
-	made, err := slowStart(len(plans), func(i int) error { return c.createOne(ctx, p, plans[i].pod, plans[i].claims) })
-	// Creations never made are not awaited.
-	for _, pl := range plans[made:] {
+	// Each call writes only its own index, and SlowStart waits for them all before returning.
+	tried := make([]bool, len(plans))
+	_, err = workers.SlowStart(len(plans), func(i int) error {
+		tried[i] = true
+		return c.createOne(ctx, p, plans[i].pod, plans[i].claims)
+	})
+	// Creations never tried are not awaited (a failed one was let go by createOne; one that
+	// succeeded in the failing batch is still awaited).
+	for i, pl := range plans {
+		if tried[i] {
+			continue
+		}
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pl.pod.Name)
 		for _, cl := range pl.claims {
 			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 		}
 	}
-	return err
+	return errors.Join(err, short)
 }
 
 func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, claims []*corev1.PersistentVolumeClaim) error {
