@@ -25,12 +25,14 @@ const (
 	extraDraws = 64
 )
 
-// InstanceIDs returns up to n instance IDs for new pods. With reuse, the IDs of PVCs whose pod is
-// gone come first (oldest PVC first), so a new pod gets its predecessor's volumes; the rest are
-// drawn at random, never one a pod or PVC already holds. random draws one candidate ID. The
-// draws are bounded: when they find no more free IDs, fewer than n are returned. What it holds
-// grows with the pods and PVCs that exist and with n, never with the replicas asked for.
-func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, random func() string) []string {
+// InstanceIDs returns up to n instance IDs for new pods. The IDs first (those whose PVCs were
+// made for a pod that could not be created, stranded.go) come first, unless a pod holds one or
+// one of its PVCs is being deleted; then, with reuse, the IDs of PVCs whose pod is gone (oldest
+// PVC first), so a new pod gets its predecessor's volumes; the rest are drawn at random, never
+// one a pod or PVC already holds. random draws one candidate ID. The draws are bounded: when
+// they find no more free IDs, fewer than n are returned. What it holds grows with the pods and
+// PVCs that exist and with n, never with the replicas asked for.
+func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, random func() string, first ...string) []string {
 	if random == nil {
 		random = func() string { return utilrand.String(instanceIDLength) }
 	}
@@ -41,6 +43,25 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 		}
 	}
 	var out []string
+	if len(first) > 0 {
+		// A PVC being deleted went with its pod: a new pod naming it would never start.
+		dying := sets.New[string]()
+		for _, c := range pvcs {
+			if c.DeletionTimestamp != nil {
+				dying.Insert(c.Labels[appsv1beta1.CloneSetInstanceID])
+			}
+		}
+		for _, id := range first {
+			if len(out) == n {
+				break
+			}
+			if id == "" || taken.Has(id) || dying.Has(id) {
+				continue
+			}
+			taken.Insert(id)
+			out = append(out, id)
+		}
+	}
 	if reuse {
 		orphans := append([]*corev1.PersistentVolumeClaim(nil), pvcs...)
 		sort.SliceStable(orphans, func(i, j int) bool {

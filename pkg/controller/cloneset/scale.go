@@ -25,8 +25,17 @@ import (
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case
 // the pass stops there and the next waits for the cache to show the writes.
 func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFacts) (bool, error) {
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs.UID)
+	if err != nil {
+		return false, err
+	}
+	held := sets.New[string]()
+	for _, pod := range owned {
+		held.Insert(pod.Labels[appsv1beta1.CloneSetInstanceID])
+	}
+	stranded := c.stranded.settle(p.key, held, d.ScaleUp)
 	if !p.cs.Spec.ScaleStrategy.EnablePVCReuse {
-		if acted, err := c.cleanupClaims(ctx, p); acted || err != nil {
+		if acted, err := c.cleanupClaims(ctx, p, stranded); acted || err != nil {
 			return acted, err
 		}
 	}
@@ -45,7 +54,7 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 				klog.FromContext(ctx).V(2).Info("Creating a burst of pods; the rest follow once the cache shows these",
 					"creating", n, "wanted", d.ScaleUpLimit, "burst", workers.Burst)
 			}
-			return true, c.createPods(ctx, p, n, d.ScaleUpOld)
+			return true, c.createPods(ctx, p, owned, stranded, n, d.ScaleUpOld)
 		}
 	}
 	cands := make([]Candidate, len(p.pods))
@@ -106,13 +115,10 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 	return acted, nil
 }
 
-// createPods creates n pods (and their PVCs), the first old of them at the current revision.
-// Only these n are planned: n is at most a burst, whatever the replicas.
-func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs.UID)
-	if err != nil {
-		return err
-	}
+// createPods creates n pods (and their PVCs), the first old of them at the current revision,
+// taking the stranded instance IDs first. Only these n are planned: n is at most a burst,
+// whatever the replicas. owned are all the CloneSet's pods.
+func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Pod, stranded []string, n, old int) error {
 	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
 	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)
 	p.recheck = shortest(p.recheck, recheck)
@@ -121,7 +127,7 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	}
 	n -= min(waiting, n)
 	old = min(old, n)
-	ids := InstanceIDs(n, owned, p.claims, reuse, c.randomID)
+	ids := InstanceIDs(n, owned, p.claims, reuse, c.randomID, stranded...)
 	var short error
 	if len(ids) < n {
 		short = fmt.Errorf("found a free instance ID for only %d of the %d pods to create: nearly all of the 27^5 names of the CloneSet's pods are taken", len(ids), n)
@@ -166,7 +172,7 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	}
 	// Each call writes only its own index, and SlowStart waits for them all before returning.
 	tried := make([]bool, len(plans))
-	_, err = workers.SlowStart(len(plans), func(i int) error {
+	_, err := workers.SlowStart(len(plans), func(i int) error {
 		tried[i] = true
 		return c.createOne(ctx, p, plans[i].pod, plans[i].claims)
 	})
@@ -184,11 +190,19 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	return errors.Join(err, short)
 }
 
+// createOne creates the pod's missing PVCs, then the pod. When it fails with PVCs of the pod's
+// instance ID in place, the ID is remembered as stranded so that they are kept for the next try.
 func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, claims []*corev1.PersistentVolumeClaim) error {
+	strand := func() {
+		if len(p.cs.Spec.VolumeClaimTemplates) > 0 {
+			c.stranded.add(p.key, pod.Labels[appsv1beta1.CloneSetInstanceID])
+		}
+	}
 	for _, cl := range claims {
 		if _, err := c.client.CoreV1().PersistentVolumeClaims(cl.Namespace).Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 			if !apierrors.IsAlreadyExists(err) {
+				strand() // the PVCs created before this one stay
 				c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
 				c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create PVC %s: %v", cl.Name, err)
 				return fmt.Errorf("creating PVC %s: %w", cl.Name, err)
@@ -196,6 +210,7 @@ func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, cl
 		}
 	}
 	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		strand()
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
@@ -262,9 +277,10 @@ func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) er
 
 // cleanupClaims deletes, when PVCs are not reused, the PVCs no active pod holds: those of pods
 // deleted, evicted or failed. The next pod then never takes the name, and the volume, of a pod
-// still terminating on a node that is gone (OpenKruise #1099).
-func (c *Controller) cleanupClaims(ctx context.Context, p *pass) (bool, error) {
-	held := sets.New[string]()
+// still terminating on a node that is gone (OpenKruise #1099). The PVCs of stranded IDs are
+// kept for the pods still to be created with them.
+func (c *Controller) cleanupClaims(ctx context.Context, p *pass, stranded []string) (bool, error) {
+	held := sets.New(stranded...)
 	for _, pod := range p.pods {
 		held.Insert(pod.Labels[appsv1beta1.CloneSetInstanceID])
 	}
