@@ -89,6 +89,10 @@ type Controller struct {
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
 	preDownloads *predownload.Jobs
+	// randomID draws a candidate instance ID; nil draws 5 random characters (tests set it).
+	randomID func() string
+	// stranded are the instance IDs whose PVCs were created for a pod that could not be.
+	stranded *strandedClaims
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -117,6 +121,7 @@ func New(cfg Config) (*Controller, error) {
 		recorder:      cfg.Recorder,
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
+		stranded:      newStrandedClaims(),
 	}
 	if cfg.PreDownloadImages {
 		if cfg.ImagePullJobs == nil {

@@ -24,6 +24,7 @@ func (c *Controller) enqueue(obj any) {
 func (c *Controller) cloneSetDeleted(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.expect.Forget(key)
+		c.stranded.forget(key)
 		c.queue.Add(key)
 	}
 }

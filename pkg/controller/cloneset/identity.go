@@ -17,10 +17,22 @@ import (
 // finds them.
 const instanceIDLength = 5
 
-// InstanceIDs returns n instance IDs for new pods. With reuse, the IDs of PVCs whose pod is gone
-// come first (oldest PVC first), so a new pod gets its predecessor's volumes; the rest are drawn
-// at random, never one a pod or PVC already holds. random draws one candidate ID.
-func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, random func() string) []string {
+// extraDraws and drawsPerID bound the random draws of InstanceIDs. While fewer than half of the
+// 27^5 IDs are taken a draw is new at least every other time, so 4 draws an ID and 64 more are
+// out of reach of bad luck; once the space is (nearly) full the search ends instead of spinning.
+const (
+	drawsPerID = 4
+	extraDraws = 64
+)
+
+// InstanceIDs returns up to n instance IDs for new pods. The IDs first (those whose PVCs were
+// made for a pod that could not be created, stranded.go) come first, unless a pod holds one or
+// one of its PVCs is being deleted; then, with reuse, the IDs of PVCs whose pod is gone (oldest
+// PVC first), so a new pod gets its predecessor's volumes; the rest are drawn at random, never
+// one a pod or PVC already holds. random draws one candidate ID. The draws are bounded: when
+// they find no more free IDs, fewer than n are returned. What it holds grows with the pods and
+// PVCs that exist and with n, never with the replicas asked for.
+func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim, reuse bool, random func() string, first ...string) []string {
 	if random == nil {
 		random = func() string { return utilrand.String(instanceIDLength) }
 	}
@@ -31,6 +43,25 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 		}
 	}
 	var out []string
+	if len(first) > 0 {
+		// A PVC being deleted went with its pod: a new pod naming it would never start.
+		dying := sets.New[string]()
+		for _, c := range pvcs {
+			if c.DeletionTimestamp != nil {
+				dying.Insert(c.Labels[appsv1beta1.CloneSetInstanceID])
+			}
+		}
+		for _, id := range first {
+			if len(out) == n {
+				break
+			}
+			if id == "" || taken.Has(id) || dying.Has(id) {
+				continue
+			}
+			taken.Insert(id)
+			out = append(out, id)
+		}
+	}
 	if reuse {
 		orphans := append([]*corev1.PersistentVolumeClaim(nil), pvcs...)
 		sort.SliceStable(orphans, func(i, j int) bool {
@@ -54,7 +85,7 @@ func InstanceIDs(n int, pods []*corev1.Pod, pvcs []*corev1.PersistentVolumeClaim
 			taken.Insert(id)
 		}
 	}
-	for len(out) < n {
+	for draws := drawsPerID*max(n-len(out), 0) + extraDraws; len(out) < n && draws > 0; draws-- {
 		id := random()
 		if taken.Has(id) {
 			continue

@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,13 +19,23 @@ import (
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/podorder"
 	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workers"
 )
 
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case
 // the pass stops there and the next waits for the cache to show the writes.
 func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFacts) (bool, error) {
+	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs)
+	if err != nil {
+		return false, err
+	}
+	held := sets.New[string]()
+	for _, pod := range owned {
+		held.Insert(pod.Labels[appsv1beta1.CloneSetInstanceID])
+	}
+	stranded := c.stranded.settle(p.key, held, d.ScaleUp)
 	if !p.cs.Spec.ScaleStrategy.EnablePVCReuse {
-		if acted, err := c.cleanupClaims(ctx, p); acted || err != nil {
+		if acted, err := c.cleanupClaims(ctx, p, stranded); acted || err != nil {
 			return acted, err
 		}
 	}
@@ -37,7 +48,13 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 				"scaleStrategy.maxUnavailable allows %d of the %d pods to create now", d.ScaleUpLimit, d.ScaleUp)
 		}
 		if d.ScaleUpLimit > 0 {
-			return true, c.createPods(ctx, p, d.ScaleUpLimit, d.ScaleUpOld)
+			n := min(d.ScaleUpLimit, workers.Burst)
+			if n < d.ScaleUpLimit {
+				// The pod events of these creations bring the next pass (expectations).
+				klog.FromContext(ctx).V(2).Info("Creating a burst of pods; the rest follow once the cache shows these",
+					"creating", n, "wanted", d.ScaleUpLimit, "burst", workers.Burst)
+			}
+			return true, c.createPods(ctx, p, owned, stranded, n, d.ScaleUpOld)
 		}
 	}
 	cands := make([]Candidate, len(p.pods))
@@ -50,6 +67,11 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 	if len(doomed) == 0 {
 		return false, nil
 	}
+	if len(doomed) > workers.Burst {
+		klog.FromContext(ctx).V(2).Info("Deleting a burst of pods; the rest follow once the cache shows these",
+			"deleting", workers.Burst, "chosen", len(doomed), "burst", workers.Burst)
+		doomed = doomed[:workers.Burst] // ChooseDeletes' order: the first are the ones to go first
+	}
 	return true, c.deletePods(ctx, p, doomed)
 }
 
@@ -58,9 +80,13 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff) (bool, error) {
 	acted := false
 	var errs []string
+	writes := 0
 	for _, pod := range p.pods {
 		if lifecycle.StateOf(pod) != "PreparingDelete" {
 			continue
+		}
+		if writes == workers.Burst {
+			break // the rest on the next pass, as for any burst of deletions
 		}
 		_, specified := pod.Labels[appsv1beta1.SpecifiedDeleteKey]
 		want := lifecycle.WantDelete
@@ -78,6 +104,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 			continue
 		}
 		acted = true
+		writes++
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -88,12 +115,10 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 	return acted, nil
 }
 
-// createPods creates n pods (and their PVCs), the first old of them at the current revision.
-func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error {
-	owned, err := ownership.Owned[*corev1.Pod](c.podIndex, controllerKind, p.cs)
-	if err != nil {
-		return err
-	}
+// createPods creates n pods (and their PVCs), the first old of them at the current revision,
+// taking the stranded instance IDs first. Only these n are planned: n is at most a burst,
+// whatever the replicas. owned are all the CloneSet's pods.
+func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Pod, stranded []string, n, old int) error {
 	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
 	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)
 	p.recheck = shortest(p.recheck, recheck)
@@ -102,7 +127,12 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 	}
 	n -= min(waiting, n)
 	old = min(old, n)
-	ids := InstanceIDs(n, owned, p.claims, reuse, nil)
+	ids := InstanceIDs(n, owned, p.claims, reuse, c.randomID, stranded...)
+	var short error
+	if len(ids) < n {
+		short = fmt.Errorf("found a free instance ID for only %d of the %d pods to create: nearly all of the 27^5 names of the CloneSet's pods are taken", len(ids), n)
+		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "%v", short)
+	}
 	existing := sets.New[string]()
 	for _, cl := range p.claims {
 		existing.Insert(cl.Name)
@@ -140,22 +170,39 @@ func (c *Controller) createPods(ctx context.Context, p *pass, n, old int) error 
 			c.expect.Expect(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 		}
 	}
-	made, err := slowStart(len(plans), func(i int) error { return c.createOne(ctx, p, plans[i].pod, plans[i].claims) })
-	// Creations never made are not awaited.
-	for _, pl := range plans[made:] {
+	// Each call writes only its own index, and SlowStart waits for them all before returning.
+	tried := make([]bool, len(plans))
+	_, err := workers.SlowStart(len(plans), func(i int) error {
+		tried[i] = true
+		return c.createOne(ctx, p, plans[i].pod, plans[i].claims)
+	})
+	// Creations never tried are not awaited (a failed one was let go by createOne; one that
+	// succeeded in the failing batch is still awaited).
+	for i, pl := range plans {
+		if tried[i] {
+			continue
+		}
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pl.pod.Name)
 		for _, cl := range pl.claims {
 			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 		}
 	}
-	return err
+	return errors.Join(err, short)
 }
 
+// createOne creates the pod's missing PVCs, then the pod. When it fails with PVCs of the pod's
+// instance ID in place, the ID is remembered as stranded so that they are kept for the next try.
 func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, claims []*corev1.PersistentVolumeClaim) error {
+	strand := func() {
+		if len(p.cs.Spec.VolumeClaimTemplates) > 0 {
+			c.stranded.add(p.key, pod.Labels[appsv1beta1.CloneSetInstanceID])
+		}
+	}
 	for _, cl := range claims {
 		if _, err := c.client.CoreV1().PersistentVolumeClaims(cl.Namespace).Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 			c.expect.Observe(p.key, expectations.Create, expectations.PersistentVolumeClaims, cl.Name)
 			if !apierrors.IsAlreadyExists(err) {
+				strand() // the PVCs created before this one stay
 				c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
 				c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create PVC %s: %v", cl.Name, err)
 				return fmt.Errorf("creating PVC %s: %w", cl.Name, err)
@@ -163,6 +210,7 @@ func (c *Controller) createOne(ctx context.Context, p *pass, pod *corev1.Pod, cl
 		}
 	}
 	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		strand()
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedCreate, "failed to create pod %s: %v", pod.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
@@ -229,9 +277,10 @@ func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) er
 
 // cleanupClaims deletes, when PVCs are not reused, the PVCs no active pod holds: those of pods
 // deleted, evicted or failed. The next pod then never takes the name, and the volume, of a pod
-// still terminating on a node that is gone (OpenKruise #1099).
-func (c *Controller) cleanupClaims(ctx context.Context, p *pass) (bool, error) {
-	held := sets.New[string]()
+// still terminating on a node that is gone (OpenKruise #1099). The PVCs of stranded IDs are
+// kept for the pods still to be created with them.
+func (c *Controller) cleanupClaims(ctx context.Context, p *pass, stranded []string) (bool, error) {
+	held := sets.New(stranded...)
 	for _, pod := range p.pods {
 		held.Insert(pod.Labels[appsv1beta1.CloneSetInstanceID])
 	}

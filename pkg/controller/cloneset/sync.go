@@ -66,12 +66,14 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	cs, err := c.cloneSets.CloneSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expect.Forget(key)
+		c.stranded.forget(key)
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
 	if cs.DeletionTimestamp != nil {
+		c.stranded.forget(key)
 		return 0, nil // the garbage collector deletes its pods and PVCs
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cloneSet", klog.KObj(cs)))

@@ -25,16 +25,12 @@ func (c *Controller) syncClaims(ctx context.Context, p *pass) error {
 	if len(p.set.Spec.VolumeClaimTemplates) == 0 {
 		return nil
 	}
-	wanted := map[int]bool{}
-	for _, o := range p.wanted {
-		wanted[o] = true
-	}
 	for _, pod := range p.pods {
 		ordinal, ok := OrdinalOf(p.set.Name, pod.Name)
 		if !ok {
 			continue
 		}
-		condemned := !wanted[ordinal]
+		condemned := !p.wanted.Contains(ordinal)
 		if !condemned && !Terminating(pod) {
 			if err := c.createClaims(ctx, p, c.recipe(p, p.history.updateName()), ordinal, pod); err != nil {
 				return err

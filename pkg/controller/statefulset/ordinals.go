@@ -6,18 +6,7 @@ import (
 	"strings"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ordinals"
 )
-
-// WantedOrdinals are the ordinals a set of replicas pods runs, ascending: from start on,
-// skipping the reserved ones, until there are replicas of them.
-func WantedOrdinals(start, replicas int, reserved ordinals.Reserved) []int {
-	out := make([]int, 0, max(replicas, 0))
-	for o := reserved.NextFree(max(start, 0)); len(out) < replicas; o = reserved.NextFree(o + 1) {
-		out = append(out, o)
-	}
-	return out
-}
 
 // StartOrdinal is spec.ordinals.start, 0 when unset.
 func StartOrdinal(set *appsv1beta1.StatefulSet) int {

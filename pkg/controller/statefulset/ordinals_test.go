@@ -31,7 +31,7 @@ func TestWantedOrdinals(t *testing.T) {
 			for _, o := range tc.reserved {
 				r = append(r, ordinals.Range{From: o, To: o})
 			}
-			assert.Equal(t, tc.want, WantedOrdinals(tc.start, tc.replicas, r))
+			assert.Equal(t, tc.want, listWanted(ordinals.NewWanted(tc.start, tc.replicas, r)))
 		})
 	}
 }
@@ -40,7 +40,30 @@ func TestWantedOrdinals(t *testing.T) {
 func TestWantedOrdinalsHugeRange(t *testing.T) {
 	r, err := ordinals.Parse([]intstr.IntOrString{intstr.FromString("1-2000000000"), intstr.FromString("2000000000-2000000001")})
 	require.NoError(t, err)
-	assert.Equal(t, []int{0, 2000000002, 2000000003}, WantedOrdinals(0, 3, r))
+	assert.Equal(t, []int{0, 2000000002, 2000000003}, listWanted(ordinals.NewWanted(0, 3, r)))
+}
+
+// listWanted writes out the wanted ordinals of a small set.
+func listWanted(w ordinals.Wanted) []int {
+	out := []int{}
+	for _, o := range w.All() {
+		out = append(out, o)
+	}
+	return out
+}
+
+// wantedOf is the Wanted whose ordinals are list (ascending): from its first, the gaps reserved.
+func wantedOf(list []int) ordinals.Wanted {
+	if len(list) == 0 {
+		return ordinals.NewWanted(0, 0, nil)
+	}
+	var reserved ordinals.Reserved
+	for i := 1; i < len(list); i++ {
+		if list[i] > list[i-1]+1 {
+			reserved = append(reserved, ordinals.Range{From: list[i-1] + 1, To: list[i] - 1})
+		}
+	}
+	return ordinals.NewWanted(list[0], len(list), reserved)
 }
 
 func TestOrdinalOf(t *testing.T) {

@@ -8,15 +8,17 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/ordinals"
 	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workers"
 )
 
 // ScaleInput is what PlanScale decides from.
 type ScaleInput struct {
 	// Set is the StatefulSet's name, to read ordinals from pod names.
 	Set string
-	// Wanted are the ordinals the set runs, ascending (WantedOrdinals).
-	Wanted []int
+	// Wanted are the ordinals the set runs.
+	Wanted ordinals.Wanted
 	// Pods are all the set's pods, whatever their state.
 	Pods []*corev1.Pod
 	// Parallel is podManagementPolicy Parallel; otherwise OrderedReady.
@@ -24,8 +26,11 @@ type ScaleInput struct {
 	// ScaleMaxUnavailable (Parallel only) bounds the wanted pods not available while creating:
 	// a pod is created only while fewer are. 0 means no bound.
 	ScaleMaxUnavailable int
-	MinReadySeconds     int32
-	Now                 time.Time
+	// Burst (Parallel only) bounds the pods created, and those deleted, by one plan; 0 means
+	// workers.Burst. OrderedReady makes one change at a time anyway.
+	Burst           int
+	MinReadySeconds int32
+	Now             time.Time
 }
 
 // ScalePlan is what to do now; the caller does it and waits for the cache to show it before
@@ -41,6 +46,8 @@ type ScalePlan struct {
 	Waiting string
 	// Limited is how many pods scaleStrategy.maxUnavailable kept from being created.
 	Limited int
+	// Deferred is how many pods the burst left to create on later passes.
+	Deferred int
 }
 
 // Empty is whether the plan does nothing.
@@ -59,23 +66,29 @@ func Terminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
 // ordinals, as the built-in StatefulSet controller does. With OrderedReady a pod is created only
 // once every lower ordinal is Running, Ready and available, at most one change is planned per
 // pass, and pods are removed from the highest ordinal down, one at a time, only while every wanted
-// pod is healthy. With Parallel every change is planned at once (creations bounded by
-// ScaleMaxUnavailable).
+// pod is healthy. With Parallel every change is planned at once, up to a burst of creations
+// (also bounded by ScaleMaxUnavailable) and one of deletions. Only the creations planned are
+// listed, however many replicas are wanted.
 func PlanScale(in ScaleInput) ScalePlan {
-	byOrdinal := map[int]*corev1.Pod{}
-	wanted := map[int]bool{}
-	for _, o := range in.Wanted {
-		wanted[o] = true
+	burst := in.Burst
+	if burst <= 0 {
+		burst = workers.Burst
 	}
+	// The pods of wanted ordinals, by ordinal and ascending; every other pod is condemned.
+	// Nothing here grows with the replicas, only with the pods.
+	byOrdinal := map[int]*corev1.Pod{}
+	var held []int
 	var condemned []*corev1.Pod
 	for _, pod := range in.Pods {
 		o, ok := OrdinalOf(in.Set, pod.Name)
-		if ok && wanted[o] {
+		if ok && in.Wanted.Contains(o) {
 			byOrdinal[o] = pod
+			held = append(held, o)
 			continue
 		}
 		condemned = append(condemned, pod)
 	}
+	sort.Ints(held)
 	healthy := func(pod *corev1.Pod) bool {
 		return !Terminating(pod) && podstate.Available(pod, in.MinReadySeconds, in.Now)
 	}
@@ -83,44 +96,58 @@ func PlanScale(in ScaleInput) ScalePlan {
 	monotonic := !in.Parallel
 
 	// Finished pods of wanted ordinals go first, so that their ordinals are created anew.
-	for _, o := range in.Wanted {
+	for _, o := range held {
 		pod := byOrdinal[o]
-		if pod == nil || Terminating(pod) || !Finished(pod) {
+		if Terminating(pod) || !Finished(pod) {
 			continue
 		}
 		plan.Delete = append(plan.Delete, pod)
-		if monotonic {
+		if monotonic || len(plan.Delete) == burst {
 			return plan
 		}
 	}
 
-	unavailable := 0
-	for _, o := range in.Wanted {
-		if pod := byOrdinal[o]; pod != nil && !healthy(pod) {
-			unavailable++
-		}
-	}
-	for _, o := range in.Wanted {
-		pod := byOrdinal[o]
-		switch {
-		case pod == nil:
-			if monotonic {
-				plan.Create = append(plan.Create, o)
+	if monotonic {
+		// The lowest wanted ordinal that lacks a healthy pod: created if it has none, waited
+		// for otherwise. The walk passes only ordinals that have a pod, and stops at the
+		// first that has not.
+		for _, o := range in.Wanted.All() {
+			pod := byOrdinal[o]
+			switch {
+			case pod == nil:
+				plan.Create = []int{o}
+				return plan
+			case Terminating(pod):
+				plan.Waiting = "waiting for pod " + pod.Name + " to be deleted"
+				return plan
+			case !healthy(pod):
+				plan.Waiting = "waiting for pod " + pod.Name + " to be Running and Ready"
 				return plan
 			}
-			if in.ScaleMaxUnavailable > 0 && unavailable >= in.ScaleMaxUnavailable {
-				plan.Limited++
-				plan.Waiting = "scaleStrategy.maxUnavailable reached"
-				continue
+		}
+	} else {
+		unavailable := 0
+		for _, o := range held {
+			if !healthy(byOrdinal[o]) {
+				unavailable++
 			}
-			plan.Create = append(plan.Create, o)
-			unavailable++ // a new pod is unavailable until it is ready
-		case monotonic && Terminating(pod):
-			plan.Waiting = "waiting for pod " + pod.Name + " to be deleted"
-			return plan
-		case monotonic && !healthy(pod):
-			plan.Waiting = "waiting for pod " + pod.Name + " to be Running and Ready"
-			return plan
+		}
+		// Counted, not listed: a new pod is unavailable until ready, so the budget allows
+		// creating as many as it has room for.
+		missing := in.Wanted.Len() - len(held)
+		allowed := missing
+		if in.ScaleMaxUnavailable > 0 {
+			allowed = min(missing, max(in.ScaleMaxUnavailable-unavailable, 0))
+			if allowed < missing {
+				plan.Limited = missing - allowed
+				plan.Waiting = "scaleStrategy.maxUnavailable reached"
+			}
+		}
+		n := min(allowed, burst)
+		plan.Deferred = allowed - n
+		plan.Create = in.Wanted.Missing(func(o int) bool { return byOrdinal[o] != nil }, n)
+		if len(plan.Create) == 0 {
+			plan.Create = nil
 		}
 	}
 	if in.Parallel && len(plan.Delete) > 0 {
@@ -156,7 +183,7 @@ func PlanScale(in ScaleInput) ScalePlan {
 			return plan
 		}
 		plan.Delete = append(plan.Delete, pod)
-		if monotonic {
+		if monotonic || len(plan.Delete) == burst {
 			return plan
 		}
 	}

@@ -68,7 +68,7 @@ func TestPlanScale(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := PlanScale(ScaleInput{Set: "web", Wanted: tc.wanted, Pods: tc.pods, Parallel: tc.parallel,
+			got := PlanScale(ScaleInput{Set: "web", Wanted: wantedOf(tc.wanted), Pods: tc.pods, Parallel: tc.parallel,
 				ScaleMaxUnavailable: tc.scaleMax, Now: t0})
 			if tc.wantCreate == nil {
 				tc.wantCreate = []int(nil)
@@ -99,7 +99,7 @@ func TestPlanScaleOrderedRunsToCompletion(t *testing.T) {
 	var deleted []string
 	run := func(wanted []int) {
 		for i := 0; i < 20; i++ {
-			plan := PlanScale(ScaleInput{Set: "web", Wanted: wanted, Pods: list(), Now: t0})
+			plan := PlanScale(ScaleInput{Set: "web", Wanted: wantedOf(wanted), Pods: list(), Now: t0})
 			if plan.Empty() {
 				return
 			}

@@ -9,16 +9,21 @@ import (
 	"github.com/nodekruise/kruise/pkg/podstate"
 )
 
-// Slot is one wanted ordinal and its pod (nil while it has none).
+// Slot is one wanted ordinal, its position among the wanted ordinals (the lowest is 0) and its
+// pod (nil while it has none).
 type Slot struct {
-	Ordinal int
-	Pod     *corev1.Pod
+	Ordinal  int
+	Position int
+	Pod      *corev1.Pod
 }
 
 // RolloutInput is what PlanRollout decides from.
 type RolloutInput struct {
-	// Slots are the wanted ordinals, ascending.
-	Slots []Slot
+	// Slots are wanted ordinals, ascending: those that have a pod (a slot without one counts
+	// as missing). Missing counts the wanted ordinals without a pod not in Slots, so that a
+	// huge set is not listed out.
+	Slots   []Slot
+	Missing int
 	// Rolling is updateStrategy RollingUpdate and not paused: old pods are updated. Without it
 	// only pods asked to go by the specified-delete label are.
 	Rolling bool
@@ -67,7 +72,7 @@ func PlanRollout(in RolloutInput) Rollout {
 	available := func(pod *corev1.Pod) bool {
 		return pod != nil && !Terminating(pod) && podstate.Available(pod, in.MinReadySeconds, in.Now)
 	}
-	unavailable := 0
+	unavailable := in.Missing
 	for _, s := range in.Slots {
 		if !available(s.Pod) {
 			unavailable++
@@ -83,7 +88,7 @@ func PlanRollout(in RolloutInput) Rollout {
 			specified = append(specified, pod)
 			continue
 		}
-		if in.Rolling && i >= in.Partition && podstate.Revision(pod) != in.UpdateRevision {
+		if in.Rolling && in.Slots[i].Position >= in.Partition && podstate.Revision(pod) != in.UpdateRevision {
 			old = append(old, pod)
 		}
 	}

@@ -14,7 +14,7 @@ func slots(pods ...*corev1.Pod) []Slot {
 	out := make([]Slot, len(pods))
 	for i, p := range pods {
 		o, _ := OrdinalOf("web", p.Name)
-		out[i] = Slot{Ordinal: o, Pod: p}
+		out[i] = Slot{Ordinal: o, Position: i, Pod: p}
 	}
 	return out
 }
@@ -25,6 +25,7 @@ func TestPlanRollout(t *testing.T) {
 	cases := []struct {
 		name       string
 		slots      []Slot
+		missing    int
 		rolling    bool
 		partition  int
 		maxUnavail int
@@ -39,7 +40,8 @@ func TestPlanRollout(t *testing.T) {
 		{name: "ordered: partition keeps the lowest pods", rolling: true, partition: 2,
 			slots: slots(old(0, healthy), old(1, healthy), upd(2, healthy))},
 		{name: "ordered: partition counts wanted ordinals only (reserved skipped)", rolling: true, partition: 1,
-			slots:      []Slot{{Ordinal: 0, Pod: old(0, healthy)}, {Ordinal: 2, Pod: old(2, healthy)}, {Ordinal: 5, Pod: upd(5, healthy)}},
+			slots: []Slot{{Ordinal: 0, Position: 0, Pod: old(0, healthy)}, {Ordinal: 2, Position: 1, Pod: old(2, healthy)},
+				{Ordinal: 5, Position: 2, Pod: upd(5, healthy)}},
 			wantUpdate: []string{"web-2"}},
 		{name: "ordered: waits on an unavailable pod below the partition", rolling: true, partition: 1,
 			slots: slots(old(0, notReady), old(1, healthy), old(2, healthy))},
@@ -58,7 +60,11 @@ func TestPlanRollout(t *testing.T) {
 		{name: "parallel: an unavailable updated pod takes budget (#2285)", rolling: true, parallel: true, maxUnavail: 2,
 			slots: slots(old(0, healthy), old(1, healthy), old(2, healthy), upd(3, notReady)), wantUpdate: []string{"web-2"}},
 		{name: "parallel: a missing pod takes budget", rolling: true, parallel: true, maxUnavail: 2,
-			slots: []Slot{{Ordinal: 0, Pod: old(0, healthy)}, {Ordinal: 1, Pod: old(1, healthy)}, {Ordinal: 2}}, wantUpdate: []string{"web-1"}},
+			slots: []Slot{{Ordinal: 0, Pod: old(0, healthy)}, {Ordinal: 1, Position: 1, Pod: old(1, healthy)}, {Ordinal: 2, Position: 2}}, wantUpdate: []string{"web-1"}},
+		{name: "parallel: missing pods counted, not listed, take budget", rolling: true, parallel: true, maxUnavail: 3,
+			slots: slots(old(0, healthy), old(1, healthy), old(2, healthy)), missing: 2, wantUpdate: []string{"web-2"}},
+		{name: "ordered: a missing pod, counted, holds the rollout", rolling: true,
+			slots: slots(old(0, healthy), old(1, healthy)), missing: 1},
 		{name: "parallel: unavailable old pods are updated without cost", rolling: true, parallel: true, maxUnavail: 1,
 			slots: slots(old(0, healthy), old(1, notReady), old(2, notReady)), wantUpdate: []string{"web-2", "web-1"}},
 		{name: "parallel: budget spent, nothing", rolling: true, parallel: true, maxUnavail: 1,
@@ -70,7 +76,7 @@ func TestPlanRollout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := PlanRollout(RolloutInput{Slots: tc.slots, Rolling: tc.rolling, Partition: tc.partition, MaxUnavailable: tc.maxUnavail,
+			got := PlanRollout(RolloutInput{Slots: tc.slots, Missing: tc.missing, Rolling: tc.rolling, Partition: tc.partition, MaxUnavailable: tc.maxUnavail,
 				Parallel: tc.parallel, UpdateRevision: "new", Now: t0})
 			if tc.wantUpdate == nil {
 				tc.wantUpdate = []string{}

@@ -2,23 +2,21 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workers"
 )
-
-// createWorkers bounds how many pods a Parallel set creates at once.
-const createWorkers = 16
 
 // scale carries out PlanScale; it reports whether the plan held the pass (wrote, or waits on a
 // pod's preDelete hook), in which case the rollout waits for the next pass.
@@ -39,6 +37,11 @@ func (c *Controller) scale(ctx context.Context, p *pass) (bool, error) {
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonScaleUpLimited,
 			"scaleStrategy.maxUnavailable holds back %d of the pods to create", plan.Limited)
 	}
+	if plan.Deferred > 0 {
+		// The pod events of these creations bring the next pass (expectations).
+		klog.FromContext(ctx).V(2).Info("Creating a burst of pods; the rest follow once the cache shows these",
+			"creating", len(plan.Create), "deferred", plan.Deferred, "burst", workers.Burst)
+	}
 	if plan.Empty() {
 		return false, nil
 	}
@@ -56,12 +59,16 @@ func (c *Controller) scale(ctx context.Context, p *pass) (bool, error) {
 		}
 	}
 	if len(plan.Create) > 0 {
+		// Slow start, as the built-in controllers: when creations are refused (quota, an
+		// admission policy) a pass makes one call, not a burst of them, before the error backs
+		// the queue off.
 		outs := make([]error, len(plan.Create))
-		workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Create), func(i int) {
+		workers.SlowStart(len(plan.Create), func(i int) error {
 			outs[i] = c.createPod(ctx, p, plan.Create[i])
+			return outs[i]
 		})
 		for _, e := range outs {
-			if e != nil {
+			if e != nil && !errors.Is(e, errNamespaceGone) {
 				errs = append(errs, e.Error())
 				p.failedCreate = append(p.failedCreate, e.Error())
 			}
@@ -77,7 +84,7 @@ func (c *Controller) scaleMaxUnavailable(p *pass) (int, error) {
 	if !parallel(p.set) || p.set.Spec.ScaleStrategy == nil {
 		return 0, nil
 	}
-	n, err := scaled(p.set.Spec.ScaleStrategy.MaxUnavailable, len(p.wanted), 0)
+	n, err := scaled(p.set.Spec.ScaleStrategy.MaxUnavailable, p.wanted.Len(), 0)
 	if err != nil {
 		return 0, fmt.Errorf("spec.scaleStrategy.maxUnavailable: %w", err)
 	}
@@ -89,12 +96,12 @@ func (c *Controller) scaleMaxUnavailable(p *pass) (int, error) {
 // label, and the rollout does not want to replace them.
 func (c *Controller) keepPreparingDelete(ctx context.Context, p *pass) (bool, error) {
 	acted := false
-	for i, s := range p.slots {
+	for _, s := range p.slots {
 		pod := s.Pod
 		if pod == nil || lifecycle.StateOf(pod) != pub.LifecycleStatePreparingDelete || SpecifiedDelete(pod) || Terminating(pod) {
 			continue
 		}
-		if c.wantsUpdate(p, i, pod) {
+		if c.wantsUpdate(p, s.Position, pod) {
 			continue
 		}
 		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: lifecycle.WantKeep})
@@ -118,14 +125,13 @@ func (c *Controller) revisionFor(p *pass, position int) string {
 	return p.history.updateName()
 }
 
+// errNamespaceGone: a creation was refused because the namespace is being deleted; it stops
+// the creations but is no failure (see namespaceTerminating).
+var errNamespaceGone = errors.New("the namespace is being deleted")
+
 // createPod creates the pod of ordinal, after its missing PVCs.
 func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error {
-	position := 0
-	for i, o := range p.wanted {
-		if o == ordinal {
-			position = i
-		}
-	}
+	position, _ := p.wanted.Position(ordinal)
 	rev := c.revisionFor(p, position)
 	r := c.recipe(p, rev)
 	if err := c.createClaims(ctx, p, r, ordinal, nil); err != nil {
@@ -136,7 +142,7 @@ func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error 
 	if _, err := c.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.expect.Observe(p.key, expectations.Create, expectations.Pods, pod.Name)
 		if namespaceTerminating(err) {
-			return nil // the set goes with its namespace
+			return errNamespaceGone // the set goes with its namespace
 		}
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedCreate, "create Pod %s in StatefulSet %s failed error: %v", pod.Name, p.set.Name, err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)

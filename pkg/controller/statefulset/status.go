@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/podstate"
@@ -63,19 +62,11 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	set := p.set
 	update, current := p.history.updateName(), p.history.currentName()
 	// Every wanted ordinal has a pod at the update revision and no other pod is left: the
-	// update revision becomes the current one, as the built-in controller does.
-	done := len(p.slots) > 0 || len(p.pods) == 0
-	live := sets.New[string]()
+	// update revision becomes the current one, as the built-in controller does. (Slots are the
+	// wanted ordinals that have pods, so all pods are in them when none is condemned.)
+	done := p.missing == 0 && len(p.slots) == len(p.pods)
 	for _, s := range p.slots {
-		if s.Pod == nil || Terminating(s.Pod) || podstate.Revision(s.Pod) != update {
-			done = false
-		}
-		if s.Pod != nil {
-			live.Insert(s.Pod.Name)
-		}
-	}
-	for _, pod := range p.pods {
-		if !live.Has(pod.Name) {
+		if Terminating(s.Pod) || podstate.Revision(s.Pod) != update {
 			done = false
 		}
 	}

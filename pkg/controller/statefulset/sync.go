@@ -3,6 +3,7 @@ package statefulset
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,10 +43,13 @@ type pass struct {
 	key      string
 	selector labels.Selector
 	history  *history
-	// pods are all the set's pods; slots the wanted ordinals with theirs.
+	// pods are all the set's pods. wanted are the ordinals the set runs (never listed out:
+	// replicas may be huge); slots those of them that have a pod, ascending, and missing how
+	// many have none.
 	pods      []*corev1.Pod
-	wanted    []int
+	wanted    ordinals.Wanted
 	slots     []Slot
+	missing   int
 	retention Retention
 	minReady  int32
 	now       time.Time
@@ -170,14 +174,18 @@ func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, 
 	if c.ignoreOrdinalsStart {
 		start = 0
 	}
-	p.wanted = WantedOrdinals(start, Replicas(set), reserved)
-	byName := map[string]*corev1.Pod{}
+	p.wanted = ordinals.NewWanted(start, Replicas(set), reserved)
 	for _, pod := range pods {
-		byName[pod.Name] = pod
+		o, ok := OrdinalOf(set.Name, pod.Name)
+		if !ok {
+			continue
+		}
+		if pos, ok := p.wanted.Position(o); ok {
+			p.slots = append(p.slots, Slot{Ordinal: o, Position: pos, Pod: pod})
+		}
 	}
-	for _, o := range p.wanted {
-		p.slots = append(p.slots, Slot{Ordinal: o, Pod: byName[PodName(set.Name, o)]})
-	}
+	sort.Slice(p.slots, func(i, j int) bool { return p.slots[i].Ordinal < p.slots[j].Ordinal })
+	p.missing = p.wanted.Len() - len(p.slots)
 	return p, nil
 }
 

@@ -53,10 +53,10 @@ func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 // place or by deleting them (their ordinals are then created at the update revision).
 func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 	ru := p.set.Spec.UpdateStrategy.RollingUpdate
-	in := RolloutInput{Slots: p.slots, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
+	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
 		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.updateName(), MinReadySeconds: p.minReady, Now: p.now}
 	if ru != nil && in.Parallel {
-		n, err := scaled(ru.MaxUnavailable, len(p.wanted), 1)
+		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
 		if err != nil {
 			return false, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
 		}

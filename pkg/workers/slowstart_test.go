@@ -1,4 +1,4 @@
-package cloneset
+package workers
 
 import (
 	"errors"
@@ -22,18 +22,18 @@ func TestSlowStart(t *testing.T) {
 		}
 	}
 
-	if ok, err := slowStart(10, record(nil)); ok != 10 || err != nil || len(calls) != 10 {
+	if ok, err := SlowStart(10, record(nil)); ok != 10 || err != nil || len(calls) != 10 {
 		t.Errorf("all succeed: %d ok, %v, %d calls; want 10, nil, 10", ok, err, len(calls))
 	}
 	// Batches 1, 2, 4: a failure in the third batch (items 3..6) stops before items 7..9.
-	ok, err := slowStart(10, record(map[int]bool{4: true}))
+	ok, err := SlowStart(10, record(map[int]bool{4: true}))
 	if ok != 6 || err == nil || len(calls) != 7 {
 		t.Errorf("failure in batch 3: %d ok, %v, %d calls; want 6, an error, 7", ok, err, len(calls))
 	}
-	if ok, err := slowStart(5, record(map[int]bool{0: true})); ok != 0 || err == nil || len(calls) != 1 {
+	if ok, err := SlowStart(5, record(map[int]bool{0: true})); ok != 0 || err == nil || len(calls) != 1 {
 		t.Errorf("first call fails: %d ok, %v, %d calls; want 0, an error, 1", ok, err, len(calls))
 	}
-	if ok, err := slowStart(0, record(nil)); ok != 0 || err != nil || len(calls) != 0 {
+	if ok, err := SlowStart(0, record(nil)); ok != 0 || err != nil || len(calls) != 0 {
 		t.Errorf("nothing to do: %d ok, %v, %d calls", ok, err, len(calls))
 	}
 }
