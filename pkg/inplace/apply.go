@@ -93,11 +93,11 @@ func FinishGrace(pod *corev1.Pod, now time.Time) (*Step, error) {
 		return nil, err
 	}
 	if state == nil {
-		return nil, fmt.Errorf("pod %s/%s has an in-place update grace record but no state", pod.Namespace, pod.Name)
+		return nil, graceWithoutState(pod)
 	}
 	spec, err := g.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, badGracePatch(pod, err)
 	}
 	out := pod.DeepCopy()
 	RemoveGrace(out)

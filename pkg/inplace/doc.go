@@ -18,6 +18,9 @@
 //     image update it is released to the kubelet once the kubelet syncs the new spec (reason
 //     ContainersRestarting), so that Ready follows the new containers' probes without one more
 //     kubelet sync, and taken back should the pod turn Ready on an old container.
+//   - An annotation of the engine's that does not decode (anyone who may patch the pod can write
+//     one) is an *AnnotationError, and Unreadable finds it up front: a workload leaves such a pod
+//     as it is and reports it (ReportUnreadable) instead of failing its pass for every pod.
 //
 // The Updater sets the condition False first, then resizes through pods/resize and updates the
 // pod, re-reading the pod and deciding again when a write conflicts. A workload calls

@@ -61,7 +61,7 @@ func Decide(pod *corev1.Pod, now time.Time) (Decision, error) {
 	}
 	if grace != nil {
 		if state == nil {
-			return Decision{}, fmt.Errorf("pod %s/%s has an in-place update grace record but no state", pod.Namespace, pod.Name)
+			return Decision{}, graceWithoutState(pod)
 		}
 		left := time.Duration(grace.GraceSeconds)*time.Second - now.Sub(state.UpdateTimestamp.Time)
 		if left > 0 {

@@ -207,7 +207,7 @@ func TestDecideMalformed(t *testing.T) {
 
 	graceOnly := gen.Pod("web", gen.SetPodNamespace("ns"), gen.AddPodAnnotations(map[string]string{pub.InPlaceUpdateGraceKey: `{"revision":"r2"}`}))
 	_, err = Decide(graceOnly, t0)
-	assert.EqualError(t, err, "pod ns/web has an in-place update grace record but no state")
+	assert.EqualError(t, err, "pod ns/web: annotation apps.kruise.io/inplace-update-grace is present without an in-place update state")
 }
 
 func TestUpdateDone(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 // ReadState returns the in-place update state the pod carries, from the annotation
 // apps.kruise.io/inplace-update-state or, on pods OpenKruise updated before v0.9, the
-// annotation inplace-update-state; nil when it has neither.
+// annotation inplace-update-state; nil when it has neither. A value that does not decode is an
+// *AnnotationError.
 func ReadState(pod *corev1.Pod) (*pub.InPlaceUpdateState, error) {
 	key, raw, ok := annotation(pod, pub.InPlaceUpdateStateKey, pub.InPlaceUpdateStateKeyOld)
 	if !ok {
@@ -21,7 +22,7 @@ func ReadState(pod *corev1.Pod) (*pub.InPlaceUpdateState, error) {
 	}
 	state := &pub.InPlaceUpdateState{}
 	if err := json.Unmarshal([]byte(raw), state); err != nil {
-		return nil, fmt.Errorf("pod %s/%s: annotation %s is not an in-place update state: %w", pod.Namespace, pod.Name, key, err)
+		return nil, annotationError(pod, key, "is not an in-place update state", err)
 	}
 	return state, nil
 }
@@ -138,7 +139,7 @@ func (g *Grace) Spec() (*Spec, error) {
 }
 
 // ReadGrace returns the grace record the pod carries, under the current key or the legacy one;
-// nil when it has none.
+// nil when it has none. A value that does not decode is an *AnnotationError.
 func ReadGrace(pod *corev1.Pod) (*Grace, error) {
 	key, raw, ok := annotation(pod, pub.InPlaceUpdateGraceKey, pub.InPlaceUpdateGraceKeyOld)
 	if !ok {
@@ -146,7 +147,7 @@ func ReadGrace(pod *corev1.Pod) (*Grace, error) {
 	}
 	g := &Grace{}
 	if err := json.Unmarshal([]byte(raw), g); err != nil {
-		return nil, fmt.Errorf("pod %s/%s: annotation %s is not an in-place update grace record: %w", pod.Namespace, pod.Name, key, err)
+		return nil, annotationError(pod, key, "is not an in-place update grace record", err)
 	}
 	return g, nil
 }

@@ -59,6 +59,10 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 		if f.Updated || f.PreparingDelete || f.SpecifiedDelete {
 			continue
 		}
+		// An unreadable pod (reported by refreshPods) waits, not taking a slot of the step.
+		if inplace.Unreadable(pod) != nil {
+			continue
+		}
 		if g, _ := inplace.ReadGrace(pod); g != nil {
 			continue
 		}
@@ -178,12 +182,23 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 
 // refreshPods moves every pod's in-place update on (next batch, InPlaceUpdateReady) and its
 // lifecycle state (PreparingNormal to Normal, Updating to Normal or Updated, ...).
+//
+// A pod whose in-place update annotations do not decode (inplace.Unreadable: anyone who may patch
+// pods can write them) is left as it is and reported, not an error of the pass: it is counted as
+// it is, never refreshed, and update does not take it. Left, rather than recreated: the
+// annotation may record an update half applied, and deleting pods on a value this controller
+// cannot read would turn a format it does not know (a newer OpenKruise's, say) into recreating
+// every pod. Removing or fixing the annotation lets the rollout take the pod.
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	acted := false
 	var after time.Duration
 	var errs []string
 	for _, pod := range p.pods {
+		if ae := inplace.Unreadable(pod); ae != nil {
+			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, ae)
+			continue
+		}
 		started := time.Time{}
 		if st, err := inplace.ReadState(pod); err == nil && st != nil {
 			started = st.UpdateTimestamp.Time
@@ -191,6 +206,11 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		res := c.updater.Refresh(ctx, pod)
 		if res.Pod != nil {
 			c.podVersions.Expect(res.Pod)
+		}
+		if ae, ok := inplace.AsAnnotationError(res.Err); ok {
+			// Read afresh inside Refresh: the same pod, written meanwhile.
+			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, ae)
+			continue
 		}
 		if res.Err != nil {
 			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {

@@ -19,7 +19,12 @@ type RollingOptions struct {
 	Now             time.Time
 	// Updatable are the nodes the update may touch (UpdatableNodes); nil means every node.
 	Updatable sets.Set[string]
+	// Held, when set, says which old pods the update leaves where they are (their in-place
+	// update annotations do not decode): never replaced, and counted as they are.
+	Held func(*corev1.Pod) bool
 }
+
+func (o RollingOptions) held(pod *corev1.Pod) bool { return o.Held != nil && o.Held(pod) }
 
 // RollingPlan is one step of a rolling update.
 type RollingPlan struct {
@@ -67,7 +72,7 @@ func PlanRolling(nodes []NodeState, o RollingOptions) RollingPlan {
 					inUse++
 					recheck(updated)
 				}
-			case !updatable(n.Name):
+			case !updatable(n.Name), o.held(old):
 			case !available(old):
 				now = append(now, n.Name)
 			default:
@@ -97,6 +102,10 @@ func PlanRolling(nodes []NodeState, o RollingOptions) RollingPlan {
 		case !updatable(n.Name):
 		case PreparingDelete(old):
 			unavailable++ // already being replaced; its hook holds it
+		case o.held(old):
+			if !available(old) {
+				unavailable++ // left as it is, and not serving
+			}
 		case !available(old):
 			now = append(now, old)
 		default:
@@ -112,8 +121,9 @@ func PlanRolling(nodes []NodeState, o RollingOptions) RollingPlan {
 // nodes that should run the pod, those already updated (or being replaced, or without a pod)
 // first, then those with an old pod that the update selector matches (every one when there is
 // no selector), each group from the end of the name order; at most len(nodes) − partition of
-// them, so partition nodes keep their old pods.
-func UpdatableNodes(nodes []NodeState, updateRevision string, partition int, selector labels.Selector) sets.Set[string] {
+// them, so partition nodes keep their old pods. An old pod held (nil: none) takes no place: it
+// stays old, one of the partition's.
+func UpdatableNodes(nodes []NodeState, updateRevision string, partition int, selector labels.Selector, held func(*corev1.Pod) bool) sets.Set[string] {
 	ordered := make([]NodeState, 0, len(nodes))
 	for _, n := range nodes {
 		if !n.Gone && n.Eligibility.ShouldRun {
@@ -129,6 +139,7 @@ func UpdatableNodes(nodes []NodeState, updateRevision string, partition int, sel
 			done = append(done, n.Name)
 		case old == nil || PreparingDelete(old):
 			replacing = append(replacing, n.Name)
+		case held != nil && held(old):
 		case selector == nil || selector.Matches(labels.Set(n.Labels)):
 			waiting = append(waiting, n.Name)
 		}

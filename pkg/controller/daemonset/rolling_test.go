@@ -99,7 +99,7 @@ func TestUpdatableNodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.ElementsMatch(t, tt.want, sets.List(UpdatableNodes(nodes, "v2", tt.partition, tt.selector)))
+			assert.ElementsMatch(t, tt.want, sets.List(UpdatableNodes(nodes, "v2", tt.partition, tt.selector, nil)))
 		})
 	}
 }

@@ -50,10 +50,11 @@ func (c *Controller) update(ctx context.Context, p *pass) (bool, error) {
 		selector = s
 	}
 	hash := p.history.updateHash()
+	held := func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil }
 	plan := PlanRolling(p.nodes, RollingOptions{
 		UpdateRevision: hash, MaxUnavailable: p.budget.MaxUnavailable, MaxSurge: p.budget.MaxSurge,
 		MinReadySeconds: p.ds.Spec.MinReadySeconds, Now: p.now,
-		Updatable: UpdatableNodes(p.nodes, hash, p.budget.Partition, selector),
+		Updatable: UpdatableNodes(p.nodes, hash, p.budget.Partition, selector, held), Held: held,
 	})
 	p.after(plan.Recheck)
 	acted := false
@@ -105,6 +106,10 @@ func (c *Controller) updateInPlace(ctx context.Context, p *pass, pod *corev1.Pod
 // refreshInPlace moves every pod's in-place update on: the next container batch once the last
 // is done, and InPlaceUpdateReady=True once all are (which is also how a new pod carrying the
 // gate becomes ready at all, so it runs whatever manage did in the same pass).
+//
+// A pod whose in-place update annotations do not decode is left as it is and reported, not an
+// error of the pass; the update leaves it too (RollingOptions.Held), for the reasons the
+// CloneSet controller gives (pkg/controller/cloneset refreshPods).
 func (c *Controller) refreshInPlace(ctx context.Context, p *pass) (bool, error) {
 	acted := false
 	var errs []error
@@ -113,12 +118,19 @@ func (c *Controller) refreshInPlace(ctx context.Context, p *pass) (bool, error) 
 			if Terminating(pod) {
 				continue
 			}
+			if ae := inplace.Unreadable(pod); ae != nil {
+				inplace.ReportUnreadable(ctx, c.recorder, p.ds, pod, ae)
+				continue
+			}
 			res := c.updater.Refresh(ctx, pod)
 			if res.Pod != nil {
 				c.podVersions.Expect(res.Pod)
 				p.written(res.Pod)
 			}
+			ae, unreadable := inplace.AsAnnotationError(res.Err)
 			switch {
+			case unreadable:
+				inplace.ReportUnreadable(ctx, c.recorder, p.ds, pod, ae) // written meanwhile
 			case res.Err != nil:
 				acted = true
 				if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {

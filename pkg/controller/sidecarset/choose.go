@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,13 +26,15 @@ type choice struct {
 	// hotBlocked are pods whose HotUpgrade hand-over waits on a new copy that does not come
 	// up, by name → why (hotUpgradeBlocked).
 	hotBlocked map[string]string
+	// recheck, when not 0, is when to look again at candidates not Ready too recently to take.
+	recheck time.Duration
 }
 
 // strategyBudget is what the update strategy allows over the matched pods.
 type strategyBudget struct {
 	// keep is how many matched pods the partition keeps at an older version.
 	keep int
-	// maxUnavailable is how many matched pods may be unavailable (not ready or upgrading).
+	// maxUnavailable is how many matched pods the SidecarSet's upgrades may make unavailable.
 	maxUnavailable int
 }
 
@@ -58,17 +61,21 @@ func budgetOf(s appsv1beta1.SidecarSetUpdateStrategy, matched int) (strategyBudg
 //
 // Candidates are the pods not yet updated whose difference is images only, that
 // updateStrategy.selector (if any) selects, with no in-place update of their own workload
-// running. A pod whose previous upgrade by this SidecarSet is unfinished is one (it is not
-// ready, so costs no budget): a rollout stuck on a bad image is rolled forward or back by the
-// next image, and recording the containers it runs then is right, as a container not yet
-// restarted still has the ID recorded before. Of them, in the order podorder.ForUpdate
-// gives (least active first, then priorityStrategy and scatterStrategy), as many are taken as:
+// running. A pod whose previous upgrade by this SidecarSet is unfinished is one: a rollout stuck
+// on a bad image is rolled forward or back by the next image, and recording the containers it
+// runs then is right, as a container not yet restarted still has the ID recorded before. Of
+// them, in the order podorder.ForUpdate gives (least active first, then priorityStrategy and
+// scatterStrategy), as many are taken as:
 //   - the partition allows: after this pass at least partition pods stay not updated
 //     (a not-upgradable pod is one of them: it does stay at its version);
-//   - maxUnavailable allows: a ready candidate is taken only while fewer than maxUnavailable
-//     pods are unavailable (not ready, or upgrading), and then counts as one more; a candidate
-//     that is not ready is taken anyway (upgrading it costs no availability).
-func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
+//   - maxUnavailable allows. It bounds the pods this SidecarSet's own upgrades made
+//     unavailable (podView.disrupted, see disruption.go), not every matched pod that is not
+//     Ready: a candidate whose Ready condition is True is taken only while fewer than
+//     maxUnavailable pods are disrupted, and then counts as one more; a candidate disrupted
+//     already, or not Ready, is taken at no cost (its upgrade costs no availability). A not
+//     Ready one that turned so in this very second waits for the next (recheck): taken now, its
+//     not-readiness could not be told from one its upgrade caused.
+func choose(ss *appsv1beta1.SidecarSet, views []podView, now time.Time) (choice, error) {
 	out := choice{waiting: map[string]string{}}
 	s := ss.Spec.UpdateStrategy
 	if s.Type == appsv1beta1.NotUpdateSidecarSetStrategyType {
@@ -82,12 +89,12 @@ func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
 		}
 	}
 	var candidates []*corev1.Pod
-	ready := map[*corev1.Pod]bool{}
-	notUpdated, unavailable := 0, 0
+	byPod := map[*corev1.Pod]podView{}
+	notUpdated, disruptedPods := 0, 0
 	for _, v := range views {
-		ready[v.pod] = v.ready
-		if !v.ready {
-			unavailable++
+		byPod[v.pod] = v
+		if v.disrupted {
+			disruptedPods++
 		}
 		if v.updated {
 			continue
@@ -124,14 +131,19 @@ func choose(ss *appsv1beta1.SidecarSet, views []podView) (choice, error) {
 		if len(out.upgrade) >= allowed {
 			break
 		}
-		if !ready[pod] {
+		v := byPod[pod]
+		if ready, _, _ := readyCondition(pod); v.disrupted || !ready {
+			if wait := unreadyTooRecent(pod, now); !v.disrupted && wait > 0 {
+				out.recheck = shortest(out.recheck, wait)
+				continue
+			}
 			out.upgrade = append(out.upgrade, pod)
 			continue
 		}
-		if unavailable >= b.maxUnavailable {
+		if disruptedPods >= b.maxUnavailable {
 			continue
 		}
-		unavailable++
+		disruptedPods++
 		out.upgrade = append(out.upgrade, pod)
 	}
 	return out, nil

@@ -49,12 +49,9 @@ func TestChoose(t *testing.T) {
 		name: "maxUnavailable 50% of 4", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetMaxUnavailable(intstr.FromString("50%"))), n: 4,
 		wantUpgrade: []string{"p-0", "p-1"},
 	}, {
-		name: "an updated pod not ready uses the budget up", ss: v2, n: 3,
-		atV2: map[int]bool{2: true}, mods: map[int]gen.PodModifier{2: notReady},
-	}, {
-		name: "a candidate not ready is upgraded without budget; ready ones wait", ss: v2, n: 3,
+		name: "a candidate not ready is upgraded without budget, and a ready one by it", ss: v2, n: 3,
 		mods:        map[int]gen.PodModifier{1: notReady},
-		wantUpgrade: []string{"p-1"},
+		wantUpgrade: []string{"p-1", "p-0"},
 	}, {
 		name: "partition keeps 3 of 4", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetPartition(intstr.FromInt32(3)), gen.SetSidecarSetMaxUnavailable(intstr.FromInt32(4))), n: 4,
 		wantUpgrade: []string{"p-0"},
@@ -114,7 +111,7 @@ func TestChoose(t *testing.T) {
 				require.True(t, ok)
 				views = append(views, v)
 			}
-			ch, err := choose(tc.ss, views)
+			ch, err := choose(tc.ss, views, t0)
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantUpgrade, names(ch.upgrade), "upgraded")
 			assert.Equal(t, tc.wantNot, names(ch.notUpgradable), "not upgradable")
@@ -136,7 +133,7 @@ func TestChooseRefusesABadSelector(t *testing.T) {
 	h, err := hashesOf(ss)
 	require.NoError(t, err)
 	v, _ := viewPod(ss, h, injectedPod(t, "p", sidecarSetAt("1")))
-	_, err = choose(ss, []podView{v})
+	_, err = choose(ss, []podView{v}, t0)
 	assert.ErrorContains(t, err, "updateStrategy.selector")
 }
 
@@ -146,7 +143,7 @@ func TestChooseTakesHotUpgradeSidecars(t *testing.T) {
 	require.NoError(t, err)
 	v, _ := viewPod(ss, h, hotPod(t, "p", hotSetAt("1")))
 	require.True(t, v.upgradable, "only the image differs")
-	ch, err := choose(ss, []podView{v})
+	ch, err := choose(ss, []podView{v}, t0)
 	require.NoError(t, err)
 	assert.Len(t, ch.upgrade, 1, "a hot-upgrade sidecar is upgraded like a cold one, by its two copies")
 }

@@ -280,7 +280,7 @@ func TestAPodWithAnUnreadableAnnotationIsCountedNeverTouched(t *testing.T) {
 	v, ok := viewPod(v2, h, bad)
 	require.True(t, ok)
 	assert.Contains(t, v.busy, sidecarset.InPlaceUpdateStateAnnotation)
-	ch, err := choose(v2, []podView{v})
+	ch, err := choose(v2, []podView{v}, t0)
 	require.NoError(t, err)
 	assert.Empty(t, ch.upgrade)
 	assert.Contains(t, ch.waiting, podNS+"/p-0")
@@ -294,7 +294,7 @@ func TestAStuckUpgradeIsRolledOnByTheNextImage(t *testing.T) {
 	h3, _ := hashesOf(v3)
 	v, _ := viewPod(v3, h3, stuck)
 	require.NotEmpty(t, v.upgrading)
-	ch, err := choose(v3, []podView{v})
+	ch, err := choose(v3, []podView{v}, t0)
 	require.NoError(t, err)
 	require.Len(t, ch.upgrade, 1, "a pod stuck on a bad image must not block the fix")
 

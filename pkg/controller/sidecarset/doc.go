@@ -7,12 +7,16 @@
 // annotations and the SidecarSet's entry of kruise.io/sidecarset-inplace-update-state, in one
 // write. Completion is read as every workload reads it (pkg/inplace: a new container ID).
 //
-// The pod's readiness is not flipped, unlike a CloneSet's update. A pod that differs in more
+// The pod's readiness is not flipped, unlike a CloneSet's update. maxUnavailable bounds the
+// pods the SidecarSet's own upgrades made unavailable (disruption.go), not every matched pod that
+// is not Ready: a SidecarSet spans tenants, and one's broken pod must not stall the rollout for
+// the others. A pod that differs in more
 // than images cannot be upgraded in place: it is left, counted not updated, and reported (an
 // Event on the SidecarSet, a log line, a metric). A pod whose own workload is updating it in
 // place waits until that update is done, so neither restarts it on top of the other.
 //
 // Files: controller.go (wiring), handlers.go (events to work), sync.go (one pass), podview.go
-// (what a pod is to a SidecarSet), choose.go (which pods to upgrade now), upgrade.go (one pod's
-// write), revisions.go (history), status.go (counts), metrics.go.
+// (what a pod is to a SidecarSet), disruption.go (which pods the SidecarSet made unavailable),
+// choose.go (which pods to upgrade now), upgrade.go (one pod's write), revisions.go (history),
+// status.go (counts), metrics.go.
 package sidecarset

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,12 +63,13 @@ func running(name, image string) gen.PodModifier {
 	}
 }
 
-// pulling: container name cannot pull its image.
+// pulling: container name cannot pull its image, so the pod turned not Ready at t0, when the
+// fixture's upgrade was written.
 func pulling(name, image string) gen.PodModifier {
 	return func(p *corev1.Pod) {
 		gen.SetPodContainerStatus(corev1.ContainerStatus{Name: name, Image: image,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}})(p)
-		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})(p)
+		gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0)})(p)
 	}
 }
 
@@ -280,4 +282,15 @@ func TestARevertBeforeTheFlipHandsBackWithoutARestart(t *testing.T) {
 	old, err := handingOver(hotSetAt("1"), after)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"envoy-2"}, old, "the flip then puts envoy-2 back on the empty image")
+}
+
+func TestAHandOverOnAPodBrokenBeforeItHoldsNoBudget(t *testing.T) {
+	v1, v2 := hotSetAt("1"), hotSetAt("2")
+	// p-0's app crash-loops since before its upgrade: its new copy runs, but the flip waits on
+	// every container being ready, so the hand-over never ends.
+	p0 := gen.PodFrom(stepOne(t, v1, v2), running("envoy-2", "envoy:2"), unreadySince(t0.Add(-time.Hour)),
+		gen.SetPodContainerStatus(corev1.ContainerStatus{Name: "app", ContainerID: "cri://p-0-app", Ready: false}))
+	f := newFixture(t, hotSetAt("2"), p0, hotPod(t, "p-1", v1))
+	require.NoError(t, f.sync())
+	assert.Equal(t, []string{"p-1"}, f.patchedPods(), "p-0 was unavailable before the SidecarSet took it")
 }

@@ -49,6 +49,9 @@ type podView struct {
 	// handingOver names the old copies of HotUpgrade sidecars not yet put back on the empty
 	// image (see hotupgrade.go): while there are, the pod is not ready to the SidecarSet.
 	handingOver []string
+	// disrupted: the pod is unavailable by the SidecarSet's own upgrade, and counts against
+	// maxUnavailable (disruption.go).
+	disrupted bool
 }
 
 // viewPod reads pod against ss with hashes h. A pod ss never injected is not the SidecarSet's
@@ -81,11 +84,13 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 	} else if done, waiting := inplace.StateDone(pod, state); !done {
 		v.upgrading = waiting
 	}
+	workloadUpdating := false
 	if v.busy == "" {
 		if done, waiting, err := inplace.UpdateDone(pod); err != nil {
 			v.busy = err.Error()
 		} else if !done {
 			v.busy = "its workload's in-place update: " + waiting
+			workloadUpdating = true
 		}
 	}
 	old, err := handingOver(ss, pod)
@@ -94,6 +99,7 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 	}
 	v.handingOver = old
 	v.ready = podstate.Ready(pod) && v.upgrading == "" && len(old) == 0
+	v.disrupted = disrupted(pod, state, v.upgrading != "" || len(old) > 0, v.updated, workloadUpdating)
 	return v, true
 }
 

@@ -88,11 +88,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			}
 		}
 	} else {
-		ch, err := choose(ss, views)
+		ch, err := choose(ss, views, c.clock.Now())
 		if err != nil {
 			c.recorder.Eventf(ss, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 		}
+		requeue = shortest(requeue, ch.recheck)
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
 		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)

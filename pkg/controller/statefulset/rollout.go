@@ -37,7 +37,10 @@ type RolloutInput struct {
 	UpdateRevision string
 	// Order, when set (unorderedUpdate.priorityStrategy, Parallel only), orders the pods to
 	// update; by default the highest ordinal goes first.
-	Order           func([]*corev1.Pod) []*corev1.Pod
+	Order func([]*corev1.Pod) []*corev1.Pod
+	// Held, when set, says which old pods the rollout leaves where they are (their in-place
+	// update annotations do not decode); they still count as they are.
+	Held            func(*corev1.Pod) bool
 	MinReadySeconds int32
 	Now             time.Time
 }
@@ -88,7 +91,7 @@ func PlanRollout(in RolloutInput) Rollout {
 			specified = append(specified, pod)
 			continue
 		}
-		if in.Rolling && in.Slots[i].Position >= in.Partition && podstate.Revision(pod) != in.UpdateRevision {
+		if in.Rolling && in.Slots[i].Position >= in.Partition && podstate.Revision(pod) != in.UpdateRevision && (in.Held == nil || !in.Held(pod)) {
 			old = append(old, pod)
 		}
 	}

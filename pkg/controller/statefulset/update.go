@@ -54,7 +54,8 @@ func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 	ru := p.set.Spec.UpdateStrategy.RollingUpdate
 	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
-		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.updateName(), MinReadySeconds: p.minReady, Now: p.now}
+		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.updateName(), MinReadySeconds: p.minReady, Now: p.now,
+		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil }}
 	if ru != nil && in.Parallel {
 		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
 		if err != nil {
@@ -148,6 +149,10 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 
 // refreshPods moves every pod's in-place update on (next batch, InPlaceUpdateReady) and its
 // lifecycle state (PreparingNormal to Normal, Updating to Normal or Updated, ...).
+//
+// A pod whose in-place update annotations do not decode is left as it is and reported, not an
+// error of the pass; the rollout leaves it too (RolloutInput.Held), for the reasons the CloneSet
+// controller gives (pkg/controller/cloneset refreshPods).
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
 	acted := false
 	var after time.Duration
@@ -156,9 +161,17 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		if Terminating(pod) {
 			continue
 		}
+		if ae := inplace.Unreadable(pod); ae != nil {
+			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, ae)
+			continue
+		}
 		res := c.updater.Refresh(ctx, pod)
 		if res.Pod != nil {
 			c.podVersions.Expect(res.Pod)
+		}
+		if ae, ok := inplace.AsAnnotationError(res.Err); ok {
+			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, ae) // written meanwhile
+			continue
 		}
 		if res.Err != nil {
 			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
