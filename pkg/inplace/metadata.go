@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // Env vars SidecarSet writes from its own annotations; a change of those annotations is
@@ -25,10 +27,14 @@ const (
 // A removed key that a container reads is refused: the ObjectMeta a container batch records
 // (OpenKruise's wire format) can carry new values but not removals.
 func planMetadata(spec *Spec, old, new *corev1.PodTemplateSpec) error {
+	// Keys kruise writes on pods and decides by (a pod asked to go, its lifecycle state, this
+	// very update's record) are never set or removed from a template: they are the pod's own.
+	oldLabels, oldAnnotations := appsv1beta1.WithoutReserved(old.Labels, old.Annotations)
+	newLabels, newAnnotations := appsv1beta1.WithoutReserved(new.Labels, new.Annotations)
 	for _, kind := range []metadataKind{kindLabels, kindAnnotations} {
-		oldMap, newMap := old.Labels, new.Labels
+		oldMap, newMap := oldLabels, newLabels
 		if kind == kindAnnotations {
-			oldMap, newMap = old.Annotations, new.Annotations
+			oldMap, newMap = oldAnnotations, newAnnotations
 		}
 		for _, k := range sortedKeys(newMap) {
 			v := newMap[k]

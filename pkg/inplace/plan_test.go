@@ -305,3 +305,19 @@ func TestPlanNeedsBothTemplates(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, IsNotInPlace(err))
 }
+
+// Keys kruise writes on pods and decides by are the pod's own: a template that adds or drops one
+// changes nothing of a pod in place (a copied apps.kruise.io/specified-delete would delete every
+// pod; a dropped inplace-update-state would erase this update's record).
+func TestPlanNeverTouchesReservedKeys(t *testing.T) {
+	old := template(gen.AddPodAnnotations(map[string]string{"apps.kruise.io/inplace-update-state": "{}"}))
+	cur := template(gen.AddPodLabels(map[string]string{"apps.kruise.io/specified-delete": "true", "lifecycle.apps.kruise.io/state": "PreparingDelete"}),
+		gen.AddPodAnnotations(map[string]string{"apps.kruise.io/inplace-update-grace": "{}", "note": "y"}))
+	containerNamed(cur, "app").Image = "app:2"
+	got, err := Plan(old, cur, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"note": "y"}, got.Metadata.Annotations)
+	assert.Empty(t, got.Metadata.Labels)
+	assert.Empty(t, got.Metadata.RemovedAnnotations, "the pod's own update record is not removed")
+	assert.Equal(t, "app:2", got.ContainerImages["app"])
+}

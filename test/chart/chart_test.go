@@ -24,6 +24,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 )
 
@@ -419,4 +420,25 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 		}
 	}
 	return false
+}
+
+// The warnings policy names exactly the pod keys the controllers never copy from a template.
+func TestRenderAPIWarningsReservedKeys(t *testing.T) {
+	vap := render(t)["ValidatingAdmissionPolicy//kruise-api-warnings"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	celList := func(keys []string) string {
+		q := make([]string, len(keys))
+		for i, k := range keys {
+			q[i] = "'" + k + "'"
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	var expr string
+	for _, v := range vap.Spec.Variables {
+		if v.Name == "reservedKeys" {
+			expr = v.Expression
+		}
+	}
+	require.NotEmpty(t, expr, "no reservedKeys variable")
+	assert.Contains(t, expr, celList(appsv1beta1.ReservedPodLabels)+".filter(")
+	assert.Contains(t, expr, celList(appsv1beta1.ReservedPodAnnotations)+".filter(")
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -200,6 +201,42 @@ func TestAPIWarnings(t *testing.T) {
 		_, err = crrs.Patch(ctx(t), "relabelled", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, warned.take(), "other metadata is the creator's")
+	})
+
+	// Keys kruise writes on pods, in a workload's template: never copied to pods (OpenKruise
+	// admits such templates: a warning, not a refusal). The CRDs' schemas keep the template
+	// schemaless, so the API server needs nothing else of the object.
+	t.Run("Workload template with kruise's pod keys", func(t *testing.T) {
+		tmpl := map[string]any{
+			"metadata": map[string]any{
+				"labels":      map[string]any{"app": "web", v1beta1.SpecifiedDeleteKey: "true"},
+				"annotations": map[string]any{"apps.kruise.io/inplace-update-state": "{}", "team": "a"},
+			},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "main", "image": "nginx"}}},
+		}
+		body := func(kind string) []byte {
+			raw, err := json.Marshal(map[string]any{
+				"apiVersion": "apps.kruise.io/v1beta1", "kind": kind,
+				"metadata": map[string]any{"name": "reserved-" + strings.ToLower(kind), "namespace": warningsNS},
+				"spec":     map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "template": tmpl},
+			})
+			require.NoError(t, err)
+			return raw
+		}
+		for kind, resource := range map[string]string{"CloneSet": "clonesets", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"} {
+			err := user.AppsV1beta1().RESTClient().Post().Namespace(warningsNS).Resource(resource).Body(body(kind)).Do(ctx(t)).Error()
+			require.NoError(t, err, kind)
+			seen := warned.take()
+			require.Len(t, seen, 1, "%s warnings: %q", kind, seen)
+			requireWarning(t, seen, "spec.template.metadata label apps.kruise.io/specified-delete, annotation apps.kruise.io/inplace-update-state: "+
+				"kruise writes this on the pods it manages and decides by it; it is never copied from the template")
+		}
+		cs, err := user.AppsV1beta1().CloneSets(warningsNS).Get(ctx(t), "reserved-cloneset", metav1.GetOptions{})
+		require.NoError(t, err)
+		cs.Spec.Template.Labels, cs.Spec.Template.Annotations = map[string]string{"app": "web"}, nil
+		_, err = user.AppsV1beta1().CloneSets(warningsNS).Update(ctx(t), cs, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, warned.take(), "a template without them")
 	})
 
 	t.Run("kruise-controller is not warned", func(t *testing.T) {

@@ -443,3 +443,44 @@ func TestPodOfAnotherNamespaceIsNeverCounted(t *testing.T) {
 		t.Errorf("status.replicas %d, want 1: the pod of namespace tenant-b was counted", st.Replicas)
 	}
 }
+
+// A template carrying keys kruise writes on pods (apps.kruise.io/specified-delete, the in-place
+// update record) makes pods without them: copied, the first would have every pod deleted as soon
+// as it is created, and created again, for ever.
+func TestTemplateReservedKeysNeverReachPods(t *testing.T) {
+	reserved := func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.Template.Labels[appsv1beta1.SpecifiedDeleteKey] = "true"
+		cs.Spec.Template.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"x"}`, "team": "a"}
+	}
+	cs := cloneSet(2, "app:1", reserved)
+	f := newFixture(t, cs, nil)
+	f.sync()
+	pods, err := f.kube.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 {
+		t.Fatalf("%d pods created, want 2", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if _, ok := p.Labels[appsv1beta1.SpecifiedDeleteKey]; ok {
+			t.Errorf("pod %s carries %s from the template", p.Name, appsv1beta1.SpecifiedDeleteKey)
+		}
+		if _, ok := p.Annotations[pub.InPlaceUpdateStateKey]; ok {
+			t.Errorf("pod %s carries %s from the template", p.Name, pub.InPlaceUpdateStateKey)
+		}
+		if p.Annotations["team"] != "a" {
+			t.Errorf("pod %s lost the template's own annotation: %v", p.Name, p.Annotations)
+		}
+	}
+
+	// Its running pods, made as the controller makes them, are kept.
+	rev := revisionOf(t, cs, 1)
+	f = newFixture(t, cs, []*appsv1.ControllerRevision{rev}, runningPod(t, cs, rev, "aaaaa"), runningPod(t, cs, rev, "bbbbb"))
+	f.sync()
+	for _, a := range f.actions() {
+		if a.GetVerb() == "delete" || (a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
+			t.Errorf("a pod was deleted or created for a key copied from the template: %v", a)
+		}
+	}
+}

@@ -42,12 +42,14 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	t := r.Template.DeepCopy()
 	inplace.InjectReadinessGate(t)
 	readinessgate.Declare(t)
+	// Keys kruise writes on pods and decides by are never taken from the template.
+	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            PodName(r.CloneSet, id),
 			Namespace:       r.Namespace,
-			Labels:          t.Labels,
-			Annotations:     t.Annotations,
+			Labels:          labels,
+			Annotations:     annotations,
 			Finalizers:      t.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{r.Owner},
 		},

@@ -39,13 +39,15 @@ func NewPod(r PodRecipe, node string) *corev1.Pod {
 	if len(prefix) > 58 {
 		prefix = prefix[:58]
 	}
+	// Keys kruise writes on pods and decides by are never taken from the template.
+	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            prefix + utilrand.String(5),
 			GenerateName:    prefix,
 			Namespace:       r.DaemonSet.Namespace,
-			Labels:          t.Labels,
-			Annotations:     t.Annotations,
+			Labels:          labels,
+			Annotations:     annotations,
 			Finalizers:      t.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(r.DaemonSet, controllerKind)},
 		},

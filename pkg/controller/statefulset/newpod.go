@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
@@ -49,12 +50,14 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 		readinessgate.Declare(t)
 	}
 	name := PodName(r.Set, ordinal)
+	// Keys kruise writes on pods and decides by are never taken from the template.
+	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       r.Namespace,
-			Labels:          t.Labels,
-			Annotations:     t.Annotations,
+			Labels:          labels,
+			Annotations:     annotations,
 			Finalizers:      t.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{r.Owner},
 		},

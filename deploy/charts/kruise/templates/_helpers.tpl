@@ -208,3 +208,12 @@ annotations:
   prometheus.io/path: /metrics
 {{- end -}}
 {{- end -}}
+
+{{/* The pod labels and annotations kruise writes and decides by, as CEL lists
+(pkg/apis/apps/v1beta1 ReservedPodLabels and ReservedPodAnnotations; test/chart checks they agree). */}}
+{{- define "kruise.reservedPodLabels" -}}
+['apps.kruise.io/specified-delete', 'lifecycle.apps.kruise.io/state', 'apps.kruise.io/cloneset-instance-id', 'controller-revision-hash']
+{{- end -}}
+{{- define "kruise.reservedPodAnnotations" -}}
+['apps.kruise.io/inplace-update-state', 'inplace-update-state', 'apps.kruise.io/inplace-update-grace', 'inplace-update-grace', 'lifecycle.apps.kruise.io/timestamp']
+{{- end -}}
