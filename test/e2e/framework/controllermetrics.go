@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,4 +43,29 @@ func ControllerMetrics(ctx context.Context, pod string) (string, error) {
 		return "", fmt.Errorf("kruise-controller %s's /metrics answered %d", pod, resp.StatusCode)
 	}
 	return string(body), nil
+}
+
+// ControllerRSS is the resident memory, in bytes, of the kruise-controller process of pod, read
+// from /proc/<pid>/status (VmRSS) on this node.
+func ControllerRSS(pod string) (int64, error) {
+	pid, err := podProcess(controllerComm, pod)
+	if err != nil {
+		return 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the status of kruise-controller %s: %w", pod, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("kruise-controller %s: VmRSS %q: %w", pod, rest, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("kruise-controller %s: no VmRSS in /proc/%d/status", pod, pid)
 }

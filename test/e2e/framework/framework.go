@@ -31,7 +31,7 @@
 //	kubectlkruise.go  building the kubectl-kruise plugin once and running it
 //	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
 //	metrics.go      the daemon's /metrics, the controller's socket, sample names and series in an exposition
-//	controllermetrics.go  the controller's /metrics, on its unix socket
+//	controllermetrics.go  the controller's /metrics, on its unix socket, and its resident memory
 package framework
 
 import (
