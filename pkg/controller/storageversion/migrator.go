@@ -87,9 +87,9 @@ func (m *Migrator) Name() string { return Name }
 // Run migrates every watched CRD that needs it, then looks again every Recheck; failures are
 // retried with a growing wait. It returns when ctx ends.
 func (m *Migrator) Run(ctx context.Context, _ int) error {
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	ctx = klog.NewContext(ctx, logger)
+	logger := klog.FromContext(ctx)
 	retry := m.cfg.Retry
+	checked := false
 	for {
 		wait := m.cfg.Recheck
 		if err := m.Pass(ctx); err != nil {
@@ -97,6 +97,11 @@ func (m *Migrator) Run(ctx context.Context, _ int) error {
 			wait, retry = retry, min(retry*2, 5*time.Minute)
 		} else {
 			retry = m.cfg.Retry
+			if !checked {
+				// Once per leadership term: that every object is in its storage version now.
+				logger.Info("Every object of kruise's CRDs is stored in the storage version", "crds", len(m.cfg.Watched), "recheck", m.cfg.Recheck)
+				checked = true
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +28,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -421,5 +424,69 @@ func (j *leaderJob) finish(ctx context.Context, t *testing.T, c versioned.Interf
 		if runs, versions := leaderHandOuts(w, n, j.job.UID); runs != 1 || len(versions) != 1 {
 			t.Errorf("node %s was asked %d times with versions %v, want once: %s", n, runs, versions, w.Summary(n))
 		}
+	}
+}
+
+// leaderScale sets the replicas of Deployment kruise-controller to n.
+func leaderScale(ctx context.Context, f *framework.Framework, n int32) error {
+	_, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).UpdateScale(ctx, leaderDeployment,
+		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: leaderDeployment, Namespace: framework.KruiseNamespace},
+			Spec: autoscalingv1.ScaleSpec{Replicas: n}}, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("scaling Deployment %s to %d: %w", leaderDeployment, n, err)
+	}
+	return nil
+}
+
+// leaderWaitNoneServes waits until no kruise-controller pod is left and no endpoint is behind
+// the webhook Service: the API server can call neither a webhook nor /convert.
+func leaderWaitNoneServes(ctx context.Context, t *testing.T, f *framework.Framework) {
+	t.Helper()
+	framework.WaitFor(ctx, t, 2*time.Minute, "no kruise-controller pod and no endpoint behind "+certs.ServiceName,
+		func(ctx context.Context) (bool, string, error) {
+			pods, err := f.ControllerPods(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			slices, err := f.Client.DiscoveryV1().EndpointSlices(framework.KruiseNamespace).List(ctx,
+				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + certs.ServiceName})
+			if err != nil {
+				return false, "", err
+			}
+			endpoints := 0
+			for _, s := range slices.Items {
+				endpoints += len(s.Endpoints)
+			}
+			return len(pods) == 0 && endpoints == 0, fmt.Sprintf("%d pod(s), %d endpoint(s)", len(pods), endpoints), nil
+		})
+}
+
+// leaderAllDown takes every kruise-controller replica away at once (scaled to 0, until nothing
+// serves) and returns up, which asks for replicas again: each new replica then starts while no
+// other serves the webhooks or /convert, as after a node failure or a crash of them all. The
+// replicas are restored should the test end before up is called.
+func leaderAllDown(ctx context.Context, t *testing.T, f *framework.Framework, replicas int32) (up func()) {
+	t.Helper()
+	restored := false
+	t.Cleanup(func() {
+		if restored {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := leaderScale(ctx, f, replicas); err != nil {
+			t.Errorf("restoring the controller: %v", err)
+		}
+	})
+	if err := leaderScale(ctx, f, 0); err != nil {
+		t.Fatal(err)
+	}
+	leaderWaitNoneServes(ctx, t, f)
+	return func() {
+		t.Helper()
+		if err := leaderScale(ctx, f, replicas); err != nil {
+			t.Fatal(err)
+		}
+		restored = true
 	}
 }

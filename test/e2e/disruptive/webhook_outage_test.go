@@ -4,21 +4,17 @@ package disruptive
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
-	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -36,15 +32,6 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 	before := leaderWaitReplicasAvailable(ctx, t, f, 3*time.Minute)
 	replicas := int32(len(before))
 
-	scale := func(ctx context.Context, n int32) error {
-		_, err := f.Client.AppsV1().Deployments(framework.KruiseNamespace).UpdateScale(ctx, leaderDeployment,
-			&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: leaderDeployment, Namespace: framework.KruiseNamespace},
-				Spec: autoscalingv1.ScaleSpec{Replicas: n}}, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("scaling Deployment %s to %d: %w", leaderDeployment, n, err)
-		}
-		return nil
-	}
 	restored := false
 	t.Cleanup(func() {
 		if restored {
@@ -52,30 +39,14 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := scale(ctx, replicas); err != nil {
+		if err := leaderScale(ctx, f, replicas); err != nil {
 			t.Errorf("restoring the controller: %v", err)
 		}
 	})
-	if err := scale(ctx, 0); err != nil {
+	if err := leaderScale(ctx, f, 0); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(ctx, t, 2*time.Minute, "no kruise-controller pod and no endpoint behind "+certs.ServiceName,
-		func(ctx context.Context) (bool, string, error) {
-			pods, err := f.ControllerPods(ctx)
-			if err != nil {
-				return false, "", err
-			}
-			slices, err := f.Client.DiscoveryV1().EndpointSlices(framework.KruiseNamespace).List(ctx,
-				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + certs.ServiceName})
-			if err != nil {
-				return false, "", err
-			}
-			endpoints := 0
-			for _, s := range slices.Items {
-				endpoints += len(s.Endpoints)
-			}
-			return len(pods) == 0 && endpoints == 0, fmt.Sprintf("%d pod(s), %d endpoint(s)", len(pods), endpoints), nil
-		})
+	leaderWaitNoneServes(ctx, t, f)
 
 	// Not marked: never sent to kruise, created and started as usual.
 	f.RunningBusyboxPod(ctx, t, ns, "unmarked", "a", "b")
@@ -122,7 +93,7 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 
 	// Back: the controller Ready again, and the marked pod admitted (the API server reaches a
 	// replica once it is in the Service's endpoints).
-	if err := scale(ctx, replicas); err != nil {
+	if err := leaderScale(ctx, f, replicas); err != nil {
 		t.Fatal(err)
 	}
 	restored = true
