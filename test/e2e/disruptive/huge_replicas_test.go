@@ -147,8 +147,8 @@ func TestHugeReplicasDoNotTakeTheControllerDown(t *testing.T) {
 	}
 	waitCloneSetSettled(ctx, t, kc, otherNS, other.Name, 2, sample)
 	variant := f.BusyboxVariant(t)
-	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":%q}]}}}}`, variant)
-	if _, err := kc.AppsV1beta1().CloneSets(otherNS).Patch(ctx, other.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, variant)
+	if _, err := kc.AppsV1beta1().CloneSets(otherNS).Patch(ctx, other.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("updating the neighbour's image: %v", err)
 	}
 	waitCloneSetSettled(ctx, t, kc, otherNS, other.Name, 2, sample)
