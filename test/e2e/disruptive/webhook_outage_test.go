@@ -30,23 +30,7 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 	f := framework.New(t)
 	ns := f.NewNamespace(ctx, t, "webhook-outage")
 	before := leaderWaitReplicasAvailable(ctx, t, f, 3*time.Minute)
-	replicas := int32(len(before))
-
-	restored := false
-	t.Cleanup(func() {
-		if restored {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := leaderScale(ctx, f, replicas); err != nil {
-			t.Errorf("restoring the controller: %v", err)
-		}
-	})
-	if err := leaderScale(ctx, f, 0); err != nil {
-		t.Fatal(err)
-	}
-	leaderWaitNoneServes(ctx, t, f)
+	up := leaderAllDown(ctx, t, f, int32(len(before)))
 
 	// Not marked: never sent to kruise, created and started as usual.
 	f.RunningBusyboxPod(ctx, t, ns, "unmarked", "a", "b")
@@ -93,10 +77,7 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 
 	// Back: the controller Ready again, and the marked pod admitted (the API server reaches a
 	// replica once it is in the Service's endpoints).
-	if err := leaderScale(ctx, f, replicas); err != nil {
-		t.Fatal(err)
-	}
-	restored = true
+	up()
 	leaderWaitReplicasAvailable(ctx, t, f, 3*time.Minute)
 	framework.WaitFor(ctx, t, time.Minute, "the marked pod admitted again", func(ctx context.Context) (bool, string, error) {
 		_, err := f.Client.CoreV1().Pods(ns).Create(ctx, marked.DeepCopy(), metav1.CreateOptions{})
