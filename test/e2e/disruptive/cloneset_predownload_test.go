@@ -77,13 +77,7 @@ func TestCloneSetPreDownloadImage(t *testing.T) {
 	if rev.Labels[appsv1beta1.ImagePreDownloadCreatedKey] != "true" || rev.Labels[revision.HashLabel] != job.Labels[revision.HashLabel] {
 		t.Errorf("update revision labels %v, job labels %v: want %s=true and the same hash", rev.Labels, job.Labels, appsv1beta1.ImagePreDownloadCreatedKey)
 	}
-	events, err := e.f.ObjectEvents(ctx, e.ns, "CloneSet", "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, desc := framework.HasEvent(events, predownload.ReasonCreatedImagePullJob, jobName); !ok {
-		t.Errorf("no %s event naming %s: %s", predownload.ReasonCreatedImagePullJob, jobName, desc)
-	}
+	e.f.WaitObjectEvent(ctx, t, e.ns, "CloneSet", "web", predownload.ReasonCreatedImagePullJob, time.Minute, jobName)
 
 	// The rest of the update; once done, the job is deleted.
 	preDownloadSetPartition(ctx, t, e, "web", 0)

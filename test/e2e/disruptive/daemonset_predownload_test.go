@@ -75,13 +75,7 @@ func TestDaemonSetPreDownloadImage(t *testing.T) {
 	if rev.Labels[appsv1beta1.ImagePreDownloadCreatedKey] != "true" {
 		t.Errorf("update revision labels %v: want %s=true", rev.Labels, appsv1beta1.ImagePreDownloadCreatedKey)
 	}
-	events, err := e.f.ObjectEvents(ctx, e.ns, "DaemonSet", "agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, desc := framework.HasEvent(events, predownload.ReasonCreatedImagePullJob, jobName); !ok {
-		t.Errorf("no %s event naming %s: %s", predownload.ReasonCreatedImagePullJob, jobName, desc)
-	}
+	e.f.WaitObjectEvent(ctx, t, e.ns, "DaemonSet", "agent", predownload.ReasonCreatedImagePullJob, time.Minute, jobName)
 
 	// Lowering the partition updates the pod in place, with the image already on the node.
 	preDownloadUpdateDaemonSet(ctx, t, e, "agent", func(ds *appsv1beta1.DaemonSet) {

@@ -37,6 +37,22 @@ func HasEvent(events []corev1.Event, reason string, substrings ...string) (bool,
 	return false, "events: " + describeEvents(events)
 }
 
+// WaitObjectEvent waits for an Event about the object of kind and name in namespace with reason
+// whose message contains every one of substrings: Events are recorded after the write they tell
+// of, through a queue, so one may show a moment after what it reports.
+func (f *Framework) WaitObjectEvent(ctx context.Context, t testing.TB, namespace, kind, name, reason string, timeout time.Duration, substrings ...string) {
+	t.Helper()
+	WaitFor(ctx, t, timeout, fmt.Sprintf("event %s containing %q on %s %s/%s", reason, substrings, kind, namespace, name),
+		func(ctx context.Context) (bool, string, error) {
+			events, err := f.ObjectEvents(ctx, namespace, kind, name)
+			if err != nil {
+				return false, "", err
+			}
+			ok, desc := HasEvent(events, reason, substrings...)
+			return ok, desc, nil
+		})
+}
+
 // PodEvents lists the Events about the pod (matched by name and UID).
 func (f *Framework) PodEvents(ctx context.Context, pod *corev1.Pod) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pod.Name}
