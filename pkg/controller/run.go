@@ -45,6 +45,9 @@ import (
 
 const componentName = "kruise-controller"
 
+// webhookQPS is the request rate of the admission handlers' reads.
+const webhookQPS = 50
+
 // migrationQPS is the request rate of the storage version migration (one patch per object).
 const migrationQPS = 20
 
@@ -79,6 +82,16 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("creating kruise client: %w", err)
 	}
 	d := deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders}
+	// Admission reads (a CRR's pod, the SidecarSets) get clients of their own: behind the
+	// controllers' writes in one rate limit, an answer could miss the API server's timeout.
+	whCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "webhook")
+	whCfg.QPS, whCfg.Burst = webhookQPS, 2*webhookQPS
+	if d.webhookClient, err = kubernetes.NewForConfig(whCfg); err != nil {
+		return fmt.Errorf("creating the webhook client: %w", err)
+	}
+	if d.webhookKruiseClient, err = versioned.NewForConfig(whCfg); err != nil {
+		return fmt.Errorf("creating the webhook kruise client: %w", err)
+	}
 	if d.crdClient, err = newCRDClient(cfg); err != nil {
 		return fmt.Errorf("creating apiextensions client: %w", err)
 	}
@@ -107,10 +120,26 @@ type deps struct {
 	// CRDs for the storage version migration; migrationClient rewrites their objects.
 	crdClient       apiextensionsclient.Interface
 	migrationClient metadata.Interface
+	// webhookClient and webhookKruiseClient are the admission handlers' (nil: client and
+	// kruiseClient, in tests).
+	webhookClient       kubernetes.Interface
+	webhookKruiseClient versioned.Interface
 	// webhookClock is the certificate manager's; nil is the real clock.
 	webhookClock clock.WithTicker
 	// webhookListening, if set, is told the bound webhook address.
 	webhookListening func(net.Addr)
+}
+
+// webhookClients are the clients admission reads with.
+func (d deps) webhookClients() (kubernetes.Interface, versioned.Interface) {
+	client, kruiseClient := d.webhookClient, d.webhookKruiseClient
+	if client == nil {
+		client = d.client
+	}
+	if kruiseClient == nil {
+		kruiseClient = d.kruiseClient
+	}
+	return client, kruiseClient
 }
 
 func run(ctx context.Context, o *Options, d deps) error {

@@ -33,10 +33,12 @@ type webhooks struct {
 
 // newWebhooks builds the certificate manager and the webhook server with
 // its handlers: the SidecarSet injection and launch-priority pod webhooks, the validating webhooks of
-// ContainerRecreateRequests (which read pods with d.client at each request),
+// ContainerRecreateRequests (which read pods at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
-// SidecarSets with d.kruiseClient, and their ControllerRevisions in namespace
-// with d.client, at each request), and /convert. It does not call the API
+// SidecarSets and their ControllerRevisions in namespace at each request), and
+// /convert. Admission reads with the webhook clients (d.webhookClients), whose
+// rate limit is not the controllers': a busy controller never delays an
+// answer to the API server. It does not call the API
 // server.
 func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Registerer) (*webhooks, error) {
 	mode := certs.ModeManaged
@@ -68,18 +70,19 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	sidecars := sidecarinjection.NewCaches(d.client, d.kruiseClient, namespace, transformObject)
+	client, kruiseClient := d.webhookClients()
+	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
 		launchpriority.Webhook(namespace),
-		validate.CRRWebhook(d.client.CoreV1()),
+		validate.CRRWebhook(client.CoreV1()),
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
 		validate.CloneSetWebhook(),
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(d.kruiseClient.AppsV1beta1(), d.client.AppsV1(), namespace, &validate.PatchAllowList{
-			ConfigMaps: d.client.CoreV1(),
+		validate.SidecarSetWebhook(kruiseClient.AppsV1beta1(), client.AppsV1(), namespace, &validate.PatchAllowList{
+			ConfigMaps: client.CoreV1(),
 			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),
 		}),
 	} {

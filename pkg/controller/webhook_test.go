@@ -10,9 +10,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -379,4 +381,40 @@ func mustJSON(t *testing.T, v any) []byte {
 	raw, err := json.Marshal(v)
 	require.NoError(t, err)
 	return raw
+}
+
+// Admission reads with the webhook clients, whose rate limit is not the controllers': here the
+// controllers' client has no pod "web" and the webhook client has it, and the CRR naming it is
+// admitted.
+func TestWebhooksReadWithTheirOwnClient(t *testing.T) {
+	t.Setenv(PodNamespaceEnv, "kruise-system")
+	o := testOptions()
+	o.WebhookEnabled = true
+	o.WebhookAddr = "127.0.0.1:0"
+	pod := gen.Pod("web", gen.SetPodNamespace("default"), gen.AddPodContainer(corev1.Container{Name: "main"}))
+	d := deps{client: fake.NewClientset(), kruiseClient: kruisefake.NewSimpleClientset(),
+		webhookClient: fake.NewClientset(pod), webhookKruiseClient: kruisefake.NewSimpleClientset()}
+	w, err := newWebhooks(o, d, "kruise-system", prometheus.NewRegistry())
+	require.NoError(t, err)
+	crr := gen.CRR("r", gen.SetCRRNamespace("default"), gen.SetCRRPodName("web"), gen.SetCRRContainers("main"))
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f", Operation: admissionv1.Create, Namespace: "default",
+			Kind:     metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: "ContainerRecreateRequest"},
+			Resource: metav1.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "containerrecreaterequests"},
+			Object:   runtime.RawExtension{Raw: mustJSON(t, crr)},
+		},
+	})
+	require.NoError(t, err)
+	_, ctx := ktesting.NewTestContext(t)
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, validate.CRRPath, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	w.server.Handler().ServeHTTP(rec, r)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var out admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+	require.NotNil(t, out.Response)
+	assert.True(t, out.Response.Allowed, "the pod was read with the controllers' client: %+v", out.Response.Result)
 }
