@@ -88,12 +88,16 @@ func badGracePatch(pod *corev1.Pod, err error) *AnnotationError {
 }
 
 // ReportUnreadable makes a skipped pod visible: a Warning Event on the workload obj naming the
-// pod and the annotation, and a log line at V(2). The recorder aggregates the Events of a pod
-// reported on every pass.
-func ReportUnreadable(ctx context.Context, rec record.EventRecorder, obj runtime.Object, pod *corev1.Pod, ae *AnnotationError) {
+// pod and the annotation, and a log line at V(2). err is the AnnotationError (Result.Err of
+// OutcomeUnreadable). The recorder aggregates the Events of a pod reported on every pass.
+func ReportUnreadable(ctx context.Context, rec record.EventRecorder, obj runtime.Object, pod *corev1.Pod, err error) {
+	key := ""
+	if ae, ok := AsAnnotationError(err); ok {
+		key = ae.Key
+	}
 	klog.FromContext(ctx).V(2).Info("Leaving a pod whose in-place update annotation does not decode",
-		"pod", klog.KObj(pod), "annotation", ae.Key, "err", ae)
+		"pod", klog.KObj(pod), "annotation", key, "err", err)
 	rec.Eventf(obj, corev1.EventTypeWarning, EventReasonUnreadableAnnotation,
 		"pod %s is left as it is (not updated in place, not refreshed): %v; fix or remove the annotation to let the rollout take it",
-		pod.Name, ae)
+		pod.Name, err)
 }

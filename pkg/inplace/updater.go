@@ -46,6 +46,10 @@ const (
 	// OutcomeNotReadyRestated: Ready was set False again on a pod whose gate is False, the kubelet
 	// having written back an earlier Ready=True.
 	OutcomeNotReadyRestated Outcome = "NotReadyRestated"
+	// OutcomeUnreadable: nothing written; the pod's in-place update annotations do not decode
+	// (Result.Err is the *AnnotationError). The workload leaves the pod as it is and reports it
+	// (ReportUnreadable) rather than failing its pass.
+	OutcomeUnreadable Outcome = "Unreadable"
 )
 
 // Result is what an Updater call did, for the workload's Events, metrics and requeueing.
@@ -143,8 +147,20 @@ func (u *Updater) current(ctx context.Context, pod, cached *corev1.Pod) (*corev1
 // once the current one is done and ready, releases the gate while the kubelet replaces the last
 // batch's images, and sets InPlaceUpdateReady=True once all is done.
 // The True condition is written only for the pod as given, whose completion was checked: a
-// conflict is returned, not retried.
+// conflict is returned, not retried. A pod whose update annotations do not decode gets
+// OutcomeUnreadable, and nothing is written.
 func (u *Updater) Refresh(ctx context.Context, pod *corev1.Pod) Result {
+	if ae := Unreadable(pod); ae != nil {
+		return Result{Outcome: OutcomeUnreadable, Err: ae}
+	}
+	res := u.refresh(ctx, pod)
+	if ae, ok := AsAnnotationError(res.Err); ok {
+		return Result{Outcome: OutcomeUnreadable, Err: ae} // the pod as read again, written meanwhile
+	}
+	return res
+}
+
+func (u *Updater) refresh(ctx context.Context, pod *corev1.Pod) Result {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 	now := u.clock.Now()
 	d, err := Decide(pod, now)

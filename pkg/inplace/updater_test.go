@@ -329,3 +329,16 @@ func TestRefreshRestatesNotReadyWrittenBack(t *testing.T) {
 	require.NoError(t, r.Err)
 	assert.Equal(t, OutcomeGateReleased, r.Outcome)
 }
+
+// A pod whose update annotations do not decode is Unreadable, nothing written, the error an
+// AnnotationError naming the key; any other failure stays an error of its own.
+func TestRefreshReportsUnreadablePods(t *testing.T) {
+	pod := runningPod(gen.AddPodAnnotations(map[string]string{pub.InPlaceUpdateStateKey: "{not json"}))
+	f := newFixture(pod)
+	r := f.updater.Refresh(context.Background(), pod)
+	assert.Equal(t, OutcomeUnreadable, r.Outcome)
+	ae, ok := AsAnnotationError(r.Err)
+	require.True(t, ok, "%v", r.Err)
+	assert.Equal(t, pub.InPlaceUpdateStateKey, ae.Key)
+	assert.Empty(t, f.writes())
+}

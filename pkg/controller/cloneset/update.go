@@ -195,10 +195,6 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 	var after time.Duration
 	var errs []string
 	for _, pod := range p.pods {
-		if ae := inplace.Unreadable(pod); ae != nil {
-			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, ae)
-			continue
-		}
 		started := time.Time{}
 		if st, err := inplace.ReadState(pod); err == nil && st != nil {
 			started = st.UpdateTimestamp.Time
@@ -207,9 +203,8 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		if res.Pod != nil {
 			c.podVersions.Expect(res.Pod)
 		}
-		if ae, ok := inplace.AsAnnotationError(res.Err); ok {
-			// Read afresh inside Refresh: the same pod, written meanwhile.
-			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, ae)
+		if res.Outcome == inplace.OutcomeUnreadable {
+			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, res.Err)
 			continue
 		}
 		if res.Err != nil {

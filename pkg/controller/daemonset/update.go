@@ -118,19 +118,14 @@ func (c *Controller) refreshInPlace(ctx context.Context, p *pass) (bool, error) 
 			if Terminating(pod) {
 				continue
 			}
-			if ae := inplace.Unreadable(pod); ae != nil {
-				inplace.ReportUnreadable(ctx, c.recorder, p.ds, pod, ae)
-				continue
-			}
 			res := c.updater.Refresh(ctx, pod)
 			if res.Pod != nil {
 				c.podVersions.Expect(res.Pod)
 				p.written(res.Pod)
 			}
-			ae, unreadable := inplace.AsAnnotationError(res.Err)
 			switch {
-			case unreadable:
-				inplace.ReportUnreadable(ctx, c.recorder, p.ds, pod, ae) // written meanwhile
+			case res.Outcome == inplace.OutcomeUnreadable:
+				inplace.ReportUnreadable(ctx, c.recorder, p.ds, pod, res.Err)
 			case res.Err != nil:
 				acted = true
 				if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {

@@ -161,16 +161,12 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		if Terminating(pod) {
 			continue
 		}
-		if ae := inplace.Unreadable(pod); ae != nil {
-			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, ae)
-			continue
-		}
 		res := c.updater.Refresh(ctx, pod)
 		if res.Pod != nil {
 			c.podVersions.Expect(res.Pod)
 		}
-		if ae, ok := inplace.AsAnnotationError(res.Err); ok {
-			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, ae) // written meanwhile
+		if res.Outcome == inplace.OutcomeUnreadable {
+			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, res.Err)
 			continue
 		}
 		if res.Err != nil {
