@@ -144,13 +144,7 @@ func TestNoFreeInstanceIDIsReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "free instance ID") {
 		t.Fatalf("sync error %v, want one about free instance IDs", err)
 	}
-	var failed *appsv1beta1.CloneSetCondition
-	st := f.status()
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == appsv1beta1.CloneSetConditionFailedScale {
-			failed = &st.Conditions[i]
-		}
-	}
+	failed := f.condition(appsv1beta1.CloneSetConditionFailedScale)
 	if failed == nil || !strings.Contains(failed.Message, "free instance ID") {
 		t.Errorf("FailedScale condition %+v, want it to say no instance ID was free", failed)
 	}

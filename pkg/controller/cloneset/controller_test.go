@@ -184,6 +184,18 @@ func (f *fixture) status() appsv1beta1.CloneSetStatus {
 	return cs.Status
 }
 
+// condition is the CloneSet's status condition of type ct as written, nil when it has none.
+func (f *fixture) condition(ct appsv1beta1.CloneSetConditionType) *appsv1beta1.CloneSetCondition {
+	f.t.Helper()
+	st := f.status()
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == ct {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
 func TestScaleOutCreatesPodsAndWaitsForTheCache(t *testing.T) {
 	cs := cloneSet(3, "app:1")
 	f := newFixture(t, cs, nil)
@@ -292,13 +304,7 @@ func TestInPlaceOnlyRefusesAnEnvChange(t *testing.T) {
 			t.Errorf("InPlaceOnly touched a pod for a change it cannot apply: %v", act)
 		}
 	}
-	var failed *appsv1beta1.CloneSetCondition
-	st := f.status()
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == appsv1beta1.CloneSetConditionFailedUpdate {
-			failed = &st.Conditions[i]
-		}
-	}
+	failed := f.condition(appsv1beta1.CloneSetConditionFailedUpdate)
 	if failed == nil || !strings.Contains(failed.Message, "spec.containers[main].env") {
 		t.Errorf("FailedUpdate condition %+v, want it to name spec.containers[main].env", failed)
 	}

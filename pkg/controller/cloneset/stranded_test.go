@@ -99,13 +99,7 @@ func TestRefusedPodsKeepTheirClaims(t *testing.T) {
 	if len(podNames) != 5 {
 		t.Errorf("%d pod creations in 5 passes, want one a pass (slow start): %v", len(podNames), podNames)
 	}
-	var failed *appsv1beta1.CloneSetCondition
-	st := f.status()
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == appsv1beta1.CloneSetConditionFailedScale {
-			failed = &st.Conditions[i]
-		}
-	}
+	failed := f.condition(appsv1beta1.CloneSetConditionFailedScale)
 	if failed == nil || !strings.Contains(failed.Message, "exceeded quota") {
 		t.Errorf("FailedScale condition %+v, want the quota's refusal", failed)
 	}
