@@ -90,16 +90,3 @@ func (r Reserved) Contains(o int) bool {
 	}
 	return false
 }
-
-// NextFree is the smallest ordinal at or above o that is not reserved.
-func (r Reserved) NextFree(o int) int {
-	for moved := true; moved; {
-		moved = false
-		for _, x := range r {
-			if o >= x.From && o <= x.To {
-				o, moved = x.To+1, true
-			}
-		}
-	}
-	return o
-}

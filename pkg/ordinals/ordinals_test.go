@@ -49,12 +49,3 @@ func TestContains(t *testing.T) {
 		assert.Equal(t, want, r.Contains(o), "ordinal %d", o)
 	}
 }
-
-func TestNextFree(t *testing.T) {
-	r := Reserved{{1, 2}, {3, 5}, {9, 9}}
-	for o, want := range map[int]int{0: 0, 1: 6, 3: 6, 6: 6, 9: 10} {
-		assert.Equal(t, want, r.NextFree(o), "from %d", o)
-	}
-	huge := Reserved{{1, 2000000000}, {2000000000, 2000000001}}
-	assert.Equal(t, 2000000002, huge.NextFree(1), "a wide range is skipped at once")
-}
