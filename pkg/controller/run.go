@@ -84,8 +84,7 @@ func Run(ctx context.Context, o *Options) error {
 	d := deps{client: client, kruiseClient: kruiseClient, leases: leClient, identity: identity, builders: builders}
 	// Admission reads (a CRR's pod, the SidecarSets) get clients of their own: behind the
 	// controllers' writes in one rate limit, an answer could miss the API server's timeout.
-	whCfg := rest.AddUserAgent(rest.CopyConfig(cfg), "webhook")
-	whCfg.QPS, whCfg.Burst = webhookQPS, 2*webhookQPS
+	whCfg := limitedConfig(cfg, "webhook", webhookQPS)
 	if d.webhookClient, err = kubernetes.NewForConfig(whCfg); err != nil {
 		return fmt.Errorf("creating the webhook client: %w", err)
 	}
@@ -97,13 +96,18 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	// The storage version migration patches every object of a kind once: a client of its own,
 	// so that it never takes the controllers' share of requests.
-	migCfg := rest.CopyConfig(cfg)
-	migCfg.QPS, migCfg.Burst = migrationQPS, 2*migrationQPS
-	migCfg = rest.AddUserAgent(migCfg, "storage-version-migration")
-	if d.migrationClient, err = metadata.NewForConfig(migCfg); err != nil {
+	if d.migrationClient, err = metadata.NewForConfig(limitedConfig(cfg, "storage-version-migration", migrationQPS)); err != nil {
 		return fmt.Errorf("creating the storage version migration client: %w", err)
 	}
 	return run(ctx, o, d)
+}
+
+// limitedConfig is cfg with a rate limit of its own, qps with a burst of twice that, for the
+// user agent's suffix agent.
+func limitedConfig(cfg *rest.Config, agent string, qps float32) *rest.Config {
+	out := rest.AddUserAgent(rest.CopyConfig(cfg), agent)
+	out.QPS, out.Burst = qps, 2*int(qps)
+	return out
 }
 
 // deps are what Run builds from the options; tests substitute fakes.
