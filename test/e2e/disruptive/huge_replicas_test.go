@@ -37,11 +37,6 @@ const (
 	hugeWatch = 30 * time.Second
 )
 
-// hugeSleeper is a busybox container that sleeps until it is stopped.
-func hugeSleeper(f *framework.Framework) corev1.Container {
-	return corev1.Container{Name: "main", Image: f.Image("public/busybox:1.35"), Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}
-}
-
 // hugeNamespace is a namespace whose ResourceQuota allows hugeQuotaPods pods.
 func hugeNamespace(ctx context.Context, t *testing.T, f *framework.Framework, prefix string) string {
 	t.Helper()
@@ -186,7 +181,7 @@ func hugeCloneSet(f *framework.Framework, ns string) *appsv1beta1.CloneSet {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{hugeSleeper(f)}, TerminationGracePeriodSeconds: ptr.To[int64](1)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{f.BusyboxContainer("main")}, TerminationGracePeriodSeconds: ptr.To[int64](1)},
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
@@ -210,7 +205,7 @@ func hugeStatefulSet(f *framework.Framework, ns string) *appsv1beta1.StatefulSet
 			Selector:            &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{hugeSleeper(f)}, TerminationGracePeriodSeconds: ptr.To[int64](1)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{f.BusyboxContainer("main")}, TerminationGracePeriodSeconds: ptr.To[int64](1)},
 			},
 		},
 	}

@@ -264,8 +264,7 @@ func storedCloneSet(f *framework.Framework, ns, name string, replicas int32) *ap
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{Name: "main",
-					Image: f.Image("public/busybox:1.35"), Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}}},
+				Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{f.BusyboxContainer("main")}},
 			},
 			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{Type: appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType},
 		},

@@ -37,8 +37,7 @@ func TestMatchAllSidecarSetNeverStopsKruise(t *testing.T) {
 			Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kruise.e2e/no-such-label", Operator: metav1.LabelSelectorOpDoesNotExist},
 			}},
-			Containers: []appsv1beta1.SidecarContainer{{Container: corev1.Container{Name: matchAllSidecar,
-				Image: f.Image("public/busybox:1.35"), Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}}}},
+			Containers: []appsv1beta1.SidecarContainer{{Container: f.BusyboxContainer(matchAllSidecar)}},
 		},
 	}
 	if _, err := kc.AppsV1beta1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {

@@ -13,16 +13,19 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// BusyboxPod returns a pod whose containers (one per name) sleep and exit at once on SIGTERM.
+// BusyboxContainer is a busybox container named name that sleeps and exits at once on SIGTERM.
+func (f *Framework) BusyboxContainer(name string) corev1.Container {
+	return corev1.Container{Name: name, Image: f.Image("public/busybox:1.35"), Command: []string{"sh", "-c", EmptySidecarScript}}
+}
+
+// BusyboxPod returns a pod whose containers (one BusyboxContainer per name) sleep and exit at
+// once on SIGTERM.
 func (f *Framework) BusyboxPod(namespace, name string, containers ...string) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	grace := int64(1)
 	pod.Spec.TerminationGracePeriodSeconds = &grace
 	for _, c := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
-			Name: c, Image: f.Image("public/busybox:1.35"),
-			Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
-		})
+		pod.Spec.Containers = append(pod.Spec.Containers, f.BusyboxContainer(c))
 	}
 	return pod
 }
