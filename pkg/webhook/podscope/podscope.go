@@ -44,7 +44,8 @@ func Excluded(namespace, kruiseNamespace string) bool {
 func Expression(kruiseNamespace string) string {
 	var terms []string
 	for _, ns := range Namespaces(kruiseNamespace) {
-		terms = append(terms, "request.namespace != "+quote(ns))
+		// A namespace name is a DNS label: nothing in it needs escaping in a CEL string.
+		terms = append(terms, "request.namespace != '"+ns+"'")
 	}
 	return strings.Join(terms, " && ")
 }
@@ -60,9 +61,4 @@ func NamespaceSelector(kruiseNamespace string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: Namespaces(kruiseNamespace),
 	}}}
-}
-
-// quote is a CEL single-quoted string literal of s.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
