@@ -29,7 +29,7 @@ var unimplemented = map[string]string{
 	"RecreatePodWhenChangeVCTInCloneSetGate":    notImplemented,
 	"PodIndexLabel":                             notImplemented,
 	"StatefulSetAutoResizePVCGate":              notImplemented,
-	"ForceDeleteTimeoutExpectationFeatureGate":  notImplemented,
+	"ForceDeleteTimeoutExpectationGate":         notImplemented,
 	"InPlaceWorkloadVerticalScaling":            notImplemented,
 	"EnablePodProbeMarkerOnServerless":          notImplemented,
 	"EnableSortSidecarContainerByName":          notImplemented,
