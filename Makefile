@@ -117,6 +117,9 @@ build: ## Build kruise-daemon, kruise-controller and the kubectl-kruise plugin i
 	ld="$$(go run ./hack/tools/buildinfo)" && \
 	CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags "-s -w $$ld" -o _output/bin/ ./cmd/kruise-daemon ./cmd/kruise-controller ./cmd/kubectl-kruise
 
+images: ## Build the kruise-daemon and kruise-controller images as OCI and Docker archives in _output/images (KRUISE_IMAGE_REPO, KRUISE_IMAGE_TAG name them) for pushing to a registry.
+	@hack/images.sh archives
+
 cluster-up: ## Bring the local cluster up (idempotent).
 	@hack/cluster.sh up
 

@@ -4,6 +4,9 @@
 #
 #   hack/images.sh local-node   the pause image into containerd, busybox test images into the registry
 #   hack/images.sh kruise       kruise-daemon and kruise-controller images into the registry
+#   hack/images.sh archives     the same two images as OCI and Docker archives in _output/images,
+#                               named ${KRUISE_IMAGE_REPO}/kruise-{daemon,controller}:${KRUISE_IMAGE_TAG},
+#                               for pushing to another cluster's registry with the tool of your choice
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MKIMAGE="${OUT_BIN}/mkimage"
@@ -38,8 +41,8 @@ local_node() {
     --username "${REGISTRY_USER}" --password "${REGISTRY_BASIC_PASSWORD}" >/dev/null
 }
 
-kruise() {
-  mkdir -p "${OUT_BIN}" "${IMAGES_DIR}"
+build_kruise() {
+  mkdir -p "${OUT_BIN}"
   # Stamped with the version, commit and the commit's date (not the time of the build, so that one
   # commit always gives the same binaries, the same digests and no needless rollout); KRUISE_VERSION
   # overrides the version.
@@ -54,6 +57,11 @@ kruise() {
     ./cmd/kruise-daemon ./cmd/kruise-controller)
   # mkimage too: this checkout may not be the one that brought the cluster up (and built it).
   (cd "${KRUISE_ROOT}" && CGO_ENABLED=0 go build -trimpath -o "${OUT_BIN}/" ./hack/tools/mkimage)
+}
+
+kruise() {
+  mkdir -p "${IMAGES_DIR}"
+  build_kruise
   local c digest
   for c in kruise-daemon kruise-controller; do
     digest=$(push --file "${OUT_BIN}/${c}:/usr/local/bin/${c}:0755" --entrypoint "[\"/usr/local/bin/${c}\"]" \
@@ -65,8 +73,21 @@ kruise() {
   done
 }
 
+archives() {
+  build_kruise
+  local repo="${KRUISE_IMAGE_REPO:-kruise}" dir="${KRUISE_ROOT}/_output/images" c
+  mkdir -p "${dir}"
+  for c in kruise-daemon kruise-controller; do
+    "${MKIMAGE}" --file "${OUT_BIN}/${c}:/usr/local/bin/${c}:0755" --entrypoint "[\"/usr/local/bin/${c}\"]" \
+      --name "${repo}/${c}:${KRUISE_IMAGE_TAG}" \
+      --oci-archive "${dir}/${c}.oci.tar" --docker-archive "${dir}/${c}.docker.tar" >/dev/null
+    log "images: ${repo}/${c}:${KRUISE_IMAGE_TAG} -> ${dir}/${c}.{oci,docker}.tar"
+  done
+}
+
 case "${1:-}" in
   local-node) local_node ;;
   kruise) kruise ;;
-  *) echo "usage: $0 local-node|kruise" >&2; exit 2 ;;
+  archives) archives ;;
+  *) echo "usage: $0 local-node|kruise|archives" >&2; exit 2 ;;
 esac
