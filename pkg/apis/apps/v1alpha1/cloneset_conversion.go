@@ -165,6 +165,9 @@ func CloneSetFromV1beta1(in *v1beta1.CloneSet) *CloneSet {
 // may share memory with a.
 func strategiesToBeta(a alphaStrategies) betaStrategies {
 	b := betaStrategies{Labels: copyMap(a.Labels), Annotations: copyMap(a.Annotations)}
+	// enablePVCReuse is written even when false (its JSON tag has no omitempty): left out, the
+	// schema's default would add it at the object's next write, a spec change that raises
+	// generation, and the storage-version migration's rewrite is such a write.
 	b.ScaleStrategy = v1beta1.CloneSetScaleStrategy{
 		PodsToDelete: a.ScaleStrategy.PodsToDelete, MaxUnavailable: a.ScaleStrategy.MaxUnavailable,
 		EnablePVCReuse: !a.ScaleStrategy.DisablePVCReuse,

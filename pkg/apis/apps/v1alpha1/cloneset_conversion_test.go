@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,6 +144,9 @@ func TestCloneSetScaleStrategyConversion(t *testing.T) {
 	beta := CloneSetToV1beta1(alpha)
 	assert.True(t, beta.Spec.ScaleStrategy.ExcludePreparingDelete)
 	assert.False(t, beta.Spec.ScaleStrategy.EnablePVCReuse)
+	raw, err := json.Marshal(beta.Spec.ScaleStrategy)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"enablePVCReuse":false`, "written, or the schema default adds it at the next write and raises generation")
 	assert.Equal(t, map[string]string{"app": "web"}, beta.Labels, "the field replaces the label")
 	assert.Equal(t, alpha, CloneSetFromV1beta1(beta).withTypeMeta(alpha.TypeMeta))
 

@@ -145,7 +145,7 @@ type CloneSetScaleStrategy struct {
 	// whose default reuses them.
 	// +kubebuilder:default=false
 	// +optional
-	EnablePVCReuse bool `json:"enablePVCReuse,omitempty"`
+	EnablePVCReuse bool `json:"enablePVCReuse"` // false too, as OpenKruise's master: see strategiesToBeta
 
 	// ExcludePreparingDelete counts replicas without the pods in lifecycle
 	// state PreparingDelete (v1alpha1: the label
