@@ -47,9 +47,10 @@ const (
 
 // cluster is a running etcd + kube-apiserver with the CRDs installed.
 type cluster struct {
-	config *rest.Config
-	kruise kruiseclient.Interface
-	apiext apiextensionsclient.Interface
+	config  *rest.Config
+	etcdURL string
+	kruise  kruiseclient.Interface
+	apiext  apiextensionsclient.Interface
 }
 
 func cacheDir() string {
@@ -76,19 +77,26 @@ func binaries(t *testing.T) (etcd, apiserver string) {
 // installs the CRDs from deploy/base/crds. Everything is stopped in t.Cleanup.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	return startClusterWith(t, nil)
+}
+
+// startClusterWith is startCluster with each CRD passed through edit (when
+// not nil) before it is installed.
+func startClusterWith(t *testing.T, edit func(*apiextensionsv1.CustomResourceDefinition)) *cluster {
+	t.Helper()
 	etcdBin, apiserverBin := binaries(t)
 	dir := t.TempDir()
 
 	etcdURL := startEtcd(t, etcdBin, filepath.Join(dir, "etcd"))
 	cfg := startAPIServer(t, apiserverBin, filepath.Join(dir, "apiserver"), etcdURL)
 
-	c := &cluster{config: cfg}
+	c := &cluster{config: cfg, etcdURL: etcdURL}
 	var err error
 	c.kruise, err = kruiseclient.NewForConfig(cfg)
 	require.NoError(t, err)
 	c.apiext, err = apiextensionsclient.NewForConfig(cfg)
 	require.NoError(t, err)
-	c.installCRDs(t, "../../deploy/base/crds")
+	c.installCRDs(t, "../../deploy/base/crds", edit)
 	return c
 }
 
@@ -264,8 +272,9 @@ func startAPIServer(t *testing.T, bin, dir, etcdURL string) *rest.Config {
 	return cfg
 }
 
-// installCRDs creates every CRD in dir and waits until each is Established.
-func (c *cluster) installCRDs(t *testing.T, dir string) {
+// installCRDs creates every CRD in dir, passed through edit when not nil, and
+// waits until each is Established.
+func (c *cluster) installCRDs(t *testing.T, dir string, edit func(*apiextensionsv1.CustomResourceDefinition)) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
@@ -279,6 +288,9 @@ func (c *cluster) installCRDs(t *testing.T, dir string) {
 		require.NoError(t, err)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, yaml.UnmarshalStrict(raw, crd), f)
+		if edit != nil {
+			edit(crd)
+		}
 		_, err = c.apiext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
 		require.NoError(t, err, "installing %s", f)
 		names = append(names, crd.Name)
