@@ -162,8 +162,6 @@ func waitStorageVersion(t *testing.T, c *cluster) {
 		defer func() {
 			_ = c.kruise.AppsV1alpha1().ContainerRecreateRequests(migrationNS).Delete(ctx, name, metav1.DeleteOptions{})
 		}()
-		// The CRR CRD was replaced first: the API server's CRD informer has seen it when it
-		// has seen the CloneSet CRD's change.
 		if storedVersion(t, c, "clonesets", name) != "v1beta1" || storedVersion(t, c, "containerrecreaterequests", name) != "v1beta1" {
 			return false, nil
 		}
