@@ -141,7 +141,7 @@ func readOnly(crr *appsv1alpha1.ContainerRecreateRequest, set []string) server.R
 		for _, s := range set {
 			if name, f, _ := strings.Cut(s, "."); name == c.Name {
 				errs = append(errs, field.Forbidden(field.NewPath("spec", "containers").Index(i).Child(f),
-					"read-only: kruise fills it in from the pod at admission; leave it out"))
+					"preStop, ports and statusContext are read-only: kruise fills them in from the pod at admission; leave them out"))
 			}
 		}
 	}

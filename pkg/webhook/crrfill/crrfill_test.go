@@ -129,8 +129,8 @@ func TestRefusesReadOnlyFields(t *testing.T) {
 	assert.Equal(t, ReasonReadOnlyFieldSet, res.Reason)
 	assert.EqualValues(t, http.StatusUnprocessableEntity, res.Code)
 	assert.Contains(t, res.Message, `ContainerRecreateRequest.apps.kruise.io "r" is invalid`)
-	assert.Contains(t, res.Message, "spec.containers[0].statusContext: Forbidden: read-only")
-	assert.Contains(t, res.Message, "spec.containers[1].ports: Forbidden: read-only")
+	assert.Contains(t, res.Message, "spec.containers[0].statusContext: Forbidden: preStop, ports and statusContext are read-only")
+	assert.Contains(t, res.Message, "spec.containers[1].ports: Forbidden: preStop, ports and statusContext are read-only")
 }
 
 // Updates and other resources are never changed.
