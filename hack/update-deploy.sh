@@ -15,8 +15,7 @@ chart="${KRUISE_ROOT}/deploy/charts/kruise"
 
 rendered="$(mktemp)"
 trap 'rm -f "${rendered}"' EXIT
-template() { "${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --no-hooks --kube-version "${K8S_VERSION}" "$@"; }
-template >"${rendered}"
+"${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --no-hooks --kube-version "${K8S_VERSION}" >"${rendered}"
 
 mkdir -p "${out}"
 # One file per template, as the chart has them; documents keep their order.
