@@ -15,6 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
+	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
 	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -32,8 +33,8 @@ type webhooks struct {
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
-// its handlers: the SidecarSet injection and launch-priority pod webhooks, the validating webhooks of
-// ContainerRecreateRequests (which read pods at each request),
+// its handlers: the SidecarSet injection and launch-priority pod webhooks, the mutating and
+// validating webhooks of ContainerRecreateRequests (which read pods at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
 // SidecarSets and their ControllerRevisions in namespace at each request), and
 // /convert. Admission reads with the webhook clients (d.webhookClients), whose
@@ -75,6 +76,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
 		launchpriority.Webhook(namespace),
+		crrfill.Webhook(client.CoreV1()),
 		validate.CRRWebhook(client.CoreV1()),
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
@@ -145,7 +147,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		sidecarinjection.Path, launchpriority.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
 		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }

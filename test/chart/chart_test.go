@@ -127,28 +127,38 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// The defaults serve the webhooks, as OpenKruise always does: their Service, configurations,
+// certificate RBAC, and the pre-delete hook that resets CRD conversion on helm uninstall.
 func TestRenderDefaults(t *testing.T) {
 	objs := render(t)
 	assert.Equal(t, []string{
 		"ClusterRole//kruise-controller",
+		"ClusterRole//kruise-conversion-hook",
 		"ClusterRole//kruise-daemon",
 		"ClusterRoleBinding//kruise-controller",
+		"ClusterRoleBinding//kruise-conversion-hook",
 		"ClusterRoleBinding//kruise-daemon",
 		"DaemonSet/kruise-system/kruise-daemon",
 		"Deployment/kruise-system/kruise-controller",
+		"Job/kruise-system/kruise-conversion-reset",
+		"MutatingWebhookConfiguration//kruise-mutating-webhook-configuration",
 		"Namespace//kruise-daemon-config",
 		"Namespace//kruise-system",
 		"Role/kruise-daemon-config/kruise-controller-pull-secret-copies",
 		"Role/kruise-daemon-config/kruise-daemon-pull-secrets",
 		"Role/kruise-system/kruise-controller-daemon-heartbeats",
 		"Role/kruise-system/kruise-controller-leader-election",
+		"Role/kruise-system/kruise-controller-webhook-certs",
 		"Role/kruise-system/kruise-daemon-heartbeat",
 		"RoleBinding/kruise-daemon-config/kruise-controller-pull-secret-copies",
 		"RoleBinding/kruise-daemon-config/kruise-daemon-pull-secrets",
 		"RoleBinding/kruise-system/kruise-controller-daemon-heartbeats",
 		"RoleBinding/kruise-system/kruise-controller-leader-election",
+		"RoleBinding/kruise-system/kruise-controller-webhook-certs",
 		"RoleBinding/kruise-system/kruise-daemon-heartbeat",
+		"Service/kruise-system/kruise-webhook-service",
 		"ServiceAccount/kruise-system/kruise-controller",
+		"ServiceAccount/kruise-system/kruise-conversion-hook",
 		"ServiceAccount/kruise-system/kruise-daemon",
 		"ValidatingAdmissionPolicy//kruise-api-warnings",
 		"ValidatingAdmissionPolicy//kruise-crr-read-only-fields",
@@ -156,6 +166,7 @@ func TestRenderDefaults(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding//kruise-api-warnings",
 		"ValidatingAdmissionPolicyBinding//kruise-crr-read-only-fields",
 		"ValidatingAdmissionPolicyBinding//kruise-daemon-node-scope",
+		"ValidatingWebhookConfiguration//kruise-validating-webhook-configuration",
 	}, objs.keys())
 
 	for key, obj := range objs {
@@ -170,6 +181,7 @@ func TestRenderDefaults(t *testing.T) {
 	assert.Contains(t, c.Args, "--feature-gates=")
 	assert.Contains(t, c.Args, "--logging-format=text")
 	assert.Contains(t, c.Args, "--addr=:10222")
+	assert.Contains(t, c.Args, "--webhook-enabled=true")
 	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
 	assert.False(t, ctl.Spec.Template.Spec.HostNetwork)
 	require.NotNil(t, c.SecurityContext.ReadOnlyRootFilesystem)
@@ -285,8 +297,10 @@ func TestRenderCredentialProvider(t *testing.T) {
 	assert.Contains(t, data["CredentialProviderPlugin.yaml"], "ecr-credential-provider", "the config under OpenKruise's key")
 }
 
+// Without the webhooks (whose port would be a host port too): several host-network replicas can
+// share a node.
 func TestRenderHostNetworkUnixSocket(t *testing.T) {
-	objs := render(t, "--set", "manager.hostNetwork=true,manager.addr=unix:///run/kruise/controller.sock")
+	objs := render(t, "--set", "webhook.enabled=false,manager.hostNetwork=true,manager.addr=unix:///run/kruise/controller.sock")
 	ctl := objs.deployment(t)
 	spec := ctl.Spec.Template.Spec
 	c := spec.Containers[0]

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -68,13 +69,21 @@ func ruleFor(rules []rbacv1.PolicyRule, resource string) *rbacv1.PolicyRule {
 	return nil
 }
 
-// Off (the default): no webhook object, no webhook flag or port, no webhook
-// RBAC; only the barrier controller's ConfigMap rule is new.
+// Off (webhook.enabled=false, the opt-out): no webhook object, no webhook
+// flag or port, no webhook RBAC, no conversion hooks, and the CRR policy
+// refuses read-only fields at create itself; only the barrier controller's
+// ConfigMap rule is new.
 func TestRenderWebhookOff(t *testing.T) {
-	objs := render(t, "--set", "externalCerts.enabled=true", "--set", "webhook.caBundle="+testCA)
-	for _, key := range []string{mutatingKey, validatingKey, serviceKey, certsRoleKey} {
+	objs := render(t, "--set", "webhook.enabled=false", "--set", "externalCerts.enabled=true", "--set", "webhook.caBundle="+testCA)
+	for _, key := range []string{mutatingKey, validatingKey, serviceKey, certsRoleKey, "RoleBinding/kruise-system/kruise-controller-webhook-certs",
+		"Job/kruise-system/kruise-conversion-reset", "Job/kruise-system/kruise-conversion-setup", "ServiceAccount/kruise-system/kruise-conversion-hook"} {
 		assert.NotContains(t, objs, key)
 	}
+	for _, key := range objs.keys() {
+		assert.NotContains(t, key, "webhook", "nothing of the webhooks")
+	}
+	policy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	assert.Contains(t, policy.Spec.Validations[0].Expression, "request.operation != 'CREATE'", "the policy refuses read-only fields at create")
 	c := objs.deployment(t).Spec.Template.Spec.Containers[0]
 	assert.NotContains(t, strings.Join(c.Args, " "), "webhook")
 	assert.Contains(t, c.Args, "--feature-gates=", "external certificates mean nothing without the webhook")
@@ -90,10 +99,12 @@ func TestRenderWebhookOff(t *testing.T) {
 	assert.Nil(t, conversionRule(rules), "only the storage version migration's get")
 }
 
-// On, with kruise's own certificates: the Service, both configurations, the
-// flags and port, and RBAC limited by name that lets kruise write.
-func TestRenderWebhookOn(t *testing.T) {
-	objs := render(t, "--set", "webhook.enabled=true")
+// On by default, with kruise's own certificates: the Service, both
+// configurations (each webhook with its matchConditions and, for pods, its
+// namespaceSelector), the flags and port, and RBAC limited by name that lets
+// kruise write.
+func TestRenderWebhookOnByDefault(t *testing.T) {
+	objs := render(t)
 
 	svc := objs[serviceKey].(*corev1.Service)
 	require.Len(t, svc.Spec.Ports, 1)
@@ -109,7 +120,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 2)
+	require.Len(t, m.Webhooks, 3)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -137,10 +148,15 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
 	assert.Equal(t, wlp.MatchConditions("kruise-system"), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
-	for _, hook := range m.Webhooks {
+	for _, hook := range m.Webhooks[:2] {
 		assert.Equal(t, podscope.NamespaceSelector("kruise-system"), hook.NamespaceSelector, "%s never selects kube-system nor kruise's namespace", hook.Name)
 	}
+	checkCRRMutating(t, m.Webhooks[2], admissionregistrationv1.Fail, "kruise-system")
 	assert.Empty(t, m.Annotations)
+	policy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	for _, v := range policy.Spec.Validations {
+		assert.NotContains(t, v.Expression, "'CREATE'", "with the webhooks, the CRR mutating webhook refuses read-only fields at create, then fills them in")
+	}
 
 	objs.checkValidating(t, nil)
 
@@ -180,6 +196,7 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.containerRecreateRequest=Ignore")
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{"vcontainerrecreaterequest.kb.io": admissionregistrationv1.Ignore})
+	checkCRRMutating(t, objs.mutating(t).Webhooks[2], admissionregistrationv1.Ignore, "kruise-system")
 	assert.Equal(t, admissionregistrationv1.Fail, *objs.mutating(t).Webhooks[1].FailurePolicy)
 	objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy.imagePullJob=Ignore")
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{
@@ -196,6 +213,26 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 		require.Error(t, err, group)
 		assert.Contains(t, out, `webhook.failurePolicy.`+group+` must be Fail or Ignore, got "ignore"`)
 	}
+}
+
+// checkCRRMutating checks the CRR mutating webhook: CREATE of CRRs only (v1alpha1 sent as
+// v1beta1), the path pkg/webhook/crrfill serves, kruise-controller's own requests kept out, the
+// containerRecreateRequest failure policy.
+func checkCRRMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, policy admissionregistrationv1.FailurePolicyType, ns string) {
+	t.Helper()
+	assert.Equal(t, "mcontainerrecreaterequest.kb.io", w.Name, "OpenKruise's name")
+	assert.Equal(t, policy, *w.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
+	assert.Equal(t, admissionregistrationv1.Equivalent, *w.MatchPolicy)
+	assert.Equal(t, crrfill.Path, *w.ClientConfig.Service.Path)
+	assert.Equal(t, ns, w.ClientConfig.Service.Namespace)
+	require.Len(t, w.Rules, 1)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
+	assert.Equal(t, []string{"apps.kruise.io"}, w.Rules[0].APIGroups)
+	assert.Equal(t, []string{"v1beta1"}, w.Rules[0].APIVersions)
+	assert.Equal(t, []string{"containerrecreaterequests"}, w.Rules[0].Resources)
+	assert.Equal(t, validate.ControllerMatchConditions(ns), w.MatchConditions, "kruise-controller's own CRRs are not sent")
+	assert.Nil(t, w.NamespaceSelector, "every namespace: only CRRs are sent")
 }
 
 func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
@@ -445,12 +482,13 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 			assert.Contains(t, w.MatchConditions[0].Expression, "'system:serviceaccount:ops:kruise-controller'")
 		}
 	}
-	for _, w := range objs.mutating(t).Webhooks {
+	for _, w := range objs.mutating(t).Webhooks[:2] {
 		assert.Equal(t, podscope.NamespaceSelector("ops"), w.NamespaceSelector, w.Name)
 		assert.Equal(t, podscope.Condition("ops"), w.MatchConditions[0], w.Name)
 	}
+	checkCRRMutating(t, objs.mutating(t).Webhooks[2], admissionregistrationv1.Fail, "ops")
 	inKubeSystem := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=kube-system")
-	for _, w := range inKubeSystem.mutating(t).Webhooks {
+	for _, w := range inKubeSystem.mutating(t).Webhooks[:2] {
 		assert.Equal(t, podscope.NamespaceSelector("kube-system"), w.NamespaceSelector, "%s: no duplicate value", w.Name)
 		assert.Equal(t, podscope.Condition("kube-system"), w.MatchConditions[0], w.Name)
 	}

@@ -137,7 +137,7 @@ func TestCRRExampleWaitsForItsPod(t *testing.T) {
 }
 
 // A CRR copied from an admitted one (kubectl get -o yaml, renamed) carries its
-// statusContext, preStop and routing labels: the API server refuses it.
+// statusContext, preStop and routing labels: the CRR mutating webhook refuses it.
 func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -156,8 +156,8 @@ func TestCRRCopyOfAnAdmittedOneIsRefused(t *testing.T) {
 		Spec:       orig.Spec,
 	}
 	_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, cp, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "kruise-crr-read-only-fields") || !strings.Contains(err.Error(), "read-only") {
-		t.Fatalf("creating a copy of an admitted CRR: %v, want it refused by kruise-crr-read-only-fields", err)
+	if err == nil || !strings.Contains(err.Error(), "mcontainerrecreaterequest.kb.io") || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("creating a copy of an admitted CRR: %v, want it refused by the CRR mutating webhook", err)
 	}
 	// Nor may its creator write them into a request of theirs afterwards
 	// (one that waits for its pod, so kruise-controller fills in nothing).
@@ -183,13 +183,15 @@ func TestCRRAdmissionFillsLabelsAndContext(t *testing.T) {
 	ns := f.NewNamespace(ctx, t, "crr-admit")
 	pod := f.RunningBusyboxPod(ctx, t, ns, "web", "main", "sidecar")
 
-	_, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "sidecar"), metav1.CreateOptions{})
+	// The create response itself carries them: the CRR mutating webhook fills the request in, as
+	// OpenKruise's does; nothing is waited for.
+	crr, err := kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crrFor(ns, "r", "web", "sidecar"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating CRR: %v", err)
 	}
-	crr := framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", func(c *appsv1alpha1.ContainerRecreateRequest) bool {
-		return c.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey] != ""
-	})
+	if s := crr.Spec.Strategy; s == nil || s.FailurePolicy != appsv1alpha1.ContainerRecreateRequestFailurePolicyFail {
+		t.Errorf("strategy = %+v, want failurePolicy Fail", s)
+	}
 	want := map[string]string{
 		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
 		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
@@ -210,8 +212,13 @@ func TestCRRAdmissionFillsLabelsAndContext(t *testing.T) {
 	if sc == nil || sc.ContainerID != wantID || wantID == "" {
 		t.Errorf("statusContext = %+v, want containerID %q", sc, wantID)
 	}
-	if completed(crr) {
-		t.Errorf("admitted CRR is Completed: %q", crr.Status.Message)
+	// kruise-controller admits it, keeping the webhook's values.
+	admitted := framework.WaitCRR(ctx, t, kc, ns, "r", 30*time.Second, "CRR admitted", appsv1alpha1.IsAdmitted)
+	if completed(admitted) {
+		t.Errorf("admitted CRR is Completed: %q", admitted.Status.Message)
+	}
+	if got := admitted.Spec.Containers[0].StatusContext; got == nil || *got != *sc {
+		t.Errorf("statusContext after admission = %+v, want the webhook's %+v", got, sc)
 	}
 }
 

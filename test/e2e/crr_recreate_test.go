@@ -42,6 +42,12 @@ func TestCRRRecreatesContainer(t *testing.T) {
 	if after.Status.PodIP != before.Status.PodIP || after.UID != before.UID {
 		t.Errorf("pod changed: IP %s -> %s, UID %s -> %s", before.Status.PodIP, after.Status.PodIP, before.UID, after.UID)
 	}
+	// OpenKruise's v1beta1 status.containerStatusSnapshot: the new instance, as the daemon saw it
+	// Ready when it completed the request.
+	if snap := got.Status.ContainerStatusSnapshot; len(snap) != 1 || snap[0].Name != "main" || snap[0].ContainerID == b.ContainerID ||
+		snap[0].ContainerID == "" || !snap[0].Ready || snap[0].RestartCount != b.RestartCount+1 {
+		t.Errorf("containerStatusSnapshot %+v, want main's new instance (not %s), ready, restartCount %d", snap, b.ContainerID, b.RestartCount+1)
+	}
 }
 
 // A container whose PID 1 ignores SIGTERM is killed when the CRR's grace period ends and then

@@ -36,9 +36,10 @@ func podPreStop(name string, preStop *corev1.LifecycleHandler, reason, message s
 	}, expect: both(crrEvent(name, reason, message), crrCompleted(name, "recreated 1 container", true, ""))}
 }
 
-// readOnly is what the API server answers a CRR whose creator wrote what kruise-controller fills
-// in at admission (the ValidatingAdmissionPolicy kruise-crr-read-only-fields).
-var readOnly = []string{"kruise-crr-read-only-fields", "spec.containers[].preStop, ports and statusContext are read-only"}
+// readOnly is what the API server answers a CRR whose creator wrote what kruise fills in at
+// admission (the CRR mutating webhook, which the e2e installs serve; with webhook.enabled=false the
+// ValidatingAdmissionPolicy kruise-crr-read-only-fields refuses it instead).
+var readOnly = []string{`admission webhook "mcontainerrecreaterequest.kb.io" denied the request`, "preStop, ports and statusContext are read-only"}
 
 func malCases() []malCase {
 	const huge = int64(9999999999) // more than an int32 holds

@@ -17,7 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// TestCloneSetWebhookInAnAPIServer installs vcloneset.kb.io as deploy/components/webhook renders
+// TestCloneSetWebhookInAnAPIServer installs vcloneset.kb.io as deploy/base renders
 // it, with CloneSets converted through /convert, and checks what users see: refusals at create
 // in both versions (a v1alpha1 object reaches the webhook as v1beta1), a refused and an admitted
 // update under InPlaceOnly, and that an update leaving spec as is and kruise-controller's own

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,11 +33,13 @@ const (
 	tenantUser     = "tenant"
 )
 
-// TestCRRReadOnlyFieldsPolicy runs the ValidatingAdmissionPolicy of
-// deploy/base/crr-policy.yaml in a real API server: a user may create a
-// ContainerRecreateRequest naming containers, never one carrying what
-// kruise-controller writes at admission (a preStop hook of their own would
-// make it an exec API), nor add or change that later; kruise-controller may.
+// TestCRRReadOnlyFieldsPolicy runs the ValidatingAdmissionPolicy
+// kruise-crr-read-only-fields as the chart renders it with webhook.enabled=false
+// in a real API server: a user may create a ContainerRecreateRequest naming
+// containers, never one carrying what kruise-controller writes at admission (a
+// preStop hook of their own would make it an exec API), nor add or change that
+// later; kruise-controller may. (With the webhooks, the default, the CRR
+// mutating webhook refuses those at create instead: TestCRRFilledInAtCreate.)
 func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
@@ -43,7 +47,7 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 	cx := context.Background()
 	_, err = kube.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	installPolicy(t, kube, "../../deploy/base/crr-policy.yaml")
+	installPolicy(t, kube, renderChartTemplate(t, "templates/crr-policy.yaml", "webhook.enabled=false"))
 	grantCRRs(t, kube, tenantUser, controllerUser)
 	tenant, controller := as(t, c.config, tenantUser), as(t, c.config, controllerUser)
 
@@ -169,6 +173,25 @@ func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
 		_, err = controllerCRRs.Patch(ctx(t), "plain", types.MergePatchType, []byte(`{"metadata":{"labels":{"crr.apps.kruise.io/active":null}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 	})
+}
+
+// renderChartTemplate renders one template of the chart with values set, into
+// a file it returns.
+func renderChartTemplate(t *testing.T, template string, set ...string) string {
+	t.Helper()
+	args := []string{"template", "kruise", filepath.Join("..", "..", "deploy", "charts", "kruise"),
+		"--kube-version", k8sVersion, "--namespace", "kruise-system", "--show-only", template}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helmForTest(t), args...)
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+tmp, "HELM_CONFIG_HOME="+tmp, "HELM_DATA_HOME="+tmp)
+	out, err := cmd.Output()
+	require.NoError(t, err, "helm template")
+	file := filepath.Join(tmp, "rendered.yaml")
+	require.NoError(t, os.WriteFile(file, out, 0o600))
+	return file
 }
 
 // installPolicy creates the ValidatingAdmissionPolicy and its binding in

@@ -32,7 +32,7 @@ import (
 
 const injectionNS = "sidecar-injection-it"
 
-// TestSidecarInjectionInAnAPIServer installs msidecarset.kb.io as deploy/components/webhook renders
+// TestSidecarInjectionInAnAPIServer installs msidecarset.kb.io as deploy/base renders
 // it, runs the injection webhook and the scope controller, and checks in a real API server that
 // the controller's CEL condition compiles and is accepted, that a pod a SidecarSet selects is
 // injected, and that a pod none selects never reaches the webhook.
@@ -164,10 +164,10 @@ func serveInjection(t *testing.T, tctx context.Context, kube kubernetes.Interfac
 }
 
 // installInjectionWebhook creates the MutatingWebhookConfiguration of
-// deploy/components/webhook/webhook.yaml with only its injection entry, calling the server at addr.
+// deploy/base/webhook.yaml with only its injection entry, calling the server at addr.
 func installInjectionWebhook(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/components/webhook/webhook.yaml")
+	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
 	require.NoError(t, err)
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
@@ -189,7 +189,7 @@ func installInjectionWebhook(t *testing.T, kube kubernetes.Interface, addr strin
 		require.NoError(t, err)
 		return
 	}
-	t.Fatal("no MutatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
+	t.Fatal("no MutatingWebhookConfiguration in deploy/base/webhook.yaml")
 }
 
 // The largest condition the scope controller writes (just under MaxExpressionLength, selectors

@@ -15,7 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// TestSidecarSetWebhookInAnAPIServer installs vsidecarset.kb.io as deploy/components/webhook
+// TestSidecarSetWebhookInAnAPIServer installs vsidecarset.kb.io as deploy/base
 // renders it (cluster scope, its matchConditions) and checks that the API server sends
 // SidecarSets of both versions to it: one that may be injected into the same pods as another and
 // injects a container of the same name is refused with both names, by a real API server; a

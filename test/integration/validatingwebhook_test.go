@@ -35,7 +35,7 @@ import (
 const webhookNS = "validating"
 
 // TestValidatingWebhooksInAnAPIServer installs kruise-validating-webhook-configuration as
-// deploy/components/webhook renders it (only the client config points at a webhook server this
+// deploy/base renders it (only the client config points at a webhook server this
 // test runs on loopback) into a real API server, and checks what users see: a CRR for a missing,
 // terminating or finished pod or an unknown container, and a job with an unparsable image, are
 // refused at create with the API server's "admission webhook ... denied the request", 422 Invalid;
@@ -182,10 +182,10 @@ func serveWebhooks(t *testing.T, ctx context.Context, whs ...server.Webhook) (ad
 }
 
 // installValidatingWebhooks creates the ValidatingWebhookConfiguration of
-// deploy/components/webhook/webhook.yaml with its webhooks calling the server at addr.
+// deploy/base/webhook.yaml with its webhooks calling the server at addr.
 func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/components/webhook/webhook.yaml")
+	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
 	require.NoError(t, err)
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
@@ -208,7 +208,7 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		require.NoError(t, err)
 		return
 	}
-	t.Fatal("no ValidatingWebhookConfiguration in deploy/components/webhook/webhook.yaml")
+	t.Fatal("no ValidatingWebhookConfiguration in deploy/base/webhook.yaml")
 }
 
 // grantKruiseKinds lets users write CRRs, image jobs, the workloads and SidecarSets (RBAC is on).

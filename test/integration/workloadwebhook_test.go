@@ -21,7 +21,7 @@ import (
 const workloadWebhookNS = "workload-webhook-it"
 
 // TestWorkloadWebhooksInAnAPIServer installs vstatefulset.kb.io and vdaemonset.kb.io as
-// deploy/components/webhook renders them and checks that the API server sends Advanced
+// deploy/base renders them and checks that the API server sends Advanced
 // StatefulSets and DaemonSets of both versions to them, and returns their refusals to the user.
 func TestWorkloadWebhooksInAnAPIServer(t *testing.T) {
 	c := startCluster(t)

@@ -56,15 +56,11 @@ const ReasonWaitingForPod = "WaitingForPod"
 // per request, and a pod that has just started would look not running (or
 // missing) in a cache that lags.
 func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest) (time.Duration, error) {
-	// Only admission writes these; present before it, they are the
-	// creator's (or copied from another request, whose statusContext would
-	// name an instance long gone and "succeed" with nothing recreated).
-	if set := creatorSetFields(crr); len(set) > 0 {
-		return 0, c.reject(ctx, crr, fmt.Sprintf("spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: %s)",
-			strings.Join(set, ", ")), nil)
-	}
 	pod, err := c.getLivePod(ctx, crr.Namespace, crr.Spec.PodName)
 	if apierrors.IsNotFound(err) {
+		if set := creatorSetFields(crr); len(set) > 0 {
+			return 0, c.reject(ctx, crr, readOnlyMessage(set), nil)
+		}
 		return 0, c.reject(ctx, crr, PodNotFoundMessage(crr.Spec.PodName), nil)
 	}
 	if err != nil {
@@ -76,6 +72,11 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		return 0, c.finish(ctx, crr, ReasonPodReplaced, "pod was replaced")
 	}
 	v := assess(crr, pod)
+	// Only admission writes these: the webhook at create, or this
+	// controller. Present with other values, they are the creator's.
+	if set := foreignFields(crr, pod, v); len(set) > 0 {
+		return 0, c.reject(ctx, crr, readOnlyMessage(set), nil)
+	}
 	switch {
 	case v.reject != "":
 		return 0, c.reject(ctx, crr, v.reject, v.perContainer)
@@ -83,6 +84,15 @@ func (c *Controller) admit(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		return c.waitForPod(ctx, crr, pod, v.wait)
 	}
 
+	if appsv1alpha1.IsRouted(crr) {
+		// Routed at create by the webhook: the daemon sees it as soon as it
+		// is admitted, so an older request of the pod still unrouted must be
+		// routed first (the daemon runs the oldest it sees).
+		if ahead := c.olderUnrouted(crr); ahead != nil {
+			klog.FromContext(ctx).V(2).Info("CRR waits for an older one of its pod to be routed", "older", klog.KObj(ahead))
+			return 0, nil
+		}
+	}
 	var since time.Time
 	if needsUnready(crr) && readinessgate.Declared(pod) {
 		// Not-ready before the daemon can see the request; the annotation
@@ -146,6 +156,13 @@ func assess(crr *appsv1alpha1.ContainerRecreateRequest, pod *corev1.Pod) verdict
 		return verdict{wait: fmt.Sprintf("containers of pod %q have not started yet: %s", pod.Name, strings.Join(notStarted, ", "))}
 	}
 	return verdict{statuses: statuses}
+}
+
+// readOnlyMessage is the message of a request carrying fields only
+// admission writes.
+func readOnlyMessage(set []string) string {
+	return fmt.Sprintf("spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: %s)",
+		strings.Join(set, ", "))
 }
 
 // creatorSetFields lists "<container>.<field>" for every field admission
@@ -243,20 +260,31 @@ func (c *Controller) route(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		})
 	}
 	// Labels the creator set are not trusted: these are overwritten.
-	patch.setEntries("/metadata/labels", crr.Labels, map[string]string{
-		appsv1alpha1.ContainerRecreateRequestNodeNameKey: pod.Spec.NodeName,
-		appsv1alpha1.ContainerRecreateRequestPodUIDKey:   string(pod.UID),
-		appsv1alpha1.ContainerRecreateRequestActiveKey:   "true",
-	})
+	patch.setEntries("/metadata/labels", crr.Labels, routingLabels(pod))
 	// The containers' names and order never change (a rule of the CRD), so
 	// an index read here still names the same container on the server.
 	for i := range crr.Spec.Containers {
 		ctr := &crr.Spec.Containers[i]
 		patch = append(patch, fillContainer(fmt.Sprintf("/spec/containers/%d", i), ctr, pod, statuses[ctr.Name])...)
 	}
+	if len(patch) > 1 {
+		if done, err := c.patchAdmission(ctx, crr, patch); !done {
+			return err
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Admitted CRR", "node", pod.Spec.NodeName, "podUID", pod.UID)
+	c.recorder.Eventf(crr, corev1.EventTypeNormal, ReasonAdmitted, "Admitted for pod %s (uid %s) on node %s", pod.Name, pod.UID, pod.Spec.NodeName)
+	return nil
+}
+
+// patchAdmission sends route's patch (route has nothing to send, but the
+// resourceVersion, when the webhook filled the request in at create). done
+// is false when the request was not admitted: an error, or completed as
+// refused.
+func (c *Controller) patchAdmission(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, patch jsonPatch) (done bool, err error) {
 	body, err := json.Marshal(patch)
 	if err != nil {
-		return fmt.Errorf("encoding the admission patch of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+		return false, fmt.Errorf("encoding the admission patch of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
 	if _, err := c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
 		if apierrors.IsInvalid(err) {
@@ -268,37 +296,11 @@ func (c *Controller) route(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 			// read if it changed since; then the completion below carries
 			// the resourceVersion read, fails with a conflict, and the
 			// request is decided again.
-			return c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request: %v", err), nil)
+			return false, c.reject(ctx, crr, fmt.Sprintf("the API server refused to admit the request: %v", err), nil)
 		}
-		return fmt.Errorf("admitting CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+		return false, fmt.Errorf("admitting CRR %s/%s: %w", crr.Namespace, crr.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Admitted CRR", "node", pod.Spec.NodeName, "podUID", pod.UID)
-	c.recorder.Eventf(crr, corev1.EventTypeNormal, ReasonAdmitted, "Admitted for pod %s (uid %s) on node %s", pod.Name, pod.UID, pod.Spec.NodeName)
-	return nil
-}
-
-// fillContainer returns the JSON patch operations that fill in, for the
-// container at path (read as ctr, which carries none of them), its current
-// instance, and its preStop hook and ports copied from the pod. The daemon
-// runs the pod's own hook, never this copy; the copy is there for
-// compatibility with OpenKruise's tooling.
-func fillContainer(path string, ctr *appsv1alpha1.ContainerRecreateRequestContainer, pod *corev1.Pod, st *corev1.ContainerStatus) jsonPatch {
-	var patch jsonPatch
-	patch.add(path+"/statusContext", &appsv1alpha1.ContainerRecreateRequestContainerContext{
-		ContainerID:  st.ContainerID,
-		RestartCount: st.RestartCount,
-	})
-	i := slices.IndexFunc(pod.Spec.Containers, func(pc corev1.Container) bool { return pc.Name == ctr.Name })
-	spec := &pod.Spec.Containers[i]
-	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-		if h := preStopHandler(spec.Lifecycle.PreStop); h != nil {
-			patch.add(path+"/preStop", h)
-		}
-	}
-	if ports := portsToCopy(spec); len(ports) > 0 {
-		patch.add(path+"/ports", ports)
-	}
-	return patch
+	return true, nil
 }
 
 // portsToCopy is what a request keeps of a container's ports: all of them,

@@ -89,11 +89,11 @@ func TestAdmitRejects(t *testing.T) {
 			message: `containers not found in pod "web": nope`,
 		},
 		{
-			// A copy of another request carries a statusContext naming an
-			// instance long gone: it would "succeed" with nothing recreated.
+			// A statusContext that is not the pod's (the restart count
+			// differs) is not the webhook's: the creator's.
 			name: "statusContext set by the creator", containers: []string{"main", "sidecar"}, pod: runningPod(),
 			mutate: func(c *appsv1alpha1.ContainerRecreateRequest) {
-				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 2}
+				c.Spec.Containers[0].StatusContext = &appsv1alpha1.ContainerRecreateRequestContainerContext{ContainerID: mainID, RestartCount: 1}
 			},
 			message: "spec.containers[].preStop, ports and statusContext are read-only: kruise-controller fills them in from the pod; leave them out (set in: main.statusContext)",
 		},

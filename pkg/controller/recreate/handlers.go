@@ -47,8 +47,9 @@ func (c *Controller) enqueueCRR(obj any) {
 }
 
 // crrChanged enqueues a CRR that was added, changed or deleted, and the
-// other CRRs of its pod that wait to be routed: one may wait for this one
-// (admit routes a pod's requests in creation order).
+// other CRRs of its pod that wait to be routed or admitted: one may wait for
+// this one (admit routes a pod's requests in creation order, and admits one
+// the webhook routed at create only once the older ones are routed).
 func (c *Controller) crrChanged(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -63,7 +64,7 @@ func (c *Controller) crrChanged(obj any) {
 		return
 	}
 	for _, obj := range objs {
-		if o, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && o.UID != crr.UID && !appsv1alpha1.IsRouted(o) {
+		if o, ok := obj.(*appsv1alpha1.ContainerRecreateRequest); ok && o.UID != crr.UID && (!appsv1alpha1.IsRouted(o) || !appsv1alpha1.IsAdmitted(o)) {
 			c.enqueueCRR(o)
 		}
 	}

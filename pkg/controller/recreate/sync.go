@@ -198,6 +198,9 @@ func (c *Controller) complete(ctx context.Context, crr *appsv1alpha1.ContainerRe
 			st.Message = m
 		}
 	}
+	if pod := c.routedPod(crr); pod != nil {
+		upd.Status.ContainerStatusSnapshot = appsv1alpha1.ContainerStatusSnapshot(upd, pod)
+	}
 	// Noted before the write: the informer may deliver it before the
 	// answer comes back.
 	c.ownCompletions.Store(crr.UID, reason)
@@ -255,4 +258,15 @@ func (c *Controller) syncFinished(ctx context.Context, crr *appsv1alpha1.Contain
 	}
 	logger.V(2).Info("Deleted completed CRR after ttlSecondsAfterFinished", "ttlSeconds", *ttl)
 	return 0, nil
+}
+
+// routedPod is the request's pod from the cache when it is the one the
+// request was routed to; nil otherwise (gone, replaced, never routed).
+func (c *Controller) routedPod(crr *appsv1alpha1.ContainerRecreateRequest) *corev1.Pod {
+	uid := crr.Labels[appsv1alpha1.ContainerRecreateRequestPodUIDKey]
+	pod, err := c.podLister.Pods(crr.Namespace).Get(crr.Spec.PodName)
+	if uid == "" || err != nil || string(pod.UID) != uid {
+		return nil
+	}
+	return pod
 }

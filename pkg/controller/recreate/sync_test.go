@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -300,4 +301,26 @@ func TestSyncRestoresTheActiveLabel(t *testing.T) {
 			assert.Contains(t, ev[0], "Warning "+ReasonActiveLabelRestored)
 		})
 	}
+}
+
+// A request kruise-controller completes (its deadline passed) carries the
+// snapshot of the containers recreated by then, from the pod it was routed
+// to: main, restarted since the request's creation; not sidecar, running
+// since before it.
+func TestCompletionSnapshotsRecreatedContainers(t *testing.T) {
+	crr := admittedCRR(10*time.Second, gen.SetCRRActiveDeadlineSeconds(10))
+	pod := runningPod(func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", ContainerID: "containerd://new", RestartCount: 3, Ready: true,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}}}
+		p.Status.ContainerStatuses[1].State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Hour))}
+	})
+	f := newFixture(t, objects{pods: []*corev1.Pod{pod}, leases: []*coordinationv1.Lease{lease(nodeName, 5*time.Second)},
+		crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	_, err := f.sync(t)
+	require.NoError(t, err)
+	got := f.getCRR(t)
+	require.Equal(t, appsv1alpha1.ContainerRecreateRequestCompleted, got.Status.Phase)
+	assert.Equal(t, []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
+		{Name: "main", Ready: true, RestartCount: 3, ContainerID: "containerd://new"},
+	}, got.Status.ContainerStatusSnapshot)
 }

@@ -52,6 +52,9 @@ func TestRecreateOneContainer(t *testing.T) {
 	assert.Equal(t, "recreated 1 container", crr.Status.Message)
 	assert.Equal(t, map[string]string{"main": "Succeeded/killed"}, states(crr))
 	assert.NotNil(t, crr.Status.CompletionTime)
+	assert.Equal(t, []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
+		{Name: "main", Ready: true, RestartCount: 1, ContainerID: "containerd://ccc"},
+	}, crr.Status.ContainerStatusSnapshot, "the new instance, as OpenKruise's v1beta1 reports it")
 	assert.Len(t, f.rt.calls(), 1)
 	assert.Equal(t, 1.0, f.completedTotal(outcomeSucceeded))
 	assert.Equal(t, uint64(1), f.recreateObservations())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -86,9 +87,10 @@ func (s *statusWriter) done() bool {
 	return true
 }
 
-// complete finishes the request with a message summing it up, and says
-// whether any container failed.
-func (s *statusWriter) complete() (failed bool) {
+// complete finishes the request with a message summing it up and the
+// snapshot of the recreated containers' statuses in pod, and says whether
+// any container failed.
+func (s *statusWriter) complete(pod *corev1.Pod) (failed bool) {
 	var failures []string
 	succeeded := 0
 	for _, ctr := range s.cur().Spec.Containers {
@@ -108,6 +110,7 @@ func (s *statusWriter) complete() (failed bool) {
 	upd.Status.Phase = appsv1alpha1.ContainerRecreateRequestCompleted
 	upd.Status.CompletionTime = &now
 	upd.Status.Message = message
+	upd.Status.ContainerStatusSnapshot = appsv1alpha1.ContainerStatusSnapshot(upd, pod)
 	return len(failures) > 0
 }
 

@@ -207,7 +207,7 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	if !s.done() && !(failFast && anyFailed(s)) {
 		return after, s.flush(ctx)
 	}
-	failed := s.complete()
+	failed := s.complete(pod)
 	// Forget the work before the write: the update event of our own
 	// completion must not count as a cancellation.
 	e.finished(crr.UID)

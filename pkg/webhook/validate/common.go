@@ -70,8 +70,9 @@ func unchecked(ctx context.Context, what string, err error) server.Result {
 // of a quarter of it, and at least minAnswerMargin.
 const minAnswerMargin = 250 * time.Millisecond
 
-// withAnswerMargin is ctx with a deadline that leaves the margin.
-func withAnswerMargin(ctx context.Context) (context.Context, context.CancelFunc) {
+// WithAnswerMargin is ctx with a deadline that leaves the margin; for every
+// webhook that reads the API server while the API server waits.
+func WithAnswerMargin(ctx context.Context) (context.Context, context.CancelFunc) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return context.WithCancel(ctx)

@@ -67,7 +67,7 @@ func (v *crrValidator) Admit(ctx context.Context, req *admissionv1.AdmissionRequ
 		return server.Allowed() // the schema refuses it
 	}
 	podPath := field.NewPath("spec", "podName")
-	readCtx, cancel := withAnswerMargin(ctx)
+	readCtx, cancel := WithAnswerMargin(ctx)
 	defer cancel()
 	// Read live, never from a cache: the pod may have been created a moment
 	// ago (kubectl apply of a pod and its request in one file).

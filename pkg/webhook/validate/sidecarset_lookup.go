@@ -36,7 +36,7 @@ type sidecarSetLookup struct {
 // addSpecRules does: a conflict the stored object had already does not
 // block its updates.
 func (l *sidecarSetLookup) check(ctx context.Context, ss, old *appsv1beta1.SidecarSet) ([]problem, error) {
-	ctx, cancel := withAnswerMargin(ctx)
+	ctx, cancel := WithAnswerMargin(ctx)
 	defer cancel()
 	list, err := l.sidecarSets.SidecarSets().List(ctx, metav1.ListOptions{})
 	if err != nil {

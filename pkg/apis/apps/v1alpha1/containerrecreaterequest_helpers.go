@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -70,4 +71,25 @@ func revision(rv string) (uint64, bool) {
 // AdmittedCondition returns the Admitted condition, or nil.
 func AdmittedCondition(crr *ContainerRecreateRequest) *metav1.Condition {
 	return meta.FindStatusCondition(crr.Status.Conditions, ContainerRecreateRequestAdmitted)
+}
+
+// ContainerStatusSnapshot is status.containerStatusSnapshot as OpenKruise's
+// v1beta1 means it: for each container of the request, in spec order, the
+// pod's status of its instance running now, if that instance started no
+// earlier than the request was created (a recreated container, or one that
+// restarted since); nil when there is none. kruise writes it when the
+// request completes.
+func ContainerStatusSnapshot(crr *ContainerRecreateRequest, pod *corev1.Pod) []ContainerRecreateRequestSyncContainerStatus {
+	var out []ContainerRecreateRequestSyncContainerStatus
+	for _, ctr := range crr.Spec.Containers {
+		for _, st := range pod.Status.ContainerStatuses {
+			if st.Name != ctr.Name || st.State.Running == nil || st.State.Running.StartedAt.Before(&crr.CreationTimestamp) {
+				continue
+			}
+			out = append(out, ContainerRecreateRequestSyncContainerStatus{
+				Name: st.Name, Ready: st.Ready, RestartCount: st.RestartCount, ContainerID: st.ContainerID,
+			})
+		}
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -74,4 +76,32 @@ func TestCreatedBefore(t *testing.T) {
 	if want := "zabcde"; got != want {
 		t.Errorf("order %q, want %q", got, want)
 	}
+}
+
+// The snapshot holds the request's containers, in spec order, whose running
+// instance started no earlier than the request was created.
+func TestContainerStatusSnapshot(t *testing.T) {
+	created := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	crr := &ContainerRecreateRequest{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+		Spec: ContainerRecreateRequestSpec{Containers: []ContainerRecreateRequestContainer{
+			{Name: "b"}, {Name: "a"}, {Name: "old"}, {Name: "stopped"}, {Name: "missing"},
+		}},
+	}
+	running := func(name, id string, at time.Time, ready bool, restarts int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, ContainerID: id, Ready: ready, RestartCount: restarts,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}
+	}
+	pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		running("a", "containerd://a2", created.Add(time.Second), false, 2),
+		running("b", "containerd://b1", created, true, 1),
+		running("old", "containerd://o", created.Add(-time.Second), true, 0),
+		{Name: "stopped", ContainerID: "containerd://s", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+		running("other", "containerd://x", created.Add(time.Second), true, 0),
+	}}}
+	assert.Equal(t, []ContainerRecreateRequestSyncContainerStatus{
+		{Name: "b", Ready: true, RestartCount: 1, ContainerID: "containerd://b1"},
+		{Name: "a", Ready: false, RestartCount: 2, ContainerID: "containerd://a2"},
+	}, ContainerStatusSnapshot(crr, pod))
+	assert.Nil(t, ContainerStatusSnapshot(crr, &corev1.Pod{}))
 }

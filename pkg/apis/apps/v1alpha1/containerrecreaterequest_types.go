@@ -285,8 +285,10 @@ type ContainerRecreateRequestStatus struct {
 	// ContainerStatusSnapshot is v1beta1's field of that name, here so that
 	// the two versions share one schema and convert losslessly (a kruise
 	// extension; OpenKruise's v1alpha1 keeps it in the
-	// crr.apps.kruise.io/sync-container-statuses annotation). kruise does
-	// not write it.
+	// crr.apps.kruise.io/sync-container-statuses annotation): for the
+	// containers whose running instance started after the request was
+	// created, that instance's status from the pod. Written when the request
+	// completes.
 	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	ContainerStatusSnapshot []ContainerRecreateRequestSyncContainerStatus `json:"containerStatusSnapshot,omitempty"`

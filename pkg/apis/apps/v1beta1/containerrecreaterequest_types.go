@@ -185,9 +185,12 @@ type ContainerRecreateRequestStatus struct {
 	// ContainerRecreateStates is the progress of each container.
 	// +optional
 	ContainerRecreateStates []ContainerRecreateRequestContainerRecreateState `json:"containerRecreateStates,omitempty"`
-	// ContainerStatusSnapshot holds container statuses copied from the pod
-	// (OpenKruise's controller writes them for its daemon; kruise's daemon
-	// reads the pod and kruise does not write them).
+	// ContainerStatusSnapshot holds, for the request's containers whose
+	// running instance started after the request was created (recreated),
+	// that instance's status copied from the pod: name, ready, restartCount,
+	// containerID. Written when the request completes (OpenKruise's
+	// controller also keeps it current while Recreating, for its daemon;
+	// kruise's daemon reads the pod itself).
 	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	ContainerStatusSnapshot []ContainerRecreateRequestSyncContainerStatus `json:"containerStatusSnapshot,omitempty"`
