@@ -47,6 +47,12 @@ func (c *Controller) addHandlers(cfg Config) error {
 	}); err != nil {
 		return fmt.Errorf("adding secret event handler: %w", err)
 	}
+	if _, err := cfg.Copies.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.copyUpdated,
+		DeleteFunc: c.copyDeleted,
+	}); err != nil {
+		return fmt.Errorf("adding pull-secret copy event handler: %w", err)
+	}
 	return nil
 }
 
