@@ -122,7 +122,9 @@ func TestImagePullJobProtectionFinalizer(t *testing.T) {
 			t.Fatalf("the deleted job was not held by %s; seen: %s", appsv1beta1.ProtectionFinalizer, v)
 		}
 		if !v.until(time.Minute, func(typ watch.EventType, _ *appsv1beta1.ImagePullJob) bool { return typ == watch.Deleted }) {
-			t.Fatalf("the deleted job never went; seen: %s", v)
+			exists, names, err := copyNames(ctx, e, copyName, job.Name)
+			t.Fatalf("the deleted job never went (copy exists=%t names the job=%t err=%v); seen: %s; %s",
+				exists, names, err, v, framework.DescribeImagePullJob(ctx, e.c, job))
 		}
 		// The finalizer went only once the copy no longer named the job (the copy is gone: no
 		// other job names the secret).

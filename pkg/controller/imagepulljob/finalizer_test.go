@@ -164,3 +164,42 @@ func TestCopyHandlers(t *testing.T) {
 	f.ctrl.copyDeleted(42)
 	assert.Empty(t, f.drainJobs())
 }
+
+// The node sync that withdraws a deleting job's request queues the job at
+// once, often before the NodeImage cache shows the write: the job then
+// still looks named by the NodeImage. The cache's update event queues it
+// again, and the finalizer goes.
+func TestProtectionFinalizerReleasedWhenTheCacheShowsTheWithdrawal(t *testing.T) {
+	job := newJob("j", image, gen.SetImagePullJobPullSecrets("regcred"), gen.SetImagePullJobCompletionType(v1beta1.Never))
+	f := newFixture(t, objects{jobs: []*v1beta1.ImagePullJob{job}, nodeImages: []*v1beta1.NodeImage{nodeImage("n1")}})
+	f.step(t, "j")
+	require.Equal(t, []string{v1beta1.ProtectionFinalizer}, f.finalizers(t, "j"))
+	live := f.job(t, "j")
+	live.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	_, err := f.kruise.AppsV1beta1().ImagePullJobs(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh(t)
+	f.syncJob(t, "j") // withdraws: queues n1
+
+	stale, err := f.ctrl.niLister.Get("n1")
+	require.NoError(t, err)
+	key, _ := f.ctrl.nodeQueue.Get()
+	_, err = f.ctrl.syncNodeImage(ctx(t), key)
+	f.ctrl.nodeQueue.Done(key)
+	require.NoError(t, err)
+	require.Empty(t, f.ni(t, "n1").Spec.Images, "withdrawn on the API server")
+	require.True(t, f.drainJobs()[testNS+"/j"])
+	_, err = f.ctrl.syncJob(ctx(t), testNS+"/j") // the cache still shows the request
+	require.NoError(t, err)
+	assert.Equal(t, []string{v1beta1.ProtectionFinalizer}, f.finalizers(t, "j"))
+
+	f.refresh(t)
+	cur, err := f.ctrl.niLister.Get("n1")
+	require.NoError(t, err)
+	cur = cur.DeepCopy()
+	cur.Generation = stale.Generation + 1 // the API server's, for a spec change (not the fake's)
+	f.ctrl.nodeImageUpdated(stale, cur)
+	assert.True(t, f.drainJobs()[testNS+"/j"], "the cache's update queues the job whose request went")
+	f.syncJob(t, "j")
+	assert.Empty(t, f.finalizers(t, "j"))
+}
