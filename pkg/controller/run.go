@@ -519,6 +519,7 @@ func buildImagePullJob(d Deps) (Controller, error) {
 		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Secrets:      d.SecretInformerFactory.Core().V1().Secrets(),
+		Copies:       d.DaemonConfigInformerFactory.Core().V1().Secrets(),
 	})
 }
 

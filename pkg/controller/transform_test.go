@@ -675,7 +675,9 @@ func newTransformed(kubeObjs, kruiseObjs []runtime.Object) *transformed {
 		Client: kube, InformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transformObject)),
 		KruiseClient: kruise, KruiseInformerFactory: kruiseinformers.NewSharedInformerFactoryWithOptions(kruise, 0, kruiseinformers.WithTransform(transformObject)),
 		SecretInformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(transformObject)),
-		Options:               o,
+		DaemonConfigInformerFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject)),
+		Options: o,
 	}}
 }
 
@@ -687,7 +689,7 @@ func (x *transformed) run(t *testing.T, build Builder) {
 	require.NoError(t, err)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	factories := []informerFactory{x.deps.InformerFactory, x.deps.KruiseInformerFactory, x.deps.SecretInformerFactory}
+	factories := []informerFactory{x.deps.InformerFactory, x.deps.KruiseInformerFactory, x.deps.SecretInformerFactory, x.deps.DaemonConfigInformerFactory}
 	for _, f := range factories {
 		f.Start(ctx.Done())
 	}

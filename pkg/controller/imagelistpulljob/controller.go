@@ -252,7 +252,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	sort.Strings(images)
 	for _, img := range images {
 		j := children[img]
-		done := j.Status.CompletionTime != nil
+		done := reported(j)
 		if done {
 			st.Completed++
 			if j.Status.Failed == 0 && j.Status.Succeeded == j.Status.Desired && !imagepulljob.CouldNotRun(&j.Status) {
@@ -294,6 +294,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return c.ttlAfter(ctx, cp)
 	}
 	return 0, nil
+}
+
+// reported reports whether an image counts as completed for the list job:
+// its ImagePullJob completed or, with completionPolicy Never (which never
+// completes), started and every selected node has a result, failures
+// included, as OpenKruise counts it. A later re-pull or a new node makes it
+// active again.
+func reported(j *v1beta1.ImagePullJob) bool {
+	if j.Status.CompletionTime != nil {
+		return true
+	}
+	return j.Spec.CompletionPolicy.Type == v1beta1.Never && j.Status.StartTime != nil &&
+		j.Status.Succeeded+j.Status.Failed == j.Status.Desired
 }
 
 // Bounds of what the list job repeats of its children's messages.

@@ -296,3 +296,68 @@ func TestChildFailureReasonsSurface(t *testing.T) {
 	assert.Equal(t, []string{"Warning " + ReasonFailed + " Completed: 0/2 images pulled on every node, 2 failed somewhere (nginx:1: " + why + ")"},
 		gen.DrainEvents(f.recorder))
 }
+
+// reportChild sets a running child's counts as the ImagePullJob controller
+// would (started, no completion time).
+func (f *fixture) reportChild(t *testing.T, image string, desired, succeeded, failed, active int32) {
+	j := f.children(t)[image]
+	j.Status = v1beta1.ImagePullJobStatus{Desired: desired, Succeeded: succeeded, Failed: failed, Active: active,
+		StartTime: ptr.To(metav1.NewTime(now)), Message: "x"}
+	_, err := f.kruise.AppsV1beta1().ImagePullJobs("default").UpdateStatus(context.Background(), &j, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh(t)
+}
+
+// With completionPolicy Never the ImagePullJobs never complete: an image
+// counts as completed once every node has reported, failures included (as
+// OpenKruise counts it), and the list job itself still never completes.
+func TestNeverImageCompletedOnceEveryNodeReported(t *testing.T) {
+	l := newList("nginx:1", "redis:7", "busybox:1", "none:1")
+	l.Spec.CompletionPolicy = v1beta1.CompletionPolicy{Type: v1beta1.Never}
+	f := newFixture(t, l)
+	f.sync(t)
+	require.Len(t, f.children(t), 4)
+	f.reportChild(t, "nginx:1", 2, 2, 0, 0)   // every node succeeded
+	f.reportChild(t, "redis:7", 2, 1, 1, 0)   // every node reported, one failure
+	f.reportChild(t, "busybox:1", 2, 1, 0, 1) // one node still pulling
+	f.reportChild(t, "none:1", 0, 0, 0, 0)    // no node selected: nothing to wait for
+	f.sync(t)
+	st := f.list(t).Status
+	assert.Equal(t, int32(4), st.Desired)
+	assert.Equal(t, int32(3), st.Completed)
+	assert.Equal(t, int32(2), st.Succeeded)
+	assert.Equal(t, int32(1), st.Active)
+	require.Len(t, st.FailedImageStatuses, 1)
+	assert.Equal(t, "redis:7", st.FailedImageStatuses[0].Name)
+	assert.Nil(t, st.CompletionTime, "a Never list job never completes")
+
+	// The last node reports a failure: every image is completed.
+	f.reportChild(t, "busybox:1", 2, 1, 1, 0)
+	f.sync(t)
+	st = f.list(t).Status
+	assert.Equal(t, int32(4), st.Completed)
+	assert.Equal(t, int32(0), st.Active)
+	assert.Len(t, st.FailedImageStatuses, 2)
+	assert.Nil(t, st.CompletionTime)
+
+	// A node joins (or a re-pull starts): active again.
+	f.reportChild(t, "nginx:1", 3, 2, 0, 1)
+	f.sync(t)
+	st = f.list(t).Status
+	assert.Equal(t, int32(3), st.Completed)
+	assert.Equal(t, int32(1), st.Active)
+}
+
+// An unstarted Never child (its first sync has not run) is not completed.
+func TestReported(t *testing.T) {
+	never := gen.ImagePullJob("j", gen.SetImagePullJobCompletionType(v1beta1.Never))
+	assert.False(t, reported(never), "not started")
+	never.Status.StartTime = ptr.To(metav1.NewTime(now))
+	never.Status.Desired, never.Status.Failed = 1, 1
+	assert.True(t, reported(never))
+	always := gen.ImagePullJob("j")
+	always.Status = never.Status
+	assert.False(t, reported(always), "an Always job is completed by its completion time")
+	always.Status.CompletionTime = ptr.To(metav1.NewTime(now))
+	assert.True(t, reported(always))
+}

@@ -83,6 +83,21 @@ func specWakes(old, cur *v1beta1.NodeImage) map[string]bool {
 	return out
 }
 
+// droppedOwners lists the jobs that own a tag in old's spec and none in
+// cur's: their requests were withdrawn. A job waiting for that to release
+// its protection finalizer (finalizer.go) is queued by it; the node sync's
+// own queueing may run before the cache shows its write.
+func droppedOwners(old, cur *v1beta1.NodeImage) map[string]bool {
+	before := ownerKeys(old, nil)
+	if len(before) == 0 {
+		return nil
+	}
+	for key := range ownerKeys(cur, nil) {
+		delete(before, key)
+	}
+	return before
+}
+
 func tagStatusesEqual(a, b []v1beta1.ImageTagStatus) bool {
 	if len(a) != len(b) {
 		return false

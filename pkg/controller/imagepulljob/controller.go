@@ -46,6 +46,9 @@ type Config struct {
 	Pods         coreinformers.PodInformer
 	// Secrets sees the secrets jobs name as pull secrets (their namespaces).
 	Secrets coreinformers.SecretInformer
+	// Copies sees the pull-secret copies in v1beta1.DaemonConfigNamespace
+	// (finalizer.go); nil means Secrets, which must then see it too.
+	Copies coreinformers.SecretInformer
 	// Recorder records Events on jobs; nil makes one, started by Run.
 	Recorder record.EventRecorder
 	// Clock reads the time; nil is the real clock.
@@ -69,6 +72,7 @@ type Controller struct {
 	niIndexer    cache.Indexer
 	podLister    corelisters.PodLister
 	secretLister corelisters.SecretLister
+	copyLister   corelisters.SecretLister
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	repull       time.Duration
@@ -100,6 +104,9 @@ func New(cfg Config) (*Controller, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if cfg.Copies == nil {
+		cfg.Copies = cfg.Secrets
+	}
 	c := &Controller{
 		client:       cfg.Client,
 		kruiseClient: cfg.KruiseClient,
@@ -109,6 +116,7 @@ func New(cfg Config) (*Controller, error) {
 		niIndexer:    cfg.NodeImages.Informer().GetIndexer(),
 		podLister:    cfg.Pods.Lister(),
 		secretLister: cfg.Secrets.Lister(),
+		copyLister:   cfg.Copies.Lister(),
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		repull:       cfg.RepullPeriod,

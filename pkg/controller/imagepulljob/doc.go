@@ -10,8 +10,9 @@
 // spec agree with the plans of every job that targets it, in one write, and
 // drops owner references of jobs that no longer exist. Plans live in memory
 // only; everything in them is recomputed from the API objects after a
-// restart, so no finalizer is needed and uninstalling kruise cannot leave
-// jobs stuck.
+// restart. Only a running job naming pull secrets carries a finalizer
+// (OpenKruise's protection finalizer, finalizer.go), until the pull-secret
+// copies made for it are released.
 //
 // Work is proportional to change: a NodeImage status update enqueues only
 // the jobs owning the tags whose status changed; a NodeImage spec change
@@ -41,6 +42,7 @@
 //	status.go      the job's status message, its write, its Events
 //	failures.go    why a job failed on a node
 //	secrets.go     pull secrets that cannot be used
+//	finalizer.go   the protection finalizer: added, released
 //	plans.go       the plans, in a store of their own (planStore)
 //	nodesync.go    the node sync: one NodeImage's spec from the plans
 //	compose.go     building a NodeImage spec from plans

@@ -47,6 +47,12 @@ func (c *Controller) addHandlers(cfg Config) error {
 	}); err != nil {
 		return fmt.Errorf("adding secret event handler: %w", err)
 	}
+	if _, err := cfg.Copies.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.copyUpdated,
+		DeleteFunc: c.copyDeleted,
+	}); err != nil {
+		return fmt.Errorf("adding pull-secret copy event handler: %w", err)
+	}
 	return nil
 }
 
@@ -120,8 +126,10 @@ func (c *Controller) nodeImageDeleted(obj any) {
 }
 
 // nodeImageUpdated queues the node for its spec (only when the spec
-// changed), the owners of tags whose status changed, the jobs a spec change
-// leaves waiting (specWakes), and label-selector jobs whose match changed.
+// changed), the jobs whose requests the spec change withdrew
+// (droppedOwners), the owners of tags whose status changed, the jobs a spec
+// change leaves waiting (specWakes), and label-selector jobs whose match
+// changed.
 func (c *Controller) nodeImageUpdated(oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1beta1.NodeImage)
 	cur, ok2 := newObj.(*v1beta1.NodeImage)
@@ -130,6 +138,9 @@ func (c *Controller) nodeImageUpdated(oldObj, newObj any) {
 	}
 	if old.Generation != cur.Generation || old.UID != cur.UID {
 		c.nodeQueue.Add(cur.Name)
+		for key := range droppedOwners(old, cur) {
+			c.jobQueue.Add(key)
+		}
 	}
 	changed := changedTags(old, cur)
 	if len(changed) > 0 {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 // owners is what the node sync knows about the job owners of a NodeImage.
@@ -20,7 +22,8 @@ type owners struct {
 	// unknown: jobs that exist but have no plan yet (e.g. right after a
 	// restart); their requests are left as they are.
 	unknown map[types.UID]bool
-	// dropped: keys of existing (deleting) jobs whose references were removed.
+	// dropped: keys of existing jobs, deleting or holding the protection
+	// finalizer, whose references were removed.
 	dropped map[string]bool
 	// gone caches the live lookups of jobs missing from the cache.
 	gone map[types.UID]bool
@@ -125,8 +128,8 @@ func (c *Controller) keepRef(ctx context.Context, o *owners, ref corev1.ObjectRe
 		}
 		_, planned := p.nodes[node]
 		if p.finished || !planned || p.repo != repo || p.tag != tag {
-			if job.DeletionTimestamp != nil {
-				o.dropped[key] = true
+			if job.DeletionTimestamp != nil || hasFinalizer(job, v1beta1.ProtectionFinalizer) {
+				o.dropped[key] = true // its finalizer may go now (release)
 			}
 			return false, nil
 		}

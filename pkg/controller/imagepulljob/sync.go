@@ -62,6 +62,9 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	if err != nil {
 		return c.fail(ctx, job, status, ReasonInvalidSelector, err.Error())
 	}
+	if job, err = c.protect(ctx, job); err != nil {
+		return 0, err
+	}
 
 	unusable := c.unusableSecrets(job)
 	e := c.evaluate(job, repo, tag, targets, old, status.StartTime.Time, now)
@@ -156,31 +159,21 @@ func (c *Controller) finish(key string, job *v1beta1.ImagePullJob) {
 }
 
 // withdraw handles a finished or deleting job: its requests leave every
-// NodeImage; a finished job is deleted ttlSecondsAfterFinished after it
-// completed; a deleting job loses the (OpenKruise) protection finalizer once
-// no NodeImage names it.
+// NodeImage; it loses the protection finalizer once released (finalizer.go);
+// a finished job is deleted ttlSecondsAfterFinished after it completed.
 func (c *Controller) withdraw(ctx context.Context, job *v1beta1.ImagePullJob) (time.Duration, error) {
 	key := job.Namespace + "/" + job.Name
 	if p := c.plans.get(key); p == nil || !p.finished || p.uid != string(job.UID) {
 		c.finish(key, job)
 	}
-	if job.DeletionTimestamp != nil {
-		if hasFinalizer(job, v1beta1.ProtectionFinalizer) && len(c.nodesOwnedBy(string(job.UID))) == 0 {
-			cp := job.DeepCopy()
-			cp.Finalizers = nil
-			for _, f := range job.Finalizers {
-				if f != v1beta1.ProtectionFinalizer {
-					cp.Finalizers = append(cp.Finalizers, f)
-				}
-			}
-			if _, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(job.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return 0, err
-			}
-		}
-		return 0, nil
-	}
-	if job.Status.CompletionTime == nil {
+	if job.DeletionTimestamp == nil && job.Status.CompletionTime == nil {
 		return 0, nil // completed by us; the cache has not caught up
+	}
+	if err := c.release(ctx, job); err != nil {
+		return 0, err
+	}
+	if job.DeletionTimestamp != nil {
+		return 0, nil
 	}
 	return c.ttlAfter(ctx, job, job.Status.CompletionTime.Time)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,8 @@ const Name = "pullsecrets"
 // ManagedByValue is ManagedByLabel's value on a copy.
 const ManagedByValue = "true"
 
-// jobsBySecretIndex indexes the unfinished ImagePullJobs by the secrets
-// they reference, as "namespace/name" (the queue's keys).
+// jobsBySecretIndex indexes the unfinished ImagePullJobs (neither completed
+// nor being deleted, see finished) by the secrets they reference, as "namespace/name" (the queue's keys).
 const jobsBySecretIndex = "pullsecrets.apps.kruise.io/unfinished-by-secret"
 
 // Config is what the controller is built from.
@@ -155,9 +156,23 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return c.loop().ProcessNext(ctx)
 }
 
-// finished reports whether the job is done: its copies are no longer needed.
+// finished reports whether the job is done or being deleted: its copies are
+// no longer needed. A job being deleted waits, under the protection
+// finalizer (pkg/controller/imagepulljob), until no copy names it, so it
+// must release its copies here rather than when it is gone.
 func finished(job *appsv1beta1.ImagePullJob) bool {
-	return job.Status.CompletionTime != nil
+	return job.Status.CompletionTime != nil || job.DeletionTimestamp != nil
+}
+
+// ReferencedJobs lists the jobs ("namespace/name") a copy's references
+// annotation names; nil for a secret that is not a copy. The list is a
+// record, cut at maxReferences: a job left out of it holds no copy for the
+// finalizer's purpose, which is right, since the copy then stays for others.
+func ReferencedJobs(s *corev1.Secret) []string {
+	if s.Labels[ManagedByLabel] != ManagedByValue || s.Annotations[ReferencesAnnotation] == "" {
+		return nil
+	}
+	return strings.Split(s.Annotations[ReferencesAnnotation], ",")
 }
 
 // secretKeys are the "namespace/name" keys of the secrets the job

@@ -1,6 +1,7 @@
 // Package pullsecrets keeps, in the daemon-config namespace, a copy of every
-// pull secret an unfinished ImagePullJob references, so that kruise-daemon
-// can read them without access to secrets anywhere else. Only registry
+// pull secret an unfinished ImagePullJob references (one neither completed
+// nor being deleted), so that kruise-daemon can read them without access to
+// secrets anywhere else. Only registry
 // credentials (kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg)
 // are copied; a job naming any other secret is told so (Unusable).
 package pullsecrets
@@ -29,8 +30,9 @@ const (
 
 // maxReferences bounds the references annotation (a Secret's annotations
 // share 256 KiB with everything else): the jobs past it, in sorted order,
-// are left out. It is a record for tools, never read back: which jobs keep
-// a copy is decided from the jobs themselves.
+// are left out. It is a record for tools: which jobs keep a copy is decided
+// from the jobs themselves. The ImagePullJob controller reads it back only to
+// know when a finished job no longer holds a copy (ReferencedJobs).
 const maxReferences = 32 << 10
 
 // maxName is the longest Secret name (a DNS subdomain).

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -152,6 +153,44 @@ func TestSyncJobDeleted(t *testing.T) {
 	f.mustSync(t)
 	assert.Equal(t, []string{"delete"}, f.verbs())
 	assert.Nil(t, f.liveCopy(t, secretName))
+}
+
+// A job being deleted (held by the protection finalizer, not yet completed)
+// releases its copies at once: the finalizer waits for exactly that.
+func TestSyncDeletingJobReleasesCopy(t *testing.T) {
+	src := source(secretName, dockerCfg)
+	j1, j2 := newJob("j1", secretName), newJob("j2", secretName)
+	f := newFixture(t, objects{secrets: []*corev1.Secret{src, copyOf(src, "j1", "j2")}, jobs: []*appsv1beta1.ImagePullJob{j1, j2}})
+
+	deleting := func(j *appsv1beta1.ImagePullJob) *appsv1beta1.ImagePullJob {
+		d := j.DeepCopy()
+		d.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		d.Finalizers = []string{appsv1beta1.ProtectionFinalizer}
+		return d
+	}
+	require.NoError(t, f.jobIndexer.Update(deleting(j1)))
+	f.mustSync(t)
+	assert.Equal(t, []string{"update"}, f.verbs())
+	live := f.liveCopy(t, secretName)
+	require.NotNil(t, live)
+	assert.Equal(t, "team/j2", live.Annotations[ReferencesAnnotation], "the deleting job is no longer named")
+	assert.Equal(t, []string{"team/j2"}, ReferencedJobs(live))
+	require.NoError(t, f.indexerFor(live).Update(live))
+	f.kube.ClearActions()
+
+	require.NoError(t, f.jobIndexer.Update(deleting(j2)))
+	f.mustSync(t)
+	assert.Equal(t, []string{"delete"}, f.verbs())
+	assert.Nil(t, f.liveCopy(t, secretName))
+}
+
+func TestReferencedJobs(t *testing.T) {
+	src := source(secretName, dockerCfg)
+	assert.Equal(t, []string{"team/a", "team/b"}, ReferencedJobs(copyOf(src, "a", "b")))
+	assert.Nil(t, ReferencedJobs(src), "not a copy")
+	none := copyOf(src)
+	none.Annotations[ReferencesAnnotation] = ""
+	assert.Nil(t, ReferencedJobs(none))
 }
 
 func TestSyncFinishedJobOnlyNoCopy(t *testing.T) {
@@ -324,6 +363,11 @@ func TestJobHandlers(t *testing.T) {
 	done.Status.CompletionTime = done.Status.StartTime
 	f.ctrl.jobUpdated(job, done)
 	assert.Equal(t, []string{secretKey, testNS + "/b"}, f.drain(), "finishing releases the secrets")
+
+	deleting := job.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+	f.ctrl.jobUpdated(job, deleting)
+	assert.Equal(t, []string{secretKey, testNS + "/b"}, f.drain(), "deletion releases the secrets")
 
 	changed := job.DeepCopy()
 	changed.Spec.PullSecrets = []string{"c"}
