@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -488,5 +489,61 @@ func TestTemplateReservedKeysNeverReachPods(t *testing.T) {
 		if a.GetVerb() == "delete" || (a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
 			t.Errorf("a pod was deleted or created for a key copied from the template: %v", a)
 		}
+	}
+}
+
+// When the deadline passes, the condition carries OpenKruise's message exactly and the detail
+// goes to one Warning Event; a pass that finds it already exceeded sends none.
+func TestProgressDeadlineConditionAndEvent(t *testing.T) {
+	withDeadline := func(cs *appsv1beta1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To(int32(60)) }
+	old := cloneSet(2, "app:1", withDeadline)
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:2", withDeadline)
+	newRev := revisionOf(t, cs, 2)
+	const want = "CloneSet revision %s has timed out progressing"
+	for _, tc := range []struct {
+		name      string
+		last      appsv1beta1.CloneSetCondition
+		wantEvent bool
+	}{
+		{name: "the deadline passes", wantEvent: true, last: appsv1beta1.CloneSetCondition{
+			Status: corev1.ConditionTrue, Reason: ReasonProgressing, Message: progressingMessage}},
+		{name: "already exceeded", last: appsv1beta1.CloneSetCondition{
+			Status: corev1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded, Message: "an older message"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := cs.DeepCopy()
+			// Two old pods, neither ready: maxUnavailable 1 lets no update start, so nothing moves.
+			var pods []*corev1.Pod
+			for _, id := range []string{"aaaaa", "bbbbb"} {
+				p := runningPod(t, cs, oldRev, id)
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+				pods = append(pods, p)
+			}
+			tc.last.Type = appsv1beta1.CloneSetConditionTypeProgressing
+			tc.last.LastUpdateTime = metav1.NewTime(t0.Add(-61 * time.Second))
+			cs.Status = appsv1beta1.CloneSetStatus{ObservedGeneration: 1, Replicas: 2, UpdateRevision: newRev.Name,
+				CurrentRevision: oldRev.Name, Conditions: []appsv1beta1.CloneSetCondition{tc.last}}
+			f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev, newRev}, pods...)
+			f.sync()
+
+			c := f.condition(appsv1beta1.CloneSetConditionTypeProgressing)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonProgressDeadlineExceeded ||
+				c.Message != fmt.Sprintf(want, newRev.Name) {
+				t.Fatalf("Progressing %+v, want False %s %q", c, ReasonProgressDeadlineExceeded, fmt.Sprintf(want, newRev.Name))
+			}
+			var events []string
+			for len(f.recorder.Events) > 0 {
+				if ev := <-f.recorder.Events; strings.Contains(ev, ReasonProgressDeadlineExceeded) {
+					events = append(events, ev)
+				}
+			}
+			switch {
+			case tc.wantEvent && (len(events) != 1 || !strings.Contains(events[0], "no pod updated, ready or available for 60s")):
+				t.Errorf("events %q, want one saying no pod moved for 60s", events)
+			case !tc.wantEvent && len(events) != 0:
+				t.Errorf("events %q, want none while it stays exceeded", events)
+			}
+		})
 	}
 }
