@@ -547,3 +547,60 @@ func TestProgressDeadlineConditionAndEvent(t *testing.T) {
 		})
 	}
 }
+
+// A percentage partition is resolved by OpenKruise's rule: rounded up, but below 100% it keeps at
+// most replicas-1, so 99% of 4 still updates one pod; with an inPlaceUpdate hook the same pods go
+// to PreparingUpdate instead.
+func TestPercentagePartition(t *testing.T) {
+	for _, tc := range []struct {
+		partition   string
+		replicas    int32
+		wantUpdated int
+	}{
+		{"99%", 4, 1},
+		{"100%", 4, 0},
+		{"50%", 3, 1}, // 1.5 rounds up to 2 kept
+		{"0%", 4, 4},
+	} {
+		for _, hook := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s of %d, hook %t", tc.partition, tc.replicas, hook), func(t *testing.T) {
+				mod := func(cs *appsv1beta1.CloneSet) {
+					cs.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromString(tc.partition))
+					cs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+					if hook {
+						cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+					}
+				}
+				oldRev := revisionOf(t, cloneSet(tc.replicas, "app:1", mod), 1)
+				cs := cloneSet(tc.replicas, "app:2", mod)
+				var pods []*corev1.Pod
+				for i := range tc.replicas {
+					p := runningPod(t, cs, oldRev, fmt.Sprintf("pod%02d", i))
+					p.Labels["hold"] = "true"
+					pods = append(pods, p)
+				}
+				f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, pods...)
+				f.sync()
+
+				updated, preparing := 0, 0
+				for _, act := range f.actions() {
+					if act.GetResource().Resource != "pods" || act.GetSubresource() != "" {
+						continue
+					}
+					if act.GetVerb() == "update" {
+						updated++
+					}
+					if p, ok := act.(k8stesting.PatchAction); ok && strings.Contains(string(p.GetPatch()), string(pub.LifecycleStatePreparingUpdate)) {
+						preparing++
+					}
+				}
+				if got := map[bool]int{false: updated, true: preparing}[hook]; got != tc.wantUpdated {
+					t.Errorf("%d pods updated, %d preparing update; want %d", updated, preparing, tc.wantUpdated)
+				}
+				if st := f.status(); st.ExpectedUpdatedReplicas != int32(tc.wantUpdated) {
+					t.Errorf("expectedUpdatedReplicas %d, want %d", st.ExpectedUpdatedReplicas, tc.wantUpdated)
+				}
+			})
+		}
+	}
+}
