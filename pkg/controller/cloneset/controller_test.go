@@ -604,3 +604,43 @@ func TestPercentagePartition(t *testing.T) {
 		}
 	}
 }
+
+// `kubectl kruise rollout restart` stamps the template's kubectl.kubernetes.io/restartedAt: an
+// in-place CloneSet restarts its pods' containers through the in-place engine (one pod at a time
+// at maxUnavailable 1), not as a bare metadata patch: the pod leaves its Services (gate False)
+// and its state marks the container for kruise-daemon to restart.
+func TestRolloutRestartRestartsContainersInPlace(t *testing.T) {
+	old := cloneSet(2, "app:1")
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:1", func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.Template.Annotations = map[string]string{pub.RestartedAtAnnotationKey: "2026-11-29T10:00:00Z"}
+	})
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, runningPod(t, cs, oldRev, "aaaaa"), runningPod(t, cs, oldRev, "bbbbb"))
+	f.sync()
+
+	var updated []*corev1.Pod
+	for _, act := range f.actions() {
+		if u, ok := act.(k8stesting.UpdateAction); ok && act.GetResource().Resource == "pods" && act.GetSubresource() == "" {
+			updated = append(updated, u.GetObject().(*corev1.Pod))
+		}
+	}
+	if len(updated) != 1 {
+		t.Fatalf("%d pods updated, want 1 (maxUnavailable 1)", len(updated))
+	}
+	pod := updated[0]
+	if pod.Annotations[pub.RestartedAtAnnotationKey] != "2026-11-29T10:00:00Z" {
+		t.Errorf("pod annotations %v, want the restart stamp", pod.Annotations)
+	}
+	if st := pod.Annotations[pub.InPlaceUpdateStateKey]; !strings.Contains(st, `"restart":true`) || !strings.Contains(st, `"updateEnvFromMetadata":true`) {
+		t.Errorf("in-place state %s, want container main marked for a restart", st)
+	}
+	gateFalse := false
+	for _, act := range f.actions() {
+		if p, ok := act.(k8stesting.PatchAction); ok && act.GetSubresource() == "status" {
+			gateFalse = gateFalse || (strings.Contains(string(p.GetPatch()), string(pub.InPlaceUpdateReady)) && strings.Contains(string(p.GetPatch()), `"False"`))
+		}
+	}
+	if !gateFalse {
+		t.Error("the pod keeps its InPlaceUpdateReady gate True while its containers restart")
+	}
+}
