@@ -175,6 +175,14 @@ func applyFirstBatch(out *corev1.Pod, spec *Spec, state *pub.InPlaceUpdateState,
 		}
 		MetadataPatch{Labels: meta.Labels, Annotations: meta.Annotations}.applyTo(&out.ObjectMeta)
 		recordLastStatus(state, out, name)
+		if _, newImage := spec.ContainerImages[name]; restartAsked(meta) && !newImage {
+			// Nothing in the spec makes the kubelet restart it: kruise-daemon stops it. A new
+			// image restarts it already, and a second stop of the same container would run its
+			// preStop hook twice.
+			last := state.LastContainerStatuses[name]
+			last.Restart = true
+			state.LastContainerStatuses[name] = last
+		}
 	}
 
 	state.PreCheckBeforeNext = nil

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
@@ -46,6 +47,9 @@ func planMetadata(spec *Spec, old, new *corev1.PodTemplateSpec) error {
 					Detail: fmt.Sprintf("reads metadata.%s['%s'], which changes, and an init container cannot be restarted", kind, k)}
 			}
 			readers := readersOf(new.Spec.Containers, kind, k)
+			if kind == kindAnnotations && k == pub.RestartedAtAnnotationKey {
+				readers = restartReaders(new.Spec.Containers)
+			}
 			if len(readers) == 0 {
 				spec.Metadata.set(kind, k, v)
 				continue
@@ -70,6 +74,27 @@ func planMetadata(spec *Spec, old, new *corev1.PodTemplateSpec) error {
 		}
 	}
 	return nil
+}
+
+// restartReaders are the containers a new value of the restart annotation
+// (pub.RestartedAtAnnotationKey) restarts: every regular container, as if each read it as env.
+// The annotation says "containers started before this are stale", which is what a changed env
+// value means too, so the restart goes the way of an env-from-metadata update: batches by launch
+// priority, the readiness gate held until each container is new, kruise-daemon stopping the old
+// one (apply.go marks it). Native sidecars are not restarted: kruise-daemon's pod cache does not
+// hold init containers.
+func restartReaders(cs []corev1.Container) []string {
+	out := make([]string, 0, len(cs))
+	for i := range cs {
+		out = append(out, cs[i].Name)
+	}
+	return out
+}
+
+// restartAsked reports whether a container's changed metadata carries the restart annotation.
+func restartAsked(meta metav1.ObjectMeta) bool {
+	_, ok := meta.Annotations[pub.RestartedAtAnnotationKey]
+	return ok
 }
 
 func (m *MetadataPatch) set(kind metadataKind, k, v string) {
@@ -152,7 +177,12 @@ func refKeys(refs map[string]metav1.ObjectMeta, containers []string) map[string]
 			out[string(kindLabels)+"/"+k] = true
 		}
 		for k := range refs[c].Annotations {
-			out[string(kindAnnotations)+"/"+k] = true
+			// The restart annotation is not shared: every container restarts once its own batch
+			// is applied, after the first batch has written the annotation, so a restart keeps
+			// the launch-priority batches.
+			if k != pub.RestartedAtAnnotationKey {
+				out[string(kindAnnotations)+"/"+k] = true
+			}
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodekruise/kruise/pkg/partition"
 )
 
 // Budget is a CloneSet's strategy resolved to pod counts for its current replicas.
@@ -38,17 +40,16 @@ type Strategy struct {
 var DefaultMaxUnavailable = intstr.FromString("20%")
 
 // Resolve turns percentages into counts of s.Replicas the way OpenKruise does, so that a
-// manifest behaves the same: partition and maxSurge round up; maxUnavailable rounds up, or down
-// when there is a surge. Two differences, both to keep a rollout from stalling: maxSurge is 0
+// manifest behaves the same: partition rounds up but, below 100%, keeps at most replicas-1 pods
+// (pkg/partition); maxSurge rounds up; maxUnavailable rounds up, or down when there is a surge. Two differences, both to keep a rollout from stalling: maxSurge is 0
 // while paused (as the reference) and, as the built-in Deployment, when both maxSurge and
 // maxUnavailable come to 0, maxUnavailable is 1.
 func Resolve(s Strategy) (Budget, error) {
 	b := Budget{Replicas: int(s.Replicas), ExcludePreparingDelete: s.ExcludePreparingDelete}
 	var err error
-	if b.Partition, err = scaled("partition", s.Partition, b.Replicas, true, 0); err != nil {
-		return Budget{}, err
+	if b.Partition, err = partition.Count(s.Partition, b.Replicas); err != nil {
+		return Budget{}, fmt.Errorf("partition %q: %w", s.Partition.String(), err)
 	}
-	b.Partition = min(b.Partition, b.Replicas)
 	if b.MaxSurge, err = scaled("maxSurge", s.MaxSurge, b.Replicas, true, 0); err != nil {
 		return Budget{}, err
 	}

@@ -2,6 +2,7 @@ package cloneset
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -488,5 +489,158 @@ func TestTemplateReservedKeysNeverReachPods(t *testing.T) {
 		if a.GetVerb() == "delete" || (a.GetVerb() == "create" && a.GetResource().Resource == "pods") {
 			t.Errorf("a pod was deleted or created for a key copied from the template: %v", a)
 		}
+	}
+}
+
+// When the deadline passes, the condition carries OpenKruise's message exactly and the detail
+// goes to one Warning Event; a pass that finds it already exceeded sends none.
+func TestProgressDeadlineConditionAndEvent(t *testing.T) {
+	withDeadline := func(cs *appsv1beta1.CloneSet) { cs.Spec.ProgressDeadlineSeconds = ptr.To(int32(60)) }
+	old := cloneSet(2, "app:1", withDeadline)
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:2", withDeadline)
+	newRev := revisionOf(t, cs, 2)
+	const want = "CloneSet revision %s has timed out progressing"
+	for _, tc := range []struct {
+		name      string
+		last      appsv1beta1.CloneSetCondition
+		wantEvent bool
+	}{
+		{name: "the deadline passes", wantEvent: true, last: appsv1beta1.CloneSetCondition{
+			Status: corev1.ConditionTrue, Reason: ReasonProgressing, Message: progressingMessage}},
+		{name: "already exceeded", last: appsv1beta1.CloneSetCondition{
+			Status: corev1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded, Message: "an older message"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := cs.DeepCopy()
+			// Two old pods, neither ready: maxUnavailable 1 lets no update start, so nothing moves.
+			var pods []*corev1.Pod
+			for _, id := range []string{"aaaaa", "bbbbb"} {
+				p := runningPod(t, cs, oldRev, id)
+				p.Status.Conditions[0].Status = corev1.ConditionFalse
+				pods = append(pods, p)
+			}
+			tc.last.Type = appsv1beta1.CloneSetConditionTypeProgressing
+			tc.last.LastUpdateTime = metav1.NewTime(t0.Add(-61 * time.Second))
+			cs.Status = appsv1beta1.CloneSetStatus{ObservedGeneration: 1, Replicas: 2, UpdateRevision: newRev.Name,
+				CurrentRevision: oldRev.Name, Conditions: []appsv1beta1.CloneSetCondition{tc.last}}
+			f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev, newRev}, pods...)
+			f.sync()
+
+			c := f.condition(appsv1beta1.CloneSetConditionTypeProgressing)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonProgressDeadlineExceeded ||
+				c.Message != fmt.Sprintf(want, newRev.Name) {
+				t.Fatalf("Progressing %+v, want False %s %q", c, ReasonProgressDeadlineExceeded, fmt.Sprintf(want, newRev.Name))
+			}
+			var events []string
+			for len(f.recorder.Events) > 0 {
+				if ev := <-f.recorder.Events; strings.Contains(ev, ReasonProgressDeadlineExceeded) {
+					events = append(events, ev)
+				}
+			}
+			switch {
+			case tc.wantEvent && (len(events) != 1 || !strings.Contains(events[0], "no pod updated, ready or available for 60s")):
+				t.Errorf("events %q, want one saying no pod moved for 60s", events)
+			case !tc.wantEvent && len(events) != 0:
+				t.Errorf("events %q, want none while it stays exceeded", events)
+			}
+		})
+	}
+}
+
+// A percentage partition is resolved by OpenKruise's rule: rounded up, but below 100% it keeps at
+// most replicas-1, so 99% of 4 still updates one pod; with an inPlaceUpdate hook the same pods go
+// to PreparingUpdate instead.
+func TestPercentagePartition(t *testing.T) {
+	for _, tc := range []struct {
+		partition   string
+		replicas    int32
+		wantUpdated int
+	}{
+		{"99%", 4, 1},
+		{"100%", 4, 0},
+		{"50%", 3, 1}, // 1.5 rounds up to 2 kept
+		{"0%", 4, 4},
+	} {
+		for _, hook := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s of %d, hook %t", tc.partition, tc.replicas, hook), func(t *testing.T) {
+				mod := func(cs *appsv1beta1.CloneSet) {
+					cs.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(intstr.FromString(tc.partition))
+					cs.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+					if hook {
+						cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+					}
+				}
+				oldRev := revisionOf(t, cloneSet(tc.replicas, "app:1", mod), 1)
+				cs := cloneSet(tc.replicas, "app:2", mod)
+				var pods []*corev1.Pod
+				for i := range tc.replicas {
+					p := runningPod(t, cs, oldRev, fmt.Sprintf("pod%02d", i))
+					p.Labels["hold"] = "true"
+					pods = append(pods, p)
+				}
+				f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, pods...)
+				f.sync()
+
+				updated, preparing := 0, 0
+				for _, act := range f.actions() {
+					if act.GetResource().Resource != "pods" || act.GetSubresource() != "" {
+						continue
+					}
+					if act.GetVerb() == "update" {
+						updated++
+					}
+					if p, ok := act.(k8stesting.PatchAction); ok && strings.Contains(string(p.GetPatch()), string(pub.LifecycleStatePreparingUpdate)) {
+						preparing++
+					}
+				}
+				if got := map[bool]int{false: updated, true: preparing}[hook]; got != tc.wantUpdated {
+					t.Errorf("%d pods updated, %d preparing update; want %d", updated, preparing, tc.wantUpdated)
+				}
+				if st := f.status(); st.ExpectedUpdatedReplicas != int32(tc.wantUpdated) {
+					t.Errorf("expectedUpdatedReplicas %d, want %d", st.ExpectedUpdatedReplicas, tc.wantUpdated)
+				}
+			})
+		}
+	}
+}
+
+// `kubectl kruise rollout restart` stamps the template's kubectl.kubernetes.io/restartedAt: an
+// in-place CloneSet restarts its pods' containers through the in-place engine (one pod at a time
+// at maxUnavailable 1), not as a bare metadata patch: the pod leaves its Services (gate False)
+// and its state marks the container for kruise-daemon to restart.
+func TestRolloutRestartRestartsContainersInPlace(t *testing.T) {
+	old := cloneSet(2, "app:1")
+	oldRev := revisionOf(t, old, 1)
+	cs := cloneSet(2, "app:1", func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.Template.Annotations = map[string]string{pub.RestartedAtAnnotationKey: "2026-11-29T10:00:00Z"}
+	})
+	f := newFixture(t, cs, []*appsv1.ControllerRevision{oldRev}, runningPod(t, cs, oldRev, "aaaaa"), runningPod(t, cs, oldRev, "bbbbb"))
+	f.sync()
+
+	var updated []*corev1.Pod
+	for _, act := range f.actions() {
+		if u, ok := act.(k8stesting.UpdateAction); ok && act.GetResource().Resource == "pods" && act.GetSubresource() == "" {
+			updated = append(updated, u.GetObject().(*corev1.Pod))
+		}
+	}
+	if len(updated) != 1 {
+		t.Fatalf("%d pods updated, want 1 (maxUnavailable 1)", len(updated))
+	}
+	pod := updated[0]
+	if pod.Annotations[pub.RestartedAtAnnotationKey] != "2026-11-29T10:00:00Z" {
+		t.Errorf("pod annotations %v, want the restart stamp", pod.Annotations)
+	}
+	if st := pod.Annotations[pub.InPlaceUpdateStateKey]; !strings.Contains(st, `"restart":true`) || !strings.Contains(st, `"updateEnvFromMetadata":true`) {
+		t.Errorf("in-place state %s, want container main marked for a restart", st)
+	}
+	gateFalse := false
+	for _, act := range f.actions() {
+		if p, ok := act.(k8stesting.PatchAction); ok && act.GetSubresource() == "status" {
+			gateFalse = gateFalse || (strings.Contains(string(p.GetPatch()), string(pub.InPlaceUpdateReady)) && strings.Contains(string(p.GetPatch()), `"False"`))
+		}
+	}
+	if !gateFalse {
+		t.Error("the pod keeps its InPlaceUpdateReady gate True while its containers restart")
 	}
 }

@@ -144,7 +144,10 @@ func TestResolve(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "defaults", s: Strategy{Replicas: 10}, want: Budget{Replicas: 10, MaxUnavailable: 2, ScaleMaxUnavailable: 1<<31 - 1}},
-		{name: "partition rounds up", s: Strategy{Replicas: 4, Partition: pct("99%")}, want: Budget{Replicas: 4, Partition: 4, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
+		{name: "partition rounds up", s: Strategy{Replicas: 3, Partition: pct("50%")}, want: Budget{Replicas: 3, Partition: 2, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
+		{name: "partition below 100% keeps replicas-1 (OpenKruise's rule)", s: Strategy{Replicas: 4, Partition: pct("99%")}, want: Budget{Replicas: 4, Partition: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
+		{name: "partition 100% keeps all", s: Strategy{Replicas: 4, Partition: pct("100%")}, want: Budget{Replicas: 4, Partition: 4, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
+		{name: "partition 0% keeps none", s: Strategy{Replicas: 4, Partition: pct("0%")}, want: Budget{Replicas: 4, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
 		{name: "partition above replicas is replicas", s: Strategy{Replicas: 2, Partition: num(5)}, want: Budget{Replicas: 2, Partition: 2, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},
 		{name: "maxUnavailable rounds down with a surge", s: Strategy{Replicas: 4, MaxSurge: pct("10%")}, want: Budget{Replicas: 4, MaxSurge: 1, ScaleMaxUnavailable: 1<<31 - 1}},
 		{name: "paused means no surge", s: Strategy{Replicas: 4, MaxSurge: num(2), Paused: true}, want: Budget{Replicas: 4, MaxUnavailable: 1, ScaleMaxUnavailable: 1<<31 - 1}},

@@ -21,7 +21,10 @@ const (
 	availableMessage               = "CloneSet is available"
 	pausedMessage                  = "CloneSet is paused"
 	partitionAvailableMessage      = "CloneSet has been paused due to partition ready"
-	deadlineExceededMessageFormat  = "CloneSet revision %s has timed out progressing: no pod updated, ready or available for %ds"
+	// deadlineExceededMessageFormat is OpenKruise's message word for word: clients match it.
+	deadlineExceededMessageFormat = "CloneSet revision %s has timed out progressing"
+	// deadlineExceededEventFormat says why, in the Event that goes with the condition.
+	deadlineExceededEventFormat = "CloneSet revision %s has timed out progressing: no pod updated, ready or available for %ds"
 )
 
 // Counts are a CloneSet's pod counts as its status reports them.
@@ -112,13 +115,30 @@ func Progressing(in ProgressInput) (*Condition, time.Duration) {
 	moved := n.Updated > in.Before.Updated || n.UpdatedReady > in.Before.UpdatedReady ||
 		n.Ready > in.Before.Ready || n.Available > in.Before.Available
 	progressed := fresh || moved
+	exceededMessage := fmt.Sprintf(deadlineExceededMessageFormat, in.UpdateRevision)
 	if !progressed && in.Last.Status == corev1.ConditionFalse && in.Last.Reason == ReasonProgressDeadlineExceeded {
-		return in.Last, 0
+		// The message is rewritten, so that one written by an earlier kruise matches too.
+		c := *in.Last
+		c.Message = exceededMessage
+		return &c, 0
 	}
 	c := set(corev1.ConditionTrue, ReasonProgressing, progressingMessage, progressed)
 	if left := c.LastUpdateTime.Add(deadline).Sub(in.At); left > 0 {
 		return c, left
 	}
 	return &Condition{Status: corev1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded,
-		Message: fmt.Sprintf(deadlineExceededMessageFormat, in.UpdateRevision, *in.DeadlineSeconds), LastUpdateTime: in.At}, 0
+		Message: exceededMessage, LastUpdateTime: in.At}, 0
+}
+
+// DeadlineExceededEvent is the Warning Event's message when next turns the Progressing condition
+// to ProgressDeadlineExceeded from last, and "" otherwise: one Event per transition, not one per
+// pass while it stays exceeded.
+func DeadlineExceededEvent(last, next *Condition, updateRevision string, deadlineSeconds int32) string {
+	if next == nil || next.Reason != ReasonProgressDeadlineExceeded {
+		return ""
+	}
+	if last != nil && last.Reason == ReasonProgressDeadlineExceeded {
+		return ""
+	}
+	return fmt.Sprintf(deadlineExceededEventFormat, updateRevision, deadlineSeconds)
 }

@@ -85,3 +85,49 @@ func TestTally(t *testing.T) {
 		t.Errorf("Tally = %+v, want %+v", got, want)
 	}
 }
+
+func TestDeadlineExceededMessageIsTheReferences(t *testing.T) {
+	deadline := int32(60)
+	stale := &Condition{Status: corev1.ConditionTrue, Reason: ReasonProgressing, LastUpdateTime: t0.Add(-61 * time.Second)}
+	halfway := Counts{Replicas: 4, Ready: 4, Available: 4, Updated: 2, UpdatedReady: 2, UpdatedAvailable: 2}
+	in := ProgressInput{DeadlineSeconds: &deadline, Replicas: 4, ExpectedUpdated: 4, Now: halfway, Before: halfway,
+		Last: stale, UpdateRevision: "web-7d9f", At: t0}
+	c, _ := Progressing(in)
+	const want = "CloneSet revision web-7d9f has timed out progressing"
+	if c == nil || c.Message != want {
+		t.Fatalf("condition %+v, want message %q", c, want)
+	}
+	// A condition an earlier kruise wrote, with its detail in the message, is brought to the
+	// reference's message without moving its time.
+	in.Last = &Condition{Status: corev1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded, LastUpdateTime: t0.Add(-time.Hour),
+		Message: "CloneSet revision web-7d9f has timed out progressing: no pod updated, ready or available for 60s"}
+	c, _ = Progressing(in)
+	if c.Message != want || !c.LastUpdateTime.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("kept exceeded condition %+v, want message %q since %v", c, want, t0.Add(-time.Hour))
+	}
+}
+
+func TestDeadlineExceededEventOncePerTransition(t *testing.T) {
+	progressing := &Condition{Status: corev1.ConditionTrue, Reason: ReasonProgressing}
+	exceeded := &Condition{Status: corev1.ConditionFalse, Reason: ReasonProgressDeadlineExceeded}
+	for _, tc := range []struct {
+		name       string
+		last, next *Condition
+		want       string
+	}{
+		{name: "progressing to exceeded", last: progressing, next: exceeded,
+			want: "CloneSet revision web-2 has timed out progressing: no pod updated, ready or available for 60s"},
+		{name: "no condition to exceeded", next: exceeded,
+			want: "CloneSet revision web-2 has timed out progressing: no pod updated, ready or available for 60s"},
+		{name: "stays exceeded", last: exceeded, next: exceeded},
+		{name: "still progressing", last: progressing, next: progressing},
+		{name: "progress again", last: exceeded, next: progressing},
+		{name: "no deadline", last: progressing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DeadlineExceededEvent(tc.last, tc.next, "web-2", 60); got != tc.want {
+				t.Errorf("event %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -81,6 +81,13 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass, scaleErr, updateE
 	if err != nil {
 		return 0, fmt.Errorf("writing status: %w", err)
 	}
+	// Only once the condition is written: a failed write is retried with the transition still
+	// ahead, so the Event is neither lost nor repeated.
+	if cs.Spec.ProgressDeadlineSeconds != nil {
+		if msg := DeadlineExceededEvent(last, prog, st.UpdateRevision, *cs.Spec.ProgressDeadlineSeconds); msg != "" {
+			c.recorder.Event(cs, corev1.EventTypeWarning, ReasonProgressDeadlineExceeded, msg)
+		}
+	}
 	return after, nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/partition"
 )
 
 // Name is the controller's name in logs.
@@ -175,8 +176,8 @@ func cloneSet(o *appsv1beta1.CloneSet) workload {
 	}}
 	if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil {
 		w.paused = ru.Paused
-		// As the CloneSet controller resolves it: a percentage of replicas rounded up.
-		w.partition = scaled(ru.Partition, int(desired), true)
+		// As the CloneSet controller resolves it (unparsable is 0, as in scaled).
+		w.partition, _ = partition.Count(ru.Partition, int(desired))
 	}
 	if o.Spec.ProgressDeadlineSeconds != nil {
 		exceeded := false

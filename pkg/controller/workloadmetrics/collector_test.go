@@ -40,7 +40,7 @@ func listers(t *testing.T) Listers {
 			Replicas:                ptr.To[int32](10),
 			ProgressDeadlineSeconds: ptr.To[int32](600),
 			UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
-				Partition: pct("25%"), Paused: true,
+				Partition: pct("99%"), Paused: true,
 			}},
 		},
 		Status: appsv1beta1.CloneSetStatus{Replicas: 10, ReadyReplicas: 9, AvailableReplicas: 8, UpdatedReplicas: 4, UpdatedReadyReplicas: 3,
@@ -133,7 +133,7 @@ func TestGauges(t *testing.T) {
 	}, metrictest.Series(t, "kruise_workload_paused", c))
 
 	assert.Equal(t, map[string]float64{
-		`{kind="CloneSet",name="stalled",namespace="ns"}`:     3, // 25% of 10, rounded up
+		`{kind="CloneSet",name="stalled",namespace="ns"}`:     9, // 99% of 10 rounds up to 10, capped at replicas-1
 		`{kind="CloneSet",name="progressing",namespace="ns"}`: 5, // 20, at most replicas
 		`{kind="CloneSet",name="plain",namespace="ns"}`:       0,
 		`{kind="StatefulSet",name="db",namespace="ns"}`:       3,

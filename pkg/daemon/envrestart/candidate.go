@@ -9,10 +9,31 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 )
 
-// updateState is the one field of pub.InPlaceUpdateState the restarter
-// reads; decoding only it keeps a large or newer state cheap to read.
+// updateState is what the restarter reads of pub.InPlaceUpdateState;
+// decoding only that keeps a large or newer state cheap to read.
 type updateState struct {
-	UpdateEnvFromMetadata bool `json:"updateEnvFromMetadata"`
+	UpdateEnvFromMetadata bool                  `json:"updateEnvFromMetadata"`
+	LastContainerStatuses map[string]lastStatus `json:"lastContainerStatuses"`
+}
+
+// lastStatus is what a container ran when its batch of the update was
+// applied, and whether the update restarts it without a new image.
+type lastStatus struct {
+	ContainerID string `json:"containerID"`
+	Restart     bool   `json:"restart"`
+}
+
+// restarts names, per container the update restarts without a new image
+// (a restart asked by kubectl.kubernetes.io/restartedAt), the instance that
+// ran before its batch: that one, and only that one, is stopped.
+func (s *updateState) restarts() map[string]string {
+	out := map[string]string{}
+	for name, last := range s.LastContainerStatuses {
+		if last.Restart && last.ContainerID != "" {
+			out[name] = last.ContainerID
+		}
+	}
+	return out
 }
 
 // stateAnnotation is the pod's in-place update state, under the current key
@@ -25,19 +46,18 @@ func stateAnnotation(pod *corev1.Pod) (string, bool) {
 	return v, ok
 }
 
-// updatesEnvFromMetadata reports whether the pod's in-place update state
-// says the update changes labels or annotations that containers read as
-// env. A state that does not decode is an error: nobody is restarted for it.
-func updatesEnvFromMetadata(pod *corev1.Pod) (bool, error) {
+// readState decodes the pod's in-place update state; nil when it has none.
+// A state that does not decode is an error: nobody is restarted for it.
+func readState(pod *corev1.Pod) (*updateState, error) {
 	raw, ok := stateAnnotation(pod)
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
 	var st updateState
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return false, fmt.Errorf("decoding annotation %s: %w", pub.InPlaceUpdateStateKey, err)
+		return nil, fmt.Errorf("decoding annotation %s: %w", pub.InPlaceUpdateStateKey, err)
 	}
-	return st.UpdateEnvFromMetadata, nil
+	return &st, nil
 }
 
 // updating reports whether an in-place update of the pod is in progress:
@@ -53,11 +73,16 @@ func updating(pod *corev1.Pod) bool {
 	return false
 }
 
-// candidate reports whether the restarter looks at the pod's containers:
-// a live pod under an in-place update that changes env from metadata.
-func candidate(pod *corev1.Pod) (bool, error) {
+// candidate returns the in-place update state of a pod the restarter looks
+// at: a live pod under an in-place update that changes env from metadata
+// (a restart is written as one); nil for any other pod.
+func candidate(pod *corev1.Pod) (*updateState, error) {
 	if pod.DeletionTimestamp != nil || !updating(pod) {
-		return false, nil
+		return nil, nil
 	}
-	return updatesEnvFromMetadata(pod)
+	st, err := readState(pod)
+	if err != nil || st == nil || !st.UpdateEnvFromMetadata {
+		return nil, err
+	}
+	return st, nil
 }

@@ -43,6 +43,32 @@ type verdict struct {
 	// is the runtime's, not the container's (logged, no Event).
 	err         error
 	runtimeGone bool
+	// restart: the update asks for the restart (actRestart), not stale env.
+	restart bool
+}
+
+// checkRestart decides about a container the pod's update restarts without
+// a new image: the instance old (as the pod's status names it) recorded
+// when its batch was applied is stopped once; any other instance is new.
+// The pod's status is enough: the runtime has nothing to add.
+func (r *Restarter) checkRestart(key string, pod *corev1.Pod, name, old string) verdict {
+	st := containerStatus(pod, name)
+	if st == nil || st.ContainerID == "" {
+		return verdict{action: actWait}
+	}
+	if st.ContainerID != old {
+		return verdict{action: actNone}
+	}
+	id := cri.RawContainerID(st.ContainerID)
+	switch {
+	case st.State.Running == nil || r.mem.busy(key, pod.UID, id):
+		return verdict{action: actWait, id: id}
+	case !restartsAlways(pod):
+		return verdict{action: actSkip, id: id, restart: true,
+			reason: fmt.Sprintf("the pod's update restarts container %s, but the pod's restartPolicy is %s: "+
+				"stopping the container could end it for good, so it keeps running", name, pod.Spec.RestartPolicy)}
+	}
+	return verdict{action: actRestart, id: id, restart: true}
 }
 
 // check compares the env a running container was created with, as its

@@ -2,7 +2,11 @@
 // from the pod's labels or annotations (downward API fieldRefs) when an
 // in-place update has changed that metadata: the kubelet resolves such env
 // only when it creates a container, and never restarts one for a metadata
-// change. The env a container was created with is read from the container
+// change. It also restarts the containers an in-place update marks for a
+// restart (the pod template's kubectl.kubernetes.io/restartedAt changed,
+// which the update engine writes as metadata every container must restart
+// to see): the instance the state recorded before the update is stopped,
+// once. The env a container was created with is read from the container
 // runtime's own record (verbose CRI ContainerStatus); nothing is run in the
 // container, so images without a shell or an env binary work, and a busy
 // node costs one status call per container. A container whose env is out
@@ -43,6 +47,10 @@ const (
 	// ReasonRestarted: a container was stopped because its env from
 	// metadata was out of date; the kubelet starts it again.
 	ReasonRestarted = "ContainerRestartedForEnv"
+	// ReasonRestartedForUpdate: a container was stopped because the pod's
+	// in-place update restarts it (kubectl.kubernetes.io/restartedAt
+	// changed); the kubelet starts it again.
+	ReasonRestartedForUpdate = "ContainerRestartedForUpdate"
 	// ReasonRestartFailed: stopping it failed; it is tried again.
 	ReasonRestartFailed = "ContainerRestartForEnvFailed"
 	// ReasonRestartSkipped: its env is out of date, but its pod's
@@ -158,7 +166,7 @@ func (r *Restarter) podChanged(obj any) {
 	if err != nil {
 		return
 	}
-	if yes, err := candidate(pod); yes || err != nil || r.mem.has(key) {
+	if st, err := candidate(pod); st != nil || err != nil || r.mem.has(key) {
 		r.queue.Add(key)
 	}
 }
@@ -189,24 +197,33 @@ func (r *Restarter) sync(ctx context.Context, key string) (time.Duration, error)
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 	ctx = klog.NewContext(ctx, logger)
-	yes, err := candidate(pod)
+	st, err := candidate(pod)
 	if err != nil {
 		// Not retried: a new state comes with a pod update.
 		logger.Info("Cannot read the pod's in-place update state; leaving its containers alone", "err", err)
 	}
-	if !yes {
+	if st == nil {
 		r.mem.forget(key)
 		return 0, nil
 	}
+	restarts := st.restarts()
 	var retry []error
 	var after time.Duration
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		vars := metadataenv.Vars(c)
-		if len(vars) == 0 {
+		old, restart := restarts[c.Name]
+		if len(vars) == 0 && !restart {
 			continue
 		}
-		v := r.check(ctx, key, pod, c, vars)
+		var v verdict
+		if restart {
+			v = r.checkRestart(key, pod, c.Name, old)
+		}
+		if !restart || (v.action == actNone && len(vars) > 0) {
+			// Restarted, or never asked to be: its env from metadata may still be stale.
+			v = r.check(ctx, key, pod, c, vars)
+		}
 		switch v.action {
 		case actNone:
 			r.mem.settle(key, pod.UID, c.Name)
@@ -216,8 +233,13 @@ func (r *Restarter) sync(ctx context.Context, key string) (time.Duration, error)
 			// The kubelet starts the next container from its own copy of the pod, which it
 			// gets by the same watch as this daemon: stopping the container the moment the
 			// labels change can beat the kubelet to them, and the new container would start
-			// with the old values (and be restarted a second time). A container found stale is
-			// stopped only once it has been so for settleDelay.
+			// with the old values (and be restarted a second time). A container that reads
+			// metadata as env is stopped only once it has been stale for settleDelay; one that
+			// reads none has nothing to wait for.
+			if len(vars) == 0 {
+				r.startStop(ctx, key, pod, c.Name, v)
+				continue
+			}
 			if wait := r.mem.staleFor(key, pod.UID, v.id, r.clock.Now(), settleDelay); wait > 0 {
 				after = shortestWait(after, wait)
 				continue

@@ -3,12 +3,14 @@ package envrestart
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 )
@@ -25,7 +27,13 @@ func (r *Restarter) startStop(ctx context.Context, key string, pod *corev1.Pod, 
 	logger := klog.FromContext(ctx).WithValues("container", container, "containerID", v.id)
 	ctx = klog.NewContext(ctx, logger)
 	stale := strings.Join(v.stale, ", ")
-	logger.Info("Restarting container: its env from pod metadata is out of date", "env", stale)
+	reason, why := ReasonRestarted, fmt.Sprintf("env %s comes from pod metadata that changed", stale)
+	if v.restart {
+		reason, why = ReasonRestartedForUpdate, "the pod's in-place update restarts it ("+pub.RestartedAtAnnotationKey+" changed)"
+		logger.Info("Restarting container: the pod's in-place update restarts it")
+	} else {
+		logger.Info("Restarting container: its env from pod metadata is out of date", "env", stale)
+	}
 	r.stopsStarted.Add(1)
 	r.stops.Add(1)
 	go func() {
@@ -46,8 +54,8 @@ func (r *Restarter) startStop(ctx context.Context, key string, pod *corev1.Pod, 
 		switch {
 		case err == nil:
 			r.metrics.count(resultRestarted)
-			r.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonRestarted,
-				"Stopped container %s (%s) for the kubelet to start it again: env %s comes from pod metadata that changed", container, v.id, stale)
+			r.recorder.Eventf(pod, corev1.EventTypeNormal, reason,
+				"Stopped container %s (%s) for the kubelet to start it again: %s", container, v.id, why)
 			r.queue.Add(key)
 		case errors.Is(err, recreate.ErrStopCancelled):
 			// The daemon is stopping; the next one decides afresh.

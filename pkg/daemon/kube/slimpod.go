@@ -25,7 +25,7 @@ import (
 //   - the coexistence guard (package coexist): labels, ownerReferences,
 //     spec.nodeName, status.phase, each container's command and image.
 //   - the env-from-metadata restarter (package envrestart): labels, the
-//     in-place update state annotation, and of each container the env vars
+//     in-place update state annotation (its restart marks too), and of each container the env vars
 //     filled from labels and annotations (only those, and only the
 //     annotations they read); spec.restartPolicy and
 //     terminationGracePeriodSeconds, status.conditions and each container

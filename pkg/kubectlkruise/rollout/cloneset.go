@@ -8,11 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	intstrutil "k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	partitionpkg "github.com/nodekruise/kruise/pkg/partition"
 )
 
 // cloneSetKind adapts CloneSets, read as v1alpha1: the version every
@@ -59,9 +59,9 @@ func (w cloneSet) counts() rolloutCounts {
 	}
 	partition := int32(0)
 	if p := w.Spec.UpdateStrategy.Partition; p != nil {
-		// A percentage is of replicas, rounded up, as the controller reads it.
-		if v, err := intstrutil.GetScaledValueFromIntOrPercent(p, int(desired), true); err == nil {
-			partition = int32(min(v, int(desired)))
+		// As the controller reads it.
+		if v, err := partitionpkg.Count(p, int(desired)); err == nil {
+			partition = int32(v)
 		}
 	}
 	s := w.Status

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/revision"
 	"github.com/nodekruise/kruise/test/unit/golden"
 )
@@ -254,6 +256,30 @@ func TestRestart(t *testing.T) {
 	sts, err := h.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil || sts.Spec.Template.Annotations[restartedAtKey] == "" {
 		t.Errorf("after restart: %v, template annotations %v; want %s", err, sts.Spec.Template.Annotations, restartedAtKey)
+	}
+}
+
+// The stamp `restart` writes is the one the in-place planner reads: applied to the CloneSet's
+// template it restarts every container in place (before, it was a bare metadata patch and
+// restarted nothing).
+func TestRestartStampRestartsEveryContainerInPlace(t *testing.T) {
+	before := newCloneSet(func(cs *appsv1alpha1.CloneSet) {
+		cs.Spec.Template.Spec.Containers = append(cs.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox:2"})
+	})
+	h := newHarness(nil, []runtime.Object{before})
+	if _, err := h.run(context.Background(), "restart", "clone/web"); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	after, err := h.kruise.AppsV1alpha1().CloneSets(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := inplace.Plan(&before.Spec.Template, &after.Spec.Template, inplace.Options{})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if got := spec.Containers(); !slices.Equal(got, []string{"main", "sidecar"}) || !spec.UpdateEnvFromMetadata() {
+		t.Errorf("containers restarted %v, want every container (main, sidecar)", got)
 	}
 }
 

@@ -12,11 +12,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
+
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 )
 
 // restartedAtKey is the pod template annotation kubectl sets to restart
-// a workload's pods.
-const restartedAtKey = "kubectl.kubernetes.io/restartedAt"
+// a workload's pods; kruise's in-place update engine reads a change of it
+// as "restart every container".
+const restartedAtKey = pub.RestartedAtAnnotationKey
 
 type restartOptions struct {
 	printFlags *genericclioptions.PrintFlags
@@ -29,8 +32,12 @@ func newCmdRestart(d *deps) *cobra.Command {
 		Short: "Restart a resource",
 		Long: `Restart a workload's pods by a rollout: as kubectl, it stamps the pod
 template with the annotation kubectl.kubernetes.io/restartedAt, and the
-workload rolls every pod to the new template (in place where it can: a
-changed annotation alone is applied without recreating the pod).`,
+workload rolls every pod to the new template at its maxUnavailable and
+partition. A workload that updates in place (InPlaceIfPossible, InPlaceOnly)
+restarts each pod's containers in the same pod (same name, UID, IP and
+volumes; kruise-daemon stops them and the kubelet starts them again); one
+that recreates (ReCreate) replaces the pods. Follow it with
+"kubectl kruise rollout status".`,
 		Example: `  # Restart a CloneSet's pods
   kubectl kruise rollout restart cloneset/web`,
 		Args:              targetArgs,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,10 @@ func TestStatusOnce(t *testing.T) {
 			kruise: []runtime.Object{newCloneSet(withPartition(1), withUpdated(3, 3))}},
 		{name: "cloneset-partition-not-reached", args: []string{"clone/web"},
 			kruise: []runtime.Object{newCloneSet(withPartition(1), withUpdated(2, 1))}},
+		{name: "cloneset-percent-partition", args: []string{"clone/web"}, // 99% of 4 holds 3 back, as the controller reads it
+			kruise: []runtime.Object{newCloneSet(func(cs *appsv1alpha1.CloneSet) {
+				cs.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("99%"))
+			}, withUpdated(0, 0))}},
 		{name: "cloneset-paused", args: []string{"clonesets.apps.kruise.io/web"},
 			kruise: []runtime.Object{newCloneSet(withUpdated(1, 1), func(cs *appsv1alpha1.CloneSet) { cs.Spec.UpdateStrategy.Paused = true })}},
 		{name: "cloneset-not-observed", args: []string{"clone/web"},

@@ -19,6 +19,10 @@ const (
 	// RuntimeContainerMetaKey holds the JSON RuntimeContainerMetaSet kruise-daemon reports for the
 	// pod's containers, read from the container runtime.
 	RuntimeContainerMetaKey = "apps.kruise.io/runtime-containers-meta"
+	// RestartedAtAnnotationKey is the pod template annotation `kubectl rollout restart` (and
+	// `kubectl kruise rollout restart`) stamps. A change of it restarts every regular container
+	// of an in-place updated pod, as if each read it as env (package inplace).
+	RestartedAtAnnotationKey = "kubectl.kubernetes.io/restartedAt"
 )
 
 // InPlaceUpdateState records an in-place update of a pod: what was asked, what is still to come
@@ -68,6 +72,10 @@ type InPlaceUpdateContainerStatus struct {
 	// a new ID proves the runtime started a new container even when the image ID is unchanged,
 	// as for a retagged image or an env-from-metadata restart.
 	ContainerID string `json:"containerID,omitempty"`
+	// Restart (kruise's addition; OpenKruise ignores it): the update restarts this container
+	// without changing its image (a restart asked by RestartedAtAnnotationKey), so kruise-daemon
+	// stops ContainerID for the kubelet to start a new one.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // InPlaceUpdateStrategy tunes in-place updates.
