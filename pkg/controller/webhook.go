@@ -74,6 +74,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
+		sidecarinjection.SidecarSetWebhook(),
 		launchpriority.Webhook(namespace),
 		validate.CRRWebhook(client.CoreV1()),
 		validate.ImagePullJobWebhook(),
@@ -145,7 +146,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		sidecarinjection.Path, sidecarinjection.SidecarSetPath, launchpriority.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
 		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }

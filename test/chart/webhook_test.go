@@ -109,7 +109,7 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 2)
+	require.Len(t, m.Webhooks, 3)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -137,9 +137,15 @@ func TestRenderWebhookOn(t *testing.T) {
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
 	assert.Equal(t, wlp.MatchConditions("kruise-system"), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
-	for _, hook := range m.Webhooks {
+	for _, hook := range m.Webhooks[:2] {
 		assert.Equal(t, podscope.NamespaceSelector("kruise-system"), hook.NamespaceSelector, "%s never selects kube-system nor kruise's namespace", hook.Name)
 	}
+	def := m.Webhooks[2]
+	assert.Equal(t, "msidecarset-defaults.kb.io", def.Name)
+	assert.Equal(t, sidecarinjection.SidecarSetPath, *def.ClientConfig.Service.Path)
+	assert.Equal(t, []string{"sidecarsets"}, def.Rules[0].Resources)
+	assert.Equal(t, admissionregistrationv1.Equivalent, *def.MatchPolicy, "v1alpha1 SidecarSets are sent as v1beta1")
+	assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), def.MatchConditions, "kruise-controller's writes are not sent")
 	assert.Empty(t, m.Annotations)
 
 	objs.checkValidating(t, nil)
@@ -446,11 +452,18 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		}
 	}
 	for _, w := range objs.mutating(t).Webhooks {
+		if w.Rules[0].Resources[0] != "pods" {
+			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
+			continue
+		}
 		assert.Equal(t, podscope.NamespaceSelector("ops"), w.NamespaceSelector, w.Name)
 		assert.Equal(t, podscope.Condition("ops"), w.MatchConditions[0], w.Name)
 	}
 	inKubeSystem := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=kube-system")
 	for _, w := range inKubeSystem.mutating(t).Webhooks {
+		if w.Rules[0].Resources[0] != "pods" {
+			continue
+		}
 		assert.Equal(t, podscope.NamespaceSelector("kube-system"), w.NamespaceSelector, "%s: no duplicate value", w.Name)
 		assert.Equal(t, podscope.Condition("kube-system"), w.MatchConditions[0], w.Name)
 	}
