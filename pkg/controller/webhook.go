@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
@@ -71,7 +72,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	client, kruiseClient := d.webhookClients()
-	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, transformObject)
+	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
 		sidecarinjection.SidecarSetWebhook(),
@@ -85,7 +86,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.SidecarSetWebhook(kruiseClient.AppsV1beta1(), client.AppsV1(), namespace, &validate.PatchAllowList{
 			ConfigMaps: client.CoreV1(),
 			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),
-		}),
+		}, &sidecarsetscope.Includer{Client: client, SidecarSets: kruiseClient.AppsV1beta1(), Configuration: certs.MutatingWebhookConfigurationName}),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err
