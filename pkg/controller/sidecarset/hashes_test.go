@@ -46,3 +46,19 @@ func TestSyncWritesTheHashAnnotations(t *testing.T) {
 		assert.NotEqual(t, "patch", a.GetVerb(), "current annotations are not written again")
 	}
 }
+
+// A canary SidecarSet (updateStrategy NotUpdate) is counted as any other: its Ready pods are
+// ready, as OpenKruise's status counts every SidecarSet's, and nothing is upgraded.
+func TestSyncCountsANotUpdateCanary(t *testing.T) {
+	canary := gen.SidecarSetFrom(sidecarSetAt("1"), func(ss *appsv1beta1.SidecarSet) {
+		ss.Annotations = map[string]string{appsv1beta1.SidecarSetCanaryAnnotation: "true", appsv1beta1.SidecarSetBaseAnnotation: "mesh"}
+		ss.Spec.UpdateStrategy.Type = appsv1beta1.NotUpdateSidecarSetStrategyType
+	})
+	f := newFixture(t, gen.SidecarSetFrom(canary, func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Image = "agent:2" }),
+		injectedPod(t, "ready", canary), injectedPod(t, "starting", canary, notReady))
+	require.NoError(t, f.sync())
+	st := f.status()
+	assert.Equal(t, appsv1beta1.SidecarSetStatus{MatchedPods: 2, UpdatedPods: 0, ReadyPods: 1, UpdatedReadyPods: 0},
+		appsv1beta1.SidecarSetStatus{MatchedPods: st.MatchedPods, UpdatedPods: st.UpdatedPods, ReadyPods: st.ReadyPods, UpdatedReadyPods: st.UpdatedReadyPods})
+	assert.Empty(t, f.patchedPods(), "NotUpdate upgrades nothing")
+}
