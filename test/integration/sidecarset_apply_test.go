@@ -1,20 +1,27 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
+	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -42,10 +49,11 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 	t.Cleanup(caches.Shutdown)
 	waitFor(t, "the injection caches synced", func(ctx context.Context) (bool, error) { return caches.WaitSynced(ctx) == nil, nil })
 	includer := &sidecarsetscope.Includer{Client: kube, SidecarSets: c.kruise.AppsV1beta1()}
-	addr, ca := serveWebhooks(t, tctx, caches.Injector().Webhook(),
+	addr, ca := serveWebhooks(t, tctx, caches.Injector().Webhook(), sidecarinjection.SidecarSetWebhook(),
 		validate.SidecarSetWebhook(c.kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil, includer))
 	installInjectionWebhook(t, kube, addr, ca)
 	installValidatingWebhooks(t, kube, addr, ca)
+	installSidecarSetDefaults(t, kube, addr, ca)
 
 	// The leader's scope controller runs meanwhile, as in kruise-controller: it must not narrow
 	// the routing under a SidecarSet just admitted.
@@ -79,6 +87,28 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 		return true, nil
 	})
 
+	// The create response carries the defaults and the hashes the pods will record, as
+	// OpenKruise's does (msidecarset-defaults.kb.io, read after the validating one is called).
+	var created *appsv1beta1.SidecarSet
+	waitFor(t, "msidecarset-defaults.kb.io called", func(ctx context.Context) (bool, error) {
+		probe := sidecarSet("defaults", "defaults")
+		probe.Spec.InitContainers = []appsv1beta1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: "busybox"}}}
+		out, err := c.kruise.AppsV1beta1().SidecarSets().Create(ctx, probe, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		if out.Annotations[sidecarset.HashAnnotation] == "" {
+			return false, c.kruise.AppsV1beta1().SidecarSets().Delete(ctx, "defaults", metav1.DeleteOptions{})
+		}
+		created = out
+		return true, nil
+	})
+	assert.Equal(t, appsv1beta1.AfterAppContainerType, created.Spec.InitContainers[0].PodInjectPolicy)
+	assert.Equal(t, appsv1beta1.BeforeAppContainerType, created.Spec.Containers[0].PodInjectPolicy)
+	want, err := sidecarset.Hash(created)
+	require.NoError(t, err)
+	assert.Equal(t, want, created.Annotations[sidecarset.HashAnnotation], "the hash of the SidecarSet as stored")
+
 	const rounds = 15
 	var missed []string
 	for i := range rounds {
@@ -110,4 +140,37 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 		}
 		return cfg.Annotations[sidecarsetscope.PendingAnnotation] == "", nil
 	})
+}
+
+// installSidecarSetDefaults creates a MutatingWebhookConfiguration holding only
+// msidecarset-defaults.kb.io of deploy/components/webhook/webhook.yaml, calling the server at addr.
+func installSidecarSetDefaults(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/components/webhook/webhook.yaml")
+	require.NoError(t, err)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		err := dec.Decode(&cfg)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if cfg.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		for _, w := range cfg.Webhooks {
+			if w.Name != "msidecarset-defaults.kb.io" {
+				continue
+			}
+			url := "https://" + addr + *w.ClientConfig.Service.Path
+			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
+			_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
+				ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-defaults"}, Webhooks: []admissionregistrationv1.MutatingWebhook{w},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return
+		}
+	}
+	t.Fatal("no msidecarset-defaults.kb.io in deploy/components/webhook/webhook.yaml")
 }
