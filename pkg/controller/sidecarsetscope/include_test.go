@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
@@ -55,7 +56,8 @@ func TestSyncKeepsPendingSidecarSets(t *testing.T) {
 	web := ss("web", matchLabels("app", "web"))
 	web.Generation = 2
 	f := newFixture(t, []runtime.Object{chartConfiguration()}, web)
-	in := &Includer{Client: f.kube, SidecarSets: f.kruise.AppsV1beta1()}
+	// Admitted PendingHold ago: kept only while the leader's cache does not show them.
+	in := &Includer{Client: f.kube, SidecarSets: f.kruise.AppsV1beta1(), Clock: clocktesting.NewFakePassiveClock(time.Now().Add(-PendingHold))}
 	db := ss("db", matchLabels("app", "db"))
 	require.NoError(t, in.Include(context.Background(), db))
 	widened := f.stored(t).Webhooks[0].MatchConditions[1].Expression
@@ -100,11 +102,15 @@ func TestPendingExpires(t *testing.T) {
 		"fresh": {Generation: 1, Term: "(b)", Since: metav1.NewTime(now.Add(-time.Second))},
 		"shown": {Generation: 1, Term: "(c)", Since: metav1.NewTime(now)},
 	}
+	p["held"] = Pending{Generation: 1, Term: "(d)", Since: metav1.NewTime(now.Add(-time.Second))}
 	shown := ss("shown", matchLabels("app", "c"))
 	shown.Generation = 1
-	kept, next := p.settle(map[string]*appsv1beta1.SidecarSet{"shown": shown}, now)
-	assert.Equal(t, []string{"(b)"}, kept.terms())
-	assert.Equal(t, PendingGrace-time.Second, next, "synced again when the entry kept expires")
+	held := ss("held", matchLabels("app", "d"))
+	held.Generation = 1
+	p["shown"] = Pending{Generation: 1, Term: "(c)", Since: metav1.NewTime(now.Add(-PendingHold))}
+	kept, next := p.settle(map[string]*appsv1beta1.SidecarSet{"shown": shown, "held": held}, now)
+	assert.ElementsMatch(t, []string{"(b)", "(d)"}, kept.terms(), "held: shown, but admitted less than PendingHold ago")
+	assert.Equal(t, PendingHold-time.Second, next, "synced again when the first entry kept expires")
 }
 
 // waitConfig waits until the controller's cache of the configuration has annotations ok says.

@@ -22,6 +22,12 @@ const PendingAnnotation = "kruise.io/sidecarset-scope-pending"
 // kruise that far longer, and injection replicas read SidecarSets live for them meanwhile.
 const PendingGrace = 30 * time.Second
 
+// PendingHold is how long an entry is kept at least, even once the leader's cache shows its
+// SidecarSet: the other replicas' caches may see it a moment later than the leader's, and the
+// entry is what tells them to read live meanwhile. A replica whose cache shows it reads nothing
+// more for it, so holding it costs nothing.
+const PendingHold = 5 * time.Second
+
 // Pending is one admitted SidecarSet the routing covers ahead of the caches.
 type Pending struct {
 	// Generation is the SidecarSet's metadata.generation as admitted: a cache showing it at
@@ -68,15 +74,19 @@ func Shown(cached map[string]*appsv1beta1.SidecarSet, name string, p Pending) bo
 	return ok && ss.Generation >= p.Generation
 }
 
-// settle is what the leader keeps of p given its cache at now: the entries its cache does not
-// show yet and admitted less than PendingGrace ago; and when the next entry kept expires (0:
-// none).
+// settle is what the leader keeps of p given its cache at now: the entries admitted less than
+// PendingHold ago, and those its cache does not show yet admitted less than PendingGrace ago;
+// and when the next entry kept expires (0: none).
 func (p PendingSet) settle(cached map[string]*appsv1beta1.SidecarSet, now time.Time) (PendingSet, time.Duration) {
 	kept := PendingSet{}
 	var next time.Duration
 	for name, entry := range p {
-		left := entry.Since.Add(PendingGrace).Sub(now)
-		if Shown(cached, name, entry) || left <= 0 {
+		until := PendingGrace
+		if Shown(cached, name, entry) {
+			until = PendingHold
+		}
+		left := entry.Since.Add(until).Sub(now)
+		if left <= 0 {
 			continue
 		}
 		kept[name] = entry
