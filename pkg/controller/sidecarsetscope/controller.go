@@ -1,8 +1,10 @@
 // Package sidecarsetscope keeps the SidecarSet injection webhook's matchConditions in step with
 // the SidecarSets, so that the API server calls kruise only for pods some SidecarSet can select:
 // a pod no SidecarSet selects is created even while kruise is down. It writes the one condition
-// ConditionName of the one webhook entry, and nothing else of the configuration (the certificate
-// manager writes the caBundles).
+// ConditionName of the one webhook entry and the annotation PendingAnnotation, and nothing else
+// of the configuration (the certificate manager writes the caBundles). The SidecarSet validating
+// webhook writes the same two at admission (Includer), so that a SidecarSet's pods are routed
+// before it is stored.
 package sidecarsetscope
 
 import (
