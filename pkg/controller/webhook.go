@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/features"
 	"github.com/nodekruise/kruise/pkg/server"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
@@ -72,9 +73,10 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	client, kruiseClient := d.webhookClients()
-	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, transformObject)
+	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
+		sidecarinjection.SidecarSetWebhook(),
 		launchpriority.Webhook(namespace),
 		crrfill.Webhook(client.CoreV1()),
 		validate.CRRWebhook(client.CoreV1()),
@@ -86,7 +88,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.SidecarSetWebhook(kruiseClient.AppsV1beta1(), client.AppsV1(), namespace, &validate.PatchAllowList{
 			ConfigMaps: client.CoreV1(),
 			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),
-		}),
+		}, &sidecarsetscope.Includer{Client: client, SidecarSets: kruiseClient.AppsV1beta1(), Configuration: certs.MutatingWebhookConfigurationName}),
 	} {
 		if err := srv.HandleAdmission(wh); err != nil {
 			return nil, err
@@ -147,7 +149,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, launchpriority.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		sidecarinjection.Path, sidecarinjection.SidecarSetPath, launchpriority.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
 		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }

@@ -14,13 +14,16 @@ import (
 const NameLabel = "kruise.io/sidecarset-name"
 
 // RevisionedSpec is the part of a SidecarSet a ControllerRevision records: what is injected into
-// a pod. The data is OpenKruise's shape, {"spec": {<these fields>, "$patch": "replace"}}.
+// a pod. The data is OpenKruise's shape, {"spec": {<these fields>, "$patch": "replace"}}, every
+// key present even when the SidecarSet has none (null), as OpenKruise writes it and tools that
+// read the revisions expect. A revision recorded before without the empty keys is still equal
+// to one with them (revision.EqualData leaves nulls out), so no new revision is made for it.
 type RevisionedSpec struct {
-	Volumes          []corev1.Volume                          `json:"volumes,omitempty"`
-	Containers       []appsv1beta1.SidecarContainer           `json:"containers,omitempty"`
-	InitContainers   []appsv1beta1.SidecarContainer           `json:"initContainers,omitempty"`
-	ImagePullSecrets []corev1.LocalObjectReference            `json:"imagePullSecrets,omitempty"`
-	PatchPodMetadata []appsv1beta1.SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
+	Volumes          []corev1.Volume                          `json:"volumes"`
+	Containers       []appsv1beta1.SidecarContainer           `json:"containers"`
+	InitContainers   []appsv1beta1.SidecarContainer           `json:"initContainers"`
+	ImagePullSecrets []corev1.LocalObjectReference            `json:"imagePullSecrets"`
+	PatchPodMetadata []appsv1beta1.SidecarSetPatchPodMetadata `json:"patchPodMetadata"`
 }
 
 // RevisionData is the ControllerRevision data of ss.

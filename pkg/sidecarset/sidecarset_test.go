@@ -1,6 +1,7 @@
 package sidecarset
 
 import (
+	"encoding/json"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/revision"
 )
 
 func sidecarSet(image string) *appsv1beta1.SidecarSet {
@@ -149,4 +151,35 @@ func TestRevisionDataRoundTrip(t *testing.T) {
 	if _, err := AtRevision(later, []byte(`{"spec":7}`)); err == nil {
 		t.Errorf("data without a spec object read without an error")
 	}
+}
+
+// OpenKruise's revisions always hold these keys, null when the SidecarSet has none; its e2e
+// suite and tools read them. An older revision without the null keys stays equal.
+func TestRevisionDataHoldsEveryKey(t *testing.T) {
+	data, err := RevisionData(sidecarSet("agent:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"volumes", "containers", "initContainers", "imagePullSecrets", "patchPodMetadata"} {
+		if _, ok := doc["spec"][key]; !ok {
+			t.Errorf("revision data %s has no %q", data, key)
+		}
+	}
+	older := []byte(`{"spec":{"$patch":"replace","containers":` + string(mustJSON(t, sidecarSet("agent:1").Spec.Containers)) + `}}`)
+	if !revision.EqualData(data, older) {
+		t.Errorf("a revision recorded without the empty keys no longer equals %s", data)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

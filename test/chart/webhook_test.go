@@ -120,7 +120,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 3)
+	require.Len(t, m.Webhooks, 4)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -152,6 +152,12 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 		assert.Equal(t, podscope.NamespaceSelector("kruise-system"), hook.NamespaceSelector, "%s never selects kube-system nor kruise's namespace", hook.Name)
 	}
 	checkCRRMutating(t, m.Webhooks[2], admissionregistrationv1.Fail, "kruise-system")
+	def := m.Webhooks[3]
+	assert.Equal(t, "msidecarset-defaults.kb.io", def.Name)
+	assert.Equal(t, sidecarinjection.SidecarSetPath, *def.ClientConfig.Service.Path)
+	assert.Equal(t, []string{"sidecarsets"}, def.Rules[0].Resources)
+	assert.Equal(t, admissionregistrationv1.Equivalent, *def.MatchPolicy, "v1alpha1 SidecarSets are sent as v1beta1")
+	assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), def.MatchConditions, "kruise-controller's writes are not sent")
 	assert.Empty(t, m.Annotations)
 	policy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	for _, v := range policy.Spec.Validations {
@@ -279,7 +285,11 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 			policy = admissionregistrationv1.Fail
 		}
 		assert.Equal(t, policy, *got.FailurePolicy, w.name)
-		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *got.SideEffects, w.name)
+		effects := admissionregistrationv1.SideEffectClassNone
+		if w.name == "vsidecarset.kb.io" {
+			effects = admissionregistrationv1.SideEffectClassNoneOnDryRun // routes the injection webhook to what it admits
+		}
+		assert.Equal(t, effects, *got.SideEffects, w.name)
 		assert.Equal(t, []string{"v1"}, got.AdmissionReviewVersions, w.name)
 		assert.Equal(t, admissionregistrationv1.Equivalent, *got.MatchPolicy, w.name)
 		assert.Equal(t, certs.ServiceName, got.ClientConfig.Service.Name, w.name)
@@ -482,13 +492,20 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 			assert.Contains(t, w.MatchConditions[0].Expression, "'system:serviceaccount:ops:kruise-controller'")
 		}
 	}
-	for _, w := range objs.mutating(t).Webhooks[:2] {
+	for _, w := range objs.mutating(t).Webhooks {
+		if w.Rules[0].Resources[0] != "pods" {
+			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
+			continue
+		}
 		assert.Equal(t, podscope.NamespaceSelector("ops"), w.NamespaceSelector, w.Name)
 		assert.Equal(t, podscope.Condition("ops"), w.MatchConditions[0], w.Name)
 	}
 	checkCRRMutating(t, objs.mutating(t).Webhooks[2], admissionregistrationv1.Fail, "ops")
 	inKubeSystem := render(t, "--set", "webhook.enabled=true", "--set", "installation.namespace=kube-system")
-	for _, w := range inKubeSystem.mutating(t).Webhooks[:2] {
+	for _, w := range inKubeSystem.mutating(t).Webhooks {
+		if w.Rules[0].Resources[0] != "pods" {
+			continue
+		}
 		assert.Equal(t, podscope.NamespaceSelector("kube-system"), w.NamespaceSelector, "%s: no duplicate value", w.Name)
 		assert.Equal(t, podscope.Condition("kube-system"), w.MatchConditions[0], w.Name)
 	}

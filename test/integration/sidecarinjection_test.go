@@ -148,7 +148,7 @@ func (s *seenPods) names() []string {
 // starts and waits for, and returns the server's address and its CA.
 func serveInjection(t *testing.T, tctx context.Context, kube kubernetes.Interface, c *cluster, seen *seenPods) (string, []byte) {
 	t.Helper()
-	caches := sidecarinjection.NewCaches(kube, c.kruise, "kruise-system", nil)
+	caches := sidecarinjection.NewCaches(kube, c.kruise, "kruise-system", sidecarsetscope.DefaultConfiguration, nil)
 	caches.Start(tctx)
 	t.Cleanup(caches.Shutdown)
 	waitFor(t, "the injection caches synced", func(ctx context.Context) (bool, error) { return caches.WaitSynced(ctx) == nil, nil })

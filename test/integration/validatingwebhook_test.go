@@ -151,7 +151,7 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kru
 	_, sctx := ktesting.NewTestContext(t)
 	return serveWebhooks(t, sctx, validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
 		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil))
+		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil, nil))
 }
 
 // serveWebhooks serves whs on loopback over TLS, with a self-signed certificate, until the test

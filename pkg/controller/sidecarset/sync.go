@@ -56,6 +56,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 	}
+	if ss, err = c.writeHashes(ctx, ss); err != nil {
+		return 0, err
+	}
 	var views []podView
 	var requeue time.Duration
 	pending := false

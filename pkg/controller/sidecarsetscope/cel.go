@@ -38,18 +38,26 @@ const (
 // SidecarSet gives NoneExpression; one too large an OR gives AnyLabelExpression. The terms are
 // sorted and deduplicated, so the same SidecarSets give the same text in any order.
 func Expression(sets []*appsv1beta1.SidecarSet) string {
+	return FromTerms(Terms(sets))
+}
+
+// Terms are the conditions of the SidecarSets of sets not paused, one each ("" ones left out).
+func Terms(sets []*appsv1beta1.SidecarSet) []string {
 	var terms []string
 	for _, ss := range sets {
-		if ss.Spec.InjectionStrategy.Paused {
-			continue
-		}
-		if t := term(ss); t != "" {
+		if t := Term(ss); t != "" {
 			terms = append(terms, t)
 		}
 	}
+	return terms
+}
+
+// FromTerms is the matchCondition that is the OR of terms (Expression).
+func FromTerms(terms []string) string {
 	if len(terms) == 0 {
 		return NoneExpression
 	}
+	terms = slices.Clone(terms)
 	slices.Sort(terms)
 	terms = slices.Compact(terms)
 	out := "object != null && (" + strings.Join(terms, " || ") + ")"
@@ -57,6 +65,14 @@ func Expression(sets []*appsv1beta1.SidecarSet) string {
 		return AnyLabelExpression
 	}
 	return out
+}
+
+// Term is the condition of ss: "" when it is paused or can select nothing.
+func Term(ss *appsv1beta1.SidecarSet) string {
+	if ss.Spec.InjectionStrategy.Paused {
+		return ""
+	}
+	return term(ss)
 }
 
 // term is the condition of one SidecarSet, "" when it can select nothing.

@@ -1,8 +1,10 @@
 // Package sidecarsetscope keeps the SidecarSet injection webhook's matchConditions in step with
 // the SidecarSets, so that the API server calls kruise only for pods some SidecarSet can select:
 // a pod no SidecarSet selects is created even while kruise is down. It writes the one condition
-// ConditionName of the one webhook entry, and nothing else of the configuration (the certificate
-// manager writes the caBundles).
+// ConditionName of the one webhook entry and the annotation PendingAnnotation, and nothing else
+// of the configuration (the certificate manager writes the caBundles). The SidecarSet validating
+// webhook writes the same two at admission (Includer), so that a SidecarSet's pods are routed
+// before it is stored.
 package sidecarsetscope
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -70,6 +73,7 @@ type Controller struct {
 	configuration string
 	webhook       string
 	recorder      record.EventRecorder
+	clock         clock.PassiveClock
 	queue         workqueue.TypedRateLimitingInterface[string]
 	// configInformer watches the one configuration by name (RBAC grants it by name only); it is
 	// the controller's own, started by Run.
@@ -98,7 +102,7 @@ func New(cfg Config) (*Controller, error) {
 		client: cfg.Client, sidecarSets: cfg.SidecarSets.Lister(),
 		configs:       admissionlisters.NewMutatingWebhookConfigurationLister(configInformer.GetIndexer()),
 		configuration: cfg.Configuration, webhook: cfg.Webhook, recorder: cfg.Recorder,
-		queue: workers.NewQueue(Name, clk), configInformer: configInformer,
+		clock: clk, queue: workers.NewQueue(Name, clk), configInformer: configInformer,
 	}
 	enqueue := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.queue.Add(key) },
@@ -141,14 +145,16 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 	})
 }
 
-// sync writes the condition of the SidecarSets in the cache when the entry's differs.
+// sync writes the condition of the SidecarSets in the cache, with the terms of those admitted
+// that the cache does not show yet (PendingAnnotation), when the entry's differs. The write is
+// conditional on the configuration's resourceVersion: a SidecarSet admitted meanwhile
+// (Include) is never written over by a condition computed without it.
 func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("configuration", c.configuration, "webhook", c.webhook)
 	sets, err := c.sidecarSets.List(labels.Everything())
 	if err != nil {
 		return 0, fmt.Errorf("listing SidecarSets: %w", err)
 	}
-	want := Expression(sets)
 	cfg, err := c.configs.Get(c.configuration)
 	if apierrors.IsNotFound(err) {
 		// The webhooks are off (or not installed yet): nothing to scope.
@@ -163,22 +169,31 @@ func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) 
 		logger.V(2).Info("The webhook configuration has no SidecarSet injection entry; nothing to scope")
 		return 0, nil
 	}
-	if current == want {
+	pending, err := ParsePending(cfg.Annotations)
+	if err != nil {
+		logger.Error(err, "Dropping the pending SidecarSets of the webhook configuration")
+	}
+	kept, next := pending.settle(byName(sets), c.clock.Now())
+	want := FromTerms(append(Terms(sets), kept.terms()...))
+	if current == want && equality.Semantic.DeepEqual(kept, pending) {
+		return next, nil
+	}
+	_, err = writeScope(ctx, c.client, c.configuration, c.webhook, want, kept, cfg.ResourceVersion)
+	if apierrors.IsConflict(err) {
+		// Written meanwhile (a SidecarSet admitted): the watch brings it back here.
+		logger.V(4).Info("The webhook configuration changed meanwhile; syncing again")
 		return 0, nil
 	}
-	if err := c.write(ctx, want); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	active := 0
-	for _, ss := range sets {
-		if !ss.Spec.InjectionStrategy.Paused {
-			active++
-		}
+	if current != want {
+		active := len(Terms(sets))
+		logger.Info("Updated the pods the SidecarSet injection webhook is called for", "sidecarSets", active, "pending", len(kept), "expressionLength", len(want))
+		c.recorder.Eventf(cfg, corev1.EventTypeNormal, ReasonScopeUpdated,
+			"webhook %s is called for pods the %d SidecarSets not paused can select (matchCondition %s, %d characters)", c.webhook, active, ConditionName, len(want))
 	}
-	logger.Info("Updated the pods the SidecarSet injection webhook is called for", "sidecarSets", active, "expressionLength", len(want))
-	c.recorder.Eventf(cfg, corev1.EventTypeNormal, ReasonScopeUpdated,
-		"webhook %s is called for pods the %d SidecarSets not paused can select (matchCondition %s, %d characters)", c.webhook, active, ConditionName, len(want))
-	return 0, nil
+	return next, nil
 }
 
 // currentExpression is the entry's ConditionName expression ("" when it has none) and whether
@@ -198,10 +213,11 @@ func currentExpression(cfg *admissionregistrationv1.MutatingWebhookConfiguration
 	return "", false
 }
 
-// write sets the condition with a strategic merge patch: webhooks merge by name and their
-// matchConditions by name, so the other conditions, the other entries and the caBundles are left
-// as the API server has them, whoever wrote them.
-func (c *Controller) write(ctx context.Context, expression string) error {
+// writeScope sets the condition and PendingAnnotation with a strategic merge patch: webhooks
+// merge by name and their matchConditions by name, so the other conditions, the other entries
+// and the caBundles are left as the API server has them, whoever wrote them. resourceVersion,
+// when set, makes the write conditional (409 Conflict if the configuration changed since).
+func writeScope(ctx context.Context, client kubernetes.Interface, configuration, webhook, expression string, pending PendingSet, resourceVersion string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	type condition struct {
 		Name       string `json:"name"`
 		Expression string `json:"expression"`
@@ -210,15 +226,28 @@ func (c *Controller) write(ctx context.Context, expression string) error {
 		Name            string      `json:"name"`
 		MatchConditions []condition `json:"matchConditions"`
 	}
-	patch, err := json.Marshal(map[string][]entry{"webhooks": {{
-		Name: c.webhook, MatchConditions: []condition{{Name: ConditionName, Expression: expression}},
-	}}})
+	value, err := pending.encode()
 	if err != nil {
-		return fmt.Errorf("encoding the matchConditions patch: %w", err)
+		return nil, err
 	}
-	_, err = c.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, c.configuration, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	var annotation any // null removes it
+	if value != "" {
+		annotation = value
+	}
+	meta := map[string]any{"annotations": map[string]any{PendingAnnotation: annotation}}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": meta,
+		"webhooks": []entry{{Name: webhook, MatchConditions: []condition{{Name: ConditionName, Expression: expression}}}},
+	})
 	if err != nil {
-		return fmt.Errorf("patching webhook %s of MutatingWebhookConfiguration %s: %w", c.webhook, c.configuration, err)
+		return nil, fmt.Errorf("encoding the matchConditions patch: %w", err)
 	}
-	return nil
+	out, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, configuration, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("patching webhook %s of MutatingWebhookConfiguration %s: %w", webhook, configuration, err)
+	}
+	return out, nil
 }

@@ -9,9 +9,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -31,13 +34,18 @@ type Caches struct {
 	core      informers.SharedInformerFactory
 	revisions informers.SharedInformerFactory
 	kruise    kruiseinformers.SharedInformerFactory
-	synced    []cache.InformerSynced
-	injector  *Injector
+	// config watches the injection webhook's configuration (by name) for the SidecarSets admitted
+	// that the caches may not have yet (sidecarsetscope.PendingAnnotation); nil without one.
+	config   cache.SharedIndexInformer
+	synced   []cache.InformerSynced
+	injector *Injector
 }
 
 // NewCaches builds the informers (transform, if not nil, trims what they keep) and the Injector
-// reading them; nothing is called until Start.
-func NewCaches(client kubernetes.Interface, kruiseClient versioned.Interface, namespace string, transform cache.TransformFunc) *Caches {
+// reading them; nothing is called until Start. configuration names the MutatingWebhookConfiguration
+// of the injection webhook ("": none), whose pending SidecarSets make the Injector read the
+// SidecarSets live while its cache lacks one of them.
+func NewCaches(client kubernetes.Interface, kruiseClient versioned.Interface, namespace, configuration string, transform cache.TransformFunc) *Caches {
 	c := &Caches{
 		core: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(transform)),
 		revisions: informers.NewSharedInformerFactoryWithOptions(client, 0,
@@ -55,6 +63,13 @@ func NewCaches(client kubernetes.Interface, kruiseClient versioned.Interface, na
 		KruiseNamespace: namespace,
 		WaitSynced:      c.WaitSynced,
 	}
+	if configuration != "" {
+		byName := fields.OneTermEqualSelector(metav1.ObjectNameField, configuration).String()
+		c.config = admissioninformers.NewFilteredMutatingWebhookConfigurationInformer(client, 0, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.FieldSelector = byName })
+		c.injector.Pending = pendingReader{informer: c.config, configuration: configuration}.Pending
+		c.injector.Fresh = newFreshReader(kruiseClient).List
+	}
 	return c
 }
 
@@ -66,6 +81,10 @@ func (c *Caches) Start(ctx context.Context) {
 	c.core.Start(ctx.Done())
 	c.revisions.Start(ctx.Done())
 	c.kruise.Start(ctx.Done())
+	if c.config != nil {
+		// Not waited for (WaitSynced): until it syncs, nothing is pending, as before.
+		go c.config.RunWithContext(ctx)
+	}
 }
 
 // Shutdown waits for the informers to stop (after ctx of Start ended).

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
@@ -57,6 +58,13 @@ type Injector struct {
 	KruiseNamespace string
 	// WaitSynced, when set, waits for the caches the injector reads; its error refuses the pod.
 	WaitSynced func(ctx context.Context) error
+	// Pending, when set, are the SidecarSets the webhook's routing covers that were admitted
+	// a moment ago (sidecarsetscope.PendingAnnotation). While SidecarSets lacks one of them at
+	// its admitted generation, the pod may be one its author applied right after it, and the
+	// SidecarSets are read with Fresh instead.
+	Pending func() sidecarsetscope.PendingSet
+	// Fresh lists the SidecarSets from the API server (a read that starts after the call).
+	Fresh func(ctx context.Context) ([]*appsv1beta1.SidecarSet, error)
 }
 
 // Webhook is the injection webhook for the webhook server, with every reason it refuses a pod for.
@@ -113,11 +121,39 @@ func (in *Injector) Admit(ctx context.Context, req *admissionv1.AdmissionRequest
 	return server.Patched(patch)
 }
 
+// behind names a SidecarSet the routing covers as just admitted that cached lacks (at the
+// generation admitted), if there is one: the cache may be behind.
+func (in *Injector) behind(cached []*appsv1beta1.SidecarSet) (string, bool) {
+	if in.Pending == nil || in.Fresh == nil {
+		return "", false
+	}
+	pending := in.Pending()
+	if len(pending) == 0 {
+		return "", false
+	}
+	byName := make(map[string]*appsv1beta1.SidecarSet, len(cached))
+	for _, ss := range cached {
+		byName[ss.Name] = ss
+	}
+	for name, p := range pending {
+		if !sidecarsetscope.Shown(byName, name, p) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // inject returns pod with its sidecars and the names of the SidecarSets that injected them.
 func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace string) (*corev1.Pod, []string, error) {
 	all, err := in.SidecarSets.List()
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing SidecarSets: %w", err)
+	}
+	if name, behind := in.behind(all); behind {
+		klog.FromContext(ctx).V(2).Info("Reading the SidecarSets live: the cache lacks one just admitted", "sidecarSet", name)
+		if all, err = in.Fresh(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(all) == 0 {
 		return pod, nil, nil

@@ -70,7 +70,7 @@ func patched(t *testing.T, req *admissionv1.AdmissionRequest, patch []byte) *cor
 // startCaches runs Caches on fake clientsets holding objs and waits for them to sync.
 func startCaches(t *testing.T, kube []runtime.Object, kruise []runtime.Object) *Caches {
 	t.Helper()
-	c := NewCaches(kubefake.NewClientset(kube...), kruisefake.NewSimpleClientset(kruise...), "kruise-system", nil)
+	c := NewCaches(kubefake.NewClientset(kube...), kruisefake.NewSimpleClientset(kruise...), "kruise-system", "", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); c.Shutdown() })
 	early, stop := context.WithTimeout(ctx, 100*time.Millisecond)

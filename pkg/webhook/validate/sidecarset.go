@@ -1,12 +1,14 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -60,8 +62,12 @@ const (
 // injectionStrategy.revision is set the SidecarSet's ControllerRevisions
 // with revisions in namespace, the one kruise runs in, and, when
 // patchAllow is not nil and patchPodMetadata is set, the allow-list there.
+//
+// scope, when not nil, routes pods to the injection webhook for the
+// SidecarSet before it is admitted (ScopeIncluder); a failure admits it with
+// a warning.
 func SidecarSetWebhook(sidecarSets kruiseclient.SidecarSetsGetter, revisions appsv1client.ControllerRevisionsGetter, namespace string,
-	patchAllow *PatchAllowList) server.Webhook {
+	patchAllow *PatchAllowList, scope ScopeIncluder) server.Webhook {
 	l := &sidecarSetLookup{sidecarSets: sidecarSets, revisions: revisions, namespace: namespace, patchAllow: patchAllow}
 	w := workload[appsv1beta1.SidecarSet]{
 		kind: "SidecarSet", resource: "sidecarsets",
@@ -70,12 +76,31 @@ func SidecarSetWebhook(sidecarSets kruiseclient.SidecarSetsGetter, revisions app
 		check:  checkSidecarSet,
 		lookup: l.check,
 	}
+	if scope != nil {
+		w.admitted = func(ctx context.Context, ss *appsv1beta1.SidecarSet) []string {
+			ctx, cancel := WithAnswerMargin(ctx)
+			defer cancel()
+			if err := scope.Include(ctx, ss); err != nil {
+				klog.FromContext(ctx).Error(err, "Admitting a SidecarSet the injection webhook may not be called for yet", "sidecarSet", ss.Name)
+				return []string{fmt.Sprintf("kruise could not route pods to its injection webhook for SidecarSet %s before admitting it (%v): "+
+					"pods created in the next second may miss its sidecars", ss.Name, err)}
+			}
+			return nil
+		}
+	}
 	return server.Webhook{
 		Name: SidecarSetWebhookName, Path: SidecarSetPath, Admitter: server.AdmitFunc(w.admit),
 		Reasons: []string{ReasonUndecodable, ReasonForbiddenUpdate, ReasonInvalidName, ReasonInvalidSelector,
 			ReasonInvalidContainers, ReasonInvalidUpdateStrategy, ReasonInvalidPatchPodMetadata,
 			ReasonInvalidCanary, ReasonRevisionNotFound, ReasonPatchNotAllowed, ReasonSidecarSetConflict},
 	}
+}
+
+// ScopeIncluder makes the SidecarSet injection webhook be called for the
+// pods a SidecarSet selects before the SidecarSet is stored
+// (sidecarsetscope.Includer).
+type ScopeIncluder interface {
+	Include(ctx context.Context, ss *appsv1beta1.SidecarSet) error
 }
 
 // sidecarSetNameChars are the characters OpenKruise allows in a SidecarSet's

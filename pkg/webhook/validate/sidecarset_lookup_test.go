@@ -124,7 +124,7 @@ func TestSidecarSetWebhookAdmitsWhenItCannotList(t *testing.T) {
 	kruise.PrependReactor("list", "sidecarsets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is away")
 	})
-	s := serve(t, SidecarSetWebhook(kruise.AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace, nil))
+	s := serve(t, SidecarSetWebhook(kruise.AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace, nil, nil))
 	resp := s.send(t, sidecarSetRequest(t, "v1beta1", logSidecarSet(), nil))
 	require.True(t, resp.Allowed, "refused for its own failure: %v", resp.Result)
 	require.Len(t, resp.Warnings, 1)
@@ -184,7 +184,7 @@ func TestSidecarSetWebhookPatchAllowList(t *testing.T) {
 		for _, version := range versions {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
 				s := serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset().AppsV1beta1(), kubefake.NewClientset().AppsV1(), kruiseNamespace,
-					&PatchAllowList{ConfigMaps: kubefake.NewClientset(tt.config...).CoreV1(), Check: prefixAllowList}))
+					&PatchAllowList{ConfigMaps: kubefake.NewClientset(tt.config...).CoreV1(), Check: prefixAllowList}, nil))
 				s.judged(t, sidecarSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
 			})
 		}
@@ -197,7 +197,7 @@ func TestSidecarSetWebhookAdmitsWhenItCannotReadTheAllowList(t *testing.T) {
 		return true, nil, errors.New("forbidden here")
 	})
 	s := serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset().AppsV1beta1(), kube.AppsV1(), kruiseNamespace,
-		&PatchAllowList{ConfigMaps: kube.CoreV1(), Check: prefixAllowList}))
+		&PatchAllowList{ConfigMaps: kube.CoreV1(), Check: prefixAllowList}, nil))
 	ss := logSidecarSet(func(ss *appsv1beta1.SidecarSet) {
 		ss.Spec.PatchPodMetadata = []appsv1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"a.io/x": "v"}}}
 	})

@@ -79,7 +79,7 @@ func serveSidecarSets(t *testing.T, objects ...runtime.Object) *served {
 		}
 	}
 	return serve(t, SidecarSetWebhook(kruisefake.NewSimpleClientset(sets...).AppsV1beta1(),
-		kubefake.NewClientset(revisions...).AppsV1(), kruiseNamespace, nil))
+		kubefake.NewClientset(revisions...).AppsV1(), kruiseNamespace, nil, nil))
 }
 
 func TestSidecarSetWebhookRules(t *testing.T) {
@@ -328,8 +328,8 @@ func TestSidecarSetWebhookUpdates(t *testing.T) {
 func TestSidecarSetWebhookDeclaresItsReasons(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Undecodable", "ForbiddenUpdate", "InvalidName", "InvalidSelector", "InvalidContainers",
 		"InvalidUpdateStrategy", "InvalidPatchPodMetadata", "InvalidCanary", "RevisionNotFound", "PatchPodMetadataNotAllowed", "SidecarSetConflict"},
-		SidecarSetWebhook(nil, nil, kruiseNamespace, nil).Reasons)
-	assert.Equal(t, "/validate-apps-kruise-io-sidecarset", SidecarSetWebhook(nil, nil, "", nil).Path, "OpenKruise's path")
+		SidecarSetWebhook(nil, nil, kruiseNamespace, nil, nil).Reasons)
+	assert.Equal(t, "/validate-apps-kruise-io-sidecarset", SidecarSetWebhook(nil, nil, "", nil, nil).Path, "OpenKruise's path")
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -34,6 +34,9 @@ type workload[S any] struct {
 	// only when check found nothing. Its error (the reads failed) admits the
 	// object with a warning: a webhook never refuses for its own failure.
 	lookup func(ctx context.Context, obj, old *S) ([]problem, error)
+	// admitted, if set, is called for an object about to be admitted (not
+	// in a dry run); the warnings it returns go with the answer.
+	admitted func(ctx context.Context, obj *S) []string
 }
 
 // Why a workload (CloneSet, StatefulSet, DaemonSet) is refused: the
@@ -118,6 +121,9 @@ func (w workload[S]) admit(ctx context.Context, req *admissionv1.AdmissionReques
 		}
 	}
 	if len(problems) == 0 {
+		if w.admitted != nil && (req.DryRun == nil || !*req.DryRun) {
+			warnings = append(warnings, w.admitted(ctx, obj)...)
+		}
 		return server.Allowed(warnings...)
 	}
 	var errs field.ErrorList
