@@ -143,10 +143,10 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 }
 
 // installSidecarSetDefaults creates a MutatingWebhookConfiguration holding only
-// msidecarset-defaults.kb.io of deploy/components/webhook/webhook.yaml, calling the server at addr.
+// msidecarset-defaults.kb.io of deploy/base/webhook.yaml, calling the server at addr.
 func installSidecarSetDefaults(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/components/webhook/webhook.yaml")
+	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
 	require.NoError(t, err)
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
@@ -172,5 +172,5 @@ func installSidecarSetDefaults(t *testing.T, kube kubernetes.Interface, addr str
 			return
 		}
 	}
-	t.Fatal("no msidecarset-defaults.kb.io in deploy/components/webhook/webhook.yaml")
+	t.Fatal("no msidecarset-defaults.kb.io in deploy/base/webhook.yaml")
 }
