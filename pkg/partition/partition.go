@@ -1,4 +1,4 @@
-// Package partition resolves a CloneSet's number-or-percent `partition` to a count of pods, by
+// Package partition resolves a number-or-percent `partition` (CloneSet, SidecarSet) to a count of pods, by
 // OpenKruise's rule, for every reader of it (controller, CLI, metrics), so they agree.
 package partition
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/partition"
 	"github.com/nodekruise/kruise/pkg/podorder"
 )
 
@@ -40,12 +41,14 @@ type strategyBudget struct {
 
 func budgetOf(s appsv1beta1.SidecarSetUpdateStrategy, matched int) (strategyBudget, error) {
 	b := strategyBudget{maxUnavailable: appsv1beta1.DefaultSidecarSetMaxUnavailable}
-	if s.Partition != nil {
-		keep, err := intstr.GetScaledValueFromIntOrPercent(s.Partition, matched, true)
+	if p := s.Partition; p != nil && (p.Type != intstr.Int || p.IntVal > 0) {
+		// As a CloneSet's (and OpenKruise's SidecarSet's): a percentage below 100% keeps at most
+		// all but one pod.
+		keep, err := partition.Count(p, matched)
 		if err != nil {
 			return b, fmt.Errorf("updateStrategy.partition: %w", err)
 		}
-		b.keep = min(max(keep, 0), matched)
+		b.keep = keep
 	}
 	if s.MaxUnavailable != nil {
 		mu, err := intstr.GetScaledValueFromIntOrPercent(s.MaxUnavailable, matched, true)

@@ -59,6 +59,12 @@ func TestChoose(t *testing.T) {
 		name: "partition 50% of 4", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetPartition(intstr.FromString("50%")), gen.SetSidecarSetMaxUnavailable(intstr.FromInt32(4))), n: 4,
 		wantUpgrade: []string{"p-0", "p-1"},
 	}, {
+		// OpenKruise's rule: a percentage below 100% keeps at most all but one pod.
+		name: "partition 99% of 4 still upgrades one", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetPartition(intstr.FromString("99%")), gen.SetSidecarSetMaxUnavailable(intstr.FromInt32(4))), n: 4,
+		wantUpgrade: []string{"p-0"},
+	}, {
+		name: "partition 100% of 4 upgrades none", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetPartition(intstr.FromString("100%")), gen.SetSidecarSetMaxUnavailable(intstr.FromInt32(4))), n: 4,
+	}, {
 		name: "partition already reached", ss: gen.SidecarSetFrom(v2, gen.SetSidecarSetPartition(intstr.FromInt32(2)), gen.SetSidecarSetMaxUnavailable(intstr.FromInt32(4))), n: 4,
 		atV2: map[int]bool{0: true, 1: true},
 	}, {
