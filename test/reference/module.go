@@ -125,7 +125,9 @@ func BuildPackage(ctx context.Context, opts BuildOptions) (Build, error) {
 }
 
 // editArgs is the go mod edit that requires the reference and copies its replaces.
-func editArgs(replaces []struct{ Old, New struct{ Path, Version string } }) []string {
+func editArgs(replaces []struct {
+	Old, New struct{ Path, Version string }
+}) []string {
 	at := func(p, v string) string {
 		if v == "" {
 			return p
