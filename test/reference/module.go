@@ -97,11 +97,7 @@ func BuildPackage(ctx context.Context, opts BuildOptions) (Build, error) {
 	if err != nil {
 		return b, err
 	}
-	var gomod struct {
-		Replace []struct {
-			Old, New struct{ Path, Version string }
-		}
-	}
+	var gomod struct{ Replace []replace }
 	if err := json.Unmarshal(out, &gomod); err != nil {
 		return b, fmt.Errorf("reading %s: %w", dl.GoMod, err)
 	}
@@ -124,10 +120,13 @@ func BuildPackage(ctx context.Context, opts BuildOptions) (Build, error) {
 	return b, os.Rename(tmp, b.Bin)
 }
 
-// editArgs is the go mod edit that requires the reference and copies its replaces.
-func editArgs(replaces []struct {
+// replace is a replace directive as go mod edit -json prints it.
+type replace struct {
 	Old, New struct{ Path, Version string }
-}) []string {
+}
+
+// editArgs is the go mod edit that requires the reference and copies its replaces.
+func editArgs(replaces []replace) []string {
 	at := func(p, v string) string {
 		if v == "" {
 			return p
