@@ -57,9 +57,10 @@ e2e-helm: deploy-helm ## The install-dependent e2e tests and one per feature aga
 
 # OpenKruise v1.9.0's own e2e suite against the deployed kruise (hack/reference-e2e.sh,
 # docs/migration.md): not part of `make test` or CI. REF_FOCUS (required) and REF_SKIP are Ginkgo
-# --focus/--skip regexps over the reference's spec names, REF_TIMEOUT its suite timeout (default
-# 60m, as the reference's CI), REF_OUT where the report goes (default _output/reference-e2e/<focus>).
-export REF_FOCUS REF_SKIP REF_TIMEOUT REF_OUT
+# --focus/--skip regexps over the reference's spec names, REF_FILES a --focus-file filter (e.g.
+# v1beta1/cloneset.go), REF_TIMEOUT its suite timeout (default 60m, as the reference's CI), REF_OUT
+# where the report goes (default _output/reference-e2e/<focus>).
+export REF_FOCUS REF_SKIP REF_FILES REF_TIMEOUT REF_OUT
 reference-e2e: deploy ## OpenKruise's e2e suite (built from the module proxy) on the local cluster with its CI's gates, each case classified by test/reference/known.yaml: REF_FOCUS=CloneSet.
 	@hack/reference-e2e.sh
 

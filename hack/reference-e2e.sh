@@ -13,8 +13,10 @@
 #   4. runs the cases REF_FOCUS (and not REF_SKIP) selects, with a Ginkgo JSON report, and
 #      classifies every case against test/reference/known.yaml.
 #
-# Environment: REF_FOCUS (required, a Ginkgo --focus regexp), REF_SKIP, REF_TIMEOUT (default 60m,
-# the reference CI's), REF_OUT (default _output/reference-e2e/<focus>).
+# Environment: REF_FOCUS (required, a Ginkgo --focus regexp), REF_SKIP, REF_FILES (a Ginkgo
+# --focus-file filter, e.g. v1beta1/cloneset.go: the reference has v1alpha1 and v1beta1 copies of
+# most specs), REF_TIMEOUT (default 60m, the reference CI's), REF_OUT (default
+# _output/reference-e2e/<focus>[_<files>]).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export KUBECONFIG="${KRUISE_WORK}/admin.kubeconfig" KUBECACHEDIR="${KRUISE_WORK}/kube-cache"
 kubectl() { "${K8S_BIN}/kubectl" "$@"; }
@@ -34,8 +36,9 @@ EOF
   exit 2
 fi
 skip="${REF_SKIP:-}"
+files="${REF_FILES:-}"
 timeout="${REF_TIMEOUT:-60m}"
-out="${REF_OUT:-${KRUISE_ROOT}/_output/reference-e2e/$(tr -c 'A-Za-z0-9\n' '_' <<<"${focus}")}"
+out="${REF_OUT:-${KRUISE_ROOT}/_output/reference-e2e/$(tr -c 'A-Za-z0-9\n' '_' <<<"${focus}${files:+_${files}}")}"
 mkdir -p "${out}" "${OUT_BIN}"
 
 # 1. The suite, built once per version into the cache.
@@ -72,14 +75,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-push() { # ref, then mkimage flags
+push() { # ref, then mkimage flags; STAND_IN names the image the label records (default: ref's)
   local ref="$1"; shift
-  "${OUT_BIN}/mkimage" --busybox /bin/busybox --label "io.kruise.stand-in=${ref##*/}" --push "${ref}" "$@" >/dev/null
+  "${OUT_BIN}/mkimage" --busybox /bin/busybox --label "io.kruise.stand-in=${STAND_IN:-${ref##*/}}" \
+    --push "${ref}" "$@" >/dev/null
 }
 web() { # ref, document root, port
-  local page
-  page="${pages}/$(tr -c 'A-Za-z0-9\n' '_' <<<"$1").html"
-  printf '<html><body>%s: a stand-in of kruise hack/reference-e2e.sh</body></html>\n' "${1##*/}" >"${page}"
+  local page id="${STAND_IN:-${1##*/}}"
+  page="${pages}/$(tr -c 'A-Za-z0-9\n' '_' <<<"${id}").html"
+  printf '<html><body>%s: a stand-in of kruise hack/reference-e2e.sh</body></html>\n' "${id}" >"${page}"
   push "$1" --file "${page}:$2/index.html:0644" \
     --entrypoint "[\"/bin/sh\", \"-c\", \"trap 'exit 0' TERM; httpd -f -p $3 -h $2 & wait\"]"
 }
@@ -96,9 +100,12 @@ web "${e2e_repo}/redis:5.0.5-3" /data 6379
 sleeper "${e2e_repo}/agnhost:2.53"
 # docker.io names written in the suite's cases.
 for t in latest 1.32 1.33 1.34 1.35; do push "${docker_repo}/library/busybox:${t}" --cmd '["sh"]'; done
-for t in latest alpine mainline-alpine 1.14.2 1.15.1 1.23.1; do
+for t in latest alpine 1.14.2 1.15.1 1.23.1; do
   web "${docker_repo}/library/nginx:${t}" /usr/share/nginx/html 80
 done
+# One image under two tags, as upstream when the CloneSet case "in-place update images with the
+# same imageID" was written: the update must change the image name but not the image ID.
+STAND_IN=nginx:alpine web "${docker_repo}/library/nginx:mainline-alpine" /usr/share/nginx/html 80
 cat >"${out}/repo-list.yaml" <<YAML
 # KUBE_TEST_REPO_LIST of the run (k8s.io/kubernetes test/utils/image RegistryList).
 promoterE2eRegistry: ${e2e_repo}
@@ -150,16 +157,32 @@ set_gates deployment/kruise-controller "AllAlpha=true,AllBeta=true,EnableExterna
 set_gates daemonset/kruise-daemon "AllAlpha=true,AllBeta=true" "--max-workers-for-pull-image=2"
 kubectl -n kruise-system rollout status daemonset/kruise-daemon --timeout=180s >/dev/null
 kubectl -n kruise-system rollout status deployment/kruise-controller --timeout=180s >/dev/null
+# The API server keeps connections to the webhook's old endpoints a while after a rollout: wait
+# until a CloneSet sent as v1alpha1 goes through /convert and the validating webhook (a
+# server-side dry run), or the first cases fail on a conversion timeout.
+cat >"${out}/probe.yaml" <<YAML
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: reference-e2e-probe, namespace: default}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: reference-e2e-probe}}
+  template:
+    metadata: {labels: {app: reference-e2e-probe}}
+    spec: {containers: [{name: c, image: ${e2e_repo}/busybox:1.36.1-1}]}
+YAML
+wait_for "kruise's webhooks to answer" 180 \
+  "${K8S_BIN}/kubectl" create --dry-run=server -f "${out}/probe.yaml" || die "kruise's webhooks do not answer"
 restarts() { kubectl -n kruise-system get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].restartCount}{" "}{end}'; }
 before="$(restarts)"
 
 # 4. The run. Serial: the reference's CI runs four Ginkgo processes on a four-node kind cluster;
 # here there is one node with two cores.
-log "running OpenKruise's suite, focus ${focus}${skip:+, skip ${skip}} (log: ${out}/suite.log)"
+log "running OpenKruise's suite, focus ${focus}${skip:+, skip ${skip}}${files:+, files ${files}} (log: ${out}/suite.log)"
 rm -f "${out}/report.json"
 set +e
 KUBE_TEST_REPO_LIST="${out}/repo-list.yaml" "${suite}" -kubeconfig="${KUBECONFIG}" \
-  -ginkgo.focus="${focus}" ${skip:+-ginkgo.skip="${skip}"} -ginkgo.timeout="${timeout}" \
+  -ginkgo.focus="${focus}" ${skip:+-ginkgo.skip="${skip}"} ${files:+-ginkgo.focus-file="${files}"} -ginkgo.timeout="${timeout}" \
   -ginkgo.no-color -ginkgo.json-report="${out}/report.json" >"${out}/suite.log" 2>&1
 suite_rc=$?
 set -e

@@ -110,7 +110,7 @@ func (r Result) Count(c Class) int {
 }
 
 // Classify gives each case its class, by the first rule that matches a failing case; a failure
-// no rule matches is unexpected. The result is sorted by name.
+// no rule matches is unexpected. The result is sorted by name, then file.
 func Classify(cases []Case, rules []Rule) Result {
 	out := make(Result, 0, len(cases))
 	for _, c := range cases {
@@ -136,16 +136,26 @@ func Classify(cases []Case, rules []Rule) Result {
 		}
 		out = append(out, x)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].File < out[j].File
+	})
 	return out
 }
 
-// Print writes a line per case, its reason indented under it, then the counts.
+// Print writes a line per case (its name and where it is written), its reason indented under
+// it, then the counts.
 func Print(w io.Writer, res Result) {
 	label := map[Class]string{Pass: "pass", Known: "known difference", Environment: "environment",
 		Unexpected: "unexpected failure", Skipped: "skipped"}
 	for _, x := range res {
-		fmt.Fprintf(w, "%-19s %s\n", label[x.Class], x.Name)
+		name := x.Name
+		if x.File != "" {
+			name += " (" + x.File + ")"
+		}
+		fmt.Fprintf(w, "%-19s %s\n", label[x.Class], name)
 		if x.Why != "" {
 			fmt.Fprintf(w, "%-19s   %s\n", "", x.Why)
 		}

@@ -19,7 +19,10 @@ type Case struct {
 	State string
 	// Message is the failure's (or a runtime skip's) message.
 	Message string
-	// Location is where it failed, file:line with the file's last two path elements.
+	// File is where the spec is written, file:line with the file's last two path elements
+	// (the reference has v1alpha1 and v1beta1 copies of most specs, under the same names).
+	File string
+	// Location is where it failed, in the same form.
 	Location string
 	RunTime  time.Duration
 }
@@ -31,14 +34,12 @@ type ginkgoReport struct {
 		ContainerHierarchyTexts []string
 		LeafNodeType            string
 		LeafNodeText            string
+		LeafNodeLocation        codeLocation
 		State                   string
 		RunTime                 time.Duration
 		Failure                 struct {
 			Message  string
-			Location struct {
-				FileName   string
-				LineNumber int
-			}
+			Location codeLocation
 		}
 	}
 }
@@ -73,12 +74,21 @@ func ParseReport(raw []byte) ([]Case, error) {
 			if suiteNode {
 				name = strings.TrimSpace("[" + s.LeafNodeType + "] " + name)
 			}
-			c := Case{Name: name, State: s.State, Message: s.Failure.Message, RunTime: s.RunTime}
-			if f := s.Failure.Location.FileName; f != "" {
-				c.Location = fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)), s.Failure.Location.LineNumber)
-			}
-			cases = append(cases, c)
+			cases = append(cases, Case{Name: name, State: s.State, Message: s.Failure.Message, RunTime: s.RunTime,
+				File: s.LeafNodeLocation.String(), Location: s.Failure.Location.String()})
 		}
 	}
 	return cases, nil
+}
+
+type codeLocation struct {
+	FileName   string
+	LineNumber int
+}
+
+func (l codeLocation) String() string {
+	if l.FileName == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", filepath.Join(filepath.Base(filepath.Dir(l.FileName)), filepath.Base(l.FileName)), l.LineNumber)
 }
