@@ -17,6 +17,9 @@
 # --focus-file filter, e.g. v1beta1/cloneset.go: the reference has v1alpha1 and v1beta1 copies of
 # most specs), REF_TIMEOUT (default 60m, the reference CI's), REF_OUT (default
 # _output/reference-e2e/<focus>[_<files>]).
+# The whole script is one compound command, which bash reads before it runs any of it: editing the
+# file during a long run cannot change what the run does.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export KUBECONFIG="${KRUISE_WORK}/admin.kubeconfig" KUBECACHEDIR="${KRUISE_WORK}/kube-cache"
 kubectl() { "${K8S_BIN}/kubectl" "$@"; }
@@ -198,3 +201,4 @@ rc=${PIPESTATUS[0]}
 set -e
 log "report: ${out}/report.json, suite log: ${out}/suite.log, result: ${out}/result.txt"
 exit "${rc}"
+}
