@@ -24,7 +24,8 @@ const (
 	Environment Class = "environment"
 	// Unexpected: a failure no rule explains.
 	Unexpected Class = "unexpected"
-	// Skipped: the case skipped itself at run time (its message says why).
+	// Skipped: the case skipped itself at run time, or the run was cut short (REF_TIMEOUT, an
+	// interrupt) before it finished: no verdict either way. Its message says which.
 	Skipped Class = "skipped"
 )
 
@@ -125,7 +126,7 @@ func Classify(cases []Case, rules []Rule) Result {
 		switch c.State {
 		case "passed":
 			x.Class, x.Listed = Pass, rule
-		case "skipped", "pending":
+		case "skipped", "pending", "interrupted":
 			x.Class, x.Why = Skipped, oneLine(c.Message)
 		default:
 			if rule != nil {
