@@ -128,6 +128,16 @@ func Classify(cases []Case, rules []Rule) Result {
 			x.Class, x.Listed = Pass, rule
 		case "skipped", "pending", "interrupted":
 			x.Class, x.Why = Skipped, oneLine(c.Message)
+		case "timedout":
+			// The suite's own limit (REF_TIMEOUT) is no verdict on the case; a spec's is.
+			if strings.Contains(c.Message, "A suite timeout occurred") {
+				x.Class, x.Why = Skipped, oneLine(c.Message)
+				break
+			}
+			x.Class, x.Why = Unexpected, failureLine(c)
+			if rule != nil {
+				x.Class, x.Why = rule.Class, oneLine(rule.Reason)
+			}
 		default:
 			if rule != nil {
 				x.Class, x.Why = rule.Class, oneLine(rule.Reason)
