@@ -21,12 +21,12 @@ E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2
 E2E_HELM_RUN ?= ^(TestKruiseComponentsReady|TestOwnerReferencesPermissionEnforcement|TestDaemonReportsRuntime|TestComponentsStampedWithTheirCommit|TestCRDsEstablished|TestConversion.*|TestWebhook.*|TestNodeScope|TestNetworkSafety|TestMalformedObjects|TestCRRAdmissionFillsLabelsAndContext|TestCRRRecreatesContainer|TestImagePullWithPullSecret|TestImagePullViaCredentialProvider|TestSidecarNeverMainSucceeds|TestLaunchPriorityBarePod|TestCloneSetScaleAndUpdateInPlace|TestCloneSetScaleByKubectlAndHPA|TestStatefulSetOrderedIdentityInPlaceAndScaleIn|TestDaemonSetInPlaceImageUpdate|TestSidecarSetInjectNativeSeed|TestSidecarSetUpgradesImagesInPlace|TestWorkloadsBehaveAsTheBuiltinOnes)$$
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-unit test-integration e2e e2e-helm dashboard-check fuzz deps build images deploy deploy-helm \
+.PHONY: help run test test-unit test-integration e2e e2e-helm reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
 	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload
 
 help: ## Show the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: cluster-up deploy ## Bring the local cluster up, build and deploy kruise, install `kubectl kruise`, and show what to try.
 	@hack/install-plugin.sh
@@ -54,6 +54,15 @@ e2e-helm: deploy-helm ## The install-dependent e2e tests and one per feature aga
 	$(E2E_GO_TEST) -run '$(E2E_HELM_RUN)' ./test/e2e/
 	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" $(E2E_GO_TEST) ./test/e2e/helm/
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
+
+# OpenKruise v1.9.0's own e2e suite against the deployed kruise (hack/reference-e2e.sh,
+# docs/migration.md): not part of `make test` or CI. REF_FOCUS (required) and REF_SKIP are Ginkgo
+# --focus/--skip regexps over the reference's spec names, REF_FILES a --focus-file filter (e.g.
+# v1beta1/cloneset.go), REF_TIMEOUT its suite timeout (default 60m, as the reference's CI), REF_OUT
+# where the report goes (default _output/reference-e2e/<focus>).
+export REF_FOCUS REF_SKIP REF_FILES REF_TIMEOUT REF_OUT
+reference-e2e: deploy ## OpenKruise's e2e suite (built from the module proxy) on the local cluster with its CI's gates, each case classified by test/reference/known.yaml: REF_FOCUS=CloneSet.
+	@hack/reference-e2e.sh
 
 dashboard-check: ## Run every query of the Grafana dashboard through a real Prometheus scraping the local cluster's kruise (docs/operations.md, "Dashboard").
 	prom="$${KRUISE_PROMETHEUS:-$$(dirname "$$(hack/install-prometheus.sh)")/prometheus}" && \
