@@ -67,3 +67,29 @@ func patchMetadata(pod *corev1.Pod, ref string, sets []*appsv1beta1.SidecarSet) 
 	}
 	return nil
 }
+
+// PatchedAnnotations returns the annotations of pod that ss's patchPodMetadata sets or changes
+// (by their policies, as at injection), for an in-place upgrade to carry: OpenKruise's controller
+// applies a SidecarSet's patchPodMetadata again whenever it upgrades a pod, so a value changed
+// in the SidecarSet reaches the pods it upgrades. Keys left as they are are not returned.
+func PatchedAnnotations(pod *corev1.Pod, ss *appsv1beta1.SidecarSet) (map[string]string, error) {
+	if len(ss.Spec.PatchPodMetadata) == 0 {
+		return nil, nil
+	}
+	patched := &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+	ref := pod.Namespace + "/" + pod.Name
+	if err := patchMetadata(patched, ref, []*appsv1beta1.SidecarSet{ss}); err != nil {
+		return nil, err
+	}
+	var out map[string]string
+	for k, v := range patched.Annotations {
+		if old, ok := pod.Annotations[k]; ok && old == v {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out, nil
+}

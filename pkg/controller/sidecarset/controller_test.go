@@ -308,3 +308,47 @@ func TestAStuckUpgradeIsRolledOnByTheNextImage(t *testing.T) {
 	assert.Equal(t, "cri://p-0-agent:1", states["log"].LastContainerStatuses[agentName].ContainerID,
 		"the container not yet restarted keeps its ID, so the v3 restart is told by it")
 }
+
+// TestUpgradeCarriesPatchPodMetadata: as OpenKruise's controller, an upgrade applies the
+// SidecarSet's patchPodMetadata as it is now, so a value changed in the SidecarSet reaches the
+// pods it upgrades (OpenKruise's e2e case "sidecarSet patch pod metadata").
+func TestUpgradeCarriesPatchPodMetadata(t *testing.T) {
+	withPatch := func(policy appsv1beta1.SidecarSetPatchPolicyType, v string) func(*appsv1beta1.SidecarSet) {
+		return func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.PatchPodMetadata = []appsv1beta1.SidecarSetPatchPodMetadata{{
+				Annotations: map[string]string{"example.com/sidecar": v}, PatchPolicy: policy,
+			}}
+		}
+	}
+	cases := []struct {
+		name   string
+		policy appsv1beta1.SidecarSetPatchPolicyType
+		want   any // the annotation's value in the patch; nil: not in the patch
+	}{
+		{"Overwrite sets the new value", appsv1beta1.SidecarSetOverwritePatchPolicy, "v2"},
+		{"MergePatchJson merges it", appsv1beta1.SidecarSetMergePatchJsonPatchPolicy, `{"log":"v2","x":"1"}`},
+		{"Retain keeps the pod's", appsv1beta1.SidecarSetRetainPatchPolicy, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old, value := "v1", "v2"
+			if tc.policy == appsv1beta1.SidecarSetMergePatchJsonPatchPolicy {
+				old, value = `{"log":"v1","x":"1"}`, `{"log":"v2"}`
+			}
+			v1 := gen.SidecarSetFrom(sidecarSetAt("1"), withPatch(tc.policy, old))
+			v2 := gen.SidecarSetFrom(sidecarSetAt("2"), withPatch(tc.policy, value))
+			pod := injectedPod(t, "p-0", v1)
+			pod.Annotations["example.com/sidecar"] = old
+			h, _ := hashesOf(v2)
+			data, _, err := planUpgrade(v2, h, "log-abc", pod, t0)
+			require.NoError(t, err)
+			var doc struct {
+				Metadata struct {
+					Annotations map[string]any `json:"annotations"`
+				} `json:"metadata"`
+			}
+			require.NoError(t, json.Unmarshal(data, &doc))
+			assert.Equal(t, tc.want, doc.Metadata.Annotations["example.com/sidecar"])
+		})
+	}
+}

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -96,6 +97,12 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 	}
 
 	annotated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Annotations: map[string]string{}}}
+	// The SidecarSet's patchPodMetadata as it is now, as OpenKruise applies it at each upgrade.
+	patched, err := sidecarset.PatchedAnnotations(pod, ss)
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(annotated.Annotations, patched)
 	for _, key := range []string{sidecarset.HashAnnotation, sidecarset.HashWithoutImageAnnotation, sidecarset.InPlaceUpdateStateAnnotation} {
 		if v, ok := pod.Annotations[key]; ok {
 			annotated.Annotations[key] = v
