@@ -57,8 +57,9 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 		t.Logf("marked pod refused while kruise is down: %v", err)
 	}
 
-	// kruise's own kinds are validated at create (failurePolicy Fail in the local install): a
-	// CRR and an ImagePullJob are refused too, for the webhook being unreachable. They need
+	// kruise's own kinds are admitted at create (failurePolicy Fail in the local install): a
+	// CRR (filled in by mcontainerrecreaterequest.kb.io, the first of its webhooks the API server
+	// calls) and an ImagePullJob are refused too, for the webhook being unreachable. They need
 	// kruise to do anything anyway; failurePolicy Ignore would admit them, and kruise-controller
 	// would answer in their status once back.
 	kc := f.KruiseClient(t)
@@ -67,7 +68,7 @@ func TestWebhookOutageBlocksOnlyMarkedPods(t *testing.T) {
 		Spec:       appsv1alpha1.ContainerRecreateRequestSpec{PodName: "unmarked", Containers: []appsv1alpha1.ContainerRecreateRequestContainer{{Name: "a"}}},
 	}
 	_, err = kc.AppsV1alpha1().ContainerRecreateRequests(ns).Create(ctx, crr, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "vcontainerrecreaterequest.kb.io"`) {
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "mcontainerrecreaterequest.kb.io"`) {
 		t.Errorf("creating a CRR while kruise is down: %v, want it refused for the webhook being unreachable", err)
 	}
 	_, err = kc.AppsV1beta1().ImagePullJobs(ns).Create(ctx, framework.NewImagePullJob(ns, "pull", "busybox:1.35"), metav1.CreateOptions{})

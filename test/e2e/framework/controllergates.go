@@ -44,11 +44,15 @@ func (f *Framework) SetControllerFeatureGate(ctx context.Context, t testing.TB, 
 			return
 		}
 		t.Logf("%s runs with its args as found again: %q", ControllerDeployment, orig)
+		f.WaitWebhookAnswers(ctx, t, controllerRolloutTimeout)
 	})
 	if err := f.applyControllerArgs(ctx, idx, want); err != nil {
 		t.Fatalf("running %s with %s=%t: %v", ControllerDeployment, gate, value, err)
 	}
 	t.Logf("%s runs with args %q", ControllerDeployment, want)
+	// The new pods being Ready and leading is not enough for what the test creates next: the API
+	// server may still call an old pod's address for a moment (a webhook call timing out).
+	f.WaitWebhookAnswers(ctx, t, controllerRolloutTimeout)
 }
 
 // withFeatureGate is args with gate=value in its --feature-gates flag (added when absent).
