@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -34,6 +35,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	logger := klog.FromContext(ctx).WithValues("crr", klog.KObj(crr), "pod", klog.KRef(crr.Namespace, crr.Spec.PodName))
 	ctx = klog.NewContext(ctx, logger)
 
+	if grace := meta.FindStatusCondition(crr.Status.Conditions, appsv1alpha1.ContainerRecreateRequestPreRecreateGrace); grace != nil &&
+		crr.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] == "" {
+		return 0, c.recordUnreadyAcquired(ctx, crr, grace.LastTransitionTime.Time)
+	}
 	if crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted {
 		return c.syncFinished(ctx, crr)
 	}
@@ -47,6 +52,29 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, c.restoreActive(ctx, crr)
 	}
 	return c.syncActive(ctx, crr)
+}
+
+// recordUnreadyAcquired writes the unready-acquired annotation of a request whose unready period
+// began at since (its PreRecreateGrace condition) but that lacks it: admission writes it in the
+// routing patch, after the Admitted condition, and a request the webhook routed at create is
+// acted on by the daemon as soon as it is admitted, so the daemon's first status write can make
+// that patch fail with a conflict. OpenKruise's clients read the annotation; a merge patch of it
+// alone touches nothing else.
+func (c *Controller) recordUnreadyAcquired(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, since time.Time) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: since.UTC().Format(time.RFC3339),
+	}}})
+	if err != nil {
+		return fmt.Errorf("encoding the unready-acquired patch of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	_, err = c.kruiseClient.AppsV1alpha1().ContainerRecreateRequests(crr.Namespace).Patch(ctx, crr.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing the unready-acquired annotation of CRR %s/%s: %w", crr.Namespace, crr.Name, err)
+	}
+	return nil
 }
 
 // restoreActive puts back the active label of an admitted, unfinished

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -323,4 +324,25 @@ func TestCompletionSnapshotsRecreatedContainers(t *testing.T) {
 	assert.Equal(t, []appsv1alpha1.ContainerRecreateRequestSyncContainerStatus{
 		{Name: "main", Ready: true, RestartCount: 3, ContainerID: "containerd://new"},
 	}, got.Status.ContainerStatusSnapshot)
+}
+
+// A request the webhook routed at create is acted on once admitted, so the daemon's first status
+// write can make admission's routing patch fail: the unready-acquired annotation is then written
+// on its own, with the time the PreRecreateGrace condition records, in any phase.
+func TestSyncRecordsAMissingUnreadyAcquired(t *testing.T) {
+	since := now.Add(-3 * time.Second)
+	for _, phase := range []appsv1alpha1.ContainerRecreateRequestPhase{appsv1alpha1.ContainerRecreateRequestRecreating, appsv1alpha1.ContainerRecreateRequestCompleted} {
+		t.Run(string(phase), func(t *testing.T) {
+			crr := admittedCRR(time.Minute, gen.SetCRRPhase(phase), func(c *appsv1alpha1.ContainerRecreateRequest) {
+				meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace,
+					Status: metav1.ConditionTrue, Reason: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace, LastTransitionTime: metav1.NewTime(since)})
+			})
+			f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+			_, err := f.sync(t)
+			require.NoError(t, err)
+			assert.Equal(t, since.UTC().Format(time.RFC3339), f.getCRR(t).Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey])
+			require.Len(t, f.writes(), 1, "the annotation alone")
+			assert.Equal(t, "patch", f.writes()[0].GetVerb())
+		})
+	}
 }
