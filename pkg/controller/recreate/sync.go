@@ -36,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ctx = klog.NewContext(ctx, logger)
 
 	if grace := meta.FindStatusCondition(crr.Status.Conditions, appsv1alpha1.ContainerRecreateRequestPreRecreateGrace); grace != nil &&
-		crr.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] == "" {
+		crr.Annotations[appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey] != unreadyAcquiredValue(grace.LastTransitionTime.Time) {
 		return 0, c.recordUnreadyAcquired(ctx, crr, grace.LastTransitionTime.Time)
 	}
 	if crr.Status.Phase == appsv1alpha1.ContainerRecreateRequestCompleted {
@@ -54,15 +54,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return c.syncActive(ctx, crr)
 }
 
+// unreadyAcquiredValue is the unready-acquired annotation of an unready period that began at since.
+func unreadyAcquiredValue(since time.Time) string { return since.UTC().Format(time.RFC3339) }
+
 // recordUnreadyAcquired writes the unready-acquired annotation of a request whose unready period
-// began at since (its PreRecreateGrace condition) but that lacks it: admission writes it in the
+// began at since (its PreRecreateGrace condition) but that lacks it, or carries another value (a
+// creator's, which admission overwrites): admission writes it in the
 // routing patch, after the Admitted condition, and a request the webhook routed at create is
 // acted on by the daemon as soon as it is admitted, so the daemon's first status write can make
 // that patch fail with a conflict. OpenKruise's clients read the annotation; a merge patch of it
 // alone touches nothing else.
 func (c *Controller) recordUnreadyAcquired(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRequest, since time.Time) error {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: since.UTC().Format(time.RFC3339),
+		appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: unreadyAcquiredValue(since),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encoding the unready-acquired patch of CRR %s/%s: %w", crr.Namespace, crr.Name, err)

@@ -331,9 +331,19 @@ func TestCompletionSnapshotsRecreatedContainers(t *testing.T) {
 // on its own, with the time the PreRecreateGrace condition records, in any phase.
 func TestSyncRecordsAMissingUnreadyAcquired(t *testing.T) {
 	since := now.Add(-3 * time.Second)
-	for _, phase := range []appsv1alpha1.ContainerRecreateRequestPhase{appsv1alpha1.ContainerRecreateRequestRecreating, appsv1alpha1.ContainerRecreateRequestCompleted} {
-		t.Run(string(phase), func(t *testing.T) {
-			crr := admittedCRR(time.Minute, gen.SetCRRPhase(phase), func(c *appsv1alpha1.ContainerRecreateRequest) {
+	for _, tc := range []struct {
+		phase appsv1alpha1.ContainerRecreateRequestPhase
+		given string // the annotation as the creator wrote it
+	}{
+		{appsv1alpha1.ContainerRecreateRequestRecreating, ""},
+		{appsv1alpha1.ContainerRecreateRequestCompleted, ""},
+		{appsv1alpha1.ContainerRecreateRequestRecreating, "not-a-time"},
+	} {
+		t.Run(string(tc.phase)+"/"+tc.given, func(t *testing.T) {
+			crr := admittedCRR(time.Minute, gen.SetCRRPhase(tc.phase), func(c *appsv1alpha1.ContainerRecreateRequest) {
+				if tc.given != "" {
+					c.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: tc.given}
+				}
 				meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace,
 					Status: metav1.ConditionTrue, Reason: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace, LastTransitionTime: metav1.NewTime(since)})
 			})
@@ -344,5 +354,23 @@ func TestSyncRecordsAMissingUnreadyAcquired(t *testing.T) {
 			require.Len(t, f.writes(), 1, "the annotation alone")
 			assert.Equal(t, "patch", f.writes()[0].GetVerb())
 		})
+	}
+}
+
+// The annotation as admission wrote it is left alone: no write, so no loop of updates.
+func TestSyncLeavesAnUnreadyAcquiredAsWritten(t *testing.T) {
+	since := now.Add(-3 * time.Second)
+	crr := admittedCRR(time.Minute, gen.SetCRRPhase(appsv1alpha1.ContainerRecreateRequestCompleted), func(c *appsv1alpha1.ContainerRecreateRequest) {
+		c.Annotations = map[string]string{appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey: since.UTC().Format(time.RFC3339)}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace,
+			Status: metav1.ConditionTrue, Reason: appsv1alpha1.ContainerRecreateRequestPreRecreateGrace, LastTransitionTime: metav1.NewTime(since)})
+	})
+	f := newFixture(t, objects{crrs: []*appsv1alpha1.ContainerRecreateRequest{crr}})
+	_, err := f.sync(t)
+	require.NoError(t, err)
+	for _, w := range f.writes() {
+		if p, ok := w.(k8stesting.PatchAction); ok {
+			assert.NotContains(t, string(p.GetPatch()), appsv1alpha1.ContainerRecreateRequestUnreadyAcquiredKey)
+		}
 	}
 }
