@@ -127,9 +127,18 @@ func TestCRRFilledInAtCreate(t *testing.T) {
 	})
 }
 
-// installCRRMutatingWebhook creates the MutatingWebhookConfiguration of deploy/base/webhook.yaml
-// with only its CRR entry, calling the server at addr.
+// installCRRMutatingWebhook creates a MutatingWebhookConfiguration holding only the CRR entry of
+// deploy/base/webhook.yaml, calling the server at addr.
 func installCRRMutatingWebhook(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
+	t.Helper()
+	w := baseMutatingWebhook(t, "mcontainerrecreaterequest.kb.io", addr, ca)
+	require.True(t, strings.HasSuffix(*w.ClientConfig.URL, crrfill.Path))
+	installMutatingWebhook(t, kube, "crr-fill", w)
+}
+
+// baseMutatingWebhook is the entry name of deploy/base/webhook.yaml's MutatingWebhookConfiguration,
+// its client config pointing at the server at addr.
+func baseMutatingWebhook(t *testing.T, name, addr string, ca []byte) admissionregistrationv1.MutatingWebhook {
 	t.Helper()
 	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
 	require.NoError(t, err)
@@ -144,20 +153,23 @@ func installCRRMutatingWebhook(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "MutatingWebhookConfiguration" {
 			continue
 		}
-		var keep []admissionregistrationv1.MutatingWebhook
 		for _, w := range cfg.Webhooks {
-			if w.Name == "mcontainerrecreaterequest.kb.io" {
-				require.True(t, strings.HasSuffix(*w.ClientConfig.Service.Path, crrfill.Path))
+			if w.Name == name {
 				url := "https://" + addr + *w.ClientConfig.Service.Path
 				w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
-				keep = append(keep, w)
+				return w
 			}
 		}
-		require.Len(t, keep, 1, "deploy/base has mcontainerrecreaterequest.kb.io")
-		cfg.Webhooks = keep
-		_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
-		require.NoError(t, err)
-		return
 	}
-	t.Fatal("no MutatingWebhookConfiguration in deploy/base/webhook.yaml")
+	t.Fatalf("no %s in deploy/base/webhook.yaml", name)
+	return admissionregistrationv1.MutatingWebhook{}
+}
+
+// installMutatingWebhook creates a MutatingWebhookConfiguration named name holding w alone.
+func installMutatingWebhook(t *testing.T, kube kubernetes.Interface, name string, w admissionregistrationv1.MutatingWebhook) {
+	t.Helper()
+	_, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: []admissionregistrationv1.MutatingWebhook{w},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }

@@ -1,20 +1,14 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
@@ -146,31 +140,5 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 // msidecarset-defaults.kb.io of deploy/base/webhook.yaml, calling the server at addr.
 func installSidecarSetDefaults(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
-	require.NoError(t, err)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var cfg admissionregistrationv1.MutatingWebhookConfiguration
-		err := dec.Decode(&cfg)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		if cfg.Kind != "MutatingWebhookConfiguration" {
-			continue
-		}
-		for _, w := range cfg.Webhooks {
-			if w.Name != "msidecarset-defaults.kb.io" {
-				continue
-			}
-			url := "https://" + addr + *w.ClientConfig.Service.Path
-			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca}
-			_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
-				ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-defaults"}, Webhooks: []admissionregistrationv1.MutatingWebhook{w},
-			}, metav1.CreateOptions{})
-			require.NoError(t, err)
-			return
-		}
-	}
-	t.Fatal("no msidecarset-defaults.kb.io in deploy/base/webhook.yaml")
+	installMutatingWebhook(t, kube, "sidecarset-defaults", baseMutatingWebhook(t, "msidecarset-defaults.kb.io", addr, ca))
 }
