@@ -133,7 +133,7 @@ log "docker.io mirror: ${mirror}/hosts.toml"
 # 3. The reference CI's gates (its config/manager/manager.yaml at v1.9.0): the manager gets
 # AllAlpha=true,AllBeta=true,EnableExternalCerts=false,TemplateNoDefaults=false, the daemon
 # AllAlpha=true,AllBeta=true and --max-workers-for-pull-image=2. kruise accepts OpenKruise's gate
-# names (pkg/features) and ignores, with a warning, those it does not implement.
+# names (pkg/process/features) and ignores, with a warning, those it does not implement.
 args_of() { kubectl -n kruise-system get "$1" -o jsonpath='{.spec.template.spec.containers[0].args}'; }
 # shellcheck disable=SC2317
 restore_args() { # object, JSON array of arguments

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodekruise/kruise/pkg/controller"
-	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/process/cli"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/process/cli"
 )
 
 // newClient builds the client configuration from the shared client flags

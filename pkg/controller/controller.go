@@ -40,7 +40,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 // Controller is one reconciliation loop.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/process/cli"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 )
 

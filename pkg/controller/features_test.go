@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	"github.com/nodekruise/kruise/pkg/features"
-	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/process/cli"
+	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 )

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 // TestPreDownloadEnabled: a workload's pre-download runs only with its gate and the ImagePullJob

@@ -39,8 +39,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
-	"github.com/nodekruise/kruise/pkg/features"
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/features"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 const componentName = "kruise-controller"
@@ -149,7 +149,7 @@ func (d deps) webhookClients() (kubernetes.Interface, versioned.Interface) {
 func run(ctx context.Context, o *Options, d deps) error {
 	logger := klog.FromContext(ctx)
 
-	metrics := server.NewRegistry()
+	metrics := healthz.NewRegistry()
 	enabled, disabled := SelectEnabled(o.featureGate(), d.builders)
 	for _, x := range disabled {
 		logger.Info("Controller disabled by a feature gate", "controller", x.Name, "gate", x.Gate)
@@ -163,17 +163,17 @@ func run(ctx context.Context, o *Options, d deps) error {
 	reg := first.reg
 	logger.Info("Starting controller manager", "controllers", reg.Names(), "leaderElect", o.LeaderElect, "workers", o.Workers)
 
-	apiReady := server.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
-	healthz := []server.Checker{server.Ping}
+	apiReady := healthz.NewFlag("apiserver", "the Kubernetes API server has not answered yet")
+	liveness := []healthz.Checker{healthz.Ping}
 	// Two managers acting on one ImagePullJob or CRR would fight: do not start beside OpenKruise's.
 	openKruise := newOpenKruiseGuard(d.leases, openKruiseLeaseNamespaces(o, kruiseNamespace()), clock.RealClock{})
-	readyz := []server.Checker{apiReady, openKruise}
+	readyz := []healthz.Checker{apiReady, openKruise}
 	var watchdog *leaderelection.HealthzAdaptor
 	if o.LeaderElect {
 		// Fails only when this replica leads but has not renewed for longer
 		// than the lease plus this slack: a wedged leader gets restarted.
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
-		healthz = append(healthz, watchdog)
+		liveness = append(liveness, watchdog)
 		readyz = append(readyz, watchdog)
 	}
 	var hooks *webhooks
@@ -185,7 +185,7 @@ func run(ctx context.Context, o *Options, d deps) error {
 		}
 		readyz = append(readyz, hooks.checks()...)
 	}
-	srv := server.New(server.Options{Addr: o.Addr, Gatherer: server.Gatherers(metrics), Healthz: healthz, Readyz: readyz})
+	srv := healthz.New(healthz.Options{Addr: o.Addr, Gatherer: healthz.Gatherers(metrics), Healthz: liveness, Readyz: readyz})
 	addr, err := srv.Listen()
 	if err != nil {
 		return err
@@ -378,7 +378,7 @@ func buildRecreate(d Deps) (Controller, error) {
 
 // waitForAPIServer polls the API server's version until it answers, then
 // marks ready. It logs the first failure and every tenth after it.
-func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *server.Flag) {
+func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *healthz.Flag) {
 	logger := klog.FromContext(ctx)
 	failures := 0
 	_ = wait.PollUntilContextCancel(ctx, apiServerPollInterval, true, func(ctx context.Context) (bool, error) {

@@ -11,8 +11,8 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/features"
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/features"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
@@ -123,8 +123,8 @@ func patchAllowCheck(defaultsAllowed bool) validate.PatchAllowCheck {
 // replicas, so a readiness that waited on it would never come once every
 // replica was down. SidecarSet injection waits for its caches per request
 // instead (sidecarinjection.Caches.WaitSynced).
-func (w *webhooks) checks() []server.Checker {
-	return []server.Checker{w.server.ReadyCheck(), w.certs}
+func (w *webhooks) checks() []healthz.Checker {
+	return []healthz.Checker{w.server.ReadyCheck(), w.certs}
 }
 
 // listen binds the webhook port, so that a conflict fails start-up.

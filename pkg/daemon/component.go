@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 // entry is one part of kruise-daemon: the list in components.go names them
@@ -44,7 +44,7 @@ type component struct {
 	// check, if set, is the component's own readiness, asked once its
 	// informers have synced. A server.Detailer adds its detail to
 	// /readyz?verbose.
-	check server.Checker
+	check healthz.Checker
 	// gate, if set, holds every gated component back until it returns
 	// nil; it runs once the component's informers have synced. An error
 	// stops the daemon.
@@ -127,7 +127,7 @@ func (k *componentCheck) Detail() string {
 	if c == nil || c.check == nil {
 		return ""
 	}
-	if d, ok := c.check.(server.Detailer); ok {
+	if d, ok := c.check.(healthz.Detailer); ok {
 		return d.Detail()
 	}
 	return ""

@@ -22,7 +22,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/pkg/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 func TestComponentNamesAreUnique(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 const componentName = "kruise-daemon"
@@ -88,14 +88,14 @@ func run(ctx context.Context, o *Options, d deps) error {
 	rec := recorder.New(ctx, recorder.Options{Sink: d.client.EventSink(), Scheme: scheme,
 		Component: componentName, Host: o.NodeName})
 	defer rec.Stop()
-	reg := server.NewRegistry()
+	reg := healthz.NewRegistry()
 	e := &env{deps: d, opts: o, recorder: rec, metrics: reg}
 	parts := newLoop(components, e)
 
-	srv := server.New(server.Options{
+	srv := healthz.New(healthz.Options{
 		Addr:     o.Addr,
-		Gatherer: server.Gatherers(reg),
-		Healthz:  []server.Checker{server.Ping},
+		Gatherer: healthz.Gatherers(reg),
+		Healthz:  []healthz.Checker{healthz.Ping},
 		Readyz:   parts.readyz(),
 	})
 	addr, err := srv.Listen()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/daemon/envrestart"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 // envRestartWorkers sync pods in parallel; a sync is one CRI status call

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 // informerPollInterval spaces the looks at whether informers have synced.
@@ -42,8 +42,8 @@ func newLoop(entries []entry, e *env) *loop {
 }
 
 // readyz returns the entries' /readyz checks, in list order.
-func (l *loop) readyz() []server.Checker {
-	var out []server.Checker
+func (l *loop) readyz() []healthz.Checker {
+	var out []healthz.Checker
 	for _, c := range l.checks {
 		if c != nil {
 			out = append(out, c)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 // journal records what the fakes did, in order.
@@ -333,7 +333,7 @@ func TestLoopReadinessWhileBuilding(t *testing.T) {
 	cri.build = func(ctx context.Context, _ *env) (*component, error) {
 		select {
 		case <-connected:
-			return &component{check: server.NewCheck("cri", func(*http.Request) error { return nil })}, nil
+			return &component{check: healthz.NewCheck("cri", func(*http.Request) error { return nil })}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -368,7 +368,7 @@ func TestLoopChecksPassTheComponentsCheckAndDetail(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the component's own check once its informers have synced")
 	fail.Store(false)
 	assert.NoError(t, r.check("node"))
-	assert.Equal(t, "detail", r.l.readyz()[0].(server.Detailer).Detail())
+	assert.Equal(t, "detail", r.l.readyz()[0].(healthz.Detailer).Detail())
 }
 
 type detailedCheck struct{ fail *atomic.Bool }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
-	"github.com/nodekruise/kruise/pkg/options/cli"
+	"github.com/nodekruise/kruise/pkg/process/cli"
 )
 
 // NodeNameEnv is the environment variable the DaemonSet fills from the

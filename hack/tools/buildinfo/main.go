@@ -1,6 +1,6 @@
 // Command buildinfo prints the -ldflags -X arguments that stamp the kruise binaries with the
 // version, commit, tree state and build date of the git checkout it runs in (package
-// pkg/version holds the variables):
+// pkg/process/version holds the variables):
 //
 //	go build -trimpath -ldflags "-s -w $(go run ./hack/tools/buildinfo)" ./cmd/...
 //
@@ -11,7 +11,7 @@
 // in "-dirty". KRUISE_VERSION overrides the version (default: git describe --tags --always).
 //
 // Outside a git checkout (or without git) it prints a warning on stderr and nothing on stdout:
-// the binaries then keep pkg/version's defaults, which say that nothing was stamped.
+// the binaries then keep pkg/process/version's defaults, which say that nothing was stamped.
 package main
 
 import (
@@ -26,9 +26,9 @@ import (
 )
 
 // versionPkg is the package whose variables the -X flags set.
-const versionPkg = "github.com/nodekruise/kruise/pkg/version"
+const versionPkg = "github.com/nodekruise/kruise/pkg/process/version"
 
-// dateLayout is how pkg/version's buildDate is written: RFC 3339 in UTC, whole seconds.
+// dateLayout is how pkg/process/version's buildDate is written: RFC 3339 in UTC, whole seconds.
 const dateLayout = "2006-01-02T15:04:05Z"
 
 func main() {

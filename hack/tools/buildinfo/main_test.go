@@ -49,7 +49,7 @@ func TestCollectCleanCheckout(t *testing.T) {
 
 func TestCollectDirtyCheckout(t *testing.T) {
 	answers := cleanCheckout()
-	answers["status --porcelain"] = " M pkg/version/version.go\n?? new.go"
+	answers["status --porcelain"] = " M pkg/process/version/version.go\n?? new.go"
 	s, err := collect(fakeGit(answers), env(nil))
 	require.NoError(t, err)
 	assert.Equal(t, stamp{Version: "0123456-dirty", Commit: sha + "-dirty", TreeState: "dirty", BuildDate: "2025-03-04T03:06:07Z"}, s)
@@ -87,7 +87,7 @@ func TestLdflags(t *testing.T) {
 	s := stamp{Version: "v1.2.3-dirty", Commit: sha + "-dirty", TreeState: "dirty", BuildDate: "2025-03-04T03:06:07Z"}
 	got, err := s.ldflags()
 	require.NoError(t, err)
-	p := "-X github.com/nodekruise/kruise/pkg/version."
+	p := "-X github.com/nodekruise/kruise/pkg/process/version."
 	assert.Equal(t, p+"gitVersion=v1.2.3-dirty "+p+"gitCommit="+sha+"-dirty "+p+"gitTreeState=dirty "+p+"buildDate=2025-03-04T03:06:07Z", got)
 
 	for _, bad := range []string{"", "v1 2", `v"1`, "v'1"} {
@@ -97,7 +97,7 @@ func TestLdflags(t *testing.T) {
 	}
 }
 
-// The -X flags name variables of pkg/version; the linker ignores a name that does not exist, so a
+// The -X flags name variables of pkg/process/version; the linker ignores a name that does not exist, so a
 // rename there would silently leave the binaries unstamped.
 func TestLdflagsNameVariablesOfPkgVersion(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "pkg", "version", "version.go"), nil, 0)
@@ -118,7 +118,7 @@ func TestLdflagsNameVariablesOfPkgVersion(t *testing.T) {
 			continue
 		}
 		name := strings.TrimPrefix(strings.SplitN(arg, "=", 2)[0], versionPkg+".")
-		assert.True(t, declared[name], "pkg/version declares no variable %s", name)
+		assert.True(t, declared[name], "pkg/process/version declares no variable %s", name)
 	}
 }
 

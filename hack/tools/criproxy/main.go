@@ -69,7 +69,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 // pullImageMethod is the only call whose body is decoded.
@@ -189,7 +189,7 @@ type proxy struct {
 // newProxy listens on cfg.listen (removing a stale socket first) and
 // prepares the upstream connection, which is made lazily.
 func newProxy(cfg config) (*proxy, error) {
-	if err := server.RemoveStaleSocket(cfg.listen); err != nil {
+	if err := healthz.RemoveStaleSocket(cfg.listen); err != nil {
 		return nil, err
 	}
 	var rec *recorder

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

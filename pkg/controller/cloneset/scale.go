@@ -19,7 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/ownership"
 	"github.com/nodekruise/kruise/pkg/podorder"
 	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case

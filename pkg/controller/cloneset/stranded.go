@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Stranded claims: the PVCs of an instance ID whose pod could not be created (quota, Pod

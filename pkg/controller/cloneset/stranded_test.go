@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 func withClaimTemplate(cs *appsv1beta1.CloneSet) {

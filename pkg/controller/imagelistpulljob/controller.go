@@ -31,8 +31,8 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
-	"github.com/nodekruise/kruise/pkg/events"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

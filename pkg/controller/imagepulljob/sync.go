@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // syncJob decides a job's plan and status.

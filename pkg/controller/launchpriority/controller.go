@@ -34,9 +34,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/events"
 	lp "github.com/nodekruise/kruise/pkg/launchpriority"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

@@ -41,8 +41,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/readinessgate"
-	"github.com/nodekruise/kruise/pkg/workers"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nodekruise/kruise/pkg/events"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 
 	"github.com/prometheus/client_golang/prometheus"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"

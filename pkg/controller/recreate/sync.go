@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // sync brings one CRR a step further. It returns when to look at it again

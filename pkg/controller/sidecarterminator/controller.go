@@ -26,8 +26,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	"github.com/nodekruise/kruise/pkg/events"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

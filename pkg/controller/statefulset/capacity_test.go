@@ -22,7 +22,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/ordinals"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 func parallelPods(s *appsv1beta1.StatefulSet) {

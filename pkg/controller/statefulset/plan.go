@@ -10,7 +10,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/ordinals"
 	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // ScaleInput is what PlanScale decides from.

@@ -15,7 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/expectations"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
 	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // scale carries out PlanScale; it reports whether the plan held the pass (wrote, or waits on a

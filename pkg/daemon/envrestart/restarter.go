@@ -36,7 +36,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/pkg/metadataenv"
-	"github.com/nodekruise/kruise/pkg/workers"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Name names the restarter's queue and log lines.

@@ -13,7 +13,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // Reasons of failures found before the runtime is asked.

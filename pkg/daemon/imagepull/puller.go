@@ -29,8 +29,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
-	"github.com/nodekruise/kruise/pkg/durations"
 	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // Defaults of Config and of a tag's pull policy.

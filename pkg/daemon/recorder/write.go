@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // errStopped ends the retries of an Event when the flush deadline passes.

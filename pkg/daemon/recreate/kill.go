@@ -12,7 +12,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // Event reasons the executor records on CRRs and their pods.

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/durations"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // ExecSyncer is the one runtime call a preStop hook needs.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/events"
+	"github.com/nodekruise/kruise/pkg/process/events"
 )
 
 // Run checks the Secret and the configured objects at once, then whenever

@@ -11,7 +11,7 @@
 // recovers a handler's panic as an error answer, bounds bodies and times,
 // and records latency and outcome metrics per webhook.
 //
-// ReadyCheck is a /readyz check (pkg/server's Checker): it passes once the
+// ReadyCheck is a /readyz check (pkg/process/healthz's Checker): it passes once the
 // server serves and the caller's readiness (the certificate manager's)
 // holds.
 package server

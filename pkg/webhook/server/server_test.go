@@ -19,7 +19,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	healthz "github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 func allowAll(s *Server) {

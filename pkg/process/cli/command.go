@@ -20,8 +20,8 @@ import (
 	// Makes --logging-format=json available.
 	_ "k8s.io/component-base/logs/json/register"
 
-	"github.com/nodekruise/kruise/pkg/features"
-	"github.com/nodekruise/kruise/pkg/version"
+	"github.com/nodekruise/kruise/pkg/process/features"
+	"github.com/nodekruise/kruise/pkg/process/version"
 )
 
 // Component describes one binary for NewCommand.

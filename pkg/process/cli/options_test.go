@@ -17,7 +17,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 func init() {

@@ -1,6 +1,6 @@
-// Package server is the HTTP endpoint both kruise binaries expose for the
+// Package healthz is the HTTP endpoint both kruise binaries expose for the
 // kubelet's probes and for Prometheus: /healthz, /readyz and /metrics.
-package server
+package healthz
 
 import (
 	"context"

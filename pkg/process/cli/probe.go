@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli/flag"
 
-	"github.com/nodekruise/kruise/pkg/server"
+	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
 // DefaultProbeTimeout bounds the probe's one request.
@@ -75,7 +75,7 @@ Use it as an exec probe when the health server listens on a unix socket, e.g.
 // probe GETs path on addr once. A failure is written to stderr and returned
 // as an exitError; a bad address is returned as a usage error.
 func probe(ctx context.Context, addr, path string, timeout time.Duration, stderr io.Writer) error {
-	network, address, err := server.DialTarget(addr)
+	network, address, err := healthz.DialTarget(addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
 	}

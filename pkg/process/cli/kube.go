@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodekruise/kruise/pkg/version"
+	"github.com/nodekruise/kruise/pkg/process/version"
 )
 
 // KubeOptions configures the Kubernetes API client.
