@@ -28,7 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/test/nodesim"
 )
 

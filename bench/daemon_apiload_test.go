@@ -19,7 +19,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/test/nodesim"
 )
 

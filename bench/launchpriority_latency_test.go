@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 )
 
 // The launch-priority pod: three containers, priorities 2, 1, 0 (or none in the baseline).

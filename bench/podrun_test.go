@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/cri"
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 )
 
 // podReadyTimeout bounds one pod's create → Ready; far above the seconds it takes (a barrier

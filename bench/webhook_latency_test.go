@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 )

@@ -9,9 +9,9 @@ import (
 // unwanted are packages kruise-controller must not link. The controller
 // decides and writes API objects; the node daemons talk to the container
 // runtime. What both sides share (the heartbeat Lease's name and timing,
-// pkg/daemonlease) lives outside the daemon's packages.
+// pkg/contract/daemonlease) lives outside the daemon's packages.
 var unwanted = map[string]string{
-	"github.com/nodekruise/kruise/pkg/daemon": "kruise-daemon's code; share through a package both import (e.g. pkg/daemonlease)",
+	"github.com/nodekruise/kruise/pkg/daemon": "kruise-daemon's code; share through a package both import (e.g. pkg/contract/daemonlease)",
 	"github.com/nodekruise/kruise/pkg/cri":    "the CRI boundary is the daemon's",
 	"k8s.io/cri-api":                          "CRI protocol: only the daemon talks to the container runtime",
 	"k8s.io/cri-client":                       "CRI client: only the daemon talks to the container runtime",

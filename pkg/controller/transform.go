@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/pkg/sidecarset"
 )
 

@@ -27,8 +27,8 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

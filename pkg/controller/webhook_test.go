@@ -29,7 +29,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 )
 
 // Batches splits the containers spec touches on pod into the batches they are updated in, first
@@ -110,13 +110,13 @@ type declared struct {
 // so it can only be one created while the webhook was off).
 func declaredPriorities(pod *corev1.Pod) []declared {
 	out := make([]declared, len(pod.Spec.Containers))
-	prios, errs := launchpriority.Priorities(pod)
+	prios, errs := launchbarrier.Priorities(pod)
 	if len(errs) > 0 {
 		return out
 	}
-	ordered := pod.Annotations[launchpriority.AnnotationPriority] == launchpriority.OrderedValue
+	ordered := pod.Annotations[launchbarrier.AnnotationPriority] == launchbarrier.OrderedValue
 	for i := range pod.Spec.Containers {
-		out[i] = declared{priority: prios[i], ok: ordered || hasEnv(&pod.Spec.Containers[i], launchpriority.EnvPriority)}
+		out[i] = declared{priority: prios[i], ok: ordered || hasEnv(&pod.Spec.Containers[i], launchbarrier.EnvPriority)}
 	}
 	return out
 }
@@ -124,7 +124,7 @@ func declaredPriorities(pod *corev1.Pod) []declared {
 // priorityOf is the container's priority: its barrier's when it has a well-formed one, else the
 // declared one.
 func priorityOf(c *corev1.Container, d declared) (int, bool) {
-	if b, ok, err := launchpriority.BarrierOf(c); ok && err == nil {
+	if b, ok, err := launchbarrier.BarrierOf(c); ok && err == nil {
 		return b.Priority, true
 	}
 	return d.priority, d.ok

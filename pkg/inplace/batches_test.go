@@ -7,16 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodekruise/kruise/pkg/launchpriority"
+	"github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func barrier(p int) gen.ContainerModifier {
-	return gen.AddContainerEnv(launchpriority.BarrierEnv("web-barrier", p))
+	return gen.AddContainerEnv(launchbarrier.BarrierEnv("web-barrier", p))
 }
 
 func priorityEnv(v string) gen.ContainerModifier {
-	return gen.AddContainerEnv(corev1.EnvVar{Name: launchpriority.EnvPriority, Value: v})
+	return gen.AddContainerEnv(corev1.EnvVar{Name: launchbarrier.EnvPriority, Value: v})
 }
 
 // imagesOf is a spec changing the image of each named container.
@@ -65,7 +65,7 @@ func TestBatches(t *testing.T) {
 		want: [][]string{{"a"}, {"b"}},
 	}, {
 		name: "Ordered annotation: spec order",
-		pod: gen.Pod("web", gen.AddPodAnnotations(map[string]string{launchpriority.AnnotationPriority: launchpriority.OrderedValue}),
+		pod: gen.Pod("web", gen.AddPodAnnotations(map[string]string{launchbarrier.AnnotationPriority: launchbarrier.OrderedValue}),
 			gen.SetPodContainers(gen.Container("first"), gen.Container("second"))),
 		spec: imagesOf("first", "second"),
 		want: [][]string{{"first"}, {"second"}},

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 )
 
 // Keys of the lifecycle's holders of the KruisePodReady condition, as OpenKruise writes them, so
@@ -20,7 +20,7 @@ const (
 )
 
 // ReadinessCondition returns the KruisePodReady condition the pod should have in state under lc,
-// and whether it differs from the pod's. The condition is shared (pkg/readinessgate): the
+// and whether it differs from the pod's. The condition is shared (pkg/contract/readinessgate): the
 // lifecycle adds and drops only its own holders, so a ContainerRecreateRequest holding the same
 // pod keeps it not-ready until it is done too.
 //

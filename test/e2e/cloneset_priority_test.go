@@ -17,8 +17,8 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/cri"
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/test/dashboard"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 	"github.com/nodekruise/kruise/test/repo"

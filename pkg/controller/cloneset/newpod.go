@@ -9,8 +9,8 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.

@@ -7,9 +7,9 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/lifecycle"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // PodRecipe is what a new pod of a DaemonSet is made from.

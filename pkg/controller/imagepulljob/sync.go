@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/contract/imageref"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 

@@ -21,7 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

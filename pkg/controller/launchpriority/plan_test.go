@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2/ktesting"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	webhook "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )

@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 )
 
 // sync releases what is due of the pod named by key.

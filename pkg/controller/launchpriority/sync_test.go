@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

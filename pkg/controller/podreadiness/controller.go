@@ -11,7 +11,7 @@
 // it list the gate.
 //
 // A missing condition is written True. A False condition lists its holders
-// (pkg/readinessgate): the CRR lifecycle adds a request's entry when it
+// (pkg/contract/readinessgate): the CRR lifecycle adds a request's entry when it
 // admits it; this controller removes the entries of requests that are
 // Completed or deleted, whenever it sees one, so a pod is released even if
 // the request was deleted while no controller ran (a failover): the decision
@@ -41,8 +41,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/process/workers"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 )
 
 // staleInCache reports whether, by the caches alone, the pod is held

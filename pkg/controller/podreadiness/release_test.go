@@ -22,7 +22,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

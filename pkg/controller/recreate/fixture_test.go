@@ -29,7 +29,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

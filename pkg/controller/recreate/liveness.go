@@ -7,7 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/daemonlease"
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 )
 
 // daemonLiveFor is how long after this controller last saw a node's

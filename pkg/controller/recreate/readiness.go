@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 )
 
 // ReasonMarkedUnready is the Event recorded on a CRR when its pod is held

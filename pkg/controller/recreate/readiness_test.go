@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

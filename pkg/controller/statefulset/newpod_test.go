@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 func TestNewPodIdentity(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/contract/imageref"
 )
 
 // FuzzImageRepoBase checks how the coexistence guard names the image of

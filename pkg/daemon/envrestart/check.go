@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodekruise/kruise/pkg/contract/metadataenv"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
-	"github.com/nodekruise/kruise/pkg/metadataenv"
 )
 
 // action is what to do about one container.

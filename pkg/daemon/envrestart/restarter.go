@@ -32,10 +32,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekruise/kruise/pkg/contract/metadataenv"
 	"github.com/nodekruise/kruise/pkg/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/daemon/recreate"
-	"github.com/nodekruise/kruise/pkg/metadataenv"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 

@@ -2,7 +2,7 @@
 // kruise-daemon runs, so that kruise-controller can tell whether a node has a
 // live daemon to execute the ContainerRecreateRequests routed to it. The
 // Lease's name and timing, which the controller shares, are in
-// pkg/daemonlease.
+// pkg/contract/daemonlease.
 package heartbeat
 
 import (
@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/daemonlease"
 )
 
 // maxAttempts bounds the re-read-and-retry loop of one renewal when the

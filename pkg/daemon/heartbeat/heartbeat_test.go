@@ -22,8 +22,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
-	"github.com/nodekruise/kruise/pkg/daemonlease"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/contract/imageref"
 )
 
 // FuzzNewRequest reads a NodeImage tag's pull policy (timeoutSeconds,

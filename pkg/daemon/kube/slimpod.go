@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/metadataenv"
+	"github.com/nodekruise/kruise/pkg/contract/metadataenv"
 )
 
 // SlimPod is the transform of the daemon's pod informer: it keeps only the

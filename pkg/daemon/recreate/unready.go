@@ -7,8 +7,8 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/process/durations"
-	"github.com/nodekruise/kruise/pkg/readinessgate"
 )
 
 // unreadyWait says whether the first kill of a CRR must still wait for

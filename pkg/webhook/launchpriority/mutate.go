@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	lp "github.com/nodekruise/kruise/pkg/launchpriority"
+	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 )
 
 // Request is a pod being created.

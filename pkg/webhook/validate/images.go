@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/imageref"
+	"github.com/nodekruise/kruise/pkg/contract/imageref"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 )
 

@@ -1,4 +1,4 @@
-// Package launchpriority is the mechanism of container launch priority that
+// Package launchbarrier is the mechanism of container launch priority that
 // the pod admission webhook (pkg/webhook/launchpriority) and the barrier
 // controller (pkg/controller/launchpriority) share: the names users and
 // OpenKruise's documentation know, how a container's priority is read, and
@@ -6,7 +6,7 @@
 // the pod's barrier ConfigMap.
 //
 // docs/design/launch-priority.md describes the feature as a whole.
-package launchpriority
+package launchbarrier
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package launchpriority
+package launchbarrier
 
 import (
 	"strings"
