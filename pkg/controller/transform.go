@@ -11,7 +11,7 @@ import (
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // Informer transforms: what the controllers' caches keep of each object.
@@ -215,7 +215,7 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 // init containers with their statuses (image, image ID, container ID) and its sidecarset
 // annotations, and upgrades it in place.
 func injectedBySidecarSet(pod *corev1.Pod) bool {
-	return pod.Annotations[sidecarset.HashAnnotation] != ""
+	return pod.Annotations[sidecarrules.HashAnnotation] != ""
 }
 
 // ownedByKruiseWorkload reports whether a kruise workload (an apps.kruise.io kind) controls pod.

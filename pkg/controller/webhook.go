@@ -13,7 +13,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/process/healthz"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
@@ -21,6 +20,7 @@ import (
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // webhooks are the webhook server and the certificate manager that feeds
@@ -108,11 +108,11 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 // injection reads it; defaultsAllowed is the gate SidecarSetPatchPodMetadataDefaultsAllowed.
 func patchAllowCheck(defaultsAllowed bool) validate.PatchAllowCheck {
 	return func(ss *appsv1beta1.SidecarSet, raw string) error {
-		list, err := sidecarset.ParsePatchAllowList(raw)
+		list, err := sidecarrules.ParsePatchAllowList(raw)
 		if err != nil {
 			return err
 		}
-		return sidecarset.CheckPatchAllowed(ss, list, defaultsAllowed)
+		return sidecarrules.CheckPatchAllowed(ss, list, defaultsAllowed)
 	}
 }
 

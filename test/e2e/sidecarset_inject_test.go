@@ -23,8 +23,8 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -167,8 +167,8 @@ func TestSidecarSetInjectNativeSeed(t *testing.T) {
 		pod.Spec.InitContainers[0].RestartPolicy == nil || *pod.Spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Fatalf("the native sidecar is not injected as an init container with restartPolicy Always: %+v", pod.Spec.InitContainers)
 	}
-	if got := envValue(&pod.Spec.InitContainers[0], sidecarset.InjectedEnv); got != "true" {
-		t.Errorf("sidecar env %s=%q, want true", sidecarset.InjectedEnv, got)
+	if got := envValue(&pod.Spec.InitContainers[0], sidecarrules.InjectedEnv); got != "true" {
+		t.Errorf("sidecar env %s=%q, want true", sidecarrules.InjectedEnv, got)
 	}
 	for _, st := range pod.Status.ContainerStatuses {
 		if st.Name == "app" && st.RestartCount != 0 {
@@ -188,12 +188,12 @@ func TestSidecarSetInjectNativeSeed(t *testing.T) {
 	if appSt.State.Running.StartedAt.Before(&side.State.Running.StartedAt) {
 		t.Errorf("the app started at %s, before the sidecar at %s", appSt.State.Running.StartedAt, side.State.Running.StartedAt)
 	}
-	if got := pod.Annotations[sidecarset.InjectedListAnnotation]; got != name {
-		t.Errorf("annotation %s=%q, want %q", sidecarset.InjectedListAnnotation, got, name)
+	if got := pod.Annotations[sidecarrules.InjectedListAnnotation]; got != name {
+		t.Errorf("annotation %s=%q, want %q", sidecarrules.InjectedListAnnotation, got, name)
 	}
-	specs, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+	specs, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation)
 	if err != nil || len(specs[name].SidecarList) != 1 || specs[name].SidecarList[0] != "sidecar" || specs[name].Hash == "" {
-		t.Errorf("annotation %s = %q (%v), want the native sidecar listed with a hash", sidecarset.HashAnnotation, pod.Annotations[sidecarset.HashAnnotation], err)
+		t.Errorf("annotation %s = %q (%v), want the native sidecar listed with a hash", sidecarrules.HashAnnotation, pod.Annotations[sidecarrules.HashAnnotation], err)
 	}
 }
 
@@ -240,8 +240,8 @@ func TestSidecarSetInjectRegularContainer(t *testing.T) {
 	if got := envValue(agent, "APP_ROLE"); got != "frontend" {
 		t.Errorf("log-agent APP_ROLE=%q, want the app's frontend", got)
 	}
-	if got := envValue(agent, sidecarset.InjectedEnv); got != "true" {
-		t.Errorf("log-agent %s=%q, want true", sidecarset.InjectedEnv, got)
+	if got := envValue(agent, sidecarrules.InjectedEnv); got != "true" {
+		t.Errorf("log-agent %s=%q, want true", sidecarrules.InjectedEnv, got)
 	}
 	found := false
 	for _, v := range pod.Spec.Volumes {
@@ -280,8 +280,8 @@ func TestSidecarSetInjectionPaused(t *testing.T) {
 	if names := containerNames(pod.Spec.Containers); len(names) != 1 || names[0] != "app" {
 		t.Errorf("containers %v: a paused SidecarSet injected", names)
 	}
-	if _, ok := pod.Annotations[sidecarset.InjectedListAnnotation]; ok {
-		t.Errorf("annotation %s set on a pod a paused SidecarSet selects", sidecarset.InjectedListAnnotation)
+	if _, ok := pod.Annotations[sidecarrules.InjectedListAnnotation]; ok {
+		t.Errorf("annotation %s set on a pod a paused SidecarSet selects", sidecarrules.InjectedListAnnotation)
 	}
 	cfg, err := f.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
 	if err != nil {

@@ -25,9 +25,9 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 const injectionNS = "sidecar-injection-it"
@@ -104,7 +104,7 @@ func TestSidecarInjectionInAnAPIServer(t *testing.T) {
 		return len(p.Spec.Containers) == 2, nil
 	})
 	assert.Equal(t, "log-agent", web.Spec.Containers[0].Name)
-	assert.Equal(t, "log", web.Annotations[sidecarset.InjectedListAnnotation])
+	assert.Equal(t, "log", web.Annotations[sidecarrules.InjectedListAnnotation])
 
 	for name, labels := range map[string]map[string]string{
 		"db": {"app": "db"}, "batch": {"app": "web", "tier": "batch"}, "bare": nil,

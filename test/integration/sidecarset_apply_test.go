@@ -15,9 +15,9 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 const applyNS = "sidecarset-apply-it"
@@ -91,7 +91,7 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		if out.Annotations[sidecarset.HashAnnotation] == "" {
+		if out.Annotations[sidecarrules.HashAnnotation] == "" {
 			return false, c.kruise.AppsV1beta1().SidecarSets().Delete(ctx, "defaults", metav1.DeleteOptions{})
 		}
 		created = out
@@ -99,9 +99,9 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 	})
 	assert.Equal(t, appsv1beta1.AfterAppContainerType, created.Spec.InitContainers[0].PodInjectPolicy)
 	assert.Equal(t, appsv1beta1.BeforeAppContainerType, created.Spec.Containers[0].PodInjectPolicy)
-	want, err := sidecarset.Hash(created)
+	want, err := sidecarrules.Hash(created)
 	require.NoError(t, err)
-	assert.Equal(t, want, created.Annotations[sidecarset.HashAnnotation], "the hash of the SidecarSet as stored")
+	assert.Equal(t, want, created.Annotations[sidecarrules.HashAnnotation], "the hash of the SidecarSet as stored")
 
 	const rounds = 15
 	var missed []string

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodekruise/kruise/pkg/partition"
+	"github.com/nodekruise/kruise/pkg/workload/partition"
 )
 
 // Budget is a CloneSet's strategy resolved to pod counts for its current replicas.
@@ -41,7 +41,7 @@ var DefaultMaxUnavailable = intstr.FromString("20%")
 
 // Resolve turns percentages into counts of s.Replicas the way OpenKruise does, so that a
 // manifest behaves the same: partition rounds up but, below 100%, keeps at most replicas-1 pods
-// (pkg/partition); maxSurge rounds up; maxUnavailable rounds up, or down when there is a surge. Two differences, both to keep a rollout from stalling: maxSurge is 0
+// (pkg/workload/partition); maxSurge rounds up; maxUnavailable rounds up, or down when there is a surge. Two differences, both to keep a rollout from stalling: maxSurge is 0
 // while paused (as the reference) and, as the built-in Deployment, when both maxSurge and
 // maxUnavailable come to 0, maxUnavailable is 1.
 func Resolve(s Strategy) (Budget, error) {

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Orderer sorts pods, the first the most suitable (to delete, or to update); see pkg/podorder.
+// Orderer sorts pods, the first the most suitable (to delete, or to update); see pkg/workload/podorder.
 type Orderer func([]*corev1.Pod) []*corev1.Pod
 
 // Candidate is an active pod with its facts.

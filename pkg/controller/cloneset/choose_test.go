@@ -10,7 +10,7 @@ import (
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
-// byName orders pods by name, standing in for pkg/podorder.
+// byName orders pods by name, standing in for pkg/workload/podorder.
 func byName(pods []*corev1.Pod) []*corev1.Pod {
 	out := append([]*corev1.Pod(nil), pods...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // claimPods returns the pods the CloneSet controls once it has adopted the active orphans its

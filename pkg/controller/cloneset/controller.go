@@ -23,13 +23,13 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/expectations"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/ownership"
-	"github.com/nodekruise/kruise/pkg/predownload"
 	"github.com/nodekruise/kruise/pkg/process/events"
 	"github.com/nodekruise/kruise/pkg/process/workers"
-	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // Name is the controller's name in logs, metrics and the queue.

@@ -10,7 +10,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
-	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 // PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.

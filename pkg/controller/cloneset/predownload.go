@@ -6,13 +6,13 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/predownload"
-	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
-// Image pre-download (gate PreDownloadImageForInPlaceUpdate; pkg/predownload does the work):
+// Image pre-download (gate PreDownloadImageForInPlaceUpdate; pkg/workload/predownload does the work):
 // while a CloneSet updates in place in more than one batch, an ImagePullJob per changed image
 // pulls the new image on the nodes of the pods still to be updated.
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/predownload"
-	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -126,7 +126,7 @@ func TestPlanPreDownloadDecides(t *testing.T) {
 	}
 }
 
-// TestPreDownloadJobOfCloneSet checks what the CloneSet hands to pkg/predownload (which tests
+// TestPreDownloadJobOfCloneSet checks what the CloneSet hands to pkg/workload/predownload (which tests
 // the job itself): its kind, selector, template, settings from its strategy, and native sidecars.
 func TestPreDownloadJobOfCloneSet(t *testing.T) {
 	mods := func(cs *appsv1beta1.CloneSet) {

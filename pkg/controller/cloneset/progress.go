@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // Reasons of the Progressing condition (OpenKruise's values).

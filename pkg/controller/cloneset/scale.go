@@ -14,12 +14,12 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/expectations"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
-	"github.com/nodekruise/kruise/pkg/ownership"
-	"github.com/nodekruise/kruise/pkg/podorder"
-	"github.com/nodekruise/kruise/pkg/podstate"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/podorder"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // scale creates or deletes pods as d says; it reports whether it wrote anything, in which case

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 // TestAPodWithAnUnreadableAnnotationDoesNotStallTheRollout: of three old pods, one carries an

@@ -10,7 +10,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 
-	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // claimPods returns the pods the DaemonSet controls once it has adopted the orphans its selector

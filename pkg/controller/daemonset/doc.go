@@ -6,6 +6,6 @@
 //
 // The decisions (which nodes need a pod, which pods go, which nodes are updated next) are pure
 // functions of per-node facts (nodes.go, rolling.go), tested as tables; the mechanics are the
-// shared packages': pkg/revision for history, pkg/expectations so that a slow cache never makes a
-// second pod on a node, pkg/inplace and pkg/lifecycle for in-place updates and hooks.
+// shared packages': pkg/workload/revision for history, pkg/workload/expectations so that a slow cache never makes a
+// second pod on a node, pkg/workload/inplace and pkg/workload/lifecycle for in-place updates and hooks.
 package daemonset

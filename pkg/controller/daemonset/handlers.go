@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // controllerKind is what a DaemonSet's controller references say; pods made through v1alpha1

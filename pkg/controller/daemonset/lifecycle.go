@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/expectations"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 )
 
 // removePod takes a pod away through the preDelete hook: a pod holding the hook goes to

@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/predownload"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
 )
 
-// Image pre-download (gate PreDownloadImageForDaemonSetUpdate; pkg/predownload does the work):
+// Image pre-download (gate PreDownloadImageForDaemonSetUpdate; pkg/workload/predownload does the work):
 // while a DaemonSet updates its pods in place in more than one batch, an ImagePullJob per
 // changed image pulls the new image on the nodes whose pods are still to be updated, so that a
 // node's turn is a container restart rather than a pull. The settings are the DaemonSet's

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/partition"
-	"github.com/nodekruise/kruise/pkg/podorder"
+	"github.com/nodekruise/kruise/pkg/workload/partition"
+	"github.com/nodekruise/kruise/pkg/workload/podorder"
 )
 
 // choice is what a pass does with the SidecarSet's pods.

@@ -22,9 +22,9 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/revision"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -55,7 +55,7 @@ func TestSyncUpgradesAnImageChangeInPlace(t *testing.T) {
 	revs := f.revisions()
 	require.Len(t, revs, 1, "the SidecarSet's revision is created in kruise's namespace")
 	rev := revs[0]
-	assert.Equal(t, map[string]string{sidecarset.NameLabel: "log", revision.HashLabel: rev.Labels[revision.HashLabel]}, rev.Labels)
+	assert.Equal(t, map[string]string{sidecarrules.NameLabel: "log", revision.HashLabel: rev.Labels[revision.HashLabel]}, rev.Labels)
 	require.Len(t, rev.OwnerReferences, 1)
 	assert.Equal(t, "SidecarSet", rev.OwnerReferences[0].Kind)
 
@@ -65,12 +65,12 @@ func TestSyncUpgradesAnImageChangeInPlace(t *testing.T) {
 	assert.Equal(t, "app:1", got.Spec.Containers[0].Image, "the app container is left alone")
 	assert.Equal(t, "proxy:2", got.Spec.InitContainers[0].Image, "the native sidecar gets its new image")
 	h, _ := hashesOf(v2)
-	specs, err := sidecarset.UpgradeSpecs(got, sidecarset.HashAnnotation)
+	specs, err := sidecarrules.UpgradeSpecs(got, sidecarrules.HashAnnotation)
 	require.NoError(t, err)
 	assert.Equal(t, h.full, specs["log"].Hash)
 	assert.Equal(t, rev.Name, specs["log"].ControllerRevision)
 	assert.Equal(t, []string{agentName, proxyName}, specs["log"].SidecarList)
-	noImage, _ := sidecarset.UpgradeSpecs(got, sidecarset.HashWithoutImageAnnotation)
+	noImage, _ := sidecarrules.UpgradeSpecs(got, sidecarrules.HashWithoutImageAnnotation)
 	assert.Equal(t, h.withoutImage, noImage["log"].Hash)
 	states, err := upgradeStates(got)
 	require.NoError(t, err)
@@ -193,7 +193,7 @@ func TestSyncKeepsRevisionsStillInUse(t *testing.T) {
 			content.Labels[k] = v
 		}
 		rev := revision.NewRevision(revision.Owner{Object: v2, Kind: controllerKind, Namespace: kruiseNS,
-			Selector: labels.SelectorFromSet(labels.Set{sidecarset.NameLabel: "log"})}, content, number, nil)
+			Selector: labels.SelectorFromSet(labels.Set{sidecarrules.NameLabel: "log"})}, content, number, nil)
 		rev.UID = types.UID("uid-r" + image)
 		return rev
 	}
@@ -201,11 +201,11 @@ func TestSyncKeepsRevisionsStillInUse(t *testing.T) {
 	pinned := old("b", 2, map[string]string{appsv1beta1.SidecarSetCustomVersionLabel: "stable"})
 	unused1, unused2 := old("c", 3, nil), old("d", 4, nil)
 	pod := injectedPod(t, "p-0", sidecarSetAt("a"), func(p *corev1.Pod) {
-		for _, key := range []string{sidecarset.HashAnnotation, sidecarset.HashWithoutImageAnnotation} {
-			specs, _ := sidecarset.UpgradeSpecs(p, key)
+		for _, key := range []string{sidecarrules.HashAnnotation, sidecarrules.HashWithoutImageAnnotation} {
+			specs, _ := sidecarrules.UpgradeSpecs(p, key)
 			s := specs["log"]
 			s.ControllerRevision = usedByPod.Name
-			require.NoError(t, sidecarset.SetUpgradeSpec(p, key, s))
+			require.NoError(t, sidecarrules.SetUpgradeSpec(p, key, s))
 		}
 	})
 	f := newFixture(t, v2, []runtime.Object{pod, usedByPod, pinned, unused1, unused2}...)
@@ -276,10 +276,10 @@ func TestSyncLabelsTheLatestRevisionWithItsCustomVersion(t *testing.T) {
 func TestAPodWithAnUnreadableAnnotationIsCountedNeverTouched(t *testing.T) {
 	v2 := sidecarSetAt("2")
 	h, _ := hashesOf(v2)
-	bad := injectedPod(t, "p-0", sidecarSetAt("1"), gen.AddPodAnnotations(map[string]string{sidecarset.InPlaceUpdateStateAnnotation: "{not json"}))
+	bad := injectedPod(t, "p-0", sidecarSetAt("1"), gen.AddPodAnnotations(map[string]string{sidecarrules.InPlaceUpdateStateAnnotation: "{not json"}))
 	v, ok := viewPod(v2, h, bad)
 	require.True(t, ok)
-	assert.Contains(t, v.busy, sidecarset.InPlaceUpdateStateAnnotation)
+	assert.Contains(t, v.busy, sidecarrules.InPlaceUpdateStateAnnotation)
 	ch, err := choose(v2, []podView{v}, t0)
 	require.NoError(t, err)
 	assert.Empty(t, ch.upgrade)

@@ -17,7 +17,7 @@ import (
 // Whether a pod was available when the SidecarSet upgraded it is read from two timestamps: the
 // UpdateTimestamp of the SidecarSet's entry in kruise.io/sidecarset-inplace-update-state (the
 // controller's clock) and the lastTransitionTime of the pod's Ready condition (the kubelet's
-// clock; kept while the status stays, by the kubelet and by pkg/inplace alike). Both are whole
+// clock; kept while the status stays, by the kubelet and by pkg/workload/inplace alike). Both are whole
 // seconds on the wire, so a pod that turned not Ready in the same second as its upgrade is
 // ambiguous: choose does not take a pod that is not Ready until a second after it turned so
 // (unreadyTooRecent), which makes "not Ready since before the upgrade" exact for the pods it

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -39,7 +39,7 @@ func upgradedAt(at time.Time, done bool) gen.PodModifier {
 		}
 		raw, _ := json.Marshal(map[string]*pub.InPlaceUpdateState{"log": {Revision: "log-new", UpdateTimestamp: metav1.NewTime(at),
 			LastContainerStatuses: last, UpdateImages: true}})
-		gen.AddPodAnnotations(map[string]string{sidecarset.InPlaceUpdateStateAnnotation: string(raw)})(p)
+		gen.AddPodAnnotations(map[string]string{sidecarrules.InPlaceUpdateStateAnnotation: string(raw)})(p)
 	}
 }
 

@@ -5,7 +5,7 @@
 // images: the new images of the injected containers and native sidecar init containers (the
 // kubelet restarts a running restartable init container whose image changed), the pod's hash
 // annotations and the SidecarSet's entry of kruise.io/sidecarset-inplace-update-state, in one
-// write. Completion is read as every workload reads it (pkg/inplace: a new container ID).
+// write. Completion is read as every workload reads it (pkg/workload/inplace: a new container ID).
 //
 // The pod's readiness is not flipped, unlike a CloneSet's update. maxUnavailable bounds the
 // pods the SidecarSet's own upgrades made unavailable (disruption.go), not every matched pod that

@@ -21,7 +21,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -72,11 +72,11 @@ func injectedPod(t *testing.T, name string, ss *appsv1beta1.SidecarSet, mods ...
 	}
 	h, err := hashesOf(ss)
 	require.NoError(t, err)
-	for key, hash := range map[string]string{sidecarset.HashAnnotation: h.full, sidecarset.HashWithoutImageAnnotation: h.withoutImage} {
-		require.NoError(t, sidecarset.SetUpgradeSpec(pod, key, sidecarset.UpgradeSpec{
+	for key, hash := range map[string]string{sidecarrules.HashAnnotation: h.full, sidecarrules.HashWithoutImageAnnotation: h.withoutImage} {
+		require.NoError(t, sidecarrules.SetUpgradeSpec(pod, key, sidecarrules.UpgradeSpec{
 			Hash: hash, SidecarSetName: ss.Name, SidecarList: []string{agentName, proxyName}, ControllerRevision: "log-old"}))
 	}
-	pod.Annotations[sidecarset.InjectedListAnnotation] = ss.Name
+	pod.Annotations[sidecarrules.InjectedListAnnotation] = ss.Name
 	return gen.PodFrom(pod, mods...)
 }
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 func (c *Controller) addHandlers(cfg Config) error {
@@ -93,10 +93,10 @@ func (c *Controller) podDeleted(obj any) {
 // it records as injected (a pod relabelled out of a selector is still counted until it is
 // resynced).
 func (c *Controller) enqueueFor(pod *corev1.Pod) {
-	for _, name := range sidecarset.Injected(pod) {
+	for _, name := range sidecarrules.Injected(pod) {
 		c.queue.Add(name)
 	}
-	if specs, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation); err == nil {
+	if specs, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation); err == nil {
 		for name := range specs {
 			c.queue.Add(name)
 		}
@@ -107,7 +107,7 @@ func (c *Controller) enqueueFor(pod *corev1.Pod) {
 	}
 	nsLabels := c.namespaceLabels(pod.Namespace)
 	for _, ss := range all {
-		if ok, _ := sidecarset.Selects(ss, pod, nsLabels); ok {
+		if ok, _ := sidecarrules.Selects(ss, pod, nsLabels); ok {
 			c.queue.Add(ss.Name)
 		}
 	}
@@ -133,7 +133,7 @@ func (c *Controller) revisionChanged(obj any) {
 	if !ok || rev.Namespace != c.namespace {
 		return
 	}
-	if name := rev.Labels[sidecarset.NameLabel]; name != "" {
+	if name := rev.Labels[sidecarrules.NameLabel]; name != "" {
 		c.queue.Add(name)
 	}
 }

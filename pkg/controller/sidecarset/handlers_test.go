@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -35,11 +35,11 @@ func TestPodEventsQueueTheSidecarSetsConcerned(t *testing.T) {
 	f.ctrl.podAdded(gen.PodFrom(selected, gen.SetPodNamespace(podNS)))
 	assert.Empty(t, queued(f), "a namespace the SidecarSet does not select")
 
-	injected := gen.Pod("b", gen.SetPodNamespace(podNS), gen.AddPodAnnotations(map[string]string{sidecarset.InjectedListAnnotation: "gone,log"}))
+	injected := gen.Pod("b", gen.SetPodNamespace(podNS), gen.AddPodAnnotations(map[string]string{sidecarrules.InjectedListAnnotation: "gone,log"}))
 	f.ctrl.podDeleted(injected)
 	assert.ElementsMatch(t, []string{"gone", "log"}, queued(f), "a pod that records an injection concerns its SidecarSets")
 
-	f.ctrl.revisionChanged(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Labels: map[string]string{sidecarset.NameLabel: "log"}}})
-	f.ctrl.revisionChanged(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: podNS, Labels: map[string]string{sidecarset.NameLabel: "x"}}})
+	f.ctrl.revisionChanged(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Labels: map[string]string{sidecarrules.NameLabel: "log"}}})
+	f.ctrl.revisionChanged(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: podNS, Labels: map[string]string{sidecarrules.NameLabel: "x"}}})
 	assert.Equal(t, []string{"log"}, queued(f), "only revisions in kruise's namespace")
 }

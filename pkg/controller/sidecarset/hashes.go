@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // writeHashes keeps the SidecarSet's own hash annotations equal to what its pods record
@@ -18,7 +18,7 @@ import (
 // before, and a client that wrote stale values back. The patch names the annotations only.
 func (c *Controller) writeHashes(ctx context.Context, ss *appsv1beta1.SidecarSet) (*appsv1beta1.SidecarSet, error) {
 	want := ss.DeepCopy()
-	changed, err := sidecarset.SetHashAnnotations(want)
+	changed, err := sidecarrules.SetHashAnnotations(want)
 	if err != nil {
 		return nil, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 	}
@@ -28,8 +28,8 @@ func (c *Controller) writeHashes(ctx context.Context, ss *appsv1beta1.SidecarSet
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": ss.ResourceVersion,
 		"annotations": map[string]string{
-			sidecarset.HashAnnotation:             want.Annotations[sidecarset.HashAnnotation],
-			sidecarset.HashWithoutImageAnnotation: want.Annotations[sidecarset.HashWithoutImageAnnotation],
+			sidecarrules.HashAnnotation:             want.Annotations[sidecarrules.HashAnnotation],
+			sidecarrules.HashWithoutImageAnnotation: want.Annotations[sidecarrules.HashWithoutImageAnnotation],
 		},
 	}})
 	if err != nil {

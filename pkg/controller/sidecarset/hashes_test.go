@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -22,12 +22,12 @@ func TestSyncWritesTheHashAnnotations(t *testing.T) {
 	require.NoError(t, f.sync())
 	stored, err := f.kruise.AppsV1beta1().SidecarSets().Get(context.Background(), "log", metav1.GetOptions{})
 	require.NoError(t, err)
-	specs, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+	specs, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation)
 	require.NoError(t, err)
-	noImage, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashWithoutImageAnnotation)
+	noImage, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashWithoutImageAnnotation)
 	require.NoError(t, err)
-	assert.Equal(t, specs["log"].Hash, stored.Annotations[sidecarset.HashAnnotation])
-	assert.Equal(t, noImage["log"].Hash, stored.Annotations[sidecarset.HashWithoutImageAnnotation])
+	assert.Equal(t, specs["log"].Hash, stored.Annotations[sidecarrules.HashAnnotation])
+	assert.Equal(t, noImage["log"].Hash, stored.Annotations[sidecarrules.HashWithoutImageAnnotation])
 	assert.Equal(t, int32(1), stored.Status.UpdatedPods, "the status is written after the annotations")
 
 	stale := gen.SidecarSetFrom(sidecarSetAt("2"), func(ss *appsv1beta1.SidecarSet) { ss.Annotations = stored.Annotations })
@@ -37,8 +37,8 @@ func TestSyncWritesTheHashAnnotations(t *testing.T) {
 	require.NoError(t, err)
 	h, err := hashesOf(sidecarSetAt("2"))
 	require.NoError(t, err)
-	assert.Equal(t, h.full, stored.Annotations[sidecarset.HashAnnotation], "an image change changes the hash")
-	assert.Equal(t, noImage["log"].Hash, stored.Annotations[sidecarset.HashWithoutImageAnnotation], "and not the hash without images")
+	assert.Equal(t, h.full, stored.Annotations[sidecarrules.HashAnnotation], "an image change changes the hash")
+	assert.Equal(t, noImage["log"].Hash, stored.Annotations[sidecarrules.HashWithoutImageAnnotation], "and not the hash without images")
 
 	f = newFixture(t, stored)
 	require.NoError(t, f.sync())

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // A HotUpgrade sidecar X runs as, one working, the other idle on the empty image. Its
@@ -27,7 +27,7 @@ import (
 func hotSidecars(ss *appsv1beta1.SidecarSet) []*appsv1beta1.SidecarContainer {
 	var out []*appsv1beta1.SidecarContainer
 	for i := range ss.Spec.Containers {
-		if sidecarset.IsHotUpgrade(&ss.Spec.Containers[i]) {
+		if sidecarrules.IsHotUpgrade(&ss.Spec.Containers[i]) {
 			out = append(out, &ss.Spec.Containers[i])
 		}
 	}
@@ -41,13 +41,13 @@ func handingOver(ss *appsv1beta1.SidecarSet, pod *corev1.Pod) ([]string, error) 
 	if len(hot) == 0 {
 		return nil, nil
 	}
-	working, err := sidecarset.WorkingCopies(pod)
+	working, err := sidecarrules.WorkingCopies(pod)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, sc := range hot {
-		_, idle := sidecarset.WorkingAndIdle(working, sc.Name)
+		_, idle := sidecarrules.WorkingAndIdle(working, sc.Name)
 		if c := findContainer(pod.Spec.Containers, idle); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 			out = append(out, idle)
 		}
@@ -85,7 +85,7 @@ func podReady(pod *corev1.Pod) bool {
 // empty image; else the one not ready (or not done restarting) when the other is (a failed new
 // image is replaced, the working old one kept); else the one not working.
 func hotTarget(sc *appsv1beta1.SidecarContainer, pod *corev1.Pod, working map[string]string, state *pub.InPlaceUpdateState) (target, other string) {
-	one, two := sidecarset.HotUpgradeCopies(sc.Name)
+	one, two := sidecarrules.HotUpgradeCopies(sc.Name)
 	empty := sc.UpgradeStrategy.HotUpgradeEmptyImage
 	if c := findContainer(pod.Spec.Containers, one); c != nil && c.Image == empty {
 		return one, two
@@ -100,7 +100,7 @@ func hotTarget(sc *appsv1beta1.SidecarContainer, pod *corev1.Pod, working map[st
 	case !oneOK && twoOK:
 		return one, two
 	}
-	w, idle := sidecarset.WorkingAndIdle(working, sc.Name)
+	w, idle := sidecarrules.WorkingAndIdle(working, sc.Name)
 	return idle, w
 }
 
@@ -152,14 +152,14 @@ func hotUpgradeStep(ss *appsv1beta1.SidecarSet, sc *appsv1beta1.SidecarContainer
 			return "", "", nil
 		}
 		working[sc.Name] = other
-		annotations[sidecarset.VersionAnnotation(target)] = emptyVersion
-		annotations[sidecarset.VersionAltAnnotation(other)] = emptyVersion
+		annotations[sidecarrules.VersionAnnotation(target)] = emptyVersion
+		annotations[sidecarrules.VersionAltAnnotation(other)] = emptyVersion
 		return target, empty, nil
 	}
 	working[sc.Name] = target
-	annotations[sidecarset.VersionAnnotation(target)] = ss.ResourceVersion
-	annotations[sidecarset.VersionAltAnnotation(target)] = pod.Annotations[sidecarset.VersionAnnotation(other)]
-	annotations[sidecarset.VersionAltAnnotation(other)] = ss.ResourceVersion
+	annotations[sidecarrules.VersionAnnotation(target)] = ss.ResourceVersion
+	annotations[sidecarrules.VersionAltAnnotation(target)] = pod.Annotations[sidecarrules.VersionAnnotation(other)]
+	annotations[sidecarrules.VersionAltAnnotation(other)] = ss.ResourceVersion
 	return target, sc.Image, nil
 }
 
@@ -171,20 +171,20 @@ const emptyVersion = "0"
 // "0" and the working copies' alternate "0", and the old copies added to the SidecarSet's upgrade
 // state so that the pod counts as upgrading until they run the empty image.
 func planFlip(ss *appsv1beta1.SidecarSet, pod *corev1.Pod, old []string) ([]byte, error) {
-	working, err := sidecarset.WorkingCopies(pod)
+	working, err := sidecarrules.WorkingCopies(pod)
 	if err != nil {
 		return nil, err
 	}
 	var patch upgradePatch
 	annotations := map[string]string{}
 	for _, sc := range hotSidecars(ss) {
-		w, idle := sidecarset.WorkingAndIdle(working, sc.Name)
+		w, idle := sidecarrules.WorkingAndIdle(working, sc.Name)
 		if !slices.Contains(old, idle) {
 			continue
 		}
 		patch.Spec.Containers = append(patch.Spec.Containers, imageOnly{Name: idle, Image: sc.UpgradeStrategy.HotUpgradeEmptyImage})
-		annotations[sidecarset.VersionAnnotation(idle)] = emptyVersion
-		annotations[sidecarset.VersionAltAnnotation(w)] = emptyVersion
+		annotations[sidecarrules.VersionAnnotation(idle)] = emptyVersion
+		annotations[sidecarrules.VersionAltAnnotation(w)] = emptyVersion
 	}
 	states, err := upgradeStates(pod)
 	if err != nil {
@@ -203,9 +203,9 @@ func planFlip(ss *appsv1beta1.SidecarSet, pod *corev1.Pod, old []string) ([]byte
 	states[ss.Name] = state
 	raw, err := json.Marshal(states)
 	if err != nil {
-		return nil, fmt.Errorf("encoding annotation %s: %w", sidecarset.InPlaceUpdateStateAnnotation, err)
+		return nil, fmt.Errorf("encoding annotation %s: %w", sidecarrules.InPlaceUpdateStateAnnotation, err)
 	}
-	annotations[sidecarset.InPlaceUpdateStateAnnotation] = string(raw)
+	annotations[sidecarrules.InPlaceUpdateStateAnnotation] = string(raw)
 	patch.Metadata = patchMeta{ResourceVersion: pod.ResourceVersion, Annotations: annotations}
 	data, err := json.Marshal(patch)
 	if err != nil {
@@ -217,12 +217,12 @@ func planFlip(ss *appsv1beta1.SidecarSet, pod *corev1.Pod, old []string) ([]byte
 // hotUpgradeBlocked says why the new copy of a pod handing over does not come up, when the
 // kubelet reports a reason beyond starting (a pull error, a crash loop); "" otherwise.
 func hotUpgradeBlocked(ss *appsv1beta1.SidecarSet, pod *corev1.Pod) string {
-	working, err := sidecarset.WorkingCopies(pod)
+	working, err := sidecarrules.WorkingCopies(pod)
 	if err != nil {
 		return ""
 	}
 	for _, sc := range hotSidecars(ss) {
-		w, _ := sidecarset.WorkingAndIdle(working, sc.Name)
+		w, _ := sidecarrules.WorkingAndIdle(working, sc.Name)
 		st := containerStatus(pod, w)
 		if st == nil || st.Ready {
 			continue

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -44,7 +44,7 @@ func hotPod(t *testing.T, name string, ss *appsv1beta1.SidecarSet, mods ...gen.P
 	base := gen.Pod(name, gen.SetPodNamespace(podNS), gen.SetPodUID(types.UID(name)), gen.SetPodResourceVersion("10"),
 		gen.AddPodLabels(map[string]string{appLabel: appValue}),
 		gen.AddPodContainer(gen.Container("app", gen.SetContainerImage("app:1"))))
-	pod, err := sidecarset.Inject(base, podNS, []*appsv1beta1.SidecarSet{ss}, metav1.NewTime(t0))
+	pod, err := sidecarrules.Inject(base, podNS, []*appsv1beta1.SidecarSet{ss}, metav1.NewTime(t0))
 	require.NoError(t, err)
 	gen.SetPodPhase(corev1.PodRunning)(pod)
 	gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})(pod)
@@ -90,14 +90,14 @@ func TestHotUpgradeStartsTheNewImageInTheIdleCopy(t *testing.T) {
 	assert.Equal(t, "envoy:2", imageOf(got, "envoy-2"), "the idle copy gets the new image")
 	assert.Equal(t, "envoy:1", imageOf(got, "envoy-1"), "the working copy keeps running")
 	assert.Equal(t, "app:1", imageOf(got, "app"))
-	assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarset.WorkingHotUpgradeAnnotation], "the new copy works from now on")
-	assert.Equal(t, map[string]string{"envoy-1": "1", "envoy-2": "rv-2"}, versions(got, sidecarset.VersionAnnotation))
-	assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "1"}, versions(got, sidecarset.VersionAltAnnotation),
+	assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarrules.WorkingHotUpgradeAnnotation], "the new copy works from now on")
+	assert.Equal(t, map[string]string{"envoy-1": "1", "envoy-2": "rv-2"}, versions(got, sidecarrules.VersionAnnotation))
+	assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "1"}, versions(got, sidecarrules.VersionAltAnnotation),
 		"while handing over each copy sees the other's version")
 	states, err := upgradeStates(got)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"envoy-2"}, sortedKeys(states["mesh"].LastContainerStatuses), "only the new copy restarts")
-	specs, err := sidecarset.UpgradeSpecs(got, sidecarset.HashAnnotation)
+	specs, err := sidecarrules.UpgradeSpecs(got, sidecarrules.HashAnnotation)
 	require.NoError(t, err)
 	assert.Equal(t, []string{envoyName}, specs["mesh"].SidecarList, "the sidecar's name, as OpenKruise records it")
 
@@ -162,9 +162,9 @@ func TestHotUpgradeFlipsOnceTheNewCopyIsReady(t *testing.T) {
 			got := f.pod("p-0")
 			assert.Equal(t, emptyImage, imageOf(got, "envoy-1"))
 			assert.Equal(t, "envoy:2", imageOf(got, "envoy-2"))
-			assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarset.WorkingHotUpgradeAnnotation])
-			assert.Equal(t, map[string]string{"envoy-1": "0", "envoy-2": "rv-2"}, versions(got, sidecarset.VersionAnnotation))
-			assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "0"}, versions(got, sidecarset.VersionAltAnnotation))
+			assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarrules.WorkingHotUpgradeAnnotation])
+			assert.Equal(t, map[string]string{"envoy-1": "0", "envoy-2": "rv-2"}, versions(got, sidecarrules.VersionAnnotation))
+			assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "0"}, versions(got, sidecarrules.VersionAltAnnotation))
 			states, err := upgradeStates(got)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"envoy-1", "envoy-2"}, sortedKeys(states["mesh"].LastContainerStatuses),
@@ -187,7 +187,7 @@ func TestHotTarget(t *testing.T) {
 	pod := func(img1, img2, working string, mods ...gen.PodModifier) *corev1.Pod {
 		p := hotPod(t, "p", hotSetAt("1"))
 		p.Spec.Containers[0].Image, p.Spec.Containers[1].Image = img1, img2
-		p.Annotations[sidecarset.WorkingHotUpgradeAnnotation] = `{"envoy":"` + working + `"}`
+		p.Annotations[sidecarrules.WorkingHotUpgradeAnnotation] = `{"envoy":"` + working + `"}`
 		return gen.PodFrom(p, mods...)
 	}
 	tests := []struct {
@@ -205,7 +205,7 @@ func TestHotTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			working, err := sidecarset.WorkingCopies(tt.pod)
+			working, err := sidecarrules.WorkingCopies(tt.pod)
 			require.NoError(t, err)
 			target, _ := hotTarget(sc, tt.pod, working, nil)
 			assert.Equal(t, tt.target, target)
@@ -222,9 +222,9 @@ func TestAFailedHotUpgradeIsRolledOnByTheNextImage(t *testing.T) {
 	got := f.pod("p-0")
 	assert.Equal(t, "envoy:3", imageOf(got, "envoy-2"), "the failed copy gets the fix")
 	assert.Equal(t, "envoy:1", imageOf(got, "envoy-1"), "the old copy keeps working meanwhile")
-	assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarset.WorkingHotUpgradeAnnotation])
-	assert.Equal(t, "1", got.Annotations[sidecarset.VersionAltAnnotation("envoy-2")])
-	assert.Equal(t, "rv-3", got.Annotations[sidecarset.VersionAnnotation("envoy-2")])
+	assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarrules.WorkingHotUpgradeAnnotation])
+	assert.Equal(t, "1", got.Annotations[sidecarrules.VersionAltAnnotation("envoy-2")])
+	assert.Equal(t, "rv-3", got.Annotations[sidecarrules.VersionAnnotation("envoy-2")])
 }
 
 func TestHotUpgradeLeavesAPodOnTheImageAlready(t *testing.T) {
@@ -237,7 +237,7 @@ func TestHotUpgradeLeavesAPodOnTheImageAlready(t *testing.T) {
 	v, _ := viewPod(ss, h, pod)
 	assert.False(t, v.upgradable, "more than images changed")
 	var state *pub.InPlaceUpdateState
-	working, _ := sidecarset.WorkingCopies(pod)
+	working, _ := sidecarrules.WorkingCopies(pod)
 	target, _, err := hotUpgradeStep(v1, &v1.Spec.Containers[0], pod, working, state, map[string]string{})
 	require.NoError(t, err)
 	assert.Empty(t, target, "the working copy runs the image: nothing to restart")
@@ -252,9 +252,9 @@ func TestAFailedHotUpgradeRolledBackRestoresTheOldCopy(t *testing.T) {
 	got := f.pod("p-0")
 	assert.Equal(t, emptyImage, imageOf(got, "envoy-2"), "the failed copy goes back to the empty image")
 	assert.Equal(t, "envoy:1", imageOf(got, "envoy-1"), "the old copy is untouched")
-	assert.Equal(t, `{"envoy":"envoy-1"}`, got.Annotations[sidecarset.WorkingHotUpgradeAnnotation], "and works again")
-	assert.Equal(t, "0", got.Annotations[sidecarset.VersionAnnotation("envoy-2")])
-	assert.Equal(t, "0", got.Annotations[sidecarset.VersionAltAnnotation("envoy-1")])
+	assert.Equal(t, `{"envoy":"envoy-1"}`, got.Annotations[sidecarrules.WorkingHotUpgradeAnnotation], "and works again")
+	assert.Equal(t, "0", got.Annotations[sidecarrules.VersionAnnotation("envoy-2")])
+	assert.Equal(t, "0", got.Annotations[sidecarrules.VersionAltAnnotation("envoy-1")])
 	h, _ := hashesOf(hotSetAt("1"))
 	v, _ := viewPod(hotSetAt("1"), h, gen.PodFrom(got, running("envoy-2", emptyImage)))
 	assert.Empty(t, v.handingOver, "no hand-over left")
@@ -272,8 +272,8 @@ func TestARevertBeforeTheFlipHandsBackWithoutARestart(t *testing.T) {
 	var patch upgradePatch
 	require.NoError(t, json.Unmarshal(data, &patch))
 	assert.Empty(t, patch.Spec.Containers)
-	assert.Equal(t, `{"envoy":"envoy-1"}`, patch.Metadata.Annotations[sidecarset.WorkingHotUpgradeAnnotation])
-	assert.Equal(t, "rv-1", patch.Metadata.Annotations[sidecarset.VersionAnnotation("envoy-1")])
+	assert.Equal(t, `{"envoy":"envoy-1"}`, patch.Metadata.Annotations[sidecarrules.WorkingHotUpgradeAnnotation])
+	assert.Equal(t, "rv-1", patch.Metadata.Annotations[sidecarrules.VersionAnnotation("envoy-1")])
 	after := gen.PodFrom(p, func(p *corev1.Pod) {
 		for k, v := range patch.Metadata.Annotations {
 			p.Annotations[k] = v

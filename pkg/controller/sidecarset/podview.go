@@ -8,9 +8,9 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // hashes are a SidecarSet's two hashes as it is now.
@@ -19,11 +19,11 @@ type hashes struct {
 }
 
 func hashesOf(ss *appsv1beta1.SidecarSet) (hashes, error) {
-	full, err := sidecarset.Hash(ss)
+	full, err := sidecarrules.Hash(ss)
 	if err != nil {
 		return hashes{}, err
 	}
-	w, err := sidecarset.HashWithoutImage(ss)
+	w, err := sidecarrules.HashWithoutImage(ss)
 	if err != nil {
 		return hashes{}, err
 	}
@@ -58,7 +58,7 @@ type podView struct {
 // (ok false): OpenKruise counts only injected pods as matched.
 func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bool) {
 	v := podView{pod: pod}
-	full, errFull := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+	full, errFull := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation)
 	entry, injected := full[ss.Name]
 	if errFull == nil && !injected {
 		return v, false
@@ -71,7 +71,7 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 	}
 	v.updated = entry.Hash == h.full
 	if !v.updated {
-		noImage, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashWithoutImageAnnotation)
+		noImage, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashWithoutImageAnnotation)
 		if err != nil {
 			v.busy = err.Error()
 		} else {
@@ -107,13 +107,13 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 // the state of its last in-place upgrade of the pod.
 func upgradeStates(pod *corev1.Pod) (map[string]*pub.InPlaceUpdateState, error) {
 	out := map[string]*pub.InPlaceUpdateState{}
-	raw := pod.Annotations[sidecarset.InPlaceUpdateStateAnnotation]
+	raw := pod.Annotations[sidecarrules.InPlaceUpdateStateAnnotation]
 	if raw == "" {
 		return out, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &out); err != nil {
 		return nil, fmt.Errorf("pod %s/%s: annotation %s is not a map of SidecarSet name to in-place update state: %w",
-			pod.Namespace, pod.Name, sidecarset.InPlaceUpdateStateAnnotation, err)
+			pod.Namespace, pod.Name, sidecarrules.InPlaceUpdateStateAnnotation, err)
 	}
 	return out, nil
 }

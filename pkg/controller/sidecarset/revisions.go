@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/revision"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // defaultRevisionHistoryLimit is OpenKruise's default of spec.revisionHistoryLimit.
@@ -28,7 +28,7 @@ func (c *Controller) owner(ss *appsv1beta1.SidecarSet) revision.Owner {
 	return revision.Owner{
 		Object:    ss,
 		Kind:      controllerKind,
-		Selector:  labels.SelectorFromSet(labels.Set{sidecarset.NameLabel: ss.Name}),
+		Selector:  labels.SelectorFromSet(labels.Set{sidecarrules.NameLabel: ss.Name}),
 		Namespace: c.namespace,
 		Recheck: func(ctx context.Context) error {
 			fresh, err := c.kruiseClient.AppsV1beta1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
@@ -47,11 +47,11 @@ func (c *Controller) owner(ss *appsv1beta1.SidecarSet) revision.Owner {
 // when spec.customVersion is set, that version (injectionStrategy.revision.customVersion
 // finds a revision by it).
 func revisionContent(ss *appsv1beta1.SidecarSet) (revision.Content, error) {
-	data, err := sidecarset.RevisionData(ss)
+	data, err := sidecarrules.RevisionData(ss)
 	if err != nil {
 		return revision.Content{}, fmt.Errorf("SidecarSet %s: revision data: %w", ss.Name, err)
 	}
-	lbls := map[string]string{sidecarset.NameLabel: ss.Name}
+	lbls := map[string]string{sidecarrules.NameLabel: ss.Name}
 	if ss.Spec.CustomVersion != "" {
 		lbls[appsv1beta1.SidecarSetCustomVersionLabel] = ss.Spec.CustomVersion
 	}
@@ -92,7 +92,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ss *appsv1beta1.SidecarS
 func liveRevisions(ss *appsv1beta1.SidecarSet, revs *revision.Revisions, pods []*corev1.Pod) sets.Set[string] {
 	live := revs.Live(nil)
 	for _, pod := range pods {
-		specs, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+		specs, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation)
 		if err != nil {
 			continue
 		}

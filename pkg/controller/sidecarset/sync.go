@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // EventReasonNotUpgradable is the reason of the Warning Event a SidecarSet gets when pods it
@@ -133,7 +133,7 @@ func (c *Controller) selectedPods(ss *appsv1beta1.SidecarSet) ([]*corev1.Pod, er
 	}
 	var out []*corev1.Pod
 	for _, pod := range all {
-		ok, err := sidecarset.SelectsNamespace(ss, c.namespaceLabels(pod.Namespace))
+		ok, err := sidecarrules.SelectsNamespace(ss, c.namespaceLabels(pod.Namespace))
 		if err != nil {
 			return nil, err
 		}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // upgradePatch is one pod's in-place sidecar upgrade as a strategic-merge patch: the new images
@@ -51,13 +51,13 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 	if err != nil {
 		return nil, nil, err
 	}
-	working, err := sidecarset.WorkingCopies(pod)
+	working, err := sidecarrules.WorkingCopies(pod)
 	if err != nil {
 		return nil, nil, err
 	}
 	hotAnnotations := map[string]string{}
 	for _, sc := range ss.Spec.Containers {
-		if sidecarset.IsHotUpgrade(&sc) {
+		if sidecarrules.IsHotUpgrade(&sc) {
 			sidecars = append(sidecars, sc.Name)
 			target, image, err := hotUpgradeStep(ss, &sc, pod, working, states[ss.Name], hotAnnotations)
 			if err != nil {
@@ -82,11 +82,11 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 		}
 	}
 	for _, sc := range ss.Spec.InitContainers {
-		if !sidecarset.IsNative(sc.Container) {
+		if !sidecarrules.IsNative(sc.Container) {
 			continue // a run-once init container has run: a new image would never be used
 		}
 		c := findContainer(pod.Spec.InitContainers, sc.Name)
-		if c == nil || !sidecarset.IsNative(*c) {
+		if c == nil || !sidecarrules.IsNative(*c) {
 			return nil, nil, fmt.Errorf("pod %s/%s has no native sidecar %s of SidecarSet %s to upgrade", pod.Namespace, pod.Name, sc.Name, ss.Name)
 		}
 		sidecars = append(sidecars, sc.Name)
@@ -98,18 +98,18 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 
 	annotated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Annotations: map[string]string{}}}
 	// The SidecarSet's patchPodMetadata as it is now, as OpenKruise applies it at each upgrade.
-	patched, err := sidecarset.PatchedAnnotations(pod, ss)
+	patched, err := sidecarrules.PatchedAnnotations(pod, ss)
 	if err != nil {
 		return nil, nil, err
 	}
 	maps.Copy(annotated.Annotations, patched)
-	for _, key := range []string{sidecarset.HashAnnotation, sidecarset.HashWithoutImageAnnotation, sidecarset.InPlaceUpdateStateAnnotation} {
+	for _, key := range []string{sidecarrules.HashAnnotation, sidecarrules.HashWithoutImageAnnotation, sidecarrules.InPlaceUpdateStateAnnotation} {
 		if v, ok := pod.Annotations[key]; ok {
 			annotated.Annotations[key] = v
 		}
 	}
-	for key, hash := range map[string]string{sidecarset.HashAnnotation: h.full, sidecarset.HashWithoutImageAnnotation: h.withoutImage} {
-		old, err := sidecarset.UpgradeSpecs(pod, key)
+	for key, hash := range map[string]string{sidecarrules.HashAnnotation: h.full, sidecarrules.HashWithoutImageAnnotation: h.withoutImage} {
+		old, err := sidecarrules.UpgradeSpecs(pod, key)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -117,7 +117,7 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 		if len(list) == 0 {
 			list = sidecars
 		}
-		err = sidecarset.SetUpgradeSpec(annotated, key, sidecarset.UpgradeSpec{
+		err = sidecarrules.SetUpgradeSpec(annotated, key, sidecarrules.UpgradeSpec{
 			UpdateTimestamp: metav1.NewTime(now), Hash: hash, SidecarSetName: ss.Name,
 			SidecarList: list, ControllerRevision: rev,
 		})
@@ -126,11 +126,11 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 		}
 	}
 	if len(hotAnnotations) > 0 {
-		raw, err := sidecarset.EncodeWorkingCopies(working)
+		raw, err := sidecarrules.EncodeWorkingCopies(working)
 		if err != nil {
 			return nil, nil, err
 		}
-		hotAnnotations[sidecarset.WorkingHotUpgradeAnnotation] = raw
+		hotAnnotations[sidecarrules.WorkingHotUpgradeAnnotation] = raw
 		for k, v := range hotAnnotations {
 			annotated.Annotations[k] = v
 		}
@@ -143,9 +143,9 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 	}
 	raw, err := json.Marshal(states)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encoding annotation %s: %w", sidecarset.InPlaceUpdateStateAnnotation, err)
+		return nil, nil, fmt.Errorf("encoding annotation %s: %w", sidecarrules.InPlaceUpdateStateAnnotation, err)
 	}
-	annotated.Annotations[sidecarset.InPlaceUpdateStateAnnotation] = string(raw)
+	annotated.Annotations[sidecarrules.InPlaceUpdateStateAnnotation] = string(raw)
 
 	patch.Metadata = patchMeta{ResourceVersion: pod.ResourceVersion, Annotations: annotated.Annotations}
 	data, err := json.Marshal(patch)

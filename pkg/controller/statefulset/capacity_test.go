@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ordinals"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 )
 
 func parallelPods(s *appsv1beta1.StatefulSet) {

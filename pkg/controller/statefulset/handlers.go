@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/expectations"
-	"github.com/nodekruise/kruise/pkg/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // controllerKind is what a StatefulSet's controller references say (ownership.Ref reads them in

@@ -11,7 +11,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 )
 
 // The identity labels every pod of a StatefulSet carries, as the built-in controller's.

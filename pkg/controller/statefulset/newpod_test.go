@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
-	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 func TestNewPodIdentity(t *testing.T) {

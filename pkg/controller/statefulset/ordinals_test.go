@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodekruise/kruise/pkg/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 )
 
 func TestWantedOrdinals(t *testing.T) {

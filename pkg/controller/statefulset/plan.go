@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
-	"github.com/nodekruise/kruise/pkg/ordinals"
-	"github.com/nodekruise/kruise/pkg/podstate"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // ScaleInput is what PlanScale decides from.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/podstate"
-	"github.com/nodekruise/kruise/pkg/predownload"
-	"github.com/nodekruise/kruise/pkg/revision"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
-// Image pre-download (gate PreDownloadImageForInPlaceUpdate, as the CloneSet's; pkg/predownload
+// Image pre-download (gate PreDownloadImageForInPlaceUpdate, as the CloneSet's; pkg/workload/predownload
 // does the work): while a set updates its pods in place in more than one batch, an ImagePullJob
 // per changed image pulls the new image on the nodes of the pods still to be updated.
 

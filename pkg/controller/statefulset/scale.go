@@ -12,10 +12,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/expectations"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
-	"github.com/nodekruise/kruise/pkg/podstate"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // scale carries out PlanScale; it reports whether the plan held the pass (wrote, or waits on a

@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 )
 
 // Event reasons: the built-in StatefulSet controller's, and OpenKruise's for in-place updates.

@@ -9,7 +9,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 // TestAPodWithAnUnreadableAnnotationDoesNotStallTheRollout: web-2, the first pod an ordered

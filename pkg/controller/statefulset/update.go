@@ -15,10 +15,10 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/inplace"
-	"github.com/nodekruise/kruise/pkg/lifecycle"
-	"github.com/nodekruise/kruise/pkg/podorder"
-	"github.com/nodekruise/kruise/pkg/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/podorder"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // inPlaceOptions are the changes applied in place beyond images and metadata: cpu and memory

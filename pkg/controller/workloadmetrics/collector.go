@@ -18,7 +18,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/partition"
+	"github.com/nodekruise/kruise/pkg/workload/partition"
 )
 
 // Name is the controller's name in logs.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	partitionpkg "github.com/nodekruise/kruise/pkg/partition"
+	partitionpkg "github.com/nodekruise/kruise/pkg/workload/partition"
 )
 
 // cloneSetKind adapts CloneSets, read as v1alpha1: the version every

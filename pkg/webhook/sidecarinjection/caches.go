@@ -24,7 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // Caches are the informers the webhook reads: SidecarSets and Namespaces cluster-wide, and the
@@ -164,7 +164,7 @@ func (r revisionLister) Revision(name string) (*appsv1.ControllerRevision, error
 }
 
 func (r revisionLister) Revisions(sidecarSet, customVersion string) ([]*appsv1.ControllerRevision, error) {
-	set := labels.Set{sidecarset.NameLabel: sidecarSet}
+	set := labels.Set{sidecarrules.NameLabel: sidecarSet}
 	if customVersion != "" {
 		set[appsv1beta1.SidecarSetCustomVersionLabel] = customVersion
 	}

@@ -11,8 +11,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // SidecarSetPath is where the SidecarSet defaulting webhook is served (OpenKruise's path);
@@ -66,8 +66,8 @@ func admitSidecarSet(_ context.Context, req *admissionv1.AdmissionRequest) serve
 // nothing to change.
 func sidecarSetPatch(ss, old *appsv1beta1.SidecarSet) ([]byte, error) {
 	before := ss.DeepCopy()
-	sidecarset.DefaultInjectPolicies(ss, old)
-	if _, err := sidecarset.SetHashAnnotations(ss); err != nil {
+	sidecarrules.DefaultInjectPolicies(ss, old)
+	if _, err := sidecarrules.SetHashAnnotations(ss); err != nil {
 		return nil, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 	}
 	var ops []operation
@@ -85,7 +85,7 @@ func sidecarSetPatch(ss, old *appsv1beta1.SidecarSet) ([]byte, error) {
 			ops = append(ops, operation{Op: "add", Path: "/metadata/annotations", Value: ss.Annotations})
 		}
 	} else {
-		for _, key := range []string{sidecarset.HashAnnotation, sidecarset.HashWithoutImageAnnotation} {
+		for _, key := range []string{sidecarrules.HashAnnotation, sidecarrules.HashWithoutImageAnnotation} {
 			if before.Annotations[key] != ss.Annotations[key] {
 				ops = append(ops, operation{Op: "add", Path: "/metadata/annotations/" + escapePointer(key), Value: ss.Annotations[key]})
 			}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 func sidecarSetRequest(t *testing.T, op admissionv1.Operation, ss, old *appsv1beta1.SidecarSet) *admissionv1.AdmissionRequest {
@@ -60,12 +60,12 @@ func TestSidecarSetWebhookDefaultsAndRecordsHashes(t *testing.T) {
 	got := applySidecarSetPatch(t, req, res.Patch)
 	assert.Equal(t, appsv1beta1.AfterAppContainerType, got.Spec.InitContainers[0].PodInjectPolicy)
 	assert.Equal(t, appsv1beta1.BeforeAppContainerType, got.Spec.Containers[0].PodInjectPolicy)
-	full, err := sidecarset.Hash(got)
+	full, err := sidecarrules.Hash(got)
 	require.NoError(t, err)
-	noImage, err := sidecarset.HashWithoutImage(got)
+	noImage, err := sidecarrules.HashWithoutImage(got)
 	require.NoError(t, err)
-	assert.Equal(t, full, got.Annotations[sidecarset.HashAnnotation], "the hash of the defaulted SidecarSet, as the pods record it")
-	assert.Equal(t, noImage, got.Annotations[sidecarset.HashWithoutImageAnnotation])
+	assert.Equal(t, full, got.Annotations[sidecarrules.HashAnnotation], "the hash of the defaulted SidecarSet, as the pods record it")
+	assert.Equal(t, noImage, got.Annotations[sidecarrules.HashWithoutImageAnnotation])
 	assert.Equal(t, "a", got.Annotations["team"])
 
 	// Nothing to change: no patch.
@@ -82,8 +82,8 @@ func TestSidecarSetWebhookDefaultsAndRecordsHashes(t *testing.T) {
 	res = SidecarSetWebhook().Admitter.Admit(context.Background(), req)
 	require.NotEmpty(t, res.Patch)
 	updated := applySidecarSetPatch(t, req, res.Patch)
-	full, err = sidecarset.Hash(updated)
+	full, err = sidecarrules.Hash(updated)
 	require.NoError(t, err)
-	assert.Equal(t, full, updated.Annotations[sidecarset.HashAnnotation])
-	assert.Equal(t, noImage, updated.Annotations[sidecarset.HashWithoutImageAnnotation], "an image change keeps the hash without images")
+	assert.Equal(t, full, updated.Annotations[sidecarrules.HashAnnotation])
+	assert.Equal(t, noImage, updated.Annotations[sidecarrules.HashWithoutImageAnnotation], "an image change keeps the hash without images")
 }

@@ -19,9 +19,9 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // Path is where the injection webhook is served; WebhookName names it in metrics and logs.
@@ -48,7 +48,7 @@ type Namespaces interface {
 type Injector struct {
 	SidecarSets SidecarSets
 	Namespaces  Namespaces
-	Revisions   sidecarset.RevisionReader
+	Revisions   sidecarrules.RevisionReader
 	// Clock stamps the hash annotations; nil is the real clock.
 	Clock clock.PassiveClock
 	// Random draws Partial injection; nil is math/rand.
@@ -70,10 +70,10 @@ type Injector struct {
 // Webhook is the injection webhook for the webhook server, with every reason it refuses a pod for.
 func (in *Injector) Webhook() server.Webhook {
 	reasons := []string{ReasonBadRequest}
-	for _, r := range []sidecarset.RefusalReason{
-		sidecarset.ReasonContainerConflict, sidecarset.ReasonVolumeConflict, sidecarset.ReasonAnnotationConflict,
-		sidecarset.ReasonInvalidPatch, sidecarset.ReasonInvalidAnnotation, sidecarset.ReasonRevisionNotFound,
-		sidecarset.ReasonResourcesPolicy,
+	for _, r := range []sidecarrules.RefusalReason{
+		sidecarrules.ReasonContainerConflict, sidecarrules.ReasonVolumeConflict, sidecarrules.ReasonAnnotationConflict,
+		sidecarrules.ReasonInvalidPatch, sidecarrules.ReasonInvalidAnnotation, sidecarrules.ReasonRevisionNotFound,
+		sidecarrules.ReasonResourcesPolicy,
 	} {
 		reasons = append(reasons, string(r))
 	}
@@ -104,7 +104,7 @@ func (in *Injector) Admit(ctx context.Context, req *admissionv1.AdmissionRequest
 		}
 	}
 	injected, sets, err := in.inject(ctx, pod, namespace)
-	var refusal *sidecarset.Refusal
+	var refusal *sidecarrules.Refusal
 	switch {
 	case errors.As(err, &refusal):
 		return server.Invalid(string(refusal.Reason), refusal.Message)
@@ -162,7 +162,7 @@ func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
 	}
-	matched, skipped := sidecarset.ForPod(all, pod, nsLabels)
+	matched, skipped := sidecarrules.ForPod(all, pod, nsLabels)
 	for _, err := range skipped {
 		klog.FromContext(ctx).Error(err, "SidecarSet left out: its selector does not parse")
 	}
@@ -176,7 +176,7 @@ func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace strin
 	versions := make([]*appsv1beta1.SidecarSet, 0, len(matched))
 	names := make([]string, 0, len(matched))
 	for _, ss := range matched {
-		v, err := sidecarset.RevisionToInject(ss, pod, in.Revisions, random)
+		v, err := sidecarrules.RevisionToInject(ss, pod, in.Revisions, random)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -187,6 +187,6 @@ func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace strin
 	if in.Clock != nil {
 		clk = in.Clock
 	}
-	out, err := sidecarset.Inject(pod, namespace, versions, metav1.NewTime(clk.Now()))
+	out, err := sidecarrules.Inject(pod, namespace, versions, metav1.NewTime(clk.Now()))
 	return out, names, err
 }

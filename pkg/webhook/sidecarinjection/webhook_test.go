@@ -22,7 +22,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 func sidecarSet(name string, mods ...func(*appsv1beta1.SidecarSet)) *appsv1beta1.SidecarSet {
@@ -85,9 +85,9 @@ func startCaches(t *testing.T, kube []runtime.Object, kruise []runtime.Object) *
 func TestAdmitInjectsFromTheCaches(t *testing.T) {
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	rev := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinned-v1", Namespace: "kruise-system", Labels: map[string]string{sidecarset.NameLabel: "pinned"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinned-v1", Namespace: "kruise-system", Labels: map[string]string{sidecarrules.NameLabel: "pinned"}},
 	}
-	data, err := sidecarset.RevisionData(sidecarSet("pinned", func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Image = "agent:old" }))
+	data, err := sidecarrules.RevisionData(sidecarSet("pinned", func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Image = "agent:old" }))
 	require.NoError(t, err)
 	rev.Data.Raw = data
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{corev1.LabelMetadataName: "team-a", "mesh": "on"}}}
@@ -116,8 +116,8 @@ func TestAdmitInjectsFromTheCaches(t *testing.T) {
 		got = append(got, c.Name+"="+c.Image)
 	}
 	assert.Equal(t, []string{"log-agent=agent:1", "meshonly-agent=agent:1", "pinned-agent=agent:old", "main=main:1"}, got)
-	assert.Equal(t, "log,meshonly,pinned", pod.Annotations[sidecarset.InjectedListAnnotation])
-	specs, err := sidecarset.UpgradeSpecs(pod, sidecarset.HashAnnotation)
+	assert.Equal(t, "log,meshonly,pinned", pod.Annotations[sidecarrules.InjectedListAnnotation])
+	specs, err := sidecarrules.UpgradeSpecs(pod, sidecarrules.HashAnnotation)
 	require.NoError(t, err)
 	assert.Equal(t, "pinned-v1", specs["pinned"].ControllerRevision)
 	assert.True(t, specs["log"].UpdateTimestamp.Time.Equal(at))
@@ -154,7 +154,7 @@ func TestAdmitRefusesAndSkips(t *testing.T) {
 	}}, Namespaces: noNamespaces{}, Revisions: noRevisions{}}
 	res := conflict.Admit(context.Background(), podRequest(t, admissionv1.Create, map[string]string{"app": "web"}))
 	assert.False(t, res.Allowed)
-	assert.Equal(t, string(sidecarset.ReasonContainerConflict), res.Reason)
+	assert.Equal(t, string(sidecarrules.ReasonContainerConflict), res.Reason)
 	assert.EqualValues(t, http.StatusUnprocessableEntity, res.Code)
 	assert.Contains(t, res.Message, "SidecarSets a and b")
 	assert.Contains(t, conflict.Webhook().Reasons, res.Reason, "the reason is declared")
@@ -163,7 +163,7 @@ func TestAdmitRefusesAndSkips(t *testing.T) {
 		ss.Spec.InjectionStrategy.Revision = &appsv1beta1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")}
 	})}}, Namespaces: noNamespaces{}, Revisions: noRevisions{}}
 	res = missing.Admit(context.Background(), podRequest(t, admissionv1.Create, map[string]string{"app": "web"}))
-	assert.Equal(t, string(sidecarset.ReasonRevisionNotFound), res.Reason)
+	assert.Equal(t, string(sidecarrules.ReasonRevisionNotFound), res.Reason)
 
 	update := podRequest(t, admissionv1.Update, map[string]string{"app": "web"})
 	res = conflict.Admit(context.Background(), update)

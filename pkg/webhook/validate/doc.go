@@ -21,7 +21,7 @@
 //     admission): its containers and volumes as a pod would take them once
 //     injected, its strategies and patchPodMetadata, and, read from the API
 //     server at each request, its conflicts with every other SidecarSet
-//     that may select the same pods (pkg/sidecarset), its canary's base and
+//     that may select the same pods (pkg/workload/sidecarrules), its canary's base and
 //     the revision injectionStrategy.revision names.
 //
 // Each refusal uses the words kruise-controller puts in status when it finds

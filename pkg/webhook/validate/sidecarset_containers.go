@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // A SidecarSet's containers and volumes are schemaless: they are checked here
@@ -166,9 +166,9 @@ func checkRestartPolicy(path *field.Path, c *corev1.Container, init bool) field.
 	switch {
 	case !init && c.RestartPolicy != nil:
 		return field.ErrorList{field.Forbidden(rpath, "only init containers take a restartPolicy (Always: a native sidecar)")}
-	case init && c.RestartPolicy != nil && !sidecarset.IsNative(*c):
+	case init && c.RestartPolicy != nil && !sidecarrules.IsNative(*c):
 		return field.ErrorList{field.NotSupported(rpath, *c.RestartPolicy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways})}
-	case !init || sidecarset.IsNative(*c):
+	case !init || sidecarrules.IsNative(*c):
 		return nil
 	}
 	var errs field.ErrorList
@@ -230,7 +230,7 @@ func subscript(path, prefix string) (string, bool) {
 func checkResourcesPolicy(path *field.Path, c *appsv1beta1.SidecarContainer, init bool) field.ErrorList {
 	var errs field.ErrorList
 	p := c.ResourcesPolicy
-	if init && !sidecarset.IsNative(c.Container) {
+	if init && !sidecarrules.IsNative(c.Container) {
 		errs = append(errs, field.Forbidden(path, "only native sidecars (restartPolicy: Always) among initContainers take a resourcesPolicy"))
 	}
 	if len(c.Resources.Limits)+len(c.Resources.Requests) > 0 {
@@ -262,7 +262,7 @@ func checkResourcesPolicy(path *field.Path, c *appsv1beta1.SidecarContainer, ini
 		if x.src == "" {
 			continue // this resource is left unset
 		}
-		if _, err := sidecarset.ParseResourceExpr(x.src, x.variable); err != nil {
+		if _, err := sidecarrules.ParseResourceExpr(x.src, x.variable); err != nil {
 			errs = append(errs, field.Invalid(x.path, x.src, err.Error()))
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // sidecarSetLookup holds the SidecarSet rules that read other objects: the
@@ -71,14 +71,14 @@ func (l *sidecarSetLookup) check(ctx context.Context, ss, old *appsv1beta1.Sidec
 // checkConflicts refuses each conflict of ss with another SidecarSet, naming
 // both (sidecarset.Conflicts).
 func checkConflicts(ss *appsv1beta1.SidecarSet, others []appsv1beta1.SidecarSet) field.ErrorList {
-	paths := map[sidecarset.ConflictKind]*field.Path{
-		sidecarset.ContainerConflict:  field.NewPath("spec", "containers"),
-		sidecarset.VolumeConflict:     field.NewPath("spec", "volumes"),
-		sidecarset.AnnotationConflict: field.NewPath("spec", "patchPodMetadata"),
+	paths := map[sidecarrules.ConflictKind]*field.Path{
+		sidecarrules.ContainerConflict:  field.NewPath("spec", "containers"),
+		sidecarrules.VolumeConflict:     field.NewPath("spec", "volumes"),
+		sidecarrules.AnnotationConflict: field.NewPath("spec", "patchPodMetadata"),
 	}
 	var errs field.ErrorList
 	for i := range others {
-		for _, c := range sidecarset.Conflicts(ss, &others[i]) {
+		for _, c := range sidecarrules.Conflicts(ss, &others[i]) {
 			errs = append(errs, field.Invalid(paths[c.Kind], c.Name, c.String()))
 		}
 	}
@@ -120,7 +120,7 @@ func checkCanary(ss *appsv1beta1.SidecarSet, others []appsv1beta1.SidecarSet) fi
 func (l *sidecarSetLookup) checkRevision(ctx context.Context, ss *appsv1beta1.SidecarSet) (field.ErrorList, error) {
 	r := ss.Spec.InjectionStrategy.Revision
 	list, err := l.revisions.ControllerRevisions(l.namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{sidecarset.NameLabel: ss.Name}.String(),
+		LabelSelector: labels.Set{sidecarrules.NameLabel: ss.Name}.String(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing the ControllerRevisions of SidecarSet %s: %w", ss.Name, err)
@@ -138,7 +138,7 @@ func (l *sidecarSetLookup) checkRevision(ctx context.Context, ss *appsv1beta1.Si
 			}
 		}
 	}
-	why := fmt.Sprintf("names no ControllerRevision of SidecarSet %s (labelled %s=%s in namespace %s)", ss.Name, sidecarset.NameLabel, ss.Name, l.namespace)
+	why := fmt.Sprintf("names no ControllerRevision of SidecarSet %s (labelled %s=%s in namespace %s)", ss.Name, sidecarrules.NameLabel, ss.Name, l.namespace)
 	switch {
 	case r.RevisionName != nil:
 		return field.ErrorList{field.Invalid(path.Child("revisionName"), *r.RevisionName, why)}, nil

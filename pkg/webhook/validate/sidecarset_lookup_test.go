@@ -19,7 +19,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // The SidecarSet rules that read other objects (sidecarset_lookup.go,
@@ -116,7 +116,7 @@ func TestSidecarSetWebhookConflicts(t *testing.T) {
 // namespace, at customVersion.
 func revisionOf(owner, name, customVersion string) *appsv1.ControllerRevision {
 	return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kruiseNamespace, Labels: map[string]string{
-		sidecarset.NameLabel: owner, appsv1beta1.SidecarSetCustomVersionLabel: customVersion}}}
+		sidecarrules.NameLabel: owner, appsv1beta1.SidecarSetCustomVersionLabel: customVersion}}}
 }
 
 func TestSidecarSetWebhookAdmitsWhenItCannotList(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/sidecarset"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // OpenKruise's allow-list of the pod annotations a SidecarSet may patch
@@ -20,8 +20,8 @@ import (
 // webhook is where OpenKruise checks it, so that a pod's creation never
 // depends on it.
 const (
-	kruiseConfigurationName = sidecarset.ConfigurationName
-	patchAllowListKey       = sidecarset.PatchAllowListKey
+	kruiseConfigurationName = sidecarrules.ConfigurationName
+	patchAllowListKey       = sidecarrules.PatchAllowListKey
 )
 
 // PatchAllowCheck judges ss's patchPodMetadata against the allow-list's JSON

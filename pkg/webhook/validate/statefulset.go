@@ -10,8 +10,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/ordinals"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
+	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 )
 
 const (
