@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // iterationTimeout bounds one trigger → new container Ready; far above the seconds it takes.

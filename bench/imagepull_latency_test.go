@@ -26,7 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // Settings of the image pre-pull benchmark, overridable from the environment.

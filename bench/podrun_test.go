@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // podReadyTimeout bounds one pod's create → Ready; far above the seconds it takes (a barrier

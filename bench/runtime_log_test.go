@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // runtimeLog is the container runtime's log on the local cluster (containerd's, info level). The

@@ -17,7 +17,7 @@ import (
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
-	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 )
 
 // podWebhookName is the pod webhook's name in kruise's mutating configuration (deploy/).

@@ -13,7 +13,7 @@ var serverSide = map[string]string{
 	"github.com/nodekruise/kruise/pkg/controller": "kruise-controller's code",
 	"github.com/nodekruise/kruise/pkg/daemon":     "kruise-daemon's code",
 	"github.com/nodekruise/kruise/pkg/webhook":    "the webhook server's code",
-	"github.com/nodekruise/kruise/pkg/cri":        "the daemon's container runtime client",
+	"github.com/nodekruise/kruise/pkg/daemon/cri": "the daemon's container runtime client",
 }
 
 // TestPluginLinksNoComponentCode lists the plugin's dependencies and fails

@@ -26,6 +26,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
@@ -33,7 +34,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
-	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
@@ -99,7 +99,7 @@ type Entry struct {
 // here (the adapters from Deps live in run.go). Whatever a daemon carries out
 // needs KruiseDaemon.
 var builders = []Entry{
-	{Name: recreate.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
+	{Name: crr.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
 	// Pods that declare the KruisePodReady gate never become Ready without its
 	// condition, daemon or not: always on.
 	{Name: podreadiness.Name, Build: buildPodReadiness},

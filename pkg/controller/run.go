@@ -28,6 +28,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
@@ -35,7 +36,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
-	"github.com/nodekruise/kruise/pkg/controller/recreate"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
@@ -365,7 +365,7 @@ func kruiseNamespace() string {
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
 // controller.
 func buildRecreate(d Deps) (Controller, error) {
-	return recreate.New(recreate.Config{
+	return crr.New(crr.Config{
 		Client:       d.Client,
 		KruiseClient: d.KruiseClient,
 		CRRs:         d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),

@@ -16,7 +16,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
-	"github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
@@ -77,7 +77,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
 		sidecarinjection.SidecarSetWebhook(),
-		launchpriority.Webhook(namespace),
+		priorityinjection.Webhook(namespace),
 		crrfill.Webhook(client.CoreV1()),
 		validate.CRRWebhook(client.CoreV1()),
 		validate.ImagePullJobWebhook(),
@@ -149,7 +149,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 	})
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, sidecarinjection.SidecarSetPath, launchpriority.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
+		sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
 		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
 	})
 }

@@ -31,7 +31,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
-	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/test/unit/gen"

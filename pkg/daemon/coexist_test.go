@@ -23,8 +23,8 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/coexist"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )

@@ -20,7 +20,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 	"github.com/nodekruise/kruise/pkg/process/features"
 )

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 	"github.com/nodekruise/kruise/pkg/daemon/kube/clientset"
 )
 

@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 )
 
 // stubRuntime is an in-memory cri.Runtime. The embedded nil interface

@@ -9,19 +9,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 )
 
 // buildCRRExecutor makes the CRR executor. It reads the admitted,
 // unfinished CRRs of this node (label selector) and this node's pods (field
 // selector spec.nodeName); nothing is listed cluster-wide.
 func buildCRRExecutor(_ context.Context, e *env) (*component, error) {
-	metrics := recreate.NewMetrics()
+	metrics := crrexec.NewMetrics()
 	if err := e.register(metrics.Collectors()...); err != nil {
 		return nil, err
 	}
-	ex, err := recreate.New(recreate.Config{
+	ex, err := crrexec.New(crrexec.Config{
 		KruiseClient: e.kruiseClient,
 		CRRs:         e.nodeCRRs(),
 		Pods:         e.nodePods(),

@@ -25,7 +25,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 )
 
 func node(name string) *corev1.Node {

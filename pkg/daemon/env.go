@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 )

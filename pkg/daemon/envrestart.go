@@ -6,8 +6,8 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 	"github.com/nodekruise/kruise/pkg/daemon/envrestart"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
@@ -41,7 +41,7 @@ func buildEnvRestarter(_ context.Context, e *env) (*component, error) {
 	r, err := envrestart.New(envrestart.Config{
 		Pods:     e.nodePods(),
 		Runtime:  rt,
-		Stopper:  recreate.NewStopper(rt, recreate.NewRunner(rt), clock.RealClock{}),
+		Stopper:  crrexec.NewStopper(rt, crrexec.NewRunner(rt), clock.RealClock{}),
 		Recorder: e.recorder,
 		Metrics:  metrics,
 	})

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // FuzzResolveSocketFile checks OpenKruise's --socket-file, a path under

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/cri/credentials"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/credentials"
 	"github.com/nodekruise/kruise/pkg/daemon/imagepull"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
 )

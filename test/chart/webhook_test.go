@@ -19,8 +19,8 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
-	wlp "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
+	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -147,7 +147,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	require.Len(t, w.Rules, 1)
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
-	assert.Equal(t, wlp.MatchConditions("kruise-system"), w.MatchConditions, "the chart's matchConditions are pkg/webhook/launchpriority's")
+	assert.Equal(t, wlp.MatchConditions("kruise-system"), w.MatchConditions, "the chart's matchConditions are pkg/webhook/priorityinjection's")
 	for _, hook := range m.Webhooks[:2] {
 		assert.Equal(t, podscope.NamespaceSelector("kruise-system"), hook.NamespaceSelector, "%s never selects kube-system nor kruise's namespace", hook.Name)
 	}

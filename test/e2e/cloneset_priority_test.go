@@ -18,7 +18,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 

@@ -132,7 +132,7 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return cfg.Annotations[sidecarsetscope.PendingAnnotation] == "", nil
+		return cfg.Annotations[sidecarrules.PendingAnnotation] == "", nil
 	})
 }
 

@@ -100,7 +100,7 @@ func TestLdflags(t *testing.T) {
 // The -X flags name variables of pkg/process/version; the linker ignores a name that does not exist, so a
 // rename there would silently leave the binaries unstamped.
 func TestLdflagsNameVariablesOfPkgVersion(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "pkg", "version", "version.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "pkg", "process", "version", "version.go"), nil, 0)
 	require.NoError(t, err)
 	declared := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {

@@ -24,8 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 )
 
 // eventsRuntime adds a server-streaming call to the fake runtime: it sends

@@ -4,7 +4,7 @@
 // renews it every RenewInterval; the controller counts a node's daemon as
 // live for Duration after it last saw that Lease renewed. The daemon keeps
 // the Lease (pkg/daemon/heartbeat), the controller reads it
-// (pkg/controller/recreate).
+// (pkg/controller/crr).
 //
 // The package imports only the standard library, so that the controller
 // knows these facts without linking any of the daemon's code

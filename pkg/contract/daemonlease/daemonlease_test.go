@@ -40,8 +40,8 @@ func TestTiming(t *testing.T) {
 // package's name scheme, written out in CEL: the two must not drift apart.
 func TestAdmissionPolicyUsesTheNameScheme(t *testing.T) {
 	for _, path := range []string{
-		"../../deploy/base/admission-policy.yaml",
-		"../../deploy/charts/kruise/templates/admission-policy.yaml",
+		"../../../deploy/base/admission-policy.yaml",
+		"../../../deploy/charts/kruise/templates/admission-policy.yaml",
 	} {
 		b, err := os.ReadFile(path)
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package launchbarrier is the mechanism of container launch priority that
-// the pod admission webhook (pkg/webhook/launchpriority) and the barrier
+// the pod admission webhook (pkg/webhook/priorityinjection) and the barrier
 // controller (pkg/controller/launchpriority) share: the names users and
 // OpenKruise's documentation know, how a container's priority is read, and
 // the barrier env var that holds a container back until its key appears in

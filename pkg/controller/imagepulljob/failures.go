@@ -26,7 +26,7 @@ const (
 
 // daemonReasons are the reasons kruise-daemon writes in a failed tag's
 // message ("failed to pull <image> after N attempts: <Reason>: ..."): the
-// CRI classification of pkg/cri (PullReason*) and the daemon's own.
+// CRI classification of pkg/daemon/cri (PullReason*) and the daemon's own.
 var daemonReasons = []string{
 	"NotFound", "Unauthorized", "Timeout", "Unavailable", "Cancelled", "PullFailed",
 	"InvalidPullSecret", "PullSecretNotFound", "DeadlineExceeded",

@@ -1,5 +1,5 @@
 // Package launchpriority is the barrier controller of container launch
-// priority. The pod webhook (pkg/webhook/launchpriority) gives every regular
+// priority. The pod webhook (pkg/webhook/priorityinjection) gives every regular
 // container below a pod's highest priority an env var read from key
 // p_<priority> of the pod's barrier ConfigMap; the kubelet cannot create such
 // a container until the key exists. This controller creates the ConfigMap,

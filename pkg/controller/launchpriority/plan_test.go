@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
-	webhook "github.com/nodekruise/kruise/pkg/webhook/launchpriority"
+	webhook "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

@@ -1,7 +1,7 @@
 // Package sidecarsetscope keeps the SidecarSet injection webhook's matchConditions in step with
 // the SidecarSets, so that the API server calls kruise only for pods some SidecarSet can select:
 // a pod no SidecarSet selects is created even while kruise is down. It writes the one condition
-// ConditionName of the one webhook entry and the annotation PendingAnnotation, and nothing else
+// ConditionName of the one webhook entry and the annotation sidecarrules.PendingAnnotation, and nothing else
 // of the configuration (the certificate manager writes the caBundles). The SidecarSet validating
 // webhook writes the same two at admission (Includer), so that a SidecarSet's pods are routed
 // before it is stored.
@@ -31,10 +31,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/events"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -146,7 +148,7 @@ func (c *Controller) Run(ctx context.Context, _ int) error {
 }
 
 // sync writes the condition of the SidecarSets in the cache, with the terms of those admitted
-// that the cache does not show yet (PendingAnnotation), when the entry's differs. The write is
+// that the cache does not show yet (sidecarrules.PendingAnnotation), when the entry's differs. The write is
 // conditional on the configuration's resourceVersion: a SidecarSet admitted meanwhile
 // (Include) is never written over by a condition computed without it.
 func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) {
@@ -169,12 +171,12 @@ func (c *Controller) sync(ctx context.Context, _ string) (time.Duration, error) 
 		logger.V(2).Info("The webhook configuration has no SidecarSet injection entry; nothing to scope")
 		return 0, nil
 	}
-	pending, err := ParsePending(cfg.Annotations)
+	pending, err := sidecarrules.ParsePending(cfg.Annotations)
 	if err != nil {
 		logger.Error(err, "Dropping the pending SidecarSets of the webhook configuration")
 	}
-	kept, next := pending.settle(byName(sets), c.clock.Now())
-	want := FromTerms(append(Terms(sets), kept.terms()...))
+	kept, next := pending.Settle(byName(sets), c.clock.Now())
+	want := FromTerms(append(Terms(sets), kept.Terms()...))
 	if current == want && equality.Semantic.DeepEqual(kept, pending) {
 		return next, nil
 	}
@@ -213,11 +215,11 @@ func currentExpression(cfg *admissionregistrationv1.MutatingWebhookConfiguration
 	return "", false
 }
 
-// writeScope sets the condition and PendingAnnotation with a strategic merge patch: webhooks
+// writeScope sets the condition and sidecarrules.PendingAnnotation with a strategic merge patch: webhooks
 // merge by name and their matchConditions by name, so the other conditions, the other entries
 // and the caBundles are left as the API server has them, whoever wrote them. resourceVersion,
 // when set, makes the write conditional (409 Conflict if the configuration changed since).
-func writeScope(ctx context.Context, client kubernetes.Interface, configuration, webhook, expression string, pending PendingSet, resourceVersion string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+func writeScope(ctx context.Context, client kubernetes.Interface, configuration, webhook, expression string, pending sidecarrules.PendingSet, resourceVersion string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	type condition struct {
 		Name       string `json:"name"`
 		Expression string `json:"expression"`
@@ -226,7 +228,7 @@ func writeScope(ctx context.Context, client kubernetes.Interface, configuration,
 		Name            string      `json:"name"`
 		MatchConditions []condition `json:"matchConditions"`
 	}
-	value, err := pending.encode()
+	value, err := pending.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +236,7 @@ func writeScope(ctx context.Context, client kubernetes.Interface, configuration,
 	if value != "" {
 		annotation = value
 	}
-	meta := map[string]any{"annotations": map[string]any{PendingAnnotation: annotation}}
+	meta := map[string]any{"annotations": map[string]any{sidecarrules.PendingAnnotation: annotation}}
 	if resourceVersion != "" {
 		meta["resourceVersion"] = resourceVersion
 	}
@@ -250,4 +252,12 @@ func writeScope(ctx context.Context, client kubernetes.Interface, configuration,
 		return nil, fmt.Errorf("patching webhook %s of MutatingWebhookConfiguration %s: %w", webhook, configuration, err)
 	}
 	return out, nil
+}
+
+func byName(sets []*appsv1beta1.SidecarSet) map[string]*appsv1beta1.SidecarSet {
+	out := make(map[string]*appsv1beta1.SidecarSet, len(sets))
+	for _, ss := range sets {
+		out[ss.Name] = ss
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruiseclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // includeAttempts bounds the retries of Include when another writer changed the configuration.
@@ -36,7 +37,7 @@ type Includer struct {
 }
 
 // Include makes the injection webhook's condition cover ss, recording it as pending (
-// PendingAnnotation) with the SidecarSets stored now, and waits until the API server serves that
+// sidecarrules.PendingAnnotation) with the SidecarSets stored now, and waits until the API server serves that
 // configuration from its cache, which its admission reads. A configuration without the entry
 // (webhooks installed otherwise) is left alone.
 func (in *Includer) Include(ctx context.Context, ss *appsv1beta1.SidecarSet) error {
@@ -75,14 +76,14 @@ func (in *Includer) Include(ctx context.Context, ss *appsv1beta1.SidecarSet) err
 		for i := range list.Items {
 			stored[i] = &list.Items[i]
 		}
-		pending, err := ParsePending(cfg.Annotations)
+		pending, err := sidecarrules.ParsePending(cfg.Annotations)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Dropping the pending SidecarSets of the webhook configuration")
 		}
 		now := clk.Now()
-		pending, _ = pending.settle(nil, now)
-		pending[ss.Name] = Pending{Generation: ss.Generation, Term: term, Since: metav1.NewTime(now)}
-		want := FromTerms(append(Terms(stored), pending.terms()...))
+		pending, _ = pending.Settle(nil, now)
+		pending[ss.Name] = sidecarrules.Pending{Generation: ss.Generation, Term: term, Since: metav1.NewTime(now)}
+		want := FromTerms(append(Terms(stored), pending.Terms()...))
 		written, err := writeScope(ctx, in.Client, configuration, webhook, want, pending, cfg.ResourceVersion)
 		if apierrors.IsConflict(err) {
 			continue

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // A SidecarSet being admitted is routed before it is stored: its term is in the condition and it
@@ -27,7 +28,7 @@ func TestIncludeRoutesASidecarSetBeforeItIsStored(t *testing.T) {
 	cfg := f.stored(t)
 	assert.Equal(t, Expression([]*appsv1beta1.SidecarSet{web}), cfg.Webhooks[0].MatchConditions[1].Expression,
 		"the same selector as a stored SidecarSet: the same condition")
-	pending, err := ParsePending(cfg.Annotations)
+	pending, err := sidecarrules.ParsePending(cfg.Annotations)
 	require.NoError(t, err)
 	require.Contains(t, pending, "mesh", "pending by name, even with a term already routed")
 	assert.Equal(t, int64(1), pending["mesh"].Generation)
@@ -36,7 +37,7 @@ func TestIncludeRoutesASidecarSetBeforeItIsStored(t *testing.T) {
 	require.NoError(t, in.Include(context.Background(), db))
 	cfg = f.stored(t)
 	assert.Equal(t, Expression([]*appsv1beta1.SidecarSet{web, db}), cfg.Webhooks[0].MatchConditions[1].Expression)
-	pending, err = ParsePending(cfg.Annotations)
+	pending, err = sidecarrules.ParsePending(cfg.Annotations)
 	require.NoError(t, err)
 	assert.Len(t, pending, 2, "an earlier pending SidecarSet is kept")
 
@@ -50,32 +51,32 @@ func TestIncludeRoutesASidecarSetBeforeItIsStored(t *testing.T) {
 }
 
 // The leader keeps a pending SidecarSet's term until its cache shows the SidecarSet (then drops
-// the entry), or PendingGrace has passed: it never narrows the condition under a SidecarSet just
+// the entry), or sidecarrules.PendingGrace has passed: it never narrows the condition under a SidecarSet just
 // admitted.
 func TestSyncKeepsPendingSidecarSets(t *testing.T) {
 	web := ss("web", matchLabels("app", "web"))
 	web.Generation = 2
 	f := newFixture(t, []runtime.Object{chartConfiguration()}, web)
-	// Admitted PendingHold ago: kept only while the leader's cache does not show them.
-	in := &Includer{Client: f.kube, SidecarSets: f.kruise.AppsV1beta1(), Clock: clocktesting.NewFakePassiveClock(time.Now().Add(-PendingHold))}
+	// Admitted sidecarrules.PendingHold ago: kept only while the leader's cache does not show them.
+	in := &Includer{Client: f.kube, SidecarSets: f.kruise.AppsV1beta1(), Clock: clocktesting.NewFakePassiveClock(time.Now().Add(-sidecarrules.PendingHold))}
 	db := ss("db", matchLabels("app", "db"))
 	require.NoError(t, in.Include(context.Background(), db))
 	widened := f.stored(t).Webhooks[0].MatchConditions[1].Expression
 	require.Contains(t, widened, "'db'")
-	waitConfig(t, f, func(a map[string]string) bool { return a[PendingAnnotation] != "" })
+	waitConfig(t, f, func(a map[string]string) bool { return a[sidecarrules.PendingAnnotation] != "" })
 
 	f.sync()
 	cfg := f.stored(t)
 	assert.Equal(t, widened, cfg.Webhooks[0].MatchConditions[1].Expression, "not narrowed before the cache shows db")
-	assert.Contains(t, cfg.Annotations[PendingAnnotation], `"db"`)
+	assert.Contains(t, cfg.Annotations[sidecarrules.PendingAnnotation], `"db"`)
 
 	// web updated to generation 3 and admitted: pending until the cache shows generation 3.
 	web3 := web.DeepCopy()
 	web3.Generation = 3
 	require.NoError(t, in.Include(context.Background(), web3))
-	waitConfig(t, f, func(a map[string]string) bool { p, _ := ParsePending(a); return len(p) == 2 })
+	waitConfig(t, f, func(a map[string]string) bool { p, _ := sidecarrules.ParsePending(a); return len(p) == 2 })
 	f.sync()
-	p, err := ParsePending(f.stored(t).Annotations)
+	p, err := sidecarrules.ParsePending(f.stored(t).Annotations)
 	require.NoError(t, err)
 	assert.Contains(t, p, "web", "the cache shows web at generation 2 only")
 
@@ -91,26 +92,26 @@ func TestSyncKeepsPendingSidecarSets(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	f.sync()
 	cfg = f.stored(t)
-	assert.Empty(t, cfg.Annotations[PendingAnnotation])
+	assert.Empty(t, cfg.Annotations[sidecarrules.PendingAnnotation])
 	assert.Equal(t, Expression([]*appsv1beta1.SidecarSet{web3, db}), cfg.Webhooks[0].MatchConditions[1].Expression)
 }
 
 func TestPendingExpires(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := PendingSet{
-		"old":   {Generation: 1, Term: "(a)", Since: metav1.NewTime(now.Add(-PendingGrace))},
+	p := sidecarrules.PendingSet{
+		"old":   {Generation: 1, Term: "(a)", Since: metav1.NewTime(now.Add(-sidecarrules.PendingGrace))},
 		"fresh": {Generation: 1, Term: "(b)", Since: metav1.NewTime(now.Add(-time.Second))},
 		"shown": {Generation: 1, Term: "(c)", Since: metav1.NewTime(now)},
 	}
-	p["held"] = Pending{Generation: 1, Term: "(d)", Since: metav1.NewTime(now.Add(-time.Second))}
+	p["held"] = sidecarrules.Pending{Generation: 1, Term: "(d)", Since: metav1.NewTime(now.Add(-time.Second))}
 	shown := ss("shown", matchLabels("app", "c"))
 	shown.Generation = 1
 	held := ss("held", matchLabels("app", "d"))
 	held.Generation = 1
-	p["shown"] = Pending{Generation: 1, Term: "(c)", Since: metav1.NewTime(now.Add(-PendingHold))}
-	kept, next := p.settle(map[string]*appsv1beta1.SidecarSet{"shown": shown, "held": held}, now)
-	assert.ElementsMatch(t, []string{"(b)", "(d)"}, kept.terms(), "held: shown, but admitted less than PendingHold ago")
-	assert.Equal(t, PendingHold-time.Second, next, "synced again when the first entry kept expires")
+	p["shown"] = sidecarrules.Pending{Generation: 1, Term: "(c)", Since: metav1.NewTime(now.Add(-sidecarrules.PendingHold))}
+	kept, next := p.Settle(map[string]*appsv1beta1.SidecarSet{"shown": shown, "held": held}, now)
+	assert.ElementsMatch(t, []string{"(b)", "(d)"}, kept.Terms(), "held: shown, but admitted less than sidecarrules.PendingHold ago")
+	assert.Equal(t, sidecarrules.PendingHold-time.Second, next, "synced again when the first entry kept expires")
 }
 
 // waitConfig waits until the controller's cache of the configuration has annotations ok says.

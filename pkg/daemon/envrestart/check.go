@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/contract/metadataenv"
-	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 )
 
 // action is what to do about one container.
@@ -86,7 +86,7 @@ func (r *Restarter) check(ctx context.Context, key string, pod *corev1.Pod, c *c
 	}
 	info, err := r.runtime.ContainerInfo(ctx, id)
 	if err != nil {
-		return verdict{action: actUnknown, id: id, err: err, runtimeGone: recreate.RuntimeGone(err),
+		return verdict{action: actUnknown, id: id, err: err, runtimeGone: crrexec.RuntimeGone(err),
 			reason: fmt.Sprintf("cannot read container %s (%s) from the container runtime: %s", c.Name, id, cri.Redact(err.Error()))}
 	}
 	if info.State != cri.ContainerRunning {

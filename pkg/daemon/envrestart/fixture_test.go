@@ -21,10 +21,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -64,7 +64,7 @@ func newFixture(t *testing.T, pod *corev1.Pod) *fixture {
 	r, err := New(Config{
 		Pods:     f.pods.Core().V1().Pods().Informer(),
 		Runtime:  rt,
-		Stopper:  recreate.NewStopper(rt, recreate.NewRunner(rt), clock.RealClock{}),
+		Stopper:  crrexec.NewStopper(rt, crrexec.NewRunner(rt), clock.RealClock{}),
 		Recorder: f.recorder,
 		Metrics:  f.metrics,
 		Clock:    f.clock,

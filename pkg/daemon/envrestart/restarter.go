@@ -33,9 +33,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/contract/metadataenv"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -76,7 +76,7 @@ type Runtime interface {
 // Stopper stops a container instance as the CRR executor does: preStop
 // hook, then a graceful stop. *recreate.Stopper has it.
 type Stopper interface {
-	Stop(ctx context.Context, req recreate.StopRequest) error
+	Stop(ctx context.Context, req crrexec.StopRequest) error
 }
 
 // Config is what a Restarter is built from.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/cri/critest"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/critest"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

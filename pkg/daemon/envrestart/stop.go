@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	"github.com/nodekruise/kruise/pkg/cri"
-	"github.com/nodekruise/kruise/pkg/daemon/recreate"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/crrexec"
 )
 
 // startStop stops instance v.id of container in the background: a stop
@@ -39,14 +39,14 @@ func (r *Restarter) startStop(ctx context.Context, key string, pod *corev1.Pod, 
 	go func() {
 		defer r.stops.Done()
 		defer utilruntime.HandleCrashWithContext(ctx)
-		err := r.stopper.Stop(ctx, recreate.StopRequest{
+		err := r.stopper.Stop(ctx, crrexec.StopRequest{
 			Pod: pod, Container: container, ID: v.id,
-			PreStopDone: func(res recreate.Result) {
+			PreStopDone: func(res crrexec.Result) {
 				switch {
-				case errors.Is(res.Err, recreate.ErrHookNotSupported):
-					r.recorder.Eventf(pod, corev1.EventTypeWarning, recreate.ReasonPreStopNotSupported, "Container %s: %v", container, res.Err)
+				case errors.Is(res.Err, crrexec.ErrHookNotSupported):
+					r.recorder.Eventf(pod, corev1.EventTypeWarning, crrexec.ReasonPreStopNotSupported, "Container %s: %v", container, res.Err)
 				case res.Err != nil:
-					r.recorder.Eventf(pod, corev1.EventTypeWarning, recreate.ReasonPreStopFailed, "PreStop hook of container %s failed: %v", container, res.Err)
+					r.recorder.Eventf(pod, corev1.EventTypeWarning, crrexec.ReasonPreStopFailed, "PreStop hook of container %s failed: %v", container, res.Err)
 				}
 			},
 		})
@@ -57,7 +57,7 @@ func (r *Restarter) startStop(ctx context.Context, key string, pod *corev1.Pod, 
 			r.recorder.Eventf(pod, corev1.EventTypeNormal, reason,
 				"Stopped container %s (%s) for the kubelet to start it again: %s", container, v.id, why)
 			r.queue.Add(key)
-		case errors.Is(err, recreate.ErrStopCancelled):
+		case errors.Is(err, crrexec.ErrStopCancelled):
 			// The daemon is stopping; the next one decides afresh.
 			logger.Info("Restart of container cancelled", "reason", err.Error())
 		default:

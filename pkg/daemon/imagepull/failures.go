@@ -3,7 +3,7 @@ package imagepull
 import (
 	"strings"
 
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // Classes of a failed pull attempt, the reason label of

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

@@ -27,7 +27,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/imageref"
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 	"github.com/nodekruise/kruise/pkg/daemon/kube"
 	"github.com/nodekruise/kruise/pkg/daemon/recorder"
 	"github.com/nodekruise/kruise/pkg/process/durations"

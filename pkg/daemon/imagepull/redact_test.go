@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/cri/credentials"
+	"github.com/nodekruise/kruise/pkg/daemon/cri/credentials"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 

@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/contract/crradmit"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -68,7 +68,7 @@ func (f *filler) Admit(ctx context.Context, req *admissionv1.AdmissionRequest) s
 		return server.Allowed(fmt.Sprintf("kruise could not fill in the ContainerRecreateRequest at admission (%v); kruise-controller does", err))
 	}
 	crr.Namespace = req.Namespace
-	if set := recreate.CreatorSetFields(crr); len(set) > 0 {
+	if set := crradmit.CreatorSetFields(crr); len(set) > 0 {
 		return readOnly(crr, set)
 	}
 	patch := defaults(crr)
@@ -104,7 +104,7 @@ func (f *filler) fill(ctx context.Context, crr *appsv1alpha1.ContainerRecreateRe
 	case err != nil:
 		return nil, fmt.Errorf("reading pod %s/%s: %w", crr.Namespace, crr.Spec.PodName, err)
 	}
-	raw, ok, err := recreate.FillPatch(crr, pod)
+	raw, ok, err := crradmit.FillPatch(crr, pod)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type Caches struct {
 	revisions informers.SharedInformerFactory
 	kruise    kruiseinformers.SharedInformerFactory
 	// config watches the injection webhook's configuration (by name) for the SidecarSets admitted
-	// that the caches may not have yet (sidecarsetscope.PendingAnnotation); nil without one.
+	// that the caches may not have yet (sidecarrules.PendingAnnotation); nil without one.
 	config   cache.SharedIndexInformer
 	synced   []cache.InformerSynced
 	injector *Injector

@@ -12,7 +12,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // freshTimeout bounds one live read of the SidecarSets.
@@ -24,7 +24,7 @@ const freshTimeout = 2 * time.Second
 // and every caller that arrives while a read is in flight shares the next one. Whatever the
 // rate of pods, a replica reads at most once per read's duration, and only while a SidecarSet
 // the routing covers is not in its cache (Injector.behind): milliseconds after a SidecarSet is
-// admitted, at most sidecarsetscope.PendingGrace after one that was never stored.
+// admitted, at most sidecarrules.PendingGrace after one that was never stored.
 type freshReader struct {
 	list func(ctx context.Context) ([]*appsv1beta1.SidecarSet, error)
 
@@ -86,14 +86,14 @@ func (f *freshReader) run(r *freshRead) {
 	close(r.done)
 }
 
-// pendingReader reads sidecarsetscope.PendingAnnotation from a cache of the injection webhook's
+// pendingReader reads sidecarrules.PendingAnnotation from a cache of the injection webhook's
 // configuration; nothing while the cache has not synced.
 type pendingReader struct {
 	informer      cache.SharedIndexInformer
 	configuration string
 }
 
-func (p pendingReader) Pending() sidecarsetscope.PendingSet {
+func (p pendingReader) Pending() sidecarrules.PendingSet {
 	if !p.informer.HasSynced() {
 		return nil
 	}
@@ -105,6 +105,6 @@ func (p pendingReader) Pending() sidecarsetscope.PendingSet {
 	if !ok {
 		return nil
 	}
-	pending, _ := sidecarsetscope.ParsePending(cfg.Annotations)
+	pending, _ := sidecarrules.ParsePending(cfg.Annotations)
 	return pending
 }

@@ -12,7 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // A SidecarSet the routing covers as just admitted, which the cache lacks (or has at an older
@@ -26,11 +26,11 @@ func TestAdmitReadsLiveWhileTheCacheLacksAnAdmittedSidecarSet(t *testing.T) {
 	mesh := sidecarSet("mesh")
 	mesh.Generation = 1
 	var reads atomic.Int32
-	pending := sidecarsetscope.PendingSet{}
+	pending := sidecarrules.PendingSet{}
 	in := &Injector{
 		SidecarSets: fixed{sets: []*appsv1beta1.SidecarSet{old}},
 		Namespaces:  noNamespaces{},
-		Pending:     func() sidecarsetscope.PendingSet { return pending },
+		Pending:     func() sidecarrules.PendingSet { return pending },
 		Fresh: func(context.Context) ([]*appsv1beta1.SidecarSet, error) {
 			reads.Add(1)
 			return []*appsv1beta1.SidecarSet{newer, mesh}, nil
@@ -49,14 +49,14 @@ func TestAdmitReadsLiveWhileTheCacheLacksAnAdmittedSidecarSet(t *testing.T) {
 	assert.Equal(t, []string{"log-agent=agent:1", "main=main:1"}, images(), "nothing pending: the cache")
 	assert.Zero(t, reads.Load())
 
-	pending["mesh"] = sidecarsetscope.Pending{Generation: 1}
+	pending["mesh"] = sidecarrules.Pending{Generation: 1}
 	assert.Equal(t, []string{"log-agent=agent:2", "mesh-agent=agent:1", "main=main:1"}, images(), "mesh not cached: read live")
 	delete(pending, "mesh")
-	pending["log"] = sidecarsetscope.Pending{Generation: 2}
+	pending["log"] = sidecarrules.Pending{Generation: 2}
 	images()
 	assert.EqualValues(t, 2, reads.Load(), "log cached at generation 1 only: read live")
 
-	pending["log"] = sidecarsetscope.Pending{Generation: 1}
+	pending["log"] = sidecarrules.Pending{Generation: 1}
 	images()
 	assert.EqualValues(t, 2, reads.Load(), "the cache shows what was admitted: not read")
 }

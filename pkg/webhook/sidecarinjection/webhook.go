@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
@@ -59,10 +58,10 @@ type Injector struct {
 	// WaitSynced, when set, waits for the caches the injector reads; its error refuses the pod.
 	WaitSynced func(ctx context.Context) error
 	// Pending, when set, are the SidecarSets the webhook's routing covers that were admitted
-	// a moment ago (sidecarsetscope.PendingAnnotation). While SidecarSets lacks one of them at
+	// a moment ago (sidecarrules.PendingAnnotation). While SidecarSets lacks one of them at
 	// its admitted generation, the pod may be one its author applied right after it, and the
 	// SidecarSets are read with Fresh instead.
-	Pending func() sidecarsetscope.PendingSet
+	Pending func() sidecarrules.PendingSet
 	// Fresh lists the SidecarSets from the API server (a read that starts after the call).
 	Fresh func(ctx context.Context) ([]*appsv1beta1.SidecarSet, error)
 }
@@ -136,7 +135,7 @@ func (in *Injector) behind(cached []*appsv1beta1.SidecarSet) (string, bool) {
 		byName[ss.Name] = ss
 	}
 	for name, p := range pending {
-		if !sidecarsetscope.Shown(byName, name, p) {
+		if !sidecarrules.Shown(byName, name, p) {
 			return name, true
 		}
 	}

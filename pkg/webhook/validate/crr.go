@@ -11,7 +11,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/recreate"
+	"github.com/nodekruise/kruise/pkg/contract/crradmit"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 )
 
@@ -28,12 +28,12 @@ const (
 	// ReasonPodNotFound: no pod of that name in the request's namespace.
 	ReasonPodNotFound = "PodNotFound"
 	// ReasonPodTerminating: the pod is being deleted.
-	ReasonPodTerminating = recreate.UnfitPodTerminating
+	ReasonPodTerminating = crradmit.UnfitPodTerminating
 	// ReasonPodFinished: the pod has succeeded or failed.
-	ReasonPodFinished = recreate.UnfitPodFinished
+	ReasonPodFinished = crradmit.UnfitPodFinished
 	// ReasonContainerNotFound: a container named is not one of the pod's
 	// spec.containers.
-	ReasonContainerNotFound = recreate.UnfitContainerNotFound
+	ReasonContainerNotFound = crradmit.UnfitContainerNotFound
 )
 
 // CRRWebhook is the ContainerRecreateRequest validating webhook; pods reads
@@ -75,7 +75,7 @@ func (v *crrValidator) Admit(ctx context.Context, req *admissionv1.AdmissionRequ
 	switch {
 	case apierrors.IsNotFound(err):
 		return invalid(ReasonPodNotFound, "ContainerRecreateRequest", &crr.ObjectMeta, field.ErrorList{
-			field.Invalid(podPath, crr.Spec.PodName, fmt.Sprintf("%s in namespace %q", recreate.PodNotFoundMessage(crr.Spec.PodName), req.Namespace)),
+			field.Invalid(podPath, crr.Spec.PodName, fmt.Sprintf("%s in namespace %q", crradmit.PodNotFoundMessage(crr.Spec.PodName), req.Namespace)),
 		})
 	case err != nil:
 		// Not an answer about the pod (the API server is slow or refused
@@ -86,12 +86,12 @@ func (v *crrValidator) Admit(ctx context.Context, req *admissionv1.AdmissionRequ
 	for _, c := range crr.Spec.Containers {
 		names = append(names, c.Name)
 	}
-	u := recreate.CheckPod(pod, names)
+	u := crradmit.CheckPod(pod, names)
 	if u == nil {
 		return server.Allowed()
 	}
 	var errs field.ErrorList
-	if u.Kind == recreate.UnfitContainerNotFound {
+	if u.Kind == crradmit.UnfitContainerNotFound {
 		for i, c := range crr.Spec.Containers {
 			if msg, ok := u.PerContainer[c.Name]; ok {
 				errs = append(errs, field.Invalid(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name, msg))

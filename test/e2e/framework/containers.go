@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodekruise/kruise/pkg/cri"
+	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
 // ExitCodeSIGKILL is the exit code the kubelet reports for a container killed by SIGKILL (128+9).
@@ -25,7 +25,7 @@ const ExitCodeSIGKILL = 137
 // The kill is a CRI StopContainer with a timeout of 0, sent straight to the runtime behind the
 // kubelet's back. containerd's CRI plugin sends the stop signal (SIGTERM, or the image's
 // STOPSIGNAL) and waits for the process only when the timeout is above zero; with a zero timeout
-// it skips that step and sends SIGKILL immediately (pkg/cri/server/container_stop.go, the same in
+// it skips that step and sends SIGKILL immediately (pkg/daemon/cri/server/container_stop.go, the same in
 // 1.6 and 1.7). The kubelet then sees an exit it did not ask for (code 137) and restarts the
 // container as the pod's restartPolicy says, with its usual crash-loop backoff (none for the first
 // restart, then 10 s, 20 s, 40 s ... for the same container within 10 minutes).
