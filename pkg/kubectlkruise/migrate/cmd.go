@@ -84,15 +84,7 @@ new ones are all ready. If the new workload is not ready within --timeout, the o
 one is left as it was, and the command fails naming how far the new one got.`,
 		Example: example,
 		Args:    cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    cliutil.RunE(f, o),
 	}
 	flags := cmd.Flags()
 	flags.StringVar(&o.To, "to", "", "Kind to migrate to: cloneset (from a Deployment), asts (from a StatefulSet), ads (from a DaemonSet); the default follows the source.")

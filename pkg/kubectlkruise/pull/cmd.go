@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 const example = `  # Pull an image onto two nodes and follow the pull on each
@@ -82,15 +83,7 @@ prints each node's progress (Waiting, Pulling, Succeeded, Failed with the reason
 until the job is done, and exits non-zero if the pull failed on any node.`,
 		Example: example,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    cliutil.RunE(f, o),
 	}
 	flags := cmd.Flags()
 	flags.StringSliceVar(&o.Nodes, "nodes", nil, "Nodes to pull on, by name (comma-separated or repeated).")

@@ -66,13 +66,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.DryRun != cmdutil.DryRunClient {
-		opts := metav1.CreateOptions{DryRun: cliutil.DryRun(o.DryRun)}
-		created, err := o.Kruise.AppsV1beta1().ImagePullJobs(o.Namespace).Create(ctx, job, opts)
-		if err != nil {
-			return fmt.Errorf("creating imagepulljob %s/%s for %s: %w", o.Namespace, job.Name, o.Image, err)
-		}
-		job = created
+	job, err = cliutil.Create(ctx, o.DryRun, job, o.Kruise.AppsV1beta1().ImagePullJobs(o.Namespace).Create)
+	if err != nil {
+		return fmt.Errorf("creating imagepulljob %s/%s for %s: %w", o.Namespace, job.Name, o.Image, err)
 	}
 	if err := o.printObject(job, o.Out); err != nil {
 		return err

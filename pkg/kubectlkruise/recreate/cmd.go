@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruisescheme "github.com/nodekruise/kruise/pkg/client/clientset/versioned/scheme"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
 )
 
 const example = `  # Recreate container "app" of pod web-0 and wait until it runs again
@@ -81,15 +82,7 @@ ContainerRecreateRequest (crr) named <pod>-<random> unless --name is given; with
 		Example:           example,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completePods(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cliutil.RunE(f, o),
 	}
 	flags := cmd.Flags()
 	flags.StringSliceVarP(&o.Containers, "container", "c", nil, "Container to recreate (repeat, or separate with commas, for several); at least one.")

@@ -91,13 +91,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	crr := o.request(pod)
-	if o.DryRun != cmdutil.DryRunClient {
-		opts := metav1.CreateOptions{DryRun: cliutil.DryRun(o.DryRun)}
-		created, err := o.Kruise.AppsV1beta1().ContainerRecreateRequests(o.Namespace).Create(ctx, crr, opts)
-		if err != nil {
-			return fmt.Errorf("creating containerrecreaterequest %s/%s for pod %s: %w", o.Namespace, crr.Name, o.Pod, err)
-		}
-		crr = created
+	crr, err = cliutil.Create(ctx, o.DryRun, crr, o.Kruise.AppsV1beta1().ContainerRecreateRequests(o.Namespace).Create)
+	if err != nil {
+		return fmt.Errorf("creating containerrecreaterequest %s/%s for pod %s: %w", o.Namespace, crr.Name, o.Pod, err)
 	}
 	if err := o.printObject(crr, o.Out); err != nil {
 		return err
