@@ -243,3 +243,27 @@ func TestMentionedExpandsBraces(t *testing.T) {
 		}
 	}
 }
+
+// Package names are unique across pkg/ (the generated client aside), so that a reader who meets
+// two packages in one file, one page or one stack trace never has to ask which one is meant.
+func TestPackageNamesAreUnique(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.Name}} {{.ImportPath}}", "./pkg/...")
+	cmd.Dir = repo.Path(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	byName := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, path, _ := strings.Cut(line, " ")
+		if strings.HasPrefix(path, module+"pkg/client/") {
+			continue
+		}
+		byName[name] = append(byName[name], strings.TrimPrefix(path, module))
+	}
+	for name, paths := range byName {
+		if len(paths) > 1 {
+			t.Errorf("package name %s is used by %v: give each a name that says what it is", name, paths)
+		}
+	}
+}
