@@ -157,7 +157,12 @@ func (r *resizer) next(ctx context.Context) bool {
 	}
 	defer r.queue.Done(key)
 	if err := r.sync(ctx, key); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Resizing", "pvc", key)
+		// A claim written by someone else since the informer saw it is read again: not worth an error.
+		if apierrors.IsConflict(err) {
+			klog.FromContext(ctx).V(2).Info("Resizing again: the object changed", "pvc", key, "err", err)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Resizing", "pvc", key)
+		}
 		r.queue.AddRateLimited(key)
 		return true
 	}
