@@ -69,7 +69,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.root, 0o755); err != nil {
 		return fmt.Errorf("creating the volumes' root: %w", err)
 	}
-	if err := ensureClass(ctx, client, defaultClass(o.class, provisionerName)); err != nil {
+	if err := ensureClassPatiently(ctx, client, defaultClass(o.class, provisionerName), time.Second, time.Minute); err != nil {
 		return err
 	}
 

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 )
@@ -49,6 +51,23 @@ func classUpdate(existing, want *storagev1.StorageClass) (*storagev1.StorageClas
 	upd.Annotations[defaultClassAnnotation] = "true"
 	upd.AllowVolumeExpansion = want.AllowVolumeExpansion
 	return upd, nil
+}
+
+// ensureClassPatiently is ensureClass tried every interval for up to timeout: at start the API
+// server may still be coming up (or be restarted by a test), which is no reason to exit.
+func ensureClassPatiently(ctx context.Context, client kubernetes.Interface, want *storagev1.StorageClass, interval, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		last = ensureClass(ctx, client, want)
+		if last != nil {
+			klog.FromContext(ctx).Info("Applying the StorageClass failed; trying again", "name", want.Name, "err", last)
+		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // ensureClass creates want, or updates the class of its name as classUpdate says.

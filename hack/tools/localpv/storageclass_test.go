@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestDefaultClass(t *testing.T) {
@@ -80,5 +85,30 @@ func TestEnsureClassIsIdempotent(t *testing.T) {
 	got, _ = client.StorageV1().StorageClasses().Get(ctx, "localpv", metav1.GetOptions{})
 	if got.Annotations[defaultClassAnnotation] != "true" {
 		t.Errorf("annotations %v after ensureClass: want the class default again", got.Annotations)
+	}
+}
+
+func TestEnsureClassWaitsForTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	failures := 2
+	client.PrependReactor("get", "storageclasses", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failures == 0 {
+			return false, nil, nil
+		}
+		failures--
+		return true, nil, errors.New("connection refused")
+	})
+	if err := ensureClassPatiently(ctx, client, defaultClass("localpv", provisionerName), time.Millisecond, 10*time.Second); err != nil {
+		t.Fatalf("with the API answering on the third call: %v", err)
+	}
+	if _, err := client.StorageV1().StorageClasses().Get(ctx, "localpv", metav1.GetOptions{}); err != nil {
+		t.Errorf("the class after the API came back: %v", err)
+	}
+
+	foreign := defaultClass("localpv", "example.com/other")
+	err := ensureClassPatiently(ctx, fake.NewClientset(foreign), defaultClass("localpv", provisionerName), time.Millisecond, 20*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "example.com/other") {
+		t.Errorf("a foreign class of the name: %v, want the reason, not a timeout", err)
 	}
 }
