@@ -38,8 +38,9 @@ test: ## Unit tests, integration tests (real API server, Helm chart), then e2e o
 	@$(PHASE) e2e $(MAKE) --no-print-directory e2e
 	@$(PHASE) e2e-helm $(MAKE) --no-print-directory e2e-helm
 
-test-unit: ## Unit tests (fakes only, no cluster), the e2e framework's own included.
+test-unit: ## Unit tests (fakes only, no cluster), the e2e framework's own included, and the volume provisioner's (a module of its own).
 	go test -count=1 $$(go list ./... | grep -v -e /test/integration -e /test/e2e -e /test/chart) ./test/e2e/framework/
+	cd hack/tools/localpv && GOFLAGS="-mod=readonly -buildvcs=false" go test -count=1 ./...
 
 test-integration: deps ## Tests against a real etcd and kube-apiserver started by the test (with cert-manager-lite for external certificates); helm lint/template of the chart; promtool check/test of the alert rules.
 	cm="$$(hack/build-certmanager.sh)" && pt="$$(hack/install-prometheus.sh)" && \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The local single-node cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# containerd, one kubelet and an OCI registry, all on this machine and on loopback.
+# containerd, one kubelet, an OCI registry and a volume provisioner, all on this machine and on
+# loopback.
 #
 #   hack/cluster.sh up       build what is missing, start what is not running, wait for node Ready
 #   hack/cluster.sh down     stop everything started here and remove every trace of it
@@ -17,6 +18,8 @@
 # the proxy while containerd is away); stopping runtime cuts that connection as a real runtime
 # restart does. Stopping containerd leaves its shims, so the pods' containers keep running. The
 # registry is not offered: it keeps manifests in memory only, so a restart loses every pushed image.
+# C may also be localpv (hack/tools/localpv), which provisions and resizes the volumes of the
+# default StorageClass localpv: directories under the work dir's volumes/, which `down` removes.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 W="${KRUISE_WORK}"
@@ -263,7 +266,7 @@ node_ready() {
 
 any_running() {
   local c
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
     running "${c}" && return 0
   done
   return 1
@@ -271,7 +274,7 @@ any_running() {
 
 healthy() {
   local c
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
     running "${c}" || return 1
   done
   apiserver_ready && node_ready
@@ -411,6 +414,22 @@ start_node() {
   start_kubelet "${ip}"
 }
 
+# localpv: the dynamic provisioner of node-local directories (hack/tools/localpv, its own module,
+# built by hack/build-localpv.sh). It creates the default StorageClass when it starts; it listens
+# on nothing.
+localpv_ready() {
+  running localpv && kubectl get storageclass localpv >/dev/null 2>&1
+}
+
+start_localpv() {
+  local bin
+  bin=$(bash "${KRUISE_ROOT}/hack/build-localpv.sh") || die "localpv did not build"
+  mkdir -p "${W}/volumes"
+  start localpv "${bin}" --kubeconfig "${W}/admin.kubeconfig" --node-name "${NODE_NAME}" \
+    --root "${W}/volumes" --storage-class localpv
+  wait_for "localpv and its StorageClass" 60 localpv_ready || die "localpv not ready: see ${LOGS}/localpv.log"
+}
+
 write_audit_policy() {
   # Metadata for requests of kruise's service accounts (who listed/watched what); nothing else.
   cat >"${W}/audit-policy.yaml" <<'EOF'
@@ -458,6 +477,7 @@ up() {
   wait_for "registry" 30 curl -s --max-time 2 -o /dev/null "http://${REGISTRY_ADDR}/v2/" || die "registry did not start: see ${LOGS}/registry.log"
   start_control_plane
   start_node "${ip}"
+  start_localpv
   verify_network
   log "local cluster up: node ${NODE_NAME} Ready; export KUBECONFIG=${KUBECONFIG}"
 }
@@ -557,6 +577,7 @@ down() {
   [[ $(id -u) == 0 ]] || die "down needs root"
   # Cleanup is best effort step by step; leftovers() judges the result at the end.
   set +e +o pipefail
+  stop localpv
   stop kubelet 30
   remove_pods
   stop criproxy
@@ -618,7 +639,7 @@ leftovers() {
 
 status() {
   local c rc=0
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
     if running "${c}"; then printf '%-24s running (pid %s)\n' "${c}" "$(cat "${PIDS}/${c}.pid")"
     else printf '%-24s stopped\n' "${c}"; rc=1; fi
   done
@@ -629,7 +650,7 @@ status() {
 
 # ---- one component ---------------------------------------------------------------------------
 
-COMPONENTS="etcd|kube-apiserver|apiforward|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|runtime"
+COMPONENTS="etcd|kube-apiserver|apiforward|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|localpv|runtime"
 
 # component_preflight: stop and start act on a cluster that `up` configured, as root.
 component_preflight() {
@@ -644,7 +665,7 @@ stop_component() {
   case "$1" in
     etcd) stop etcd 15 ;;
     kube-apiserver) stop kube-apiserver 30 ;;
-    kube-controller-manager | kube-scheduler | criproxy | apiforward) stop "$1" ;;
+    kube-controller-manager | kube-scheduler | criproxy | apiforward | localpv) stop "$1" ;;
     containerd) stop containerd 15 ;;
     kubelet) stop kubelet 30 ;;
     # The proxy first, as down does: its clients lose their connection, not only their calls.
@@ -673,6 +694,7 @@ start_component() {
     containerd) start_containerd ;;
     criproxy) start_criproxy ;;
     runtime) start_containerd; start_criproxy ;;
+    localpv) start_localpv ;;
     kubelet)
       local ip
       ip=$(node_ip)

@@ -78,7 +78,7 @@ tree_untouched() {
 
 SCRIPTS=(hack/*.sh .ci/run)
 # Tools with a go.mod of their own (their dependencies must not move the repository's).
-NESTED_MODULES=(hack/tools/certmanager)
+NESTED_MODULES=(hack/tools/certmanager hack/tools/localpv)
 before=$(tree_state)
 check gofmt gofmt_clean
 check "go vet" go vet ./...

@@ -99,10 +99,10 @@ func podNames(pods map[string]corev1.Pod) string {
 	return strings.Join(names, ",")
 }
 
-// dataCloneSet is a CloneSet whose pods each get a PVC from template "data" of storage class
-// class, mounted at /data; each container appends its pod's UID to /data/owners and prints the
+// dataCloneSet is a CloneSet whose pods each get a PVC from template "data" of the default
+// storage class, mounted at /data; each container appends its pod's UID to /data/owners and prints the
 // file, so a pod's log tells which pods had its volume before it.
-func dataCloneSet(f *framework.Framework, ns, name, class string, replicas int32) *appsv1alpha1.CloneSet {
+func dataCloneSet(f *framework.Framework, ns, name string, replicas int32) *appsv1alpha1.CloneSet {
 	cs := busyboxCloneSet(f, ns, name, replicas, appsv1alpha1.RecreateCloneSetUpdateStrategyType)
 	c := &cs.Spec.Template.Spec.Containers[0]
 	c.Command = []string{"sh", "-c", `echo "$POD_UID" >> /data/owners; echo "owners: $(cat /data/owners | tr '\n' ' ')"; ` + sleeper}
@@ -111,9 +111,8 @@ func dataCloneSet(f *framework.Framework, ns, name, class string, replicas int32
 	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
 		},
 	}}
 	return cs
@@ -180,10 +179,8 @@ func TestCloneSetPVCReusedByReplacement(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 6*time.Minute)
 	ns := f.NewNamespace(ctx, t, "cloneset-pvc")
-	class := ns
-	f.StaticVolumes(ctx, t, class, 3)
 
-	createCloneSet(ctx, t, kc, dataCloneSet(f, ns, "db", class, 2))
+	createCloneSet(ctx, t, kc, dataCloneSet(f, ns, "db", 2))
 	before := waitPodsSettled(ctx, t, f, kc, ns, "db", 2)
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for _, p := range before {
@@ -232,10 +229,8 @@ func TestCloneSetPVCNotReusedWhenDisabled(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 6*time.Minute)
 	ns := f.NewNamespace(ctx, t, "cloneset-nopvc")
-	class := ns
-	f.StaticVolumes(ctx, t, class, 2)
 
-	cs := dataCloneSet(f, ns, "db", class, 1)
+	cs := dataCloneSet(f, ns, "db", 1)
 	cs.Spec.ScaleStrategy.DisablePVCReuse = true
 	createCloneSet(ctx, t, kc, cs)
 	before := waitPodsSettled(ctx, t, f, kc, ns, "db", 1)

@@ -6,6 +6,7 @@
 //	install_test.go          both components Ready and stamped with their commit, the daemon's runtime, the CRDs
 //	harness_test.go          the cluster itself: Jobs with images from the loopback registry
 //	network_test.go          the local cluster's network-safety rules
+//	localpv_test.go          the local cluster's default StorageClass: a claim bound once a pod uses it, grown on request, deleted with its directory
 //	nodescope_test.go        a daemon may write only its own node's objects (node scope)
 //	crr_recreate_test.go     a CRR recreates containers: plain, SIGTERM ignored, force during postStart
 //	crr_prestop_test.go      preStop hooks a CRR runs before the stop: exec, httpGet, sleep

@@ -95,8 +95,6 @@ func TestStatefulSetOrderedIdentityInPlaceAndScaleIn(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 8*time.Minute)
 	ns := f.NewNamespace(ctx, t, "asts")
-	class := ns
-	f.StaticVolumes(ctx, t, class, 3)
 	variant := f.BusyboxVariant(t)
 
 	set := busyboxStatefulSet(f, ns, "web", 3)
@@ -105,9 +103,8 @@ func TestStatefulSetOrderedIdentityInPlaceAndScaleIn(t *testing.T) {
 	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
 		},
 	}}
 	set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType}
@@ -300,8 +297,6 @@ func TestStatefulSetReservedSpecifiedDeleteAndWhenDeleted(t *testing.T) {
 	kc := f.KruiseClient(t)
 	ctx := framework.Context(t, 8*time.Minute)
 	ns := f.NewNamespace(ctx, t, "asts-reserve")
-	class := ns
-	f.StaticVolumes(ctx, t, class, 3)
 
 	set := busyboxStatefulSet(f, ns, "db", 3)
 	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
@@ -310,9 +305,8 @@ func TestStatefulSetReservedSpecifiedDeleteAndWhenDeleted(t *testing.T) {
 	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: ptr.To(class),
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("8Mi")}},
 		},
 	}}
 	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -27,20 +26,8 @@ func TestStatefulSetSeedPVCRetention(t *testing.T) {
 	f := framework.New(t)
 	ctx := framework.Context(t, 6*time.Minute)
 	ns := f.NewNamespace(ctx, t, "seed-asts-pvc")
-	class := ns
-	f.StaticVolumes(ctx, t, class, 2)
-	seedApply(ctx, t, f, ns, "openkruise-1.1-asts-pvc-retention.yaml", map[string]string{"app-image:v1": f.Image(seedPause)},
-		func(obj *unstructured.Unstructured) {
-			claims, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumeClaimTemplates")
-			for _, c := range claims {
-				if err := unstructured.SetNestedField(c.(map[string]any), class, "spec", "storageClassName"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := unstructured.SetNestedSlice(obj.Object, claims, "spec", "volumeClaimTemplates"); err != nil {
-				t.Fatal(err)
-			}
-		})
+	// The seed names no storage class: its claims get the local cluster's default one.
+	seedApply(ctx, t, f, ns, "openkruise-1.1-asts-pvc-retention.yaml", map[string]string{"app-image:v1": f.Image(seedPause)})
 	sts := f.Dynamic(t).Resource(schema.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "statefulsets"}).Namespace(ns)
 	readyPods(ctx, t, f, ns, "sample", 2)
 	claims := f.Client.CoreV1().PersistentVolumeClaims(ns)

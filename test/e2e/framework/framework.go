@@ -29,7 +29,7 @@
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
 //	kubectl.go      running the kubectl binary
 //	kubectlkruise.go  building the kubectl-kruise plugin once and running it
-//	volumes.go      static hostPath PersistentVolumes (the local cluster has no provisioner)
+//	volumes.go      the local cluster's default StorageClass (localpv), where its volumes live, PVC waits
 //	metrics.go      the daemon's /metrics, the controller's socket, sample names and series in an exposition
 //	controllermetrics.go  the controller's /metrics, on its unix socket, and its resident memory
 package framework
