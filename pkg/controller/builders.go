@@ -22,6 +22,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 )
@@ -74,13 +75,12 @@ var builders = []Entry{
 // controller.
 func buildRecreate(d Deps) (Controller, error) {
 	return crr.New(crr.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		CRRs:         d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Leases:       d.NamespaceInformerFactory.Coordination().V1().Leases(),
-		Namespace:    d.Namespace,
-		Metrics:      d.Metrics,
+		Config:    d.base(),
+		CRRs:      d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Pods:      d.InformerFactory.Core().V1().Pods(),
+		Leases:    d.NamespaceInformerFactory.Coordination().V1().Leases(),
+		Namespace: d.Namespace,
+		Metrics:   d.Metrics,
 	})
 }
 
@@ -102,30 +102,27 @@ func buildSidecarTerminator(d Deps) (Controller, error) {
 		return nil, err
 	}
 	return sidecarterminator.New(sidecarterminator.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		Mechanism:    m,
-		Metrics:      d.Metrics,
+		Config:    d.base(),
+		Pods:      d.InformerFactory.Core().V1().Pods(),
+		Nodes:     d.InformerFactory.Core().V1().Nodes(),
+		Mechanism: m,
+		Metrics:   d.Metrics,
 	})
 }
 
 // buildNodeImage adapts Deps to the NodeImage-per-node controller.
 func buildNodeImage(d Deps) (Controller, error) {
 	return nodeimage.New(nodeimage.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+		Config:     d.base(),
+		Nodes:      d.InformerFactory.Core().V1().Nodes(),
+		NodeImages: d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
 	})
 }
 
 // buildPullSecrets adapts Deps to the pull-secret copy controller.
 func buildPullSecrets(d Deps) (Controller, error) {
 	return pullsecrets.New(pullsecrets.Config{
-		Client:        d.Client,
-		KruiseClient:  d.KruiseClient,
+		Config:        d.base(),
 		Secrets:       d.SecretInformerFactory.Core().V1().Secrets(),
 		DaemonSecrets: d.DaemonConfigInformerFactory.Core().V1().Secrets(),
 		Jobs:          d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
@@ -135,23 +132,21 @@ func buildPullSecrets(d Deps) (Controller, error) {
 // buildImagePullJob adapts Deps to the ImagePullJob fan-out controller.
 func buildImagePullJob(d Deps) (Controller, error) {
 	return imagepulljob.New(imagepulljob.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
-		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Secrets:      d.SecretInformerFactory.Core().V1().Secrets(),
-		Copies:       d.DaemonConfigInformerFactory.Core().V1().Secrets(),
+		Config:     d.base(),
+		Jobs:       d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+		NodeImages: d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+		Pods:       d.InformerFactory.Core().V1().Pods(),
+		Secrets:    d.SecretInformerFactory.Core().V1().Secrets(),
+		Copies:     d.DaemonConfigInformerFactory.Core().V1().Secrets(),
 	})
 }
 
 // buildImageListPullJob adapts Deps to the ImageListPullJob controller.
 func buildImageListPullJob(d Deps) (Controller, error) {
 	return imagelistpulljob.New(imagelistpulljob.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		ListJobs:     d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
-		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+		Config:   d.base(),
+		ListJobs: d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
+		Jobs:     d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
 	})
 }
 
@@ -164,8 +159,7 @@ func buildLaunchPriority(d Deps) (Controller, error) {
 // buildCloneSet adapts Deps to the CloneSet controller.
 func buildCloneSet(d Deps) (Controller, error) {
 	cfg := cloneset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
+		Config:       d.base(),
 		CloneSets:    d.KruiseInformerFactory.Apps().V1beta1().CloneSets(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
@@ -189,12 +183,11 @@ func preDownloadEnabled(fg featuregate.FeatureGate, gate featuregate.Feature) bo
 // buildDaemonSet adapts Deps to the Advanced DaemonSet controller.
 func buildDaemonSet(d Deps) (Controller, error) {
 	cfg := daemonset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		DaemonSets:   d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+		Config:     d.base(),
+		DaemonSets: d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
+		Pods:       d.InformerFactory.Core().V1().Pods(),
+		Nodes:      d.InformerFactory.Core().V1().Nodes(),
+		Revisions:  d.InformerFactory.Apps().V1().ControllerRevisions(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
 		cfg.PreDownloadImages = true
@@ -206,8 +199,7 @@ func buildDaemonSet(d Deps) (Controller, error) {
 // buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
 func buildStatefulSet(d Deps) (Controller, error) {
 	cfg := statefulset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
+		Config:       d.base(),
 		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
 		Pods:         d.InformerFactory.Core().V1().Pods(),
 		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
@@ -227,14 +219,13 @@ func buildStatefulSet(d Deps) (Controller, error) {
 // kruise's namespace, so it reads them from the namespace-scoped factory.
 func buildSidecarSet(d Deps) (Controller, error) {
 	return sidecarset.New(sidecarset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		SidecarSets:  d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Namespaces:   d.InformerFactory.Core().V1().Namespaces(),
-		Revisions:    d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
-		Namespace:    d.Namespace,
-		Metrics:      d.Metrics,
+		Config:      d.base(),
+		SidecarSets: d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
+		Pods:        d.InformerFactory.Core().V1().Pods(),
+		Namespaces:  d.InformerFactory.Core().V1().Namespaces(),
+		Revisions:   d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
+		Namespace:   d.Namespace,
+		Metrics:     d.Metrics,
 	})
 }
 
@@ -291,4 +282,9 @@ func (i idle) Run(ctx context.Context, _ int) error {
 	klog.FromContext(ctx).Info("Nothing to do", "reason", i.why)
 	<-ctx.Done()
 	return nil
+}
+
+// base is what every controller is built from besides its informers.
+func (d Deps) base() ctrlbase.Config {
+	return ctrlbase.Config{Client: d.Client, KruiseClient: d.KruiseClient}
 }

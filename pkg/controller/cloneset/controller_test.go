@@ -25,6 +25,8 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
@@ -125,11 +127,12 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
 	ctrl, err := New(Config{
-		Client: kube, KruiseClient: kruise,
-		CloneSets: kinf.Apps().V1beta1().CloneSets(), Pods: inf.Core().V1().Pods(),
-		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
-		PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs(),
+		Config:    ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		Option:    predownload.Option{PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs()},
+		CloneSets: kinf.Apps().V1beta1().CloneSets(),
+		Pods:      inf.Core().V1().Pods(),
+		Claims:    inf.Core().V1().PersistentVolumeClaims(),
+		Revisions: inf.Apps().V1().ControllerRevisions(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -121,9 +122,13 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSe
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	cfg := Config{Client: kube, KruiseClient: kruise, DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
-		Pods: inf.Core().V1().Pods(), Nodes: inf.Core().V1().Nodes(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	cfg := Config{
+		Config:     ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
+		Pods:       inf.Core().V1().Pods(),
+		Nodes:      inf.Core().V1().Nodes(),
+		Revisions:  inf.Apps().V1().ControllerRevisions(),
+	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
 	}

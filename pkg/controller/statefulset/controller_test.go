@@ -27,6 +27,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
@@ -126,9 +127,13 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.Statefu
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	cfg := Config{Client: kube, KruiseClient: kruise, StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
-		Pods: inf.Core().V1().Pods(), Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	cfg := Config{
+		Config:       ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
+		Pods:         inf.Core().V1().Pods(),
+		Claims:       inf.Core().V1().PersistentVolumeClaims(),
+		Revisions:    inf.Apps().V1().ControllerRevisions(),
+	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
 	}
