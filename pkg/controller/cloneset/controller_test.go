@@ -28,6 +28,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
@@ -41,29 +42,22 @@ type fixture struct {
 	cs       *appsv1beta1.CloneSet
 }
 
-func cloneSet(replicas int32, image string, mods ...func(*appsv1beta1.CloneSet)) *appsv1beta1.CloneSet {
-	cs := &appsv1beta1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "cs-uid", Generation: 1},
-		Spec: appsv1beta1.CloneSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
+func cloneSet(replicas int32, image string, mods ...gen.CloneSetModifier) *appsv1beta1.CloneSet {
+	base := []gen.CloneSetModifier{
+		gen.SetCloneSetNamespace(testNS), gen.SetCloneSetUID("cs-uid"), gen.SetCloneSetGeneration(1),
+		gen.SetCloneSetReplicas(replicas),
+		gen.SetCloneSetSelector(map[string]string{"app": "web"}),
+		gen.SetCloneSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "web"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetCloneSetUpdateStrategy(appsv1beta1.CloneSetUpdateStrategy{
+			Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
+			RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
+				PodUpdatePolicy: appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
+				MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
 			},
-			UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{
-				Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
-				RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
-					PodUpdatePolicy: appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
-					MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
-				},
-			},
-		},
+		}),
 	}
-	for _, m := range mods {
-		m(cs)
-	}
-	return cs
+	return gen.CloneSet("web", append(base, mods...)...)
 }
 
 // revisionOf is the ControllerRevision cs's template makes, as the controller names it.

@@ -31,25 +31,18 @@ import (
 
 const testNS = "default"
 
-func daemonSet(image string, mods ...func(*appsv1beta1.DaemonSet)) *appsv1beta1.DaemonSet {
-	ds := &appsv1beta1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: testNS, UID: "ds-uid", Generation: 1},
-		Spec: appsv1beta1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
-			},
-			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
-				Type:          appsv1beta1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: appsv1beta1.StandardDaemonSetRollingUpdateType},
-			},
-		},
+func daemonSet(image string, mods ...gen.DaemonSetModifier) *appsv1beta1.DaemonSet {
+	base := []gen.DaemonSetModifier{
+		gen.SetDaemonSetNamespace(testNS), gen.SetDaemonSetUID("ds-uid"), gen.SetDaemonSetGeneration(1),
+		gen.SetDaemonSetSelector(map[string]string{"app": "agent"}),
+		gen.SetDaemonSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "agent"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetDaemonSetUpdateStrategy(appsv1beta1.DaemonSetUpdateStrategy{
+			Type:          appsv1beta1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: appsv1beta1.StandardDaemonSetRollingUpdateType},
+		}),
 	}
-	for _, m := range mods {
-		m(ds)
-	}
-	return ds
+	return gen.DaemonSet("agent", append(base, mods...)...)
 }
 
 func revisionOf(t *testing.T, ds *appsv1beta1.DaemonSet, number int64) *appsv1.ControllerRevision {

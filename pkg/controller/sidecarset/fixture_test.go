@@ -46,9 +46,8 @@ func sidecarSetAt(v string, mods ...gen.SidecarSetModifier) *appsv1beta1.Sidecar
 		gen.AddSidecarSetInitContainer(gen.Container(proxyName, gen.SetContainerImage("proxy:"+v),
 			gen.SetContainerRestartPolicy(corev1.ContainerRestartPolicyAlways))),
 	}
-	ss := gen.SidecarSet("log", append(base, mods...)...)
-	ss.Generation = 3
-	return ss
+	// The generation is the scenario's whatever mods set.
+	return gen.SidecarSet("log", append(append(base, mods...), gen.SetSidecarSetGeneration(3))...)
 }
 
 // injectedPod is a running, ready pod into which ss was injected, its sidecars running the

@@ -29,28 +29,22 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
 
-func statefulSet(replicas int32, image string, mods ...func(*appsv1beta1.StatefulSet)) *appsv1beta1.StatefulSet {
-	set := &appsv1beta1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "set-uid", Generation: 2},
-		Spec: appsv1beta1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: "web",
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
-			},
-			UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-		},
+func statefulSet(replicas int32, image string, mods ...gen.StatefulSetModifier) *appsv1beta1.StatefulSet {
+	base := []gen.StatefulSetModifier{
+		gen.SetStatefulSetNamespace(testNS), gen.SetStatefulSetUID("set-uid"), gen.SetStatefulSetGeneration(2),
+		gen.SetStatefulSetReplicas(replicas),
+		gen.SetStatefulSetServiceName("web"),
+		gen.SetStatefulSetSelector(map[string]string{"app": "web"}),
+		gen.SetStatefulSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "web"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetStatefulSetUpdateStrategy(appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}),
 	}
-	for _, m := range mods {
-		m(set)
-	}
-	return set
+	return gen.StatefulSet("web", append(base, mods...)...)
 }
 
 func withClaims(set *appsv1beta1.StatefulSet) {
