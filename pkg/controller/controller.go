@@ -4,7 +4,7 @@
 //
 // A controller lives in its own sub-package (pkg/controller/<name>) and does
 // not import this package: it only has to satisfy Controller. This package
-// lists the constructors (see builders) and so imports them, never the
+// lists the constructors (builders.go) and so imports them, never the
 // other way round. Each entry names the feature gates it needs; a
 // controller a gate turns off is never built, so its informers never start.
 package controller
@@ -25,22 +25,6 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
-	"github.com/nodekruise/kruise/pkg/controller/crr"
-	"github.com/nodekruise/kruise/pkg/controller/daemonset"
-	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
-	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
-	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
-	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
-	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
-	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	"github.com/nodekruise/kruise/pkg/controller/statefulset"
-	"github.com/nodekruise/kruise/pkg/controller/storageversion"
-	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
-	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
 // Controller is one reconciliation loop.
@@ -93,50 +77,6 @@ type Entry struct {
 	// Gates are the feature gates the controller needs; all must be enabled.
 	Gates []featuregate.Feature
 	Build Builder
-}
-
-// builders lists the controllers kruise-controller runs; features add theirs
-// here (the adapters from Deps live in run.go). Whatever a daemon carries out
-// needs KruiseDaemon.
-var builders = []Entry{
-	{Name: crr.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
-	// Pods that declare the KruisePodReady gate never become Ready without its
-	// condition, daemon or not: always on.
-	{Name: podreadiness.Name, Build: buildPodReadiness},
-	// The default "phase" mechanism needs no daemon; Options.Validate refuses
-	// --sidecar-termination=crr without one.
-	{Name: sidecarterminator.Name, Gates: []featuregate.Feature{features.SidecarTerminator}, Build: buildSidecarTerminator},
-	{Name: nodeimage.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildNodeImage},
-	{Name: pullsecrets.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildPullSecrets},
-	{Name: imagepulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImagePullJob},
-	{Name: imagelistpulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImageListPullJob},
-	// Container launch priority's barriers. No gate, as in OpenKruise (its
-	// pod webhook, which adds the barriers, is gated; the controller is
-	// not): without the webhook no pod carries a barrier and the controller
-	// only watches. It runs even with --webhook-enabled=false, so that pods
-	// admitted while the webhook was on (or by another replica) are still
-	// released.
-	{Name: launchpriority.Name, Build: buildLaunchPriority},
-	// CloneSet: no gate, as in OpenKruise. It acts on CloneSets only; their pods carry the
-	// InPlaceUpdateReady gate, which it alone sets.
-	{Name: cloneset.Name, Build: buildCloneSet},
-	// Advanced DaemonSet: no gate, as in OpenKruise. It acts on apps.kruise.io DaemonSets only.
-	{Name: daemonset.Name, Build: buildDaemonSet},
-	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
-	// only, never on the built-in kind.
-	{Name: statefulset.Name, Build: buildStatefulSet},
-	// SidecarSet: no gate, as in OpenKruise. It upgrades in place only pods a SidecarSet
-	// injected (the injection webhook is the one that puts sidecars in).
-	{Name: sidecarset.Name, Build: buildSidecarSet},
-	// SidecarSet injection's scope: the pod webhook's matchConditions follow the SidecarSets, so
-	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
-	// it idles with the webhooks off.
-	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
-	// The rollout gauges of the four workloads above, read from their caches at scrape time.
-	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
-	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
-	// version, so that no read of them needs /convert. No gate: it only acts on such objects.
-	{Name: storageversion.Name, Build: buildStorageVersion},
 }
 
 // Disabled is a controller a feature gate turned off.

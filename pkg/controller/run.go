@@ -20,26 +20,12 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
-	"github.com/nodekruise/kruise/pkg/controller/cloneset"
-	"github.com/nodekruise/kruise/pkg/controller/crr"
-	"github.com/nodekruise/kruise/pkg/controller/daemonset"
-	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
-	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
-	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
-	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
-	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
-	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
-	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
-	"github.com/nodekruise/kruise/pkg/controller/statefulset"
-	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/process/healthz"
 )
 
@@ -362,20 +348,6 @@ func kruiseNamespace() string {
 	return DefaultNamespace
 }
 
-// buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
-// controller.
-func buildRecreate(d Deps) (Controller, error) {
-	return crr.New(crr.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		CRRs:         d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Leases:       d.NamespaceInformerFactory.Coordination().V1().Leases(),
-		Namespace:    d.Namespace,
-		Metrics:      d.Metrics,
-	})
-}
-
 // waitForAPIServer polls the API server's version until it answers, then
 // marks ready. It logs the first failure and every tenth after it.
 func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *healthz.Flag) {
@@ -394,158 +366,4 @@ func waitForAPIServer(ctx context.Context, client kubernetes.Interface, ready *h
 		ready.Set(true)
 		return true, nil
 	})
-}
-
-// buildSidecarTerminator adapts Deps to the Job sidecar terminator.
-func buildSidecarTerminator(d Deps) (Controller, error) {
-	m, err := sidecarterminator.ParseMechanism(d.Options.SidecarTermination)
-	if err != nil {
-		return nil, err
-	}
-	return sidecarterminator.New(sidecarterminator.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		Mechanism:    m,
-		Metrics:      d.Metrics,
-	})
-}
-
-// buildCloneSet adapts Deps to the CloneSet controller.
-func buildCloneSet(d Deps) (Controller, error) {
-	cfg := cloneset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		CloneSets:    d.KruiseInformerFactory.Apps().V1beta1().CloneSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
-		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
-		Metrics:      d.Metrics,
-		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
-	}
-	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
-		cfg.PreDownloadImages = true
-		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
-	}
-	return cloneset.New(cfg)
-}
-
-// preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it
-// needs the ImagePullJob controller and the daemons that carry the pulls out.
-func preDownloadEnabled(fg featuregate.FeatureGate, gate featuregate.Feature) bool {
-	return fg.Enabled(gate) && fg.Enabled(features.ImagePullJobGate) && fg.Enabled(features.KruiseDaemon)
-}
-
-// buildDaemonSet adapts Deps to the Advanced DaemonSet controller.
-func buildDaemonSet(d Deps) (Controller, error) {
-	cfg := daemonset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		DaemonSets:   d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
-	}
-	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
-		cfg.PreDownloadImages = true
-		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
-	}
-	return daemonset.New(cfg)
-}
-
-// buildSidecarSet adapts Deps to the SidecarSet controller. Its ControllerRevisions live in
-// kruise's namespace, so it reads them from the namespace-scoped factory.
-func buildSidecarSet(d Deps) (Controller, error) {
-	return sidecarset.New(sidecarset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		SidecarSets:  d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Namespaces:   d.InformerFactory.Core().V1().Namespaces(),
-		Revisions:    d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
-		Namespace:    d.Namespace,
-		Metrics:      d.Metrics,
-	})
-}
-
-// buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
-func buildStatefulSet(d Deps) (Controller, error) {
-	cfg := statefulset.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
-		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
-
-		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
-		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
-	}
-	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
-		cfg.PreDownloadImages = true
-		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
-	}
-	return statefulset.New(cfg)
-}
-
-// buildNodeImage adapts Deps to the NodeImage-per-node controller.
-func buildNodeImage(d Deps) (Controller, error) {
-	return nodeimage.New(nodeimage.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Nodes:        d.InformerFactory.Core().V1().Nodes(),
-		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
-	})
-}
-
-// buildPullSecrets adapts Deps to the pull-secret copy controller.
-func buildPullSecrets(d Deps) (Controller, error) {
-	return pullsecrets.New(pullsecrets.Config{
-		Client:        d.Client,
-		KruiseClient:  d.KruiseClient,
-		Secrets:       d.SecretInformerFactory.Core().V1().Secrets(),
-		DaemonSecrets: d.DaemonConfigInformerFactory.Core().V1().Secrets(),
-		Jobs:          d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
-	})
-}
-
-// buildImagePullJob adapts Deps to the ImagePullJob fan-out controller.
-func buildImagePullJob(d Deps) (Controller, error) {
-	return imagepulljob.New(imagepulljob.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
-		NodeImages:   d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
-		Pods:         d.InformerFactory.Core().V1().Pods(),
-		Secrets:      d.SecretInformerFactory.Core().V1().Secrets(),
-		Copies:       d.DaemonConfigInformerFactory.Core().V1().Secrets(),
-	})
-}
-
-// buildImageListPullJob adapts Deps to the ImageListPullJob controller.
-func buildImageListPullJob(d Deps) (Controller, error) {
-	return imagelistpulljob.New(imagelistpulljob.Config{
-		Client:       d.Client,
-		KruiseClient: d.KruiseClient,
-		ListJobs:     d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
-		Jobs:         d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
-	})
-}
-
-// buildLaunchPriority adapts Deps to the container launch priority barrier
-// controller.
-func buildLaunchPriority(d Deps) (Controller, error) {
-	return launchpriority.New(launchpriority.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
-}
-
-// buildPodReadiness adapts Deps to the KruisePodReady condition controller.
-func buildPodReadiness(d Deps) (Controller, error) {
-	cfg := podreadiness.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()}
-	// Only CRRs hold pods not-ready, and only with a daemon to carry them out;
-	// without one no apps.kruise.io informer starts.
-	if d.Options.featureGate().Enabled(features.KruiseDaemon) {
-		cfg.KruiseClient, cfg.CRRs = d.KruiseClient, d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests()
-	}
-	return podreadiness.New(cfg)
 }

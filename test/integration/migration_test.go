@@ -35,6 +35,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
@@ -466,9 +467,14 @@ func testTakeOver(t *testing.T, c *cluster, kube kubernetes.Interface, cs *v1alp
 	kf := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(migrationNS))
 	xf := kruiseinformers.NewSharedInformerFactoryWithOptions(c.kruise, 0, kruiseinformers.WithNamespace(migrationNS))
 	reg := prometheus.NewRegistry()
-	ctrl, err := cloneset.New(cloneset.Config{Client: kube, KruiseClient: c.kruise, CloneSets: xf.Apps().V1beta1().CloneSets(),
-		Pods: kf.Core().V1().Pods(), Claims: kf.Core().V1().PersistentVolumeClaims(), Revisions: kf.Apps().V1().ControllerRevisions(),
-		Metrics: reg})
+	ctrl, err := cloneset.New(cloneset.Config{
+		Config:    ctrlbase.Config{Client: kube, KruiseClient: c.kruise},
+		CloneSets: xf.Apps().V1beta1().CloneSets(),
+		Pods:      kf.Core().V1().Pods(),
+		Claims:    kf.Core().V1().PersistentVolumeClaims(),
+		Revisions: kf.Apps().V1().ControllerRevisions(),
+		Metrics:   reg,
+	})
 	require.NoError(t, err)
 	kf.Start(tctx.Done())
 	xf.Start(tctx.Done())

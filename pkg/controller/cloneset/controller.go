@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,13 +16,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
@@ -42,26 +40,18 @@ const expectationTimeout = 5 * time.Minute
 
 // Config is what the controller is built from. Informers must not be started yet.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	CloneSets    kruiseinformers.CloneSetInformer
-	Pods         coreinformers.PodInformer
-	Claims       coreinformers.PersistentVolumeClaimInformer
-	Revisions    appsinformers.ControllerRevisionInformer
-	// Recorder records Events; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
+	ctrlbase.Config
+	CloneSets kruiseinformers.CloneSetInformer
+	Pods      coreinformers.PodInformer
+	Claims    coreinformers.PersistentVolumeClaimInformer
+	Revisions appsinformers.ControllerRevisionInformer
 	// Metrics registers the controller's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
 	// SkipPodNoise (gate CloneSetEventHandlerOptimization) skips pod updates that change nothing
 	// the controller reads.
 	SkipPodNoise bool
-	// PreDownloadImages (gate PreDownloadImageForInPlaceUpdate) pulls an in-place update's new
-	// images ahead on the nodes of the pods still to be updated (predownload.go); it needs
-	// ImagePullJobs.
-	PreDownloadImages bool
-	ImagePullJobs     kruiseinformers.ImagePullJobInformer
+	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
+	predownload.Option
 }
 
 // Controller runs CloneSets.
@@ -101,10 +91,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.CloneSets == nil || cfg.Pods == nil || cfg.Claims == nil || cfg.Revisions == nil {
 		return nil, errors.New("cloneset: Client, KruiseClient, CloneSets, Pods, Claims and Revisions are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:        cfg.Client,
 		kruiseClient:  cfg.KruiseClient,
@@ -123,16 +110,9 @@ func New(cfg Config) (*Controller, error) {
 		queue:         workers.NewQueue(Name, clk),
 		stranded:      newStrandedClaims(),
 	}
-	if cfg.PreDownloadImages {
-		if cfg.ImagePullJobs == nil {
-			return nil, errors.New("cloneset: PreDownloadImages needs ImagePullJobs")
-		}
-		jobs, err := predownload.NewJobs(predownload.JobsConfig{Client: cfg.Client, KruiseClient: cfg.KruiseClient,
-			Jobs: cfg.ImagePullJobs, Kind: controllerKind})
-		if err != nil {
-			return nil, fmt.Errorf("cloneset: %w", err)
-		}
-		c.preDownloads = jobs
+	var err error
+	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {
+		return nil, fmt.Errorf("cloneset: %w", err)
 	}
 	c.metrics = newMetrics(func() float64 { return float64(c.expect.TimedOut() + c.podVersions.TimedOut()) })
 	if cfg.Metrics != nil {
@@ -140,17 +120,10 @@ func New(cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("registering CloneSet metrics: %w", err)
 		}
 	}
-	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
-		return nil, fmt.Errorf("adding the pod owner index: %w", err)
-	}
 	if err := ownership.AddIndex(cfg.Claims.Informer(), controllerKind); err != nil {
 		return nil, fmt.Errorf("adding the PVC owner index: %w", err)
 	}
-	if _, err := cfg.CloneSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.cloneSetDeleted,
-	}); err != nil {
+	if _, err := cfg.CloneSets.Informer().AddEventHandler(ctrlbase.Handlers(c.enqueue, c.cloneSetDeleted)); err != nil {
 		return nil, fmt.Errorf("adding the CloneSet event handler: %w", err)
 	}
 	c.podEvents = ownership.PodEvents{
@@ -160,8 +133,8 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.SkipPodNoise {
 		c.podEvents.Noise = podNoise
 	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(c.podEvents.Handler()); err != nil {
-		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	if err := c.podEvents.Register(cfg.Pods.Informer()); err != nil {
+		return nil, err
 	}
 	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.claimAdded,
@@ -177,12 +150,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes CloneSets with workers goroutines until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n)
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -25,7 +25,10 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/predownload"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
@@ -39,29 +42,22 @@ type fixture struct {
 	cs       *appsv1beta1.CloneSet
 }
 
-func cloneSet(replicas int32, image string, mods ...func(*appsv1beta1.CloneSet)) *appsv1beta1.CloneSet {
-	cs := &appsv1beta1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "cs-uid", Generation: 1},
-		Spec: appsv1beta1.CloneSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
+func cloneSet(replicas int32, image string, mods ...gen.CloneSetModifier) *appsv1beta1.CloneSet {
+	base := []gen.CloneSetModifier{
+		gen.SetCloneSetNamespace(testNS), gen.SetCloneSetUID("cs-uid"), gen.SetCloneSetGeneration(1),
+		gen.SetCloneSetReplicas(replicas),
+		gen.SetCloneSetSelector(map[string]string{"app": "web"}),
+		gen.SetCloneSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "web"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetCloneSetUpdateStrategy(appsv1beta1.CloneSetUpdateStrategy{
+			Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
+			RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
+				PodUpdatePolicy: appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
+				MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
 			},
-			UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{
-				Type: appsv1beta1.RollingUpdateCloneSetUpdateStrategyType,
-				RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{
-					PodUpdatePolicy: appsv1beta1.InPlaceIfPossibleCloneSetPodUpdateStrategyType,
-					MaxUnavailable:  ptr.To(intstr.FromInt32(1)),
-				},
-			},
-		},
+		}),
 	}
-	for _, m := range mods {
-		m(cs)
-	}
-	return cs
+	return gen.CloneSet("web", append(base, mods...)...)
 }
 
 // revisionOf is the ControllerRevision cs's template makes, as the controller names it.
@@ -125,11 +121,12 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
 	ctrl, err := New(Config{
-		Client: kube, KruiseClient: kruise,
-		CloneSets: kinf.Apps().V1beta1().CloneSets(), Pods: inf.Core().V1().Pods(),
-		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
-		PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs(),
+		Config:    ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		Option:    predownload.Option{PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs()},
+		CloneSets: kinf.Apps().V1beta1().CloneSets(),
+		Pods:      inf.Core().V1().Pods(),
+		Claims:    inf.Core().V1().PersistentVolumeClaims(),
+		Revisions: inf.Apps().V1().ControllerRevisions(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nodekruise/kruise/pkg/process/events"
-	"github.com/nodekruise/kruise/pkg/process/workers"
-
 	"github.com/prometheus/client_golang/prometheus"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
@@ -34,6 +31,9 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	appsinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
@@ -42,19 +42,13 @@ const Name = "containerrecreaterequest"
 // Config is what the controller is built from. Informers must not be started
 // yet: New adds indexes to them.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	CRRs         appsinformers.ContainerRecreateRequestInformer
-	Pods         coreinformers.PodInformer
+	ctrlbase.Config
+	CRRs appsinformers.ContainerRecreateRequestInformer
+	Pods coreinformers.PodInformer
 	// Leases must be scoped to Namespace, where the daemons' heartbeat
 	// Leases live.
 	Leases    coordinationinformers.LeaseInformer
 	Namespace string
-	// Recorder records Events on CRRs; nil makes one, started by Run, that
-	// writes core/v1 Events.
-	Recorder record.EventRecorder
-	// Clock reads the time and times the queue's delays; nil is the real clock.
-	Clock clock.WithTicker
 	// Metrics registers the controller's metrics; nil leaves them
 	// unregistered.
 	Metrics prometheus.Registerer
@@ -97,10 +91,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.CRRs == nil || cfg.Pods == nil || cfg.Leases == nil || cfg.Namespace == "" {
 		return nil, errors.New("recreate: Client, KruiseClient, CRRs, Pods, Leases and Namespace are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:       cfg.Client,
 		kruiseClient: cfg.KruiseClient,
@@ -143,11 +134,7 @@ func New(cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding pod event handler: %w", err)
 	}
-	if _, err := cfg.Leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.leaseChanged,
-		UpdateFunc: func(_, cur any) { c.leaseChanged(cur) },
-		DeleteFunc: c.leaseDeleted,
-	}); err != nil {
+	if _, err := cfg.Leases.Informer().AddEventHandler(ctrlbase.Handlers(c.leaseChanged, c.leaseDeleted)); err != nil {
 		return nil, fmt.Errorf("adding lease event handler: %w", err)
 	}
 	return c, nil

@@ -30,6 +30,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/contract/daemonlease"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -90,14 +91,11 @@ func newFixture(t *testing.T, o objects) *fixture {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(f.kube, 0, informers.WithNamespace(kruiseNS))
 	kruiseFactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	ctrl, err := New(Config{
-		Client:       f.kube,
-		KruiseClient: f.kruise,
-		CRRs:         kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests(),
-		Pods:         factory.Core().V1().Pods(),
-		Leases:       nsFactory.Coordination().V1().Leases(),
-		Namespace:    kruiseNS,
-		Recorder:     f.recorder,
-		Clock:        f.clock,
+		Config:    ctrlbase.Config{Client: f.kube, KruiseClient: f.kruise, Recorder: f.recorder, Clock: f.clock},
+		CRRs:      kruiseFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Pods:      factory.Core().V1().Pods(),
+		Leases:    nsFactory.Coordination().V1().Leases(),
+		Namespace: kruiseNS,
 	})
 	require.NoError(t, err)
 	t.Cleanup(ctrl.queue.ShutDown)

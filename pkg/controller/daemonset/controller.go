@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,13 +16,12 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
@@ -48,21 +46,13 @@ const (
 
 // Config is what the controller is built from. Informers must not be started yet.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	DaemonSets   kruiseinformers.DaemonSetInformer
-	Pods         coreinformers.PodInformer
-	Nodes        coreinformers.NodeInformer
-	Revisions    appsinformers.ControllerRevisionInformer
-	// Recorder records Events; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
-	// PreDownloadImages (gate PreDownloadImageForDaemonSetUpdate) pulls an in-place update's new
-	// images ahead on the nodes whose pods are still to be updated (predownload.go); it needs
-	// ImagePullJobs.
-	PreDownloadImages bool
-	ImagePullJobs     kruiseinformers.ImagePullJobInformer
+	ctrlbase.Config
+	DaemonSets kruiseinformers.DaemonSetInformer
+	Pods       coreinformers.PodInformer
+	Nodes      coreinformers.NodeInformer
+	Revisions  appsinformers.ControllerRevisionInformer
+	// Option's gate is PreDownloadImageForDaemonSetUpdate (predownload.go).
+	predownload.Option
 }
 
 // Controller runs Advanced DaemonSets.
@@ -94,10 +84,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.DaemonSets == nil || cfg.Pods == nil || cfg.Nodes == nil || cfg.Revisions == nil {
 		return nil, errors.New("daemonset: Client, KruiseClient, DaemonSets, Pods, Nodes and Revisions are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	backoff := flowcontrol.NewBackOff(failedPodBackoffInitial, failedPodBackoffMax)
 	backoff.Clock = clk
 	c := &Controller{
@@ -116,33 +103,19 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 	}
-	if cfg.PreDownloadImages {
-		if cfg.ImagePullJobs == nil {
-			return nil, errors.New("daemonset: PreDownloadImages needs ImagePullJobs")
-		}
-		jobs, err := predownload.NewJobs(predownload.JobsConfig{Client: cfg.Client, KruiseClient: cfg.KruiseClient,
-			Jobs: cfg.ImagePullJobs, Kind: controllerKind})
-		if err != nil {
-			return nil, fmt.Errorf("daemonset: %w", err)
-		}
-		c.preDownloads = jobs
+	var err error
+	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {
+		return nil, fmt.Errorf("daemonset: %w", err)
 	}
-	if err := ownership.AddIndex(cfg.Pods.Informer(), controllerKind); err != nil {
-		return nil, fmt.Errorf("adding the pod owner index: %w", err)
-	}
-	if _, err := cfg.DaemonSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.daemonSetDeleted,
-	}); err != nil {
+	if _, err := cfg.DaemonSets.Informer().AddEventHandler(ctrlbase.Handlers(c.enqueue, c.daemonSetDeleted)); err != nil {
 		return nil, fmt.Errorf("adding the DaemonSet event handler: %w", err)
 	}
 	c.podEvents = ownership.PodEvents{
 		Kind: controllerKind, Adopters: c.enqueueMatching, Queue: c.queue, Expect: c.expect, Versions: c.podVersions,
 		Get: func(ns, name string) (metav1.Object, error) { return c.daemonSets.DaemonSets(ns).Get(name) },
 	}
-	if _, err := cfg.Pods.Informer().AddEventHandler(c.podEvents.Handler()); err != nil {
-		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	if err := c.podEvents.Register(cfg.Pods.Informer()); err != nil {
+		return nil, err
 	}
 	if _, err := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.nodeAdded,
@@ -159,12 +132,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes DaemonSets with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n)
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -24,31 +24,25 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
 
-func daemonSet(image string, mods ...func(*appsv1beta1.DaemonSet)) *appsv1beta1.DaemonSet {
-	ds := &appsv1beta1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: testNS, UID: "ds-uid", Generation: 1},
-		Spec: appsv1beta1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
-			},
-			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{
-				Type:          appsv1beta1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: appsv1beta1.StandardDaemonSetRollingUpdateType},
-			},
-		},
+func daemonSet(image string, mods ...gen.DaemonSetModifier) *appsv1beta1.DaemonSet {
+	base := []gen.DaemonSetModifier{
+		gen.SetDaemonSetNamespace(testNS), gen.SetDaemonSetUID("ds-uid"), gen.SetDaemonSetGeneration(1),
+		gen.SetDaemonSetSelector(map[string]string{"app": "agent"}),
+		gen.SetDaemonSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "agent"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetDaemonSetUpdateStrategy(appsv1beta1.DaemonSetUpdateStrategy{
+			Type:          appsv1beta1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{Type: appsv1beta1.StandardDaemonSetRollingUpdateType},
+		}),
 	}
-	for _, m := range mods {
-		m(ds)
-	}
-	return ds
+	return gen.DaemonSet("agent", append(base, mods...)...)
 }
 
 func revisionOf(t *testing.T, ds *appsv1beta1.DaemonSet, number int64) *appsv1.ControllerRevision {
@@ -121,9 +115,13 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSe
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	cfg := Config{Client: kube, KruiseClient: kruise, DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
-		Pods: inf.Core().V1().Pods(), Nodes: inf.Core().V1().Nodes(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	cfg := Config{
+		Config:     ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		DaemonSets: kinf.Apps().V1beta1().DaemonSets(),
+		Pods:       inf.Core().V1().Pods(),
+		Nodes:      inf.Core().V1().Nodes(),
+		Revisions:  inf.Apps().V1().ControllerRevisions(),
+	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
 	}

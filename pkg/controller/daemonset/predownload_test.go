@@ -51,12 +51,12 @@ func TestPlanPreDownload(t *testing.T) {
 	labelled := func(key string) func(*appsv1.ControllerRevision) {
 		return func(r *appsv1.ControllerRevision) { r.Labels[key] = "true" }
 	}
-	tmpl := func(image string, mods ...func(*appsv1beta1.DaemonSet)) *corev1.PodTemplateSpec {
+	tmpl := func(image string, mods ...gen.DaemonSetModifier) *corev1.PodTemplateSpec {
 		return &daemonSet(image, mods...).Spec.Template
 	}
 	cases := []struct {
 		name         string
-		mods         []func(*appsv1beta1.DaemonSet) // of the DaemonSet at agent:2
+		mods         []gen.DaemonSetModifier // of the DaemonSet at agent:2
 		desired      int
 		old          []*corev1.PodTemplateSpec
 		updatedReady int
@@ -115,8 +115,8 @@ func TestPlanPreDownload(t *testing.T) {
 	}
 }
 
-func mods(m ...func(*appsv1beta1.DaemonSet)) []func(*appsv1beta1.DaemonSet) { return m }
-func tmpls(t ...*corev1.PodTemplateSpec) []*corev1.PodTemplateSpec          { return t }
+func mods(m ...gen.DaemonSetModifier) []gen.DaemonSetModifier      { return m }
+func tmpls(t ...*corev1.PodTemplateSpec) []*corev1.PodTemplateSpec { return t }
 
 func TestPlanPreDownloadJob(t *testing.T) {
 	ds := daemonSet("agent:2", inPlaceDS, dsAnnotations(appsv1beta1.ImagePreDownloadParallelismKey, "2",

@@ -31,7 +31,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -53,14 +53,9 @@ const kind = "ImageListPullJob"
 
 // Config is what the controller is built from.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	ListJobs     kruiseinformers.ImageListPullJobInformer
-	Jobs         kruiseinformers.ImagePullJobInformer
-	// Recorder records Events on list jobs; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
+	ctrlbase.Config
+	ListJobs kruiseinformers.ImageListPullJobInformer
+	Jobs     kruiseinformers.ImagePullJobInformer
 }
 
 // Controller runs ImageListPullJobs.
@@ -80,10 +75,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.ListJobs == nil || cfg.Jobs == nil {
 		return nil, errors.New("imagelistpulljob: Client, KruiseClient, ListJobs and Jobs are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:       cfg.Client,
 		kruiseClient: cfg.KruiseClient,
@@ -93,11 +85,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 	}
-	if _, err := cfg.ListJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
+	if _, err := cfg.ListJobs.Informer().AddEventHandler(ctrlbase.Handlers(c.enqueue, c.enqueue)); err != nil {
 		return nil, fmt.Errorf("adding ImageListPullJob event handler: %w", err)
 	}
 	if _, err := cfg.Jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -123,11 +111,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes list jobs with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "imageListPullJob"}.Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "imageListPullJob"}, n)
 }
 
 func (c *Controller) enqueue(obj any) {

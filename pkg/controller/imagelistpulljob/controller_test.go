@@ -25,6 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -48,9 +49,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	f := &fixture{kruise: kruisefake.NewSimpleClientset(objs...), clock: clocktesting.NewFakeClock(now), recorder: record.NewFakeRecorder(50)}
 	f.factory = kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	c, err := New(Config{
-		Client: fake.NewClientset(), KruiseClient: f.kruise,
-		ListJobs: f.factory.Apps().V1beta1().ImageListPullJobs(), Jobs: f.factory.Apps().V1beta1().ImagePullJobs(),
-		Recorder: f.recorder, Clock: f.clock,
+		Config:   ctrlbase.Config{Client: fake.NewClientset(), KruiseClient: f.kruise, Recorder: f.recorder, Clock: f.clock},
+		ListJobs: f.factory.Apps().V1beta1().ImageListPullJobs(),
+		Jobs:     f.factory.Apps().V1beta1().ImagePullJobs(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(c.queue.ShutDown)

@@ -18,6 +18,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/events"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
@@ -39,20 +40,15 @@ const (
 
 // Config is what the controller is built from.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	Jobs         kruiseinformers.ImagePullJobInformer
-	NodeImages   kruiseinformers.NodeImageInformer
-	Pods         coreinformers.PodInformer
+	ctrlbase.Config
+	Jobs       kruiseinformers.ImagePullJobInformer
+	NodeImages kruiseinformers.NodeImageInformer
+	Pods       coreinformers.PodInformer
 	// Secrets sees the secrets jobs name as pull secrets (their namespaces).
 	Secrets coreinformers.SecretInformer
 	// Copies sees the pull-secret copies in v1beta1.DaemonConfigNamespace
 	// (finalizer.go); nil means Secrets, which must then see it too.
 	Copies coreinformers.SecretInformer
-	// Recorder records Events on jobs; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
 	// RepullPeriod defaults to DefaultRepullPeriod.
 	RepullPeriod time.Duration
 	// RetryFailedPeriod defaults to DefaultRetryFailedPeriod.
@@ -100,10 +96,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.Jobs == nil || cfg.NodeImages == nil || cfg.Pods == nil || cfg.Secrets == nil {
 		return nil, errors.New("imagepulljob: Client, KruiseClient, Jobs, NodeImages, Pods and Secrets are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	if cfg.Copies == nil {
 		cfg.Copies = cfg.Secrets
 	}

@@ -31,11 +31,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -139,11 +138,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes pods with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n, "slowAfter", c.slowAfter, "recheck", c.recheck)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n, "slowAfter", c.slowAfter, "recheck", c.recheck)
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -35,14 +35,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -58,14 +56,9 @@ const (
 
 // Config is what the controller is built from.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	Nodes        coreinformers.NodeInformer
-	NodeImages   kruiseinformers.NodeImageInformer
-	// Clock times the queue's backoff; nil is the real clock.
-	Clock clock.WithTicker
-	// Recorder records Events on nodes; nil makes one, started by Run.
-	Recorder record.EventRecorder
+	ctrlbase.Config
+	Nodes      coreinformers.NodeInformer
+	NodeImages kruiseinformers.NodeImageInformer
 }
 
 // Controller keeps the NodeImages.
@@ -84,10 +77,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.Nodes == nil || cfg.NodeImages == nil {
 		return nil, errors.New("nodeimage: Client, KruiseClient, Nodes and NodeImages are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:          cfg.Client,
 		kruiseClient:    cfg.KruiseClient,
@@ -118,11 +108,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes nodes with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n)
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -23,6 +23,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -100,12 +101,9 @@ func newFixture(t *testing.T, o objects) *fixture {
 	factory := informers.NewSharedInformerFactory(f.kube, 0)
 	kfactory := kruiseinformers.NewSharedInformerFactory(f.kruise, 0)
 	ctrl, err := New(Config{
-		Client:       f.kube,
-		KruiseClient: f.kruise,
-		Nodes:        factory.Core().V1().Nodes(),
-		NodeImages:   kfactory.Apps().V1beta1().NodeImages(),
-		Clock:        clocktesting.NewFakeClock(now),
-		Recorder:     f.recorder,
+		Config:     ctrlbase.Config{Client: f.kube, KruiseClient: f.kruise, Clock: clocktesting.NewFakeClock(now), Recorder: f.recorder},
+		Nodes:      factory.Core().V1().Nodes(),
+		NodeImages: kfactory.Apps().V1beta1().NodeImages(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(ctrl.queue.ShutDown)

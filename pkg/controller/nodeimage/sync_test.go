@@ -21,6 +21,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -422,10 +423,9 @@ func TestNew(t *testing.T) {
 	kube := fake.NewClientset()
 	kruise := kruisefake.NewSimpleClientset()
 	cfg := Config{
-		Client:       kube,
-		KruiseClient: kruise,
-		Nodes:        informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(),
-		NodeImages:   kruiseinformers.NewSharedInformerFactory(kruise, 0).Apps().V1beta1().NodeImages(),
+		Config:     ctrlbase.Config{Client: kube, KruiseClient: kruise},
+		Nodes:      informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(),
+		NodeImages: kruiseinformers.NewSharedInformerFactory(kruise, 0).Apps().V1beta1().NodeImages(),
 	}
 	c, err := New(cfg)
 	require.NoError(t, err)

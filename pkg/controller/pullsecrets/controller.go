@@ -17,13 +17,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -39,10 +36,9 @@ const jobsBySecretIndex = "pullsecrets.apps.kruise.io/unfinished-by-secret"
 
 // Config is what the controller is built from.
 type Config struct {
-	Client kubernetes.Interface
-	// KruiseClient is optional and not used yet: jobs are only read (from
-	// Jobs) and Events are written through Client.
-	KruiseClient versioned.Interface
+	// Config's KruiseClient is optional and not used yet: jobs are only read
+	// (from Jobs) and Events are written through Client.
+	ctrlbase.Config
 	// Secrets sees the source secrets: every namespace a job may be in.
 	Secrets coreinformers.SecretInformer
 	// DaemonSecrets sees the copies in Namespace; nil means Secrets, which
@@ -53,10 +49,6 @@ type Config struct {
 	// Namespace holds the copies; "" is v1beta1.DaemonConfigNamespace.
 	// The install creates it: this controller does not (see sync).
 	Namespace string
-	// Recorder records Events on jobs; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock times the queue's backoff; nil is the real clock.
-	Clock clock.WithTicker
 }
 
 // Controller keeps the copies.
@@ -87,10 +79,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.DaemonSecrets == nil {
 		cfg.DaemonSecrets = cfg.Secrets
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	jobs := cfg.Jobs.Informer()
 	if _, exists := jobs.GetIndexer().GetIndexers()[jobsBySecretIndex]; !exists {
 		if err := jobs.AddIndexers(cache.Indexers{jobsBySecretIndex: indexUnfinishedBySecret}); err != nil {
@@ -140,11 +129,7 @@ func (c *Controller) Name() string { return Name }
 // Run processes source secrets with n workers until ctx ends. Caches must
 // be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n, "namespace", c.namespace)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n, "namespace", c.namespace)
 }
 
 func (c *Controller) loop() workers.Loop {

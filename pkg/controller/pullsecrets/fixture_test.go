@@ -23,6 +23,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -109,12 +110,9 @@ func newFixture(t *testing.T, o objects) *fixture {
 	factory := informers.NewSharedInformerFactory(f.kube, 0)
 	kfactory := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	cfg := Config{
-		Client:       f.kube,
-		KruiseClient: kruise,
-		Secrets:      factory.Core().V1().Secrets(),
-		Jobs:         kfactory.Apps().V1beta1().ImagePullJobs(),
-		Recorder:     f.recorder,
-		Clock:        clocktesting.NewFakeClock(now),
+		Config:  ctrlbase.Config{Client: f.kube, KruiseClient: kruise, Recorder: f.recorder, Clock: clocktesting.NewFakeClock(now)},
+		Secrets: factory.Core().V1().Secrets(),
+		Jobs:    kfactory.Apps().V1beta1().ImagePullJobs(),
 	}
 	f.secretIndexer = cfg.Secrets.Informer().GetIndexer()
 	f.daemonIndexer = f.secretIndexer

@@ -23,6 +23,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 )
 
 const dockerCfg = `{"auths":{"registry.example.com":{"auth":"dXNlcjpwYXNz"}}}`
@@ -488,7 +489,7 @@ func TestNew(t *testing.T) {
 	kruise := kruisefake.NewSimpleClientset()
 	kfactory := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	cfg := Config{
-		Client:  kube,
+		Config:  ctrlbase.Config{Client: kube},
 		Secrets: informers.NewSharedInformerFactory(kube, 0).Core().V1().Secrets(),
 		Jobs:    kfactory.Apps().V1beta1().ImagePullJobs(),
 	}

@@ -8,20 +8,18 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
@@ -36,19 +34,14 @@ const expectationTimeout = 5 * time.Minute
 
 // Config is what the controller is built from. Informers must not be started yet.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	SidecarSets  kruiseinformers.SidecarSetInformer
-	Pods         coreinformers.PodInformer
-	Namespaces   coreinformers.NamespaceInformer
+	ctrlbase.Config
+	SidecarSets kruiseinformers.SidecarSetInformer
+	Pods        coreinformers.PodInformer
+	Namespaces  coreinformers.NamespaceInformer
 	// Revisions must see Namespace, where the SidecarSets' ControllerRevisions live.
 	Revisions appsinformers.ControllerRevisionInformer
 	// Namespace is the namespace kruise runs in.
 	Namespace string
-	// Recorder records Events; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
 	// Metrics registers the controller's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
 }
@@ -82,10 +75,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Client == nil || cfg.KruiseClient == nil || cfg.SidecarSets == nil || cfg.Pods == nil || cfg.Namespaces == nil || cfg.Revisions == nil || cfg.Namespace == "" {
 		return nil, errors.New("sidecarset: Client, KruiseClient, SidecarSets, Pods, Namespaces, Revisions and Namespace are required")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:       cfg.Client,
 		kruiseClient: cfg.KruiseClient,
@@ -117,12 +107,7 @@ func (c *Controller) Name() string { return Name }
 
 // Run processes SidecarSets with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer utilruntime.HandleCrashWithContext(ctx)
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n)
 }
 
 func (c *Controller) loop() workers.Loop {

@@ -21,6 +21,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -45,9 +46,8 @@ func sidecarSetAt(v string, mods ...gen.SidecarSetModifier) *appsv1beta1.Sidecar
 		gen.AddSidecarSetInitContainer(gen.Container(proxyName, gen.SetContainerImage("proxy:"+v),
 			gen.SetContainerRestartPolicy(corev1.ContainerRestartPolicyAlways))),
 	}
-	ss := gen.SidecarSet("log", append(base, mods...)...)
-	ss.Generation = 3
-	return ss
+	// The generation is the scenario's whatever mods set.
+	return gen.SidecarSet("log", append(append(base, mods...), gen.SetSidecarSetGeneration(3))...)
 }
 
 // injectedPod is a running, ready pod into which ss was injected, its sidecars running the
@@ -101,9 +101,14 @@ func newFixture(t *testing.T, ss *appsv1beta1.SidecarSet, objs ...runtime.Object
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	ctrl, err := New(Config{Client: kube, KruiseClient: kruise, SidecarSets: kinf.Apps().V1beta1().SidecarSets(),
-		Pods: inf.Core().V1().Pods(), Namespaces: inf.Core().V1().Namespaces(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Namespace: kruiseNS, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)})
+	ctrl, err := New(Config{
+		Config:      ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		SidecarSets: kinf.Apps().V1beta1().SidecarSets(),
+		Pods:        inf.Core().V1().Pods(),
+		Namespaces:  inf.Core().V1().Namespaces(),
+		Revisions:   inf.Apps().V1().ControllerRevisions(),
+		Namespace:   kruiseNS,
+	})
 	require.NoError(t, err)
 	require.NoError(t, kinf.Apps().V1beta1().SidecarSets().Informer().GetIndexer().Add(ss))
 	require.NoError(t, inf.Core().V1().Namespaces().Informer().GetIndexer().Add(ns))

@@ -27,14 +27,15 @@ const (
 // hotSetAt is SidecarSet "mesh" with HotUpgrade sidecar envoy at image envoy:v, at
 // resourceVersion "rv-<v>".
 func hotSetAt(v string, mods ...gen.SidecarSetModifier) *appsv1beta1.SidecarSet {
-	ss := gen.SidecarSet("mesh", append([]gen.SidecarSetModifier{
+	base := []gen.SidecarSetModifier{
 		gen.SetSidecarSetSelector(map[string]string{appLabel: appValue}),
 		gen.AddSidecarSetContainer(gen.Container(envoyName, gen.SetContainerImage("envoy:"+v))),
-	}, mods...)...)
-	ss.Spec.Containers[0].UpgradeStrategy = appsv1beta1.SidecarContainerUpgradeStrategy{
-		UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}
-	ss.Generation, ss.ResourceVersion = 3, "rv-"+v
-	return ss
+	}
+	// The upgrade strategy, generation and resourceVersion are the scenario's whatever mods set.
+	return gen.SidecarSet("mesh", append(append(base, mods...),
+		gen.SetSidecarSetUpgradeStrategy(envoyName, appsv1beta1.SidecarContainerUpgradeStrategy{
+			UpgradeType: appsv1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage}),
+		gen.SetSidecarSetGeneration(3), gen.SetSidecarSetResourceVersion("rv-"+v))...)
 }
 
 // hotPod is a running, ready pod injected by sidecarset.Inject with ss, its containers running

@@ -22,11 +22,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
-	"github.com/nodekruise/kruise/pkg/process/events"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
@@ -60,18 +59,13 @@ func ParseMechanism(s string) (Mechanism, error) {
 
 // Config is what the controller is built from.
 type Config struct {
-	Client       kubernetes.Interface
-	KruiseClient versioned.Interface
-	Pods         coreinformers.PodInformer
-	Nodes        coreinformers.NodeInformer
+	ctrlbase.Config
+	Pods  coreinformers.PodInformer
+	Nodes coreinformers.NodeInformer
 	// Mechanism defaults to MechanismPhase.
 	Mechanism Mechanism
 	// Metrics, if set, receives the controller's metrics.
 	Metrics prometheus.Registerer
-	// Recorder records Events on pods; nil makes one, started by Run.
-	Recorder record.EventRecorder
-	// Clock reads the time; nil is the real clock.
-	Clock clock.WithTicker
 }
 
 // Controller is the Job sidecar terminator.
@@ -111,10 +105,7 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := ParseMechanism(string(cfg.Mechanism)); err != nil {
 		return nil, err
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cfg.ClockOrReal()
 	c := &Controller{
 		client:       cfg.Client,
 		kruiseClient: cfg.KruiseClient,
@@ -144,11 +135,7 @@ func New(cfg Config) (*Controller, error) {
 	// Nodes are only read (is it a virtual-kubelet node?): the informer is
 	// requested here so that the factory starts and syncs it.
 	cfg.Nodes.Informer()
-	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueuePod,
-		UpdateFunc: func(_, cur any) { c.enqueuePod(cur) },
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
+	if _, err := cfg.Pods.Informer().AddEventHandler(ctrlbase.Handlers(c.enqueuePod, c.podDeleted)); err != nil {
 		return nil, fmt.Errorf("adding pod event handler: %w", err)
 	}
 	return c, nil
@@ -160,11 +147,7 @@ func (c *Controller) Name() string { return Name }
 // Run processes pods with workers goroutines until ctx ends. Caches must be
 // synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
-	defer c.queue.ShutDown()
-	return events.While(ctx, c.client, &c.recorder, func() {
-		klog.FromContext(ctx).Info("Started workers", "workers", n, "mechanism", c.mechanism)
-		c.loop().Run(ctx, n)
-	})
+	return ctrlbase.Run(ctx, c.client, &c.recorder, c.loop(), n, "mechanism", c.mechanism)
 }
 
 func (c *Controller) loop() workers.Loop {

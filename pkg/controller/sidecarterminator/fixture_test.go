@@ -22,6 +22,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -189,13 +190,10 @@ func newFixture(t *testing.T, o objects) *fixture {
 	}
 	factory := informers.NewSharedInformerFactory(f.kube, 0)
 	ctrl, err := New(Config{
-		Client:       f.kube,
-		KruiseClient: f.kruise,
-		Pods:         factory.Core().V1().Pods(),
-		Nodes:        factory.Core().V1().Nodes(),
-		Mechanism:    o.mechanism,
-		Recorder:     f.recorder,
-		Clock:        f.clock,
+		Config:    ctrlbase.Config{Client: f.kube, KruiseClient: f.kruise, Recorder: f.recorder, Clock: f.clock},
+		Pods:      factory.Core().V1().Pods(),
+		Nodes:     factory.Core().V1().Nodes(),
+		Mechanism: o.mechanism,
 	})
 	require.NoError(t, err)
 	t.Cleanup(ctrl.queue.ShutDown)

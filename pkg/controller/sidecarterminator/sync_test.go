@@ -23,6 +23,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
@@ -673,10 +674,9 @@ func TestNew(t *testing.T) {
 	kube := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	cfg := Config{
-		Client:       kube,
-		KruiseClient: kruisefake.NewSimpleClientset(),
-		Pods:         factory.Core().V1().Pods(),
-		Nodes:        factory.Core().V1().Nodes(),
+		Config: ctrlbase.Config{Client: kube, KruiseClient: kruisefake.NewSimpleClientset()},
+		Pods:   factory.Core().V1().Pods(),
+		Nodes:  factory.Core().V1().Nodes(),
 	}
 
 	c, err := New(cfg)

@@ -27,29 +27,24 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 const testNS = "default"
 
-func statefulSet(replicas int32, image string, mods ...func(*appsv1beta1.StatefulSet)) *appsv1beta1.StatefulSet {
-	set := &appsv1beta1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: testNS, UID: "set-uid", Generation: 2},
-		Spec: appsv1beta1.StatefulSetSpec{
-			Replicas:    ptr.To(replicas),
-			ServiceName: "web",
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},
-			},
-			UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-		},
+func statefulSet(replicas int32, image string, mods ...gen.StatefulSetModifier) *appsv1beta1.StatefulSet {
+	base := []gen.StatefulSetModifier{
+		gen.SetStatefulSetNamespace(testNS), gen.SetStatefulSetUID("set-uid"), gen.SetStatefulSetGeneration(2),
+		gen.SetStatefulSetReplicas(replicas),
+		gen.SetStatefulSetServiceName("web"),
+		gen.SetStatefulSetSelector(map[string]string{"app": "web"}),
+		gen.SetStatefulSetTemplate(gen.PodTemplate(gen.AddPodLabels(map[string]string{"app": "web"}),
+			gen.AddPodContainer(gen.Container("main", gen.SetContainerImage(image))))),
+		gen.SetStatefulSetUpdateStrategy(appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}),
 	}
-	for _, m := range mods {
-		m(set)
-	}
-	return set
+	return gen.StatefulSet("web", append(base, mods...)...)
 }
 
 func withClaims(set *appsv1beta1.StatefulSet) {
@@ -126,9 +121,13 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.Statefu
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	kinf := kruiseinformers.NewSharedInformerFactory(kruise, 0)
 	rec := record.NewFakeRecorder(100)
-	cfg := Config{Client: kube, KruiseClient: kruise, StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
-		Pods: inf.Core().V1().Pods(), Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+	cfg := Config{
+		Config:       ctrlbase.Config{Client: kube, KruiseClient: kruise, Recorder: rec, Clock: clocktesting.NewFakeClock(t0)},
+		StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
+		Pods:         inf.Core().V1().Pods(),
+		Claims:       inf.Core().V1().PersistentVolumeClaims(),
+		Revisions:    inf.Apps().V1().ControllerRevisions(),
+	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
 	}

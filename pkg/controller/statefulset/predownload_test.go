@@ -55,7 +55,7 @@ func TestPlanPreDownload(t *testing.T) {
 		name         string
 		replicas     int32
 		oldImage     string
-		mods         []func(*appsv1beta1.StatefulSet)
+		mods         []gen.StatefulSetModifier
 		newOnly      func(*appsv1beta1.StatefulSet) // changes the new template only
 		updatedReady int
 		revLabel     string
@@ -111,7 +111,7 @@ func TestPlanPreDownload(t *testing.T) {
 	}
 }
 
-func stsMods(m ...func(*appsv1beta1.StatefulSet)) []func(*appsv1beta1.StatefulSet) { return m }
+func stsMods(m ...gen.StatefulSetModifier) []gen.StatefulSetModifier { return m }
 
 func TestPlanPreDownloadBadMaxUnavailable(t *testing.T) {
 	set := statefulSet(5, "app:2", inPlace, stsParallel("lots"))

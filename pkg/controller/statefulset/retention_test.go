@@ -8,10 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 func TestClaimOwners(t *testing.T) {
-	set := &appsv1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "set-uid"}}
+	set := gen.StatefulSet("web", gen.SetStatefulSetUID("set-uid"))
 	pod := testPod("web", 1, healthy, "r")
 	setRef := ownerRef("apps.kruise.io/v1beta1", "StatefulSet", "web", "set-uid")
 	podRef := ownerRef("v1", "Pod", pod.Name, pod.UID)
@@ -56,7 +57,7 @@ func TestClaimOwners(t *testing.T) {
 }
 
 func TestRetentionOf(t *testing.T) {
-	set := &appsv1beta1.StatefulSet{}
+	set := gen.StatefulSet("")
 	assert.Equal(t, Retention{}, RetentionOf(set))
 	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: appsv1beta1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType}

@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"fmt"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,17 @@ func (e PodEvents) OwnerKey(obj metav1.Object) (string, bool) {
 		return "", false
 	}
 	return obj.GetNamespace() + "/" + ref.Name, true
+}
+
+// Register adds the pod owner index of Kind and Handler to the pod informer.
+func (e PodEvents) Register(pods cache.SharedIndexInformer) error {
+	if err := AddIndex(pods, e.Kind); err != nil {
+		return fmt.Errorf("adding the pod owner index: %w", err)
+	}
+	if _, err := pods.AddEventHandler(e.Handler()); err != nil {
+		return fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	return nil
 }
 
 // Handler is the pod informer's event handler.

@@ -72,3 +72,24 @@ func SetSidecarSetPartition(p intstr.IntOrString) SidecarSetModifier {
 func SetSidecarSetMaxUnavailable(m intstr.IntOrString) SidecarSetModifier {
 	return func(ss *appsv1beta1.SidecarSet) { ss.Spec.UpdateStrategy.MaxUnavailable = &m }
 }
+
+// SetSidecarSetGeneration sets metadata.generation.
+func SetSidecarSetGeneration(g int64) SidecarSetModifier {
+	return func(ss *appsv1beta1.SidecarSet) { ss.Generation = g }
+}
+
+// SetSidecarSetResourceVersion sets metadata.resourceVersion.
+func SetSidecarSetResourceVersion(rv string) SidecarSetModifier {
+	return func(ss *appsv1beta1.SidecarSet) { ss.ResourceVersion = rv }
+}
+
+// SetSidecarSetUpgradeStrategy sets the upgradeStrategy of the container named name.
+func SetSidecarSetUpgradeStrategy(name string, s appsv1beta1.SidecarContainerUpgradeStrategy) SidecarSetModifier {
+	return func(ss *appsv1beta1.SidecarSet) {
+		for i := range ss.Spec.Containers {
+			if ss.Spec.Containers[i].Name == name {
+				ss.Spec.Containers[i].UpgradeStrategy = s
+			}
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 func TestSidecarSetModifiers(t *testing.T) {
@@ -17,6 +19,11 @@ func TestSidecarSetModifiers(t *testing.T) {
 	}
 	if next.Spec.InitContainers[0].Image != "proxy:2" || next.Spec.Containers[0].Image != "agent:1" || next.Spec.UpdateStrategy.Partition.IntValue() != 2 {
 		t.Errorf("modifiers not applied: %+v", next.Spec)
+	}
+	hot := SidecarSetFrom(base, SetSidecarSetGeneration(3), SetSidecarSetResourceVersion("rv-2"),
+		SetSidecarSetUpgradeStrategy("agent", appsv1beta1.SidecarContainerUpgradeStrategy{UpgradeType: appsv1beta1.SidecarContainerHotUpgrade}))
+	if hot.Generation != 3 || hot.ResourceVersion != "rv-2" || hot.Spec.Containers[0].UpgradeStrategy.UpgradeType != appsv1beta1.SidecarContainerHotUpgrade {
+		t.Errorf("metadata or upgrade strategy not set: %+v", hot)
 	}
 	pod := Pod("p", SetPodInitContainerStatus(corev1.ContainerStatus{Name: "proxy", ContainerID: "a"}),
 		SetPodInitContainerStatus(corev1.ContainerStatus{Name: "proxy", ContainerID: "b"}))

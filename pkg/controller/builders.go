@@ -1,0 +1,290 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+
+	"github.com/nodekruise/kruise/pkg/controller/cloneset"
+	"github.com/nodekruise/kruise/pkg/controller/crr"
+	"github.com/nodekruise/kruise/pkg/controller/daemonset"
+	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
+	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
+	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
+	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
+	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
+	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/statefulset"
+	"github.com/nodekruise/kruise/pkg/controller/storageversion"
+	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
+	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/process/features"
+	"github.com/nodekruise/kruise/pkg/webhook/certs"
+)
+
+// builders lists the controllers kruise-controller runs. A new kind's
+// controller is one entry here and its builder (the adapter from Deps) below,
+// in the list's order. Whatever a daemon carries out needs KruiseDaemon.
+var builders = []Entry{
+	{Name: crr.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildRecreate},
+	// Pods that declare the KruisePodReady gate never become Ready without its
+	// condition, daemon or not: always on.
+	{Name: podreadiness.Name, Build: buildPodReadiness},
+	// The default "phase" mechanism needs no daemon; Options.Validate refuses
+	// --sidecar-termination=crr without one.
+	{Name: sidecarterminator.Name, Gates: []featuregate.Feature{features.SidecarTerminator}, Build: buildSidecarTerminator},
+	{Name: nodeimage.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildNodeImage},
+	{Name: pullsecrets.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildPullSecrets},
+	{Name: imagepulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImagePullJob},
+	{Name: imagelistpulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImageListPullJob},
+	// Container launch priority's barriers. No gate, as in OpenKruise (its
+	// pod webhook, which adds the barriers, is gated; the controller is
+	// not): without the webhook no pod carries a barrier and the controller
+	// only watches. It runs even with --webhook-enabled=false, so that pods
+	// admitted while the webhook was on (or by another replica) are still
+	// released.
+	{Name: launchpriority.Name, Build: buildLaunchPriority},
+	// CloneSet: no gate, as in OpenKruise. It acts on CloneSets only; their pods carry the
+	// InPlaceUpdateReady gate, which it alone sets.
+	{Name: cloneset.Name, Build: buildCloneSet},
+	// Advanced DaemonSet: no gate, as in OpenKruise. It acts on apps.kruise.io DaemonSets only.
+	{Name: daemonset.Name, Build: buildDaemonSet},
+	// Advanced StatefulSet: no gate, as in OpenKruise. It acts on apps.kruise.io StatefulSets
+	// only, never on the built-in kind.
+	{Name: statefulset.Name, Build: buildStatefulSet},
+	// SidecarSet: no gate, as in OpenKruise. It upgrades in place only pods a SidecarSet
+	// injected (the injection webhook is the one that puts sidecars in).
+	{Name: sidecarset.Name, Build: buildSidecarSet},
+	// SidecarSet injection's scope: the pod webhook's matchConditions follow the SidecarSets, so
+	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
+	// it idles with the webhooks off.
+	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
+	// The rollout gauges of the four workloads above, read from their caches at scrape time.
+	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
+	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
+	// version, so that no read of them needs /convert. No gate: it only acts on such objects.
+	{Name: storageversion.Name, Build: buildStorageVersion},
+}
+
+// buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
+// controller.
+func buildRecreate(d Deps) (Controller, error) {
+	return crr.New(crr.Config{
+		Config:    d.base(),
+		CRRs:      d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Pods:      d.InformerFactory.Core().V1().Pods(),
+		Leases:    d.NamespaceInformerFactory.Coordination().V1().Leases(),
+		Namespace: d.Namespace,
+		Metrics:   d.Metrics,
+	})
+}
+
+// buildPodReadiness adapts Deps to the KruisePodReady condition controller.
+func buildPodReadiness(d Deps) (Controller, error) {
+	cfg := podreadiness.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()}
+	// Only CRRs hold pods not-ready, and only with a daemon to carry them out;
+	// without one no apps.kruise.io informer starts.
+	if d.Options.featureGate().Enabled(features.KruiseDaemon) {
+		cfg.KruiseClient, cfg.CRRs = d.KruiseClient, d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests()
+	}
+	return podreadiness.New(cfg)
+}
+
+// buildSidecarTerminator adapts Deps to the Job sidecar terminator.
+func buildSidecarTerminator(d Deps) (Controller, error) {
+	m, err := sidecarterminator.ParseMechanism(d.Options.SidecarTermination)
+	if err != nil {
+		return nil, err
+	}
+	return sidecarterminator.New(sidecarterminator.Config{
+		Config:    d.base(),
+		Pods:      d.InformerFactory.Core().V1().Pods(),
+		Nodes:     d.InformerFactory.Core().V1().Nodes(),
+		Mechanism: m,
+		Metrics:   d.Metrics,
+	})
+}
+
+// buildNodeImage adapts Deps to the NodeImage-per-node controller.
+func buildNodeImage(d Deps) (Controller, error) {
+	return nodeimage.New(nodeimage.Config{
+		Config:     d.base(),
+		Nodes:      d.InformerFactory.Core().V1().Nodes(),
+		NodeImages: d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+	})
+}
+
+// buildPullSecrets adapts Deps to the pull-secret copy controller.
+func buildPullSecrets(d Deps) (Controller, error) {
+	return pullsecrets.New(pullsecrets.Config{
+		Config:        d.base(),
+		Secrets:       d.SecretInformerFactory.Core().V1().Secrets(),
+		DaemonSecrets: d.DaemonConfigInformerFactory.Core().V1().Secrets(),
+		Jobs:          d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+	})
+}
+
+// buildImagePullJob adapts Deps to the ImagePullJob fan-out controller.
+func buildImagePullJob(d Deps) (Controller, error) {
+	return imagepulljob.New(imagepulljob.Config{
+		Config:     d.base(),
+		Jobs:       d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+		NodeImages: d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
+		Pods:       d.InformerFactory.Core().V1().Pods(),
+		Secrets:    d.SecretInformerFactory.Core().V1().Secrets(),
+		Copies:     d.DaemonConfigInformerFactory.Core().V1().Secrets(),
+	})
+}
+
+// buildImageListPullJob adapts Deps to the ImageListPullJob controller.
+func buildImageListPullJob(d Deps) (Controller, error) {
+	return imagelistpulljob.New(imagelistpulljob.Config{
+		Config:   d.base(),
+		ListJobs: d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
+		Jobs:     d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+	})
+}
+
+// buildLaunchPriority adapts Deps to the container launch priority barrier
+// controller.
+func buildLaunchPriority(d Deps) (Controller, error) {
+	return launchpriority.New(launchpriority.Config{Client: d.Client, Pods: d.InformerFactory.Core().V1().Pods()})
+}
+
+// buildCloneSet adapts Deps to the CloneSet controller.
+func buildCloneSet(d Deps) (Controller, error) {
+	cfg := cloneset.Config{
+		Config:       d.base(),
+		CloneSets:    d.KruiseInformerFactory.Apps().V1beta1().CloneSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+		Metrics:      d.Metrics,
+		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return cloneset.New(cfg)
+}
+
+// preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it
+// needs the ImagePullJob controller and the daemons that carry the pulls out.
+func preDownloadEnabled(fg featuregate.FeatureGate, gate featuregate.Feature) bool {
+	return fg.Enabled(gate) && fg.Enabled(features.ImagePullJobGate) && fg.Enabled(features.KruiseDaemon)
+}
+
+// buildDaemonSet adapts Deps to the Advanced DaemonSet controller.
+func buildDaemonSet(d Deps) (Controller, error) {
+	cfg := daemonset.Config{
+		Config:     d.base(),
+		DaemonSets: d.KruiseInformerFactory.Apps().V1beta1().DaemonSets(),
+		Pods:       d.InformerFactory.Core().V1().Pods(),
+		Nodes:      d.InformerFactory.Core().V1().Nodes(),
+		Revisions:  d.InformerFactory.Apps().V1().ControllerRevisions(),
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return daemonset.New(cfg)
+}
+
+// buildStatefulSet adapts Deps to the Advanced StatefulSet controller.
+func buildStatefulSet(d Deps) (Controller, error) {
+	cfg := statefulset.Config{
+		Config:       d.base(),
+		StatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
+		Pods:         d.InformerFactory.Core().V1().Pods(),
+		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
+		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
+
+		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
+		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+	}
+	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
+		cfg.PreDownloadImages = true
+		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
+	}
+	return statefulset.New(cfg)
+}
+
+// buildSidecarSet adapts Deps to the SidecarSet controller. Its ControllerRevisions live in
+// kruise's namespace, so it reads them from the namespace-scoped factory.
+func buildSidecarSet(d Deps) (Controller, error) {
+	return sidecarset.New(sidecarset.Config{
+		Config:      d.base(),
+		SidecarSets: d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
+		Pods:        d.InformerFactory.Core().V1().Pods(),
+		Namespaces:  d.InformerFactory.Core().V1().Namespaces(),
+		Revisions:   d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
+		Namespace:   d.Namespace,
+		Metrics:     d.Metrics,
+	})
+}
+
+// buildSidecarSetScope adapts Deps to the controller that keeps the SidecarSet injection
+// webhook's matchConditions. Without --webhook-enabled there is no webhook to scope (and no RBAC
+// to read its configuration): it idles.
+func buildSidecarSetScope(d Deps) (Controller, error) {
+	if !d.Options.WebhookEnabled {
+		return idle{name: sidecarsetscope.Name, why: "the webhooks are off"}, nil
+	}
+	return sidecarsetscope.New(sidecarsetscope.Config{
+		Client:        d.Client,
+		SidecarSets:   d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
+		Configuration: certs.MutatingWebhookConfigurationName,
+	})
+}
+
+// buildWorkloadMetrics adapts Deps to the workload gauges. They read the
+// informers of the CloneSet, Advanced StatefulSet and DaemonSet and
+// SidecarSet controllers (shared: no watch of their own) and speak only
+// while the term runs, that is while this replica leads.
+func buildWorkloadMetrics(d Deps) (Controller, error) {
+	apps := d.KruiseInformerFactory.Apps().V1beta1()
+	c := workloadmetrics.New(workloadmetrics.Listers{
+		CloneSets:    apps.CloneSets().Lister(),
+		StatefulSets: apps.StatefulSets().Lister(),
+		DaemonSets:   apps.DaemonSets().Lister(),
+		SidecarSets:  apps.SidecarSets().Lister(),
+	})
+	if err := d.Metrics.Register(c); err != nil {
+		return nil, fmt.Errorf("registering the workload metrics: %w", err)
+	}
+	return c, nil
+}
+
+// buildStorageVersion adapts Deps to the storage version migration; without the clients (tests)
+// it idles.
+func buildStorageVersion(d Deps) (Controller, error) {
+	if d.CRDClient == nil || d.MigrationClient == nil {
+		return idle{name: storageversion.Name, why: "no apiextensions or metadata client"}, nil
+	}
+	return storageversion.New(storageversion.Config{
+		CRDs:    d.CRDClient.ApiextensionsV1().CustomResourceDefinitions(),
+		Objects: d.MigrationClient,
+	})
+}
+
+// idle is a controller with nothing to do in this configuration.
+type idle struct{ name, why string }
+
+func (i idle) Name() string { return i.name }
+
+func (i idle) Run(ctx context.Context, _ int) error {
+	klog.FromContext(ctx).Info("Nothing to do", "reason", i.why)
+	<-ctx.Done()
+	return nil
+}
+
+// base is what every controller is built from besides its informers.
+func (d Deps) base() ctrlbase.Config {
+	return ctrlbase.Config{Client: d.Client, KruiseClient: d.KruiseClient}
+}
