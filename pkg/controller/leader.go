@@ -75,14 +75,70 @@ func (l *leaderRun) run(ctx context.Context) error {
 	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElecting()
 
-	started := make(chan struct{})
-	leadDone := make(chan struct{})
-	var failure error // written before leadDone is closed
-	lock := &writeNotingLock{LeaseLock: &resourcelock.LeaseLock{
+	t := &leadership{started: make(chan struct{}), done: make(chan struct{})}
+	lock := l.newLock()
+	le, err := l.elector(ctx, lock, t, stopElecting)
+	if err != nil {
+		return err
+	}
+
+	logger.Info("Waiting to acquire the leader-election lease", "lease", klog.KRef(l.opts.LeaseNamespace, l.opts.LeaseName),
+		"identity", l.identity)
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		le.Run(electCtx)
+	}()
+	// le.Run returns on its own only when the lease is lost, or when the controllers failed
+	// (stopElecting in serve).
+	lost := false
+	select {
+	case <-ctx.Done():
+	case <-elected:
+		lost = true // unless the controllers failed: see below
+	}
+	if !isClosed(t.started) {
+		// A standby stops campaigning. The campaign may win meanwhile: then the controllers
+		// are being started, and are stopped below like a leader's.
+		stopElecting()
+		<-elected
+	}
+	leading := isClosed(t.started) || lock.wrote.Load()
+	stoppedInTime := !leading || l.awaitControllers(ctx, t.done)
+	// Stop renewing. Until now the lease was renewed, so no other replica could lead while the
+	// controllers were stopping.
+	stopElecting()
+	<-elected
+	if !leading {
+		logger.Info("Leader election stopped on shutdown", "led", false)
+		return nil
+	}
+	var ctrlErr error
+	if isClosed(t.done) {
+		ctrlErr = t.err
+	}
+	return l.end(ctx, endingOf(stoppedInTime, lost && ctrlErr == nil, ctx.Err() != nil), lock.LeaseLock, ctrlErr)
+}
+
+// leadership is this replica's leadership, if it wins one.
+type leadership struct {
+	started chan struct{} // closed when the controllers start
+	done    chan struct{} // closed when they have returned
+	err     error         // their failure; written before done is closed
+}
+
+// newLock is the lease this replica campaigns for, noting its writes.
+func (l *leaderRun) newLock() *writeNotingLock {
+	return &writeNotingLock{LeaseLock: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: l.opts.LeaseName, Namespace: l.opts.LeaseNamespace},
 		Client:     l.leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
 	}}
+}
+
+// elector configures the election whose leader runs the controllers for the leadership t.
+func (l *leaderRun) elector(ctx context.Context, lock resourcelock.Interface, t *leadership, stopElecting func()) (*leaderelection.LeaderElector, error) {
+	logger := klog.FromContext(ctx)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          lock,
 		LeaseDuration: l.opts.LeaseDuration,
@@ -94,19 +150,7 @@ func (l *leaderRun) run(ctx context.Context) error {
 		Name:            l.opts.LeaseName,
 		WatchDog:        l.watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) {
-				defer close(leadDone)
-				close(started)
-				// The controllers stop when leadership ends or shutdown begins.
-				ctrlCtx, cancel := context.WithCancel(leadCtx)
-				defer cancel()
-				defer context.AfterFunc(ctx, cancel)()
-				logger.Info("Became leader, starting controllers", "identity", l.identity)
-				if err := l.lead(ctrlCtx); err != nil {
-					failure = err
-					stopElecting()
-				}
-			},
+			OnStartedLeading: func(leadCtx context.Context) { l.serve(ctx, leadCtx, t, stopElecting) },
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id != l.identity {
@@ -116,75 +160,99 @@ func (l *leaderRun) run(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
+		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
 	if l.watchdog != nil {
 		l.watchdog.SetLeaderElection(le)
 	}
+	return le, nil
+}
 
-	logger.Info("Waiting to acquire the leader-election lease", "lease", klog.KRef(l.opts.LeaseNamespace, l.opts.LeaseName),
-		"identity", l.identity)
-	elected := make(chan struct{})
-	go func() {
-		defer close(elected)
-		le.Run(electCtx)
-	}()
-	// le.Run returns on its own only when the lease is lost, or when the controllers failed
-	// (stopElecting above).
-	lost := false
-	select {
-	case <-ctx.Done():
-	case <-elected:
-		lost = true // unless the controllers failed: see below
-	}
-	if !isClosed(started) {
-		// A standby stops campaigning. The campaign may win meanwhile: then the controllers
-		// are being started, and are stopped below like a leader's.
+// serve runs the controllers for the leadership t until leadership ends or
+// shutdown (ctx) begins; their failure ends the election too.
+func (l *leaderRun) serve(ctx, leadCtx context.Context, t *leadership, stopElecting func()) {
+	defer close(t.done)
+	close(t.started)
+	ctrlCtx, cancel := context.WithCancel(leadCtx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	klog.FromContext(ctx).Info("Became leader, starting controllers", "identity", l.identity)
+	if err := l.lead(ctrlCtx); err != nil {
+		t.err = err
 		stopElecting()
-		<-elected
 	}
-	leading := isClosed(started) || lock.wrote.Load()
-	stoppedInTime := true
-	if leading {
-		logger.Info("Stopping the controllers; the lease is kept until they have stopped", "shutdown", ctx.Err() != nil)
-		stopStart := time.Now()
-		timer := time.NewTimer(l.opts.ShutdownGrace)
-		select {
-		case <-leadDone:
-			logger.Info("Controllers stopped", "after", time.Since(stopStart))
-		case <-timer.C:
-			stoppedInTime = false
-			logger.Info("Controllers did not stop within the grace period", "grace", l.opts.ShutdownGrace)
-		}
-		timer.Stop()
+}
+
+// awaitControllers waits up to the shutdown grace for the controllers to
+// return (done), the lease still held, and says whether they did.
+func (l *leaderRun) awaitControllers(ctx context.Context, done <-chan struct{}) bool {
+	logger := klog.FromContext(ctx)
+	logger.Info("Stopping the controllers; the lease is kept until they have stopped", "shutdown", ctx.Err() != nil)
+	stopStart := time.Now()
+	timer := time.NewTimer(l.opts.ShutdownGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+		logger.Info("Controllers stopped", "after", time.Since(stopStart))
+		return true
+	case <-timer.C:
+		logger.Info("Controllers did not stop within the grace period", "grace", l.opts.ShutdownGrace)
+		return false
 	}
-	// Stop renewing. Until now the lease was renewed, so no other replica could lead while the
-	// controllers were stopping.
-	stopElecting()
-	<-elected
-	if !leading {
-		logger.Info("Leader election stopped on shutdown", "led", false)
-		return nil
-	}
-	var ctrlErr error
-	if isClosed(leadDone) {
-		ctrlErr = failure
-	}
-	lost = lost && ctrlErr == nil
+}
+
+// ending is how a term that was led ends.
+type ending int
+
+const (
+	// endStuck: the lease was lost and the controllers did not stop: the process must exit.
+	endStuck ending = iota
+	// endUnreleased: shutdown, and the controllers did not stop: the lease is left to expire.
+	endUnreleased
+	// endLostOnShutdown: the lease was lost while shutting down: nothing more to do.
+	endLostOnShutdown
+	// endLost: the lease was lost; this replica may campaign again.
+	endLost
+	// endRelease: the controllers stopped (or failed) with the lease held: release it.
+	endRelease
+)
+
+// endingOf decides how a led term ends from whether the controllers stopped
+// within the grace, whether the lease was lost (rather than given up on a
+// failure of the controllers) and whether shutdown began. The lease is
+// released only when nothing can still act under it.
+func endingOf(stoppedInTime, lost, shuttingDown bool) ending {
 	switch {
 	case !stoppedInTime && lost:
-		return fmt.Errorf("%w, and the controllers did not stop within %s", ErrControllersStuck, l.opts.ShutdownGrace)
+		return endStuck
 	case !stoppedInTime:
+		return endUnreleased
+	case lost && shuttingDown:
+		return endLostOnShutdown
+	case lost:
+		return endLost
+	}
+	return endRelease
+}
+
+// end carries out the ending e of a led term: it says why run returns and
+// releases the lease when e says so. ctrlErr is the controllers' failure.
+func (l *leaderRun) end(ctx context.Context, e ending, lock *resourcelock.LeaseLock, ctrlErr error) error {
+	logger := klog.FromContext(ctx)
+	switch e {
+	case endStuck:
+		return fmt.Errorf("%w, and the controllers did not stop within %s", ErrControllersStuck, l.opts.ShutdownGrace)
+	case endUnreleased:
 		logger.Info("Not releasing the lease while the controllers may still act: it expires on its own",
 			"leaseDuration", l.opts.LeaseDuration)
 		return fmt.Errorf("shutting down: the controllers did not stop within %s, so the lease was not released", l.opts.ShutdownGrace)
-	case lost && ctx.Err() != nil:
+	case endLostOnShutdown:
 		logger.Info("Leader election stopped on shutdown, after the lease was lost")
 		return nil
-	case lost:
+	case endLost:
 		return ErrLeadershipLost
 	}
-	l.release(ctx, lock.LeaseLock)
+	l.release(ctx, lock)
 	if ctrlErr != nil {
 		return ctrlErr
 	}

@@ -9,11 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +28,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions/apps/v1beta1"
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
@@ -145,139 +142,6 @@ type jobSummary struct {
 
 func summary(j *v1beta1.ImagePullJob) jobSummary {
 	return jobSummary{j.Status.CompletionTime != nil, j.Status.Desired, j.Status.Succeeded, j.Status.Failed, j.Status.Message}
-}
-
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	list, err := c.listLister.ImageListPullJobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil // its ImagePullJobs go with it (garbage collector)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if list.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	if list.Status.CompletionTime != nil {
-		return c.ttlAfter(ctx, list)
-	}
-	children, err := c.children(list)
-	if err != nil {
-		return 0, err
-	}
-
-	// Create the missing ImagePullJobs, delete those of images no longer listed.
-	want := map[string]bool{}
-	for _, img := range list.Spec.Images {
-		want[img] = true
-	}
-	for img := range want {
-		if _, ok := children[img]; ok {
-			continue
-		}
-		newJob, lowered := newChild(list, img)
-		child, err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Create(ctx, newJob, metav1.CreateOptions{})
-		if err != nil {
-			permanent := !isTransient(err)
-			if apierrors.IsAlreadyExists(err) {
-				// Most often our own child, created by an earlier sync
-				// that the cache has not caught up with (our status
-				// write queues the next sync at once). Only an object
-				// that is not ours is a failure.
-				live, owner, gerr := c.existingChild(ctx, list, img)
-				if gerr != nil {
-					return 0, gerr // retried with backoff
-				}
-				if live != nil {
-					children[img] = live
-					continue
-				}
-				err = fmt.Errorf("ImagePullJob %s exists and is not this list job's for %s (%s)", ChildName(list.Name, img), img, owner)
-			}
-			if permanent {
-				// Retrying will not help until someone acts: say so
-				// where the user looks, and retry with backoff anyway.
-				c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonCreateFailed, "Cannot create the ImagePullJob for %s: %v", img, err)
-			}
-			return 0, err
-		}
-		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCreated, "Created ImagePullJob %s for %s%s", child.Name, img, lowered)
-		children[img] = child
-	}
-	for img, child := range children {
-		if want[img] {
-			continue
-		}
-		err := c.kruiseClient.AppsV1beta1().ImagePullJobs(ns).Delete(ctx, child.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &child.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return 0, err
-		}
-		c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonDeleted, "Deleted ImagePullJob %s: %s is no longer listed", child.Name, img)
-		delete(children, img)
-	}
-
-	// Aggregate.
-	now := c.clock.Now()
-	st := list.Status.DeepCopy()
-	if st.StartTime == nil {
-		st.StartTime = ptr.To(metav1.NewTime(now))
-	}
-	st.Desired = int32(len(want))
-	st.Completed, st.Succeeded, st.Active = 0, 0, 0
-	st.FailedImageStatuses = nil
-	images := make([]string, 0, len(children))
-	for img := range children {
-		images = append(images, img)
-	}
-	sort.Strings(images)
-	for _, img := range images {
-		j := children[img]
-		done := reported(j)
-		if done {
-			st.Completed++
-			if j.Status.Failed == 0 && j.Status.Succeeded == j.Status.Desired && !imagepulljob.CouldNotRun(&j.Status) {
-				st.Succeeded++
-			}
-		} else {
-			st.Active++
-		}
-		if j.Status.Failed > 0 || (done && j.Status.Succeeded != j.Status.Desired) || imagepulljob.CouldNotRun(&j.Status) {
-			// The child's message says why (its first failed node's
-			// reason); bounded, as there is one entry per failing image.
-			st.FailedImageStatuses = append(st.FailedImageStatuses, &v1beta1.FailedImageStatus{
-				ImagePullJob: j.Name, Name: img, Message: truncate(j.Status.Message, maxFailedImageMessage),
-			})
-		}
-	}
-	st.Active += st.Desired - int32(len(children))
-	complete := list.Spec.CompletionPolicy.Type != v1beta1.Never && st.Completed == st.Desired
-	if complete {
-		st.CompletionTime = ptr.To(metav1.NewTime(now))
-	}
-	if !apiequality.Semantic.DeepEqual(&list.Status, st) {
-		cp := list.DeepCopy()
-		cp.Status = *st
-		if _, err := c.kruiseClient.AppsV1beta1().ImageListPullJobs(ns).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
-			return 0, err
-		}
-	}
-	if complete {
-		if len(st.FailedImageStatuses) > 0 {
-			first := st.FailedImageStatuses[0]
-			c.recorder.Eventf(list, corev1.EventTypeWarning, ReasonFailed, "Completed: %d/%d images pulled on every node, %d failed somewhere (%s: %s)",
-				st.Succeeded, st.Desired, len(st.FailedImageStatuses), first.Name, truncate(first.Message, maxEventMessage))
-		} else {
-			c.recorder.Eventf(list, corev1.EventTypeNormal, ReasonCompleted, "Completed: %d/%d images pulled on every node", st.Succeeded, st.Desired)
-		}
-		cp := list.DeepCopy()
-		cp.Status = *st
-		return c.ttlAfter(ctx, cp)
-	}
-	return 0, nil
 }
 
 // reported reports whether an image counts as completed for the list job:

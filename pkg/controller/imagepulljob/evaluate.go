@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -45,142 +46,132 @@ type candidate struct {
 	since      time.Time // when the renewed result was reached
 }
 
+// survey is evaluate's working state: the evaluation so far and the nodes
+// that may yet be given a slot.
+type survey struct {
+	evaluation
+	// unasked: nodes not asked yet; renew: (Never) results due for renewal.
+	unasked, renew []candidate
+	// nextDue: when the next result not yet due becomes due.
+	nextDue time.Time
+}
+
+func newSurvey() *survey {
+	return &survey{evaluation: evaluation{planNodes: map[string]int64{}, needWrite: map[string]bool{},
+		failures: map[string]v1beta1.NodeFailure{}, waiting: map[string]bool{}, lastMessage: map[string]string{}, full: map[string]bool{}}}
+}
+
+// nodeView is what a target node's NodeImage says of the job's tag.
+type nodeView struct {
+	name  string
+	entry *v1beta1.ImageTagSpec   // the tag's entry, nil when there is none
+	ours  bool                    // entry carries the job's request
+	st    *v1beta1.ImageTagStatus // entry's result, nil when there is none
+}
+
 // evaluate classifies every target node and hands free slots (parallelism)
 // to waiting nodes, then (Never) to nodes whose result is due for renewal.
 func (c *Controller) evaluate(job *v1beta1.ImagePullJob, repo, tag string, targets []*v1beta1.NodeImage, old *plan, start, now time.Time) evaluation {
-	e := evaluation{planNodes: map[string]int64{}, needWrite: map[string]bool{},
-		failures: map[string]v1beta1.NodeFailure{}, waiting: map[string]bool{}, lastMessage: map[string]string{}, full: map[string]bool{}}
-	never := neverPolicy(job)
-	uid := job.UID
-	var pending, renew []candidate
-	var nextDue time.Time
-	due := func(at time.Time) {
-		if nextDue.IsZero() || at.Before(nextDue) {
-			nextDue = at
-		}
-	}
+	s := newSurvey()
 	for _, ni := range targets {
-		n := ni.Name
-		entry := ni.TagSpec(repo, tag)
-		ours := entry != nil && hasOwner(entry, uid)
-		var st *v1beta1.ImageTagStatus
-		if entry != nil {
-			st = findStatus(ni, repo, tag, entry.Version)
-		}
-		if old != nil {
-			v, planned := old.nodes[n]
-			if why, full := c.refusals.get(n, old.key); planned && full {
-				// The node's NodeImage had no room for the request
-				// (budget.go): failed while so; it stays planned, so a
-				// node sync that finds room adds it.
-				e.planNodes[n] = v
-				e.failed++
-				e.failedNodes = append(e.failedNodes, n)
-				e.failures[n] = nodeFailure(n, ReasonNodeImageFull, "NodeImage "+n+" has no room for this job's request: "+why)
-				e.full[n] = true
-				continue
-			}
-			if planned && (!ours || (v != 0 && v == entry.Version)) {
-				// Asked in an earlier sync, not written yet.
-				e.planNodes[n] = v
-				e.needWrite[n] = true
-				e.active++
-				e.unfinishedNodes = append(e.unfinishedNodes, n)
-				continue
-			}
-		}
-		if ours {
-			e.planNodes[n] = 0
-			switch {
-			case st != nil && st.Phase == v1beta1.ImagePhaseSucceeded:
-				e.succeeded++
-				if never {
-					since := c.results.since(n, repo, st, now)
-					if at := since.Add(c.repull); !now.Before(at) {
-						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: since})
-					} else {
-						due(at)
-					}
-				}
-			case st != nil && st.Phase == v1beta1.ImagePhaseFailed:
-				e.failed++
-				e.failedNodes = append(e.failedNodes, n)
-				e.failures[n] = nodeFailure(n, failureReason(st.Message), st.Message)
-				if never {
-					since := c.results.since(n, repo, st, now)
-					if at := since.Add(c.retryFailed); !now.Before(at) {
-						renew = append(renew, candidate{node: n, repullFrom: entry.Version, renewing: true, since: since})
-					} else {
-						due(at)
-					}
-				}
-			default:
-				e.active++
-				e.unfinishedNodes = append(e.unfinishedNodes, n)
-				if st != nil && st.Message != "" {
-					e.lastMessage[n] = st.Message
-				}
-			}
-			continue
-		}
-		// Not ours: another job's result for the same tag may do.
-		if entry != nil && st != nil && (st.Phase == v1beta1.ImagePhaseSucceeded || st.Phase == v1beta1.ImagePhaseFailed) {
-			// Reached since the job started, on the controller's clock
-			// (results.go): the node's own dates are not comparable.
-			fresh := c.results.freshSince(n, repo, st, start)
-			if st.Phase == v1beta1.ImagePhaseSucceeded && (fresh || !pullsAlways(job)) {
-				e.succeeded++
-				if never {
-					// Keep the image: own the tag too, no pull needed.
-					e.planNodes[n] = 0
-					e.needWrite[n] = true
-				}
-				continue
-			}
-			pending = append(pending, candidate{node: n, repullFrom: entry.Version})
-			continue
-		}
-		pending = append(pending, candidate{node: n})
-	}
-	slots := parallelismOf(job, int32(len(targets))) - e.active
-	sort.Slice(renew, func(i, j int) bool { return renew[i].since.Before(renew[j].since) })
-	for _, cand := range append(pending, renew...) {
-		if slots <= 0 {
-			break
-		}
-		slots--
-		if cand.renewing {
-			// A result being renewed is a pull under way again.
-			if containsNode(e.failedNodes, cand.node) {
-				e.failed--
-				e.failedNodes = removeNode(e.failedNodes, cand.node)
-				delete(e.failures, cand.node)
-			} else {
-				e.succeeded--
-			}
-		}
-		e.planNodes[cand.node] = cand.repullFrom
-		e.needWrite[cand.node] = true
-		e.active++
-		e.unfinishedNodes = append(e.unfinishedNodes, cand.node)
-	}
-	for _, cand := range pending {
-		if _, ok := e.planNodes[cand.node]; !ok {
-			e.pending++
-			e.unfinishedNodes = append(e.unfinishedNodes, cand.node)
-			e.waiting[cand.node] = true
+		v := viewOf(ni, repo, tag, job.UID)
+		switch {
+		case c.alreadyPlanned(s, v, old):
+		case v.ours:
+			c.ownResult(s, job, v, repo, now)
+		default:
+			c.otherResult(s, job, v, repo, start)
 		}
 	}
-	if !nextDue.IsZero() {
-		e.recheckAfter = max(nextDue.Sub(now), time.Second)
+	s.allot(parallelismOf(job, int32(len(targets))) - s.active)
+	s.markWaiting()
+	s.setRecheck(now, c.retryFailed)
+	sort.Strings(s.failedNodes)
+	return s.evaluation
+}
+
+func viewOf(ni *v1beta1.NodeImage, repo, tag string, uid types.UID) nodeView {
+	v := nodeView{name: ni.Name, entry: ni.TagSpec(repo, tag)}
+	v.ours = v.entry != nil && hasOwner(v.entry, uid)
+	if v.entry != nil {
+		v.st = findStatus(ni, repo, tag, v.entry.Version)
 	}
-	if len(renew) > 0 && e.recheckAfter == 0 {
-		// Renewals waiting for a slot are looked at when a pull finishes
-		// (its status update queues the job); this is a fallback.
-		e.recheckAfter = c.retryFailed
+	return v
+}
+
+// alreadyPlanned counts a node the previous plan asked and whose NodeImage
+// does not show the request yet, and says whether it did.
+func (c *Controller) alreadyPlanned(s *survey, v nodeView, old *plan) bool {
+	if old == nil {
+		return false
 	}
-	sort.Strings(e.failedNodes)
-	return e
+	n := v.name
+	version, planned := old.nodes[n]
+	if why, full := c.refusals.get(n, old.key); planned && full {
+		// The node's NodeImage had no room for the request
+		// (budget.go): failed while so; it stays planned, so a
+		// node sync that finds room adds it.
+		s.planNodes[n] = version
+		s.fail(n, nodeFailure(n, ReasonNodeImageFull, "NodeImage "+n+" has no room for this job's request: "+why))
+		s.full[n] = true
+		return true
+	}
+	if planned && (!v.ours || (version != 0 && version == v.entry.Version)) {
+		// Asked in an earlier sync, not written yet.
+		s.planNodes[n] = version
+		s.needWrite[n] = true
+		s.activate(n)
+		return true
+	}
+	return false
+}
+
+// ownResult counts a node whose NodeImage carries the job's request, and
+// (Never) queues its result for renewal when due.
+func (c *Controller) ownResult(s *survey, job *v1beta1.ImagePullJob, v nodeView, repo string, now time.Time) {
+	n, st := v.name, v.st
+	s.planNodes[n] = 0
+	switch {
+	case st != nil && st.Phase == v1beta1.ImagePhaseSucceeded:
+		s.succeeded++
+		if neverPolicy(job) {
+			s.renewWhenDue(n, v.entry.Version, c.results.since(n, repo, st, now), c.repull, now)
+		}
+	case st != nil && st.Phase == v1beta1.ImagePhaseFailed:
+		s.fail(n, nodeFailure(n, failureReason(st.Message), st.Message))
+		if neverPolicy(job) {
+			s.renewWhenDue(n, v.entry.Version, c.results.since(n, repo, st, now), c.retryFailed, now)
+		}
+	default:
+		s.activate(n)
+		if st != nil && st.Message != "" {
+			s.lastMessage[n] = st.Message
+		}
+	}
+}
+
+// otherResult counts a node whose NodeImage does not carry the job's
+// request: another job's result for the same tag may do; otherwise the node
+// waits for a slot.
+func (c *Controller) otherResult(s *survey, job *v1beta1.ImagePullJob, v nodeView, repo string, start time.Time) {
+	n, st := v.name, v.st
+	if v.entry == nil || st == nil || (st.Phase != v1beta1.ImagePhaseSucceeded && st.Phase != v1beta1.ImagePhaseFailed) {
+		s.unasked = append(s.unasked, candidate{node: n})
+		return
+	}
+	// Reached since the job started, on the controller's clock
+	// (results.go): the node's own dates are not comparable.
+	fresh := c.results.freshSince(n, repo, st, start)
+	if st.Phase == v1beta1.ImagePhaseSucceeded && (fresh || !pullsAlways(job)) {
+		s.succeeded++
+		if neverPolicy(job) {
+			// Keep the image: own the tag too, no pull needed.
+			s.planNodes[n] = 0
+			s.needWrite[n] = true
+		}
+		return
+	}
+	s.unasked = append(s.unasked, candidate{node: n, repullFrom: v.entry.Version})
 }
 
 func containsNode(list []string, n string) bool {

@@ -27,13 +27,7 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	}
 	job, err := c.jobLister.ImagePullJobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		// Gone: the node syncs drop its owner references (they check that
-		// the job really is gone).
-		old := c.plans.get(key)
-		c.enqueueNodes(c.plans.set(key, nil))
-		if old != nil {
-			c.enqueueNodes(toSet(c.nodesOwnedBy(old.uid)))
-		}
+		c.forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -48,7 +42,22 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 	if job.DeletionTimestamp != nil || job.Status.CompletionTime != nil || (old != nil && old.finished) {
 		return c.withdraw(ctx, job)
 	}
+	return c.advance(ctx, key, job, old)
+}
 
+// forget drops the plan of a job that is gone: the node syncs drop its
+// owner references (they check that the job really is gone).
+func (c *Controller) forget(key string) {
+	old := c.plans.get(key)
+	c.enqueueNodes(c.plans.set(key, nil))
+	if old != nil {
+		c.enqueueNodes(toSet(c.nodesOwnedBy(old.uid)))
+	}
+}
+
+// advance takes a running job one sync further: where its nodes stand, its
+// status, and the plan the node syncs write.
+func (c *Controller) advance(ctx context.Context, key string, job *v1beta1.ImagePullJob, old *plan) (time.Duration, error) {
 	now := c.clock.Now()
 	status := job.Status.DeepCopy()
 	if status.StartTime == nil {
@@ -72,50 +81,8 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 		key: key, uid: string(job.UID), repo: repo, tag: tag,
 		generation: job.Generation, nodes: e.planNodes, request: buildRequest(job, unusable), full: e.full,
 	}
-	status.Desired = int32(len(targets))
-	status.Active, status.Succeeded, status.Failed = e.active, e.succeeded, e.failed
-	status.FailedNodes = e.failedNodes
-	records := e.failures
-	var after time.Duration
-	complete, deadline := false, false
-	if neverPolicy(job) {
-		after = e.recheckAfter
-	} else if ads := job.Spec.CompletionPolicy.ActiveDeadlineSeconds; ads != nil {
-		end := status.StartTime.Add(durations.Seconds(*ads))
-		if !now.Before(end) {
-			complete, deadline = true, e.active+e.pending > 0
-		} else {
-			after = end.Sub(now)
-		}
-	}
-	if !neverPolicy(job) && e.active == 0 && e.pending == 0 {
-		complete = true
-	}
-	if deadline {
-		// What has not finished by the deadline counts as failed.
-		status.Failed += e.active + e.pending
-		status.FailedNodes = append(status.FailedNodes, e.unfinishedNodes...)
-		sort.Strings(status.FailedNodes)
-		status.Active = 0
-		for _, n := range e.unfinishedNodes {
-			records[n] = deadlineFailure(n, *job.Spec.CompletionPolicy.ActiveDeadlineSeconds, e.waiting[n], e.lastMessage[n])
-		}
-	}
-	status.Failures, status.OmittedFailures = boundFailures(status.FailedNodes, records)
-	if deadline {
-		status.Message = progressMessage(status, 0, job)
-	} else {
-		status.Message = progressMessage(status, e.pending, job)
-	}
-	status.Message += failureNote(status.Failures, status.OmittedFailures)
-	if complete {
-		status.CompletionTime = ptr.To(metav1.NewTime(now))
-		if deadline {
-			status.Message = fmt.Sprintf("Deadline of %ds exceeded: %s", *job.Spec.CompletionPolicy.ActiveDeadlineSeconds, status.Message)
-		} else {
-			status.Message = "Completed: " + status.Message
-		}
-	}
+	v := judge(job, e, status.StartTime.Time, now)
+	fillStatus(status, job, e, v, int32(len(targets)), now)
 	status.Message += secretsNote(unusable, job.Spec.PullSecrets)
 
 	started := job.Status.StartTime == nil
@@ -126,17 +93,87 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 		c.recorder.Eventf(job, corev1.EventTypeNormal, ReasonStarted, "Started pulling %s on %d nodes", job.Spec.Image, len(targets))
 	}
 	c.reportFull(job, old, e)
-	if complete {
-		c.reportCompletion(job, status, deadline)
+	if v.complete {
+		c.reportCompletion(job, status, v.deadline)
 		c.finish(key, job)
 		return c.ttlAfter(ctx, job, status.CompletionTime.Time)
 	}
+	c.publish(job, old, p, e.needWrite)
+	return v.after, nil
+}
 
-	touched := c.plans.set(key, p)
+// verdict is whether a sync completes the job, and if not when to look
+// again (0: on the next event).
+type verdict struct {
+	after time.Duration
+	// complete: the job completes now; deadline: because its
+	// activeDeadlineSeconds passed with nodes unfinished.
+	complete, deadline bool
+}
+
+// judge decides whether the job completes: a Never job does not (it looks
+// again when a result is due for renewal); another completes when no node is
+// left to pull or at its deadline, whatever is unfinished.
+func judge(job *v1beta1.ImagePullJob, e evaluation, start, now time.Time) verdict {
+	var v verdict
+	if neverPolicy(job) {
+		v.after = e.recheckAfter
+		return v
+	}
+	if ads := job.Spec.CompletionPolicy.ActiveDeadlineSeconds; ads != nil {
+		end := start.Add(durations.Seconds(*ads))
+		if !now.Before(end) {
+			v.complete, v.deadline = true, e.active+e.pending > 0
+		} else {
+			v.after = end.Sub(now)
+		}
+	}
+	if e.active == 0 && e.pending == 0 {
+		v.complete = true
+	}
+	return v
+}
+
+// fillStatus sets the status counts, failures, message and completion from
+// where the nodes stand and the verdict; what has not finished by the
+// deadline counts as failed.
+func fillStatus(status *v1beta1.ImagePullJobStatus, job *v1beta1.ImagePullJob, e evaluation, v verdict, desired int32, now time.Time) {
+	status.Desired = desired
+	status.Active, status.Succeeded, status.Failed = e.active, e.succeeded, e.failed
+	status.FailedNodes = e.failedNodes
+	records := e.failures
+	pending := e.pending
+	if v.deadline {
+		status.Failed += e.active + e.pending
+		status.FailedNodes = append(status.FailedNodes, e.unfinishedNodes...)
+		sort.Strings(status.FailedNodes)
+		status.Active, pending = 0, 0
+		for _, n := range e.unfinishedNodes {
+			records[n] = deadlineFailure(n, *job.Spec.CompletionPolicy.ActiveDeadlineSeconds, e.waiting[n], e.lastMessage[n])
+		}
+	}
+	status.Failures, status.OmittedFailures = boundFailures(status.FailedNodes, records)
+	status.Message = progressMessage(status, pending, job) + failureNote(status.Failures, status.OmittedFailures)
+	if v.complete {
+		status.CompletionTime = ptr.To(metav1.NewTime(now))
+	}
+	switch {
+	case v.deadline:
+		status.Message = fmt.Sprintf("Deadline of %ds exceeded: %s", *job.Spec.CompletionPolicy.ActiveDeadlineSeconds, status.Message)
+	case v.complete:
+		status.Message = "Completed: " + status.Message
+	}
+}
+
+// publish sets the job's new plan and queues the nodes whose NodeImage it
+// changes: every planned node when the request itself changed, else only
+// those still to be written and those the job no longer targets.
+func (c *Controller) publish(job *v1beta1.ImagePullJob, old, p *plan, needWrite map[string]bool) {
+	touched := c.plans.set(p.key, p)
 	if old == nil || old.generation != job.Generation || !slices.Equal(old.request.secrets, p.request.secrets) {
 		c.enqueueNodes(touched)
 	} else {
-		c.enqueueNodes(e.needWrite)
+		c.enqueueNodes(needWrite)
 		for n := range touched {
 			if _, ok := p.nodes[n]; !ok {
 				c.nodeQueue.Add(n) // no longer targeted
@@ -148,7 +185,6 @@ func (c *Controller) syncJob(ctx context.Context, key string) (time.Duration, er
 			c.nodeQueue.Add(n)
 		}
 	}
-	return after, nil
 }
 
 // finish publishes an empty, finished plan for the job and queues every node

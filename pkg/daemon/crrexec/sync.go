@@ -73,12 +73,6 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	if wctx.Err() != nil {
 		return 0, nil // shutting down
 	}
-	var strategy appsv1alpha1.ContainerRecreateRequestStrategy
-	if crr.Spec.Strategy != nil {
-		strategy = *crr.Spec.Strategy
-	}
-	failFast := strategy.FailurePolicy != appsv1alpha1.ContainerRecreateRequestFailurePolicyIgnore
-
 	s := &statusWriter{e: e, base: crr}
 
 	// The runtime is asked first: while it cannot answer, the request
@@ -92,127 +86,46 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 		return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("listing the containers of pod %s/%s: %w", pod.Namespace, pod.Name, err), err)
 	}
 	s.clearRuntimeWait()
-
-	s.start()
-	for _, ctr := range crr.Spec.Containers {
-		if st := s.state(ctr.Name); w.killed[ctr.Name] && !st.IsKilled {
-			// Stopped by this work, but that write was lost.
-			st.IsKilled = true
-			s.set(st)
-		}
-	}
+	resume(s, w)
 	if err := s.flush(ctx); err != nil {
 		return 0, err
 	}
 
-	var after time.Duration
-	// blocked: a kill of this CRR is under way, or (orderedRecreate) a
-	// container before this one is not done yet.
-	blocked := false
-	started := begun(s)
-	key := podKey(pod.Namespace, pod.Name)
-	for _, ctr := range crr.Spec.Containers {
-		st := s.state(ctr.Name)
-		if finalPhase(st.Phase) {
-			continue
-		}
-		if blocked {
-			break
-		}
-		var d decision
-		running, taken, killErr := w.killState(ctr.Name)
-		switch {
-		case running:
-			blocked = true
-			continue
-		case taken:
-			d = killDone(ctx, ctr.Name, killErr)
-		default:
-			d = decide(ctr, st, strategy, pod, containers, e.clock.Now())
-		}
-		switch d.action {
-		case actKill:
-			if w.busy() {
-				blocked = true
-				continue
-			}
-			if !started {
-				if wait, ok := e.unreadyWait(s.cur(), pod, logger); ok {
-					if after > 0 && (wait == 0 || after < wait) {
-						wait = after
-					}
-					return wait, s.flush(ctx)
-				}
-				started = true
-			}
-			if !e.stillActive(crr) {
-				// Completed or gone since this sync began: the handler
-				// cancels; nothing more starts.
-				e.cancel(crr.UID, "no longer active")
-				return 0, nil
-			}
-			if st.Phase != appsv1alpha1.ContainerRecreateRequestRecreating {
-				st.Phase = appsv1alpha1.ContainerRecreateRequestRecreating
-				s.set(st)
-				if err := s.flush(ctx); err != nil {
-					return 0, err
-				}
-			}
-			w.killStarted[ctr.Name] = e.clock.Now()
-			cur, id := s.cur(), d.id
-			e.startKill(w, key, ctr.Name, func() error { return e.kill(wctx, cur, pod, ctr, strategy, id) })
-			blocked = true
-			continue
-		case actCancelled:
-			return 0, nil
-		case actRuntimeGone:
-			// The runtime went away during the stop: not the container's
-			// fault. The container stays Recreating; once the runtime
-			// answers, the next sync stops the same instance again (its
-			// preStop hook runs again too) or finds it already recreated.
-			return 0, e.runtimeUnavailable(ctx, s, fmt.Errorf("stopping container %s: %w", ctr.Name, killErr), killErr)
-		case actKilled:
-			w.killed[ctr.Name] = true
+	p := &pass{
+		e: e, ctx: ctx, wctx: wctx, logger: logger, w: w, crr: crr, pod: pod, s: s,
+		strategy: strategyOf(crr), containers: containers, key: podKey(pod.Namespace, pod.Name), started: begun(s),
+	}
+	if h := p.walk(); h != nil {
+		return h.after, h.err
+	}
+	if !s.done() && !(p.failFast() && anyFailed(s)) {
+		return p.after, s.flush(ctx)
+	}
+	return 0, e.completeRequest(ctx, s, pod)
+}
+
+// resume moves the request to Recreating and records again the stops of
+// this work whose write was lost.
+func resume(s *statusWriter, w *work) {
+	s.start()
+	for _, ctr := range s.cur().Spec.Containers {
+		if st := s.state(ctr.Name); w.killed[ctr.Name] && !st.IsKilled {
 			st.IsKilled = true
 			s.set(st)
-			if err := s.flush(ctx); err != nil {
-				return 0, err
-			}
-			blocked = strategy.OrderedRecreate
-			continue
-		case actWait:
-			if d.after > 0 && (after == 0 || d.after < after) {
-				after = d.after
-			}
-			blocked = strategy.OrderedRecreate
-			continue
-		case actSucceed:
-			st.Phase, st.Message = appsv1alpha1.ContainerRecreateRequestSucceeded, ""
-			s.set(st)
-			if started, ok := w.killStarted[ctr.Name]; ok {
-				e.metrics.duration.Observe(e.clock.Since(started).Seconds())
-			}
-			logger.Info("Container recreated", "container", ctr.Name)
-			continue
-		}
-		// actFail
-		logger.Info("Container could not be recreated", "container", ctr.Name, "reason", d.reason)
-		st.Phase, st.Message = appsv1alpha1.ContainerRecreateRequestFailed, d.reason
-		s.set(st)
-		if failFast {
-			break
 		}
 	}
+}
 
-	if !s.done() && !(failFast && anyFailed(s)) {
-		return after, s.flush(ctx)
-	}
+// completeRequest finishes a request every container of which is done (or
+// one failed under failurePolicy Fail), and reports how it ended.
+func (e *Executor) completeRequest(ctx context.Context, s *statusWriter, pod *corev1.Pod) error {
+	uid := s.cur().UID
 	failed := s.complete(pod)
 	// Forget the work before the write: the update event of our own
 	// completion must not count as a cancellation.
-	e.finished(crr.UID)
+	e.finished(uid)
 	if err := s.flush(ctx); err != nil {
-		return 0, err
+		return err
 	}
 	outcome, eventType := outcomeSucceeded, corev1.EventTypeNormal
 	if failed {
@@ -220,9 +133,17 @@ func (e *Executor) execute(ctx context.Context, crr *appsv1alpha1.ContainerRecre
 	}
 	e.metrics.completed.WithLabelValues(outcome).Inc()
 	msg := s.cur().Status.Message
-	logger.Info("Completed CRR", "outcome", outcome, "message", msg)
+	klog.FromContext(ctx).Info("Completed CRR", "outcome", outcome, "message", msg)
 	e.recorder.Event(s.cur(), eventType, ReasonCompleted, msg)
-	return 0, nil
+	return nil
+}
+
+// strategyOf is the request's strategy, its zero value when it has none.
+func strategyOf(crr *appsv1alpha1.ContainerRecreateRequest) appsv1alpha1.ContainerRecreateRequestStrategy {
+	if crr.Spec.Strategy != nil {
+		return *crr.Spec.Strategy
+	}
+	return appsv1alpha1.ContainerRecreateRequestStrategy{}
 }
 
 func anyFailed(s *statusWriter) bool {
