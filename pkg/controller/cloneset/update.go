@@ -20,7 +20,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podorder"
-	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // update moves pods along: first every pod's in-place update and lifecycle state, then, when
@@ -231,22 +230,8 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		case inplace.OutcomeWaiting:
 			after = shortest(after, res.RequeueAfter)
 		}
-		want := lifecycle.WantNothing
-		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
-				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
-				want = lifecycle.WantUpdateFinished
-			}
-		}
-		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want,
-			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
-		var err error
-		if dec.Action == lifecycle.ActionSetState {
-			err = c.setLifecycleState(ctx, p, pod, dec)
-			acted = true
-		} else {
-			err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
-		}
+		wrote, err := c.states(p).AfterRefresh(ctx, pod, res.Outcome, p.history.updateName())
+		acted = acted || wrote
 		if err != nil {
 			errs = append(errs, err.Error())
 		}

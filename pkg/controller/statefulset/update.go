@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -186,22 +184,8 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		case inplace.OutcomeWaiting:
 			after = shortest(after, res.RequeueAfter)
 		}
-		want := lifecycle.WantNothing
-		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
-				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
-				want = lifecycle.WantUpdateFinished
-			}
-		}
-		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: want,
-			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
-		var err error
-		if dec.Action == lifecycle.ActionSetState {
-			err = c.setLifecycleState(ctx, p, pod, dec)
-			acted = true
-		} else {
-			err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
-		}
+		wrote, err := c.states(p).AfterRefresh(ctx, pod, res.Outcome, p.history.updateName())
+		acted = acted || wrote
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -212,43 +196,15 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 	return acted, after, nil
 }
 
-// setLifecycleState writes decision d's state on pod: the KruisePodReady condition first, then
-// the state label.
-func (c *Controller) setLifecycleState(ctx context.Context, p *pass, pod *corev1.Pod, d lifecycle.Decision) error {
-	if err := c.patchReadiness(ctx, p, pod, d.State); err != nil {
-		return err
-	}
-	patch, err := d.Patch(pod, c.clock)
-	if err != nil || patch == nil {
-		return err
-	}
-	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("setting lifecycle state %s on pod %s: %w", d.State, pod.Name, err)
-	}
-	// Until the cache shows the new state, the pod must not be read as it was (a pod just sent
-	// to PreparingDelete is no longer available).
-	c.podVersions.Expect(out)
-	klog.FromContext(ctx).V(2).Info("Set lifecycle state", "pod", klog.KObj(pod), "state", d.State, "reason", d.Reason)
-	return nil
+// states writes the lifecycle states of p's pods, expecting each write so that the pod's next
+// update waits until the cache shows it (a pod just sent to PreparingDelete is no longer
+// available).
+func (c *Controller) states(p *pass) lifecycle.Writer {
+	return lifecycle.Writer{Client: c.client, Clock: c.clock, Lifecycle: p.set.Spec.Lifecycle, Wrote: c.podVersions.Expect}
 }
 
-// patchReadiness gives the pod the KruisePodReady condition its lifecycle state asks for.
-func (c *Controller) patchReadiness(ctx context.Context, p *pass, pod *corev1.Pod, state pub.LifecycleStateType) error {
-	patch, err := lifecycle.ReadinessPatch(pod, p.set.Spec.Lifecycle, state, c.clock)
-	if err != nil || patch == nil {
-		return err
-	}
-	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("setting the KruisePodReady condition of pod %s: %w", pod.Name, err)
-	}
-	c.podVersions.Expect(out)
-	return nil
+// setLifecycleState writes decision d's state on pod (lifecycle.Writer.SetState).
+func (c *Controller) setLifecycleState(ctx context.Context, p *pass, pod *corev1.Pod, d lifecycle.Decision) error {
+	_, err := c.states(p).SetState(ctx, pod, d)
+	return err
 }
