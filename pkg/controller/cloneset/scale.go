@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
@@ -121,7 +122,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Pod, stranded []string, n, old int) error {
 	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
 	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)
-	p.recheck = shortest(p.recheck, recheck)
+	p.recheck = durations.Shortest(p.recheck, recheck)
 	if waiting > 0 {
 		klog.FromContext(ctx).V(2).Info("Replacements wait for the pods being deleted whose PVCs they take", "waiting", waiting, "recheck", recheck)
 	}

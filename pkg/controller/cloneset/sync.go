@@ -2,7 +2,6 @@ package cloneset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
@@ -113,14 +113,14 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 		return 0, preDownloadErr
 	}
 	if !acted {
-		if err := c.truncateHistory(ctx, p); err != nil {
+		if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.cs.Spec.RevisionHistoryLimit, p.pods); err != nil {
 			return 0, err
 		}
 		if err := c.prunePodsToDelete(ctx, p); err != nil {
 			return 0, err
 		}
 	}
-	return shortest(actAfter, statusAfter, c.minReadyRecheck(p), p.recheck), nil
+	return durations.Shortest(actAfter, statusAfter, podstate.AvailableAfter(p.pods, p.cs.Spec.MinReadySeconds, p.now), p.recheck), nil
 }
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
@@ -217,44 +217,4 @@ func policyOf(cs *appsv1beta1.CloneSet) inplace.UpdatePolicy {
 		}
 	}
 	return inplace.PolicyReCreate
-}
-
-// minReadyRecheck is when a ready pod becomes available by minReadySeconds, so that status
-// counts it without waiting for another event.
-func (c *Controller) minReadyRecheck(p *pass) time.Duration {
-	if p.cs.Spec.MinReadySeconds <= 0 {
-		return 0
-	}
-	var soonest time.Duration
-	for _, pod := range p.pods {
-		if !podstate.Ready(pod) || podstate.Available(pod, p.cs.Spec.MinReadySeconds, p.now) {
-			continue
-		}
-		since := condition(pod, corev1.PodReady).LastTransitionTime.Time
-		left := since.Add(time.Duration(p.cs.Spec.MinReadySeconds)*time.Second).Sub(p.now) + time.Second
-		soonest = shortest(soonest, left)
-	}
-	return soonest
-}
-
-// shortest is the smallest positive duration of ds; 0 when none is.
-func shortest(ds ...time.Duration) time.Duration {
-	var out time.Duration
-	for _, d := range ds {
-		if d > 0 && (out == 0 || d < out) {
-			out = d
-		}
-	}
-	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.cs.Spec.RevisionHistoryLimit != nil {
-		limit = *p.cs.Spec.RevisionHistoryLimit
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }

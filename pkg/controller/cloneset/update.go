@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podorder"
@@ -29,7 +30,7 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	var wait time.Duration
 	for _, pod := range p.pods {
 		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
-			wait = shortest(wait, recheck)
+			wait = durations.Shortest(wait, recheck)
 		}
 	}
 	if wait > 0 {
@@ -228,7 +229,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 			acted = true
 			continue
 		case inplace.OutcomeWaiting:
-			after = shortest(after, res.RequeueAfter)
+			after = durations.Shortest(after, res.RequeueAfter)
 		}
 		wrote, err := c.states(p).AfterRefresh(ctx, pod, res.Outcome, p.history.updateName())
 		acted = acted || wrote

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 )
 
 // Event reasons (the built-in DaemonSet's and OpenKruise's names).
@@ -43,10 +44,15 @@ type pass struct {
 	recheck time.Duration
 }
 
-func (p *pass) after(d time.Duration) {
-	if d > 0 && (p.recheck == 0 || d < p.recheck) {
-		p.recheck = d
+func (p *pass) after(d time.Duration) { p.recheck = durations.Shortest(p.recheck, d) }
+
+// allPods are the pods of every node of the pass.
+func (p *pass) allPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, n := range p.nodes {
+		pods = append(pods, n.Pods...)
 	}
+	return pods
 }
 
 // written puts a pod as the controller just wrote it in place of its cached copy, so that the
@@ -107,7 +113,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if !acted {
-		if err := c.truncateHistory(ctx, p); err != nil {
+		if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.ds.Spec.RevisionHistoryLimit, p.allPods()); err != nil {
 			return 0, err
 		}
 	}
@@ -180,19 +186,4 @@ func NodeStates(nodes []*corev1.Node, template *corev1.PodTemplateSpec, pods []*
 		out = append(out, NodeState{Name: name, Gone: true, Pods: ps})
 	}
 	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.ds.Spec.RevisionHistoryLimit != nil {
-		limit = *p.ds.Spec.RevisionHistoryLimit
-	}
-	var pods []*corev1.Pod
-	for _, n := range p.nodes {
-		pods = append(pods, n.Pods...)
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -73,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		views = append(views, v)
 		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
 			pending = true
-			requeue = shortest(requeue, recheck)
+			requeue = durations.Shortest(requeue, recheck)
 		}
 	}
 
@@ -96,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			c.recorder.Eventf(ss, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 		}
-		requeue = shortest(requeue, ch.recheck)
+		requeue = durations.Shortest(requeue, ch.recheck)
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
 		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
@@ -228,13 +229,6 @@ func (c *Controller) forget(name string) {
 	c.reportedMu.Lock()
 	delete(c.reported, name)
 	c.reportedMu.Unlock()
-}
-
-func shortest(a, b time.Duration) time.Duration {
-	if a <= 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -16,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // Event reasons: the built-in StatefulSet controller's, and OpenKruise's for in-place updates.
@@ -101,7 +102,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if preDownloadErr != nil {
 		return 0, preDownloadErr
 	}
-	return shortest(after, c.minReadyRecheck(p)), nil
+	return durations.Shortest(after, podstate.AvailableAfter(p.pods, p.minReady, p.now)), nil
 }
 
 // act takes the pass's one step: move pods' in-place updates and lifecycle states on, keep the
@@ -132,7 +133,7 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 		p.failedUpdate = append(p.failedUpdate, err.Error())
 		return after, err
 	}
-	if err := c.truncateHistory(ctx, p); err != nil {
+	if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.set.Spec.RevisionHistoryLimit, p.pods); err != nil {
 		return after, err
 	}
 	return after, nil
@@ -205,54 +206,4 @@ func scaled(v *intstr.IntOrString, replicas, def int) (int, error) {
 		return 0, err
 	}
 	return max(n, 1), nil
-}
-
-// minReadyRecheck is when a ready pod becomes available by minReadySeconds.
-func (c *Controller) minReadyRecheck(p *pass) time.Duration {
-	if p.minReady <= 0 {
-		return 0
-	}
-	var soonest time.Duration
-	for _, pod := range p.pods {
-		ready := readyCondition(pod)
-		if ready == nil || ready.Status != corev1.ConditionTrue {
-			continue
-		}
-		left := ready.LastTransitionTime.Add(time.Duration(p.minReady)*time.Second).Sub(p.now) + time.Second
-		if left > 0 {
-			soonest = shortest(soonest, left)
-		}
-	}
-	return soonest
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// shortest is the smallest positive duration of ds; 0 when none is.
-func shortest(ds ...time.Duration) time.Duration {
-	var out time.Duration
-	for _, d := range ds {
-		if d > 0 && (out == 0 || d < out) {
-			out = d
-		}
-	}
-	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.set.Spec.RevisionHistoryLimit != nil {
-		limit = *p.set.Spec.RevisionHistoryLimit
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }
