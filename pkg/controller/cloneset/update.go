@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -190,55 +189,9 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 // cannot read would turn a format it does not know (a newer OpenKruise's, say) into recreating
 // every pod. Removing or fixing the annotation lets the rollout take the pod.
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
-	logger := klog.FromContext(ctx)
-	acted := false
-	var after time.Duration
-	var errs []string
-	for _, pod := range p.pods {
-		started := time.Time{}
-		if st, err := inplace.ReadState(pod); err == nil && st != nil {
-			started = st.UpdateTimestamp.Time
-		}
-		res := c.updater.Refresh(ctx, pod)
-		if res.Pod != nil {
-			c.podVersions.Expect(res.Pod)
-		}
-		if res.Outcome == inplace.OutcomeUnreadable {
-			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, res.Err)
-			continue
-		}
-		if res.Err != nil {
-			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
-				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
-			}
-			acted = true
-			continue
-		}
-		switch res.Outcome {
-		case inplace.OutcomeMarkedReady:
-			if !started.IsZero() {
-				c.metrics.inPlace.Observe(c.clock.Since(started).Seconds())
-			}
-			acted = true
-			// The lifecycle state follows at once, on the pod as written, as its own pass would:
-			// the kubelet then takes both changes in one sync instead of two, each of which can
-			// wait a PLEG relist before the pod turns Ready.
-			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
-			logger.V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
-			acted = true
-			continue
-		case inplace.OutcomeWaiting:
-			after = durations.Shortest(after, res.RequeueAfter)
-		}
-		wrote, err := c.states(p).AfterRefresh(ctx, pod, res.Outcome, p.history.updateName())
-		acted = acted || wrote
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return acted, after, nil
+	return lifecycle.RefreshPass{
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.updateName(),
+		Recorder: c.recorder, Owner: p.cs, Refreshed: c.podVersions.Expect,
+		Ready: func(took time.Duration) { c.metrics.inPlace.Observe(took.Seconds()) },
+	}.Run(ctx, p.pods)
 }

@@ -8,12 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
-	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podorder"
@@ -153,48 +151,16 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 // error of the pass; the rollout leaves it too (RolloutInput.Held), for the reasons the CloneSet
 // controller gives (pkg/controller/cloneset refreshPods).
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
-	acted := false
-	var after time.Duration
-	var errs []string
+	var pods []*corev1.Pod
 	for _, pod := range p.pods {
-		if Terminating(pod) {
-			continue
-		}
-		res := c.updater.Refresh(ctx, pod)
-		if res.Pod != nil {
-			c.podVersions.Expect(res.Pod)
-		}
-		if res.Outcome == inplace.OutcomeUnreadable {
-			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, res.Err)
-			continue
-		}
-		if res.Err != nil {
-			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
-				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
-			}
-			acted = true
-			continue
-		}
-		switch res.Outcome {
-		case inplace.OutcomeMarkedReady:
-			acted = true
-			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
-			acted = true
-			continue
-		case inplace.OutcomeWaiting:
-			after = durations.Shortest(after, res.RequeueAfter)
-		}
-		wrote, err := c.states(p).AfterRefresh(ctx, pod, res.Outcome, p.history.updateName())
-		acted = acted || wrote
-		if err != nil {
-			errs = append(errs, err.Error())
+		if !Terminating(pod) {
+			pods = append(pods, pod)
 		}
 	}
-	if len(errs) > 0 {
-		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return acted, after, nil
+	return lifecycle.RefreshPass{
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.updateName(),
+		Recorder: c.recorder, Owner: p.set, Refreshed: c.podVersions.Expect,
+	}.Run(ctx, pods)
 }
 
 // states writes the lifecycle states of p's pods, expecting each write so that the pod's next
