@@ -65,7 +65,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	}
 	h := p.history
 	updateHash := h.Update.Labels[revision.HashLabel]
-	if h.currentName() == h.updateName() {
+	if h.CurrentName() == h.UpdateName() {
 		updateHash = "" // the update is done
 	}
 	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.cs, updateHash); err != nil {
@@ -73,12 +73,12 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	}
 	ready := 0
 	for _, pod := range p.pods {
-		if podstate.Revision(pod) == h.updateName() && podstate.Ready(pod) {
+		if podstate.Revision(pod) == h.UpdateName() && podstate.Ready(pod) {
 			ready++
 		}
 	}
 	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.Move{
-		Current: h.Current, Update: h.Update, CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()),
+		Current: h.Current, Update: h.Update, CurrentTemplate: h.Template(h.CurrentName()), UpdateTemplate: h.Template(h.UpdateName()),
 		UpdatedReady: ready}})
 	return c.preDownloads.Apply(ctx, c.recorder, p.cs, h.Update, plan)
 }

@@ -140,7 +140,7 @@ func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Po
 	}
 	ref := metav1.NewControllerRef(p.cs, controllerKind)
 	recipe := func(rev string) PodRecipe {
-		t := p.history.template(rev)
+		t := p.history.Template(rev)
 		if t == nil {
 			t = &p.cs.Spec.Template
 		}
@@ -153,9 +153,9 @@ func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Po
 	}
 	plans := make([]plan, len(ids))
 	for i, id := range ids {
-		rev := p.history.updateName()
+		rev := p.history.UpdateName()
 		if i < old {
-			rev = p.history.currentName()
+			rev = p.history.CurrentName()
 		}
 		r := recipe(rev)
 		plans[i] = plan{pod: NewPod(r, id, p.now)}

@@ -177,7 +177,7 @@ func (c *Controller) facts(p *pass) []PodFacts {
 		toDelete[n] = true
 	}
 	return Facts(p.pods, FactsOptions{
-		UpdateRevision: p.history.updateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
+		UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
 		PodsToDelete: toDelete,
 		Recreate:     func(pod *corev1.Pod) bool { return c.route(p, pod).Recreate },
 	})
@@ -190,7 +190,7 @@ var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
-	return inplace.RouteUpdate(p.policy, p.history.template(podstate.Revision(pod)), p.history.template(p.history.updateName()), inPlaceOptions)
+	return inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()), inPlaceOptions)
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.

@@ -137,7 +137,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 	default:
 		return podUpdate{}
 	}
-	update := p.history.updateName()
+	update := p.history.UpdateName()
 	target := inplace.Target{
 		Revision: update, RevisionLabelKey: appsv1.ControllerRevisionHashLabelKey, RevisionLabelValue: update,
 		Mutate: func(out *corev1.Pod) {
@@ -175,7 +175,7 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 		return fmt.Errorf("marking pod %s for recreation: %w", pod.Name, err)
 	}
 	c.metrics.podsUpdated.WithLabelValues(modeRecreate).Inc()
-	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, p.history.updateName())
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, p.history.UpdateName())
 	return nil
 }
 
@@ -190,7 +190,7 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 // every pod. Removing or fixing the annotation lets the rollout take the pod.
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
 	return lifecycle.RefreshPass{
-		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.updateName(),
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.UpdateName(),
 		Recorder: c.recorder, Owner: p.cs, Refreshed: c.podVersions.Expect,
 		Ready: func(took time.Duration) { c.metrics.inPlace.Observe(took.Seconds()) },
 	}.Run(ctx, p.pods)

@@ -73,7 +73,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	}
 	h := p.history
 	updateHash := h.Update.Labels[revision.HashLabel]
-	if h.currentName() == h.updateName() {
+	if h.CurrentName() == h.UpdateName() {
 		updateHash = "" // the update is done
 	}
 	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.set, updateHash); err != nil {
@@ -81,12 +81,12 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	}
 	ready := 0
 	for _, pod := range p.pods {
-		if podstate.Revision(pod) == h.updateName() && podstate.Ready(pod) {
+		if podstate.Revision(pod) == h.UpdateName() && podstate.Ready(pod) {
 			ready++
 		}
 	}
 	plan, err := PlanPreDownload(PreDownloadInput{StatefulSet: p.set, Move: predownload.Move{Current: h.Current, Update: h.Update,
-		CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()), UpdatedReady: ready}})
+		CurrentTemplate: h.Template(h.CurrentName()), UpdateTemplate: h.Template(h.UpdateName()), UpdatedReady: ready}})
 	if err != nil {
 		return nil // a bad maxUnavailable: the rollout fails on it and says so
 	}

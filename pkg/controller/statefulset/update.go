@@ -51,7 +51,7 @@ func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 	ru := p.set.Spec.UpdateStrategy.RollingUpdate
 	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
-		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.updateName(), MinReadySeconds: p.minReady, Now: p.now,
+		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.minReady, Now: p.now,
 		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil }}
 	if ru != nil && in.Parallel {
 		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
@@ -93,7 +93,7 @@ func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 // updatePod moves one old pod to the update revision: in place when the policy and the change
 // allow it, else by deleting it (through its preDelete hook).
 func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	update := p.history.updateName()
+	update := p.history.UpdateName()
 	if lifecycle.StateOf(pod) == pub.LifecycleStatePreparingDelete {
 		return c.deleteWithHook(ctx, p, pod) // on its way out already
 	}
@@ -104,7 +104,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 			pod.Name, pub.InPlaceUpdateReady)
 		policy = inplace.PolicyReCreate
 	}
-	r := inplace.RouteUpdate(policy, p.history.template(podstate.Revision(pod)), p.history.template(update), inPlaceOptions)
+	r := inplace.RouteUpdate(policy, p.history.Template(podstate.Revision(pod)), p.history.Template(update), inPlaceOptions)
 	if r.Refused != nil {
 		msg := fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)
 		p.failedUpdate = append(p.failedUpdate, msg)
@@ -158,7 +158,7 @@ func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Durat
 		}
 	}
 	return lifecycle.RefreshPass{
-		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.updateName(),
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.UpdateName(),
 		Recorder: c.recorder, Owner: p.set, Refreshed: c.podVersions.Expect,
 	}.Run(ctx, pods)
 }
