@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -14,6 +13,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -125,19 +125,13 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
+	selector, problem := ownership.PodSelector("CloneSet", cs.Spec.Selector, cs.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
-	// What the validating webhook refuses, for a CloneSet admitted without it: pods the selector
-	// does not match would be released as soon as created, and pods that end would be replaced
-	// without end.
-	if !selector.Matches(labels.Set(cs.Spec.Template.Labels)) {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the CloneSet would not own the pods it creates; no pod is created", selector.String())
-		return nil, nil
-	}
+	// What the validating webhook refuses, for a CloneSet admitted without it: pods that end
+	// would be replaced without end.
 	if rp := cs.Spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
 			"spec.template.spec.restartPolicy %s: a CloneSet's pods must run until deleted (Always); no pod is created", rp)

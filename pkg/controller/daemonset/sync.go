@@ -8,13 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // Event reasons (the built-in DaemonSet's and OpenKruise's names).
@@ -127,14 +127,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
-		return nil, nil
-	}
-	if !selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the DaemonSet would not own its pods; no pod is created", selector.String())
+	selector, problem := ownership.PodSelector("DaemonSet", ds.Spec.Selector, ds.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
 	pods, err := c.claimPods(ctx, ds, selector)

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +16,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -141,14 +141,9 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
-		return nil, nil
-	}
-	if !selector.Matches(labels.Set(set.Spec.Template.Labels)) {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the StatefulSet would not own the pods it creates; no pod is created", selector.String())
+	selector, problem := ownership.PodSelector("StatefulSet", set.Spec.Selector, set.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
 	reserved, err := ordinals.Parse(set.Spec.ReserveOrdinals)
