@@ -249,10 +249,8 @@ func (c *Controller) deletePods(ctx context.Context, p *pass, doomed []*corev1.P
 // not come back, so neither do its volumes (a pod deleted by someone else keeps them for the next
 // pod with its ID, unless reuse is off).
 func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

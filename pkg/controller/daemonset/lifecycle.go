@@ -6,10 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 )
 
@@ -42,10 +40,8 @@ func (c *Controller) states(p *pass) lifecycle.Writer {
 
 // deletePod deletes pod, expecting the deletion first.
 func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}

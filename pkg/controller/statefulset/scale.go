@@ -182,10 +182,8 @@ func (c *Controller) deleteWithHook(ctx context.Context, p *pass, pod *corev1.Po
 }
 
 func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
