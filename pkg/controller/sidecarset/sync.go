@@ -154,11 +154,7 @@ func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet,
 		logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", rev)
 		data, containers, err := planUpgrade(ss, h, rev, pod, c.clock.Now())
 		if err == nil {
-			var written *corev1.Pod
-			written, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-			if err == nil {
-				c.podVersions.Expect(written)
-			}
+			err = c.patchPod(ctx, pod, data)
 		}
 		if err != nil {
 			c.metrics.upgrades.WithLabelValues("error").Inc()
@@ -238,4 +234,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// patchPod applies the strategic merge patch data to pod, and holds the pod's next upgrade back
+// until the cache shows this write.
+func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, data []byte) error {
+	written, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+	if err == nil {
+		c.podVersions.Expect(written)
+	}
+	return err
 }
