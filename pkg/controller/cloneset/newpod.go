@@ -43,25 +43,7 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	t := r.Template.DeepCopy()
 	inplace.InjectReadinessGate(t)
 	readinessgate.Declare(t)
-	// Keys kruise writes on pods and decides by are never taken from the template.
-	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            PodName(r.CloneSet, id),
-			Namespace:       r.Namespace,
-			Labels:          labels,
-			Annotations:     annotations,
-			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{r.Owner},
-		},
-		Spec: t.Spec,
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
+	pod := ownership.PodFromTemplate(t, PodName(r.CloneSet, id), r.Namespace, r.Owner)
 	pod.Labels[appsv1beta1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
 	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)

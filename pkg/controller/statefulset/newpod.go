@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -51,25 +50,7 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 		readinessgate.Declare(t)
 	}
 	name := PodName(r.Set, ordinal)
-	// Keys kruise writes on pods and decides by are never taken from the template.
-	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       r.Namespace,
-			Labels:          labels,
-			Annotations:     annotations,
-			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{r.Owner},
-		},
-		Spec: t.Spec,
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
+	pod := ownership.PodFromTemplate(t, name, r.Namespace, r.Owner)
 	pod.Labels[PodNameLabel] = name
 	pod.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
