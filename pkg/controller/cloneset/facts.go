@@ -46,12 +46,3 @@ func Facts(pods []*corev1.Pod, o FactsOptions) []PodFacts {
 	}
 	return out
 }
-
-func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == t {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}

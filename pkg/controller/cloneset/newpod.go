@@ -11,6 +11,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // PodTemplateHashLabel is the upstream label holding a short form of the pod's revision.
@@ -42,31 +43,13 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	t := r.Template.DeepCopy()
 	inplace.InjectReadinessGate(t)
 	readinessgate.Declare(t)
-	// Keys kruise writes on pods and decides by are never taken from the template.
-	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            PodName(r.CloneSet, id),
-			Namespace:       r.Namespace,
-			Labels:          labels,
-			Annotations:     annotations,
-			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{r.Owner},
-		},
-		Spec: t.Spec,
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
+	pod := ownership.PodFromTemplate(t, PodName(r.CloneSet, id), r.Namespace, r.Owner)
 	pod.Labels[appsv1beta1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
 	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
-	mountClaims(&pod.Spec, r.ClaimTemplates, r.CloneSet, id)
+	ownership.MountClaims(&pod.Spec, r.ClaimTemplates, func(t string) string { return ClaimName(t, r.CloneSet, id) })
 	return pod
 }
 
@@ -74,19 +57,9 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 func NewClaims(r PodRecipe, id string) []*corev1.PersistentVolumeClaim {
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(r.ClaimTemplates))
 	for i := range r.ClaimTemplates {
-		c := r.ClaimTemplates[i].DeepCopy()
-		c.Name = ClaimName(r.ClaimTemplates[i].Name, r.CloneSet, id)
-		c.Namespace = r.Namespace
-		c.Labels = map[string]string{}
-		for k, v := range r.ClaimTemplates[i].Labels {
-			c.Labels[k] = v
-		}
-		for k, v := range r.MatchLabels {
-			c.Labels[k] = v
-		}
+		c := ownership.ClaimFromTemplate(&r.ClaimTemplates[i], ClaimName(r.ClaimTemplates[i].Name, r.CloneSet, id), r.Namespace, r.MatchLabels)
 		c.Labels[appsv1beta1.CloneSetInstanceID] = id
 		c.OwnerReferences = []metav1.OwnerReference{r.Owner}
-		c.ResourceVersion, c.UID = "", ""
 		out = append(out, c)
 	}
 	return out
@@ -98,22 +71,4 @@ func ShortRevision(cloneSet, revision string) string {
 		return revision[len(p):]
 	}
 	return revision
-}
-
-// mountClaims points the pod's volumes named after claim templates at the pod's own PVCs,
-// adding those the template does not declare.
-func mountClaims(spec *corev1.PodSpec, templates []corev1.PersistentVolumeClaim, cloneSet, id string) {
-	for _, vct := range templates {
-		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(vct.Name, cloneSet, id)}}
-		found := false
-		for i := range spec.Volumes {
-			if spec.Volumes[i].Name == vct.Name {
-				spec.Volumes[i].VolumeSource = src
-				found = true
-			}
-		}
-		if !found {
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
-		}
-	}
 }

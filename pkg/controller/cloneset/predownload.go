@@ -7,9 +7,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
-	"github.com/nodekruise/kruise/pkg/workload/podstate"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
-	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // Image pre-download (gate PreDownloadImageForInPlaceUpdate; pkg/workload/predownload does the work):
@@ -64,21 +62,9 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 		return nil
 	}
 	h := p.history
-	updateHash := h.Update.Labels[revision.HashLabel]
-	if h.currentName() == h.updateName() {
-		updateHash = "" // the update is done
-	}
-	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.cs, updateHash); err != nil {
+	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.cs, predownload.ServedHash(h)); err != nil {
 		return err
 	}
-	ready := 0
-	for _, pod := range p.pods {
-		if podstate.Revision(pod) == h.updateName() && podstate.Ready(pod) {
-			ready++
-		}
-	}
-	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.Move{
-		Current: h.Current, Update: h.Update, CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()),
-		UpdatedReady: ready}})
+	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.TemplatedMove(h, p.pods)})
 	return c.preDownloads.Apply(ctx, c.recorder, p.cs, h.Update, plan)
 }

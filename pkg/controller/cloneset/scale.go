@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
@@ -121,7 +122,7 @@ func (c *Controller) managePreparingDelete(ctx context.Context, p *pass, d Diff)
 func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Pod, stranded []string, n, old int) error {
 	reuse := p.cs.Spec.ScaleStrategy.EnablePVCReuse
 	waiting, recheck := ReplacementsWaiting(owned, p.claims, reuse, p.now)
-	p.recheck = shortest(p.recheck, recheck)
+	p.recheck = durations.Shortest(p.recheck, recheck)
 	if waiting > 0 {
 		klog.FromContext(ctx).V(2).Info("Replacements wait for the pods being deleted whose PVCs they take", "waiting", waiting, "recheck", recheck)
 	}
@@ -139,7 +140,7 @@ func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Po
 	}
 	ref := metav1.NewControllerRef(p.cs, controllerKind)
 	recipe := func(rev string) PodRecipe {
-		t := p.history.template(rev)
+		t := p.history.Template(rev)
 		if t == nil {
 			t = &p.cs.Spec.Template
 		}
@@ -152,9 +153,9 @@ func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Po
 	}
 	plans := make([]plan, len(ids))
 	for i, id := range ids {
-		rev := p.history.updateName()
+		rev := p.history.UpdateName()
 		if i < old {
-			rev = p.history.currentName()
+			rev = p.history.CurrentName()
 		}
 		r := recipe(rev)
 		plans[i] = plan{pod: NewPod(r, id, p.now)}
@@ -248,10 +249,8 @@ func (c *Controller) deletePods(ctx context.Context, p *pass, doomed []*corev1.P
 // not come back, so neither do its volumes (a pod deleted by someone else keeps them for the next
 // pod with its ID, unless reuse is off).
 func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

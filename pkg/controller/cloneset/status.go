@@ -19,14 +19,14 @@ import (
 // deadline.
 func (c *Controller) writeStatus(ctx context.Context, p *pass, scaleErr, updateErr error) (time.Duration, error) {
 	cs := p.cs
-	counts := Tally(p.pods, p.history.updateName(), cs.Spec.MinReadySeconds, p.now)
+	counts := Tally(p.pods, p.history.UpdateName(), cs.Spec.MinReadySeconds, p.now)
 	st := cs.Status.DeepCopy()
 	st.ObservedGeneration = cs.Generation
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = counts.Replicas, counts.Ready, counts.Available
 	st.UpdatedReplicas, st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas = counts.Updated, counts.UpdatedReady, counts.UpdatedAvailable
 	st.ExpectedUpdatedReplicas = int32(p.budget.Replicas - p.budget.Partition)
-	st.UpdateRevision = p.history.updateName()
-	st.CurrentRevision = p.history.currentName()
+	st.UpdateRevision = p.history.UpdateName()
+	st.CurrentRevision = p.history.CurrentName()
 	if counts.Updated == counts.Replicas && int(counts.Replicas) == p.budget.Replicas {
 		// Every pod is at the update revision: it is current, ready or not (as the reference).
 		st.CurrentRevision = st.UpdateRevision

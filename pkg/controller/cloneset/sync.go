@@ -2,18 +2,18 @@ package cloneset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -113,31 +113,25 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 		return 0, preDownloadErr
 	}
 	if !acted {
-		if err := c.truncateHistory(ctx, p); err != nil {
+		if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.cs.Spec.RevisionHistoryLimit, p.pods); err != nil {
 			return 0, err
 		}
 		if err := c.prunePodsToDelete(ctx, p); err != nil {
 			return 0, err
 		}
 	}
-	return shortest(actAfter, statusAfter, c.minReadyRecheck(p), p.recheck), nil
+	return durations.Shortest(actAfter, statusAfter, podstate.AvailableAfter(p.pods, p.cs.Spec.MinReadySeconds, p.now), p.recheck), nil
 }
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
+	selector, problem := ownership.PodSelector("CloneSet", cs.Spec.Selector, cs.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
-	// What the validating webhook refuses, for a CloneSet admitted without it: pods the selector
-	// does not match would be released as soon as created, and pods that end would be replaced
-	// without end.
-	if !selector.Matches(labels.Set(cs.Spec.Template.Labels)) {
-		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the CloneSet would not own the pods it creates; no pod is created", selector.String())
-		return nil, nil
-	}
+	// What the validating webhook refuses, for a CloneSet admitted without it: pods that end
+	// would be replaced without end.
 	if rp := cs.Spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
 		c.recorder.Eventf(cs, corev1.EventTypeWarning, ReasonInvalidSpec,
 			"spec.template.spec.restartPolicy %s: a CloneSet's pods must run until deleted (Always); no pod is created", rp)
@@ -177,7 +171,7 @@ func (c *Controller) facts(p *pass) []PodFacts {
 		toDelete[n] = true
 	}
 	return Facts(p.pods, FactsOptions{
-		UpdateRevision: p.history.updateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
+		UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
 		PodsToDelete: toDelete,
 		Recreate:     func(pod *corev1.Pod) bool { return c.route(p, pod).Recreate },
 	})
@@ -190,7 +184,7 @@ var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
-	return inplace.RouteUpdate(p.policy, p.history.template(podstate.Revision(pod)), p.history.template(p.history.updateName()), inPlaceOptions)
+	return inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()), inPlaceOptions)
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.
@@ -217,44 +211,4 @@ func policyOf(cs *appsv1beta1.CloneSet) inplace.UpdatePolicy {
 		}
 	}
 	return inplace.PolicyReCreate
-}
-
-// minReadyRecheck is when a ready pod becomes available by minReadySeconds, so that status
-// counts it without waiting for another event.
-func (c *Controller) minReadyRecheck(p *pass) time.Duration {
-	if p.cs.Spec.MinReadySeconds <= 0 {
-		return 0
-	}
-	var soonest time.Duration
-	for _, pod := range p.pods {
-		if !podstate.Ready(pod) || podstate.Available(pod, p.cs.Spec.MinReadySeconds, p.now) {
-			continue
-		}
-		since := condition(pod, corev1.PodReady).LastTransitionTime.Time
-		left := since.Add(time.Duration(p.cs.Spec.MinReadySeconds)*time.Second).Sub(p.now) + time.Second
-		soonest = shortest(soonest, left)
-	}
-	return soonest
-}
-
-// shortest is the smallest positive duration of ds; 0 when none is.
-func shortest(ds ...time.Duration) time.Duration {
-	var out time.Duration
-	for _, d := range ds {
-		if d > 0 && (out == 0 || d < out) {
-			out = d
-		}
-	}
-	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.cs.Spec.RevisionHistoryLimit != nil {
-		limit = *p.cs.Spec.RevisionHistoryLimit
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }

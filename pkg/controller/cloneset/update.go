@@ -13,14 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podorder"
-	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // update moves pods along: first every pod's in-place update and lifecycle state, then, when
@@ -30,7 +29,7 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	var wait time.Duration
 	for _, pod := range p.pods {
 		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
-			wait = shortest(wait, recheck)
+			wait = durations.Shortest(wait, recheck)
 		}
 	}
 	if wait > 0 {
@@ -138,7 +137,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 	default:
 		return podUpdate{}
 	}
-	update := p.history.updateName()
+	update := p.history.UpdateName()
 	target := inplace.Target{
 		Revision: update, RevisionLabelKey: appsv1.ControllerRevisionHashLabelKey, RevisionLabelValue: update,
 		Mutate: func(out *corev1.Pod) {
@@ -176,7 +175,7 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 		return fmt.Errorf("marking pod %s for recreation: %w", pod.Name, err)
 	}
 	c.metrics.podsUpdated.WithLabelValues(modeRecreate).Inc()
-	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, p.history.updateName())
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, p.history.UpdateName())
 	return nil
 }
 
@@ -190,69 +189,9 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 // cannot read would turn a format it does not know (a newer OpenKruise's, say) into recreating
 // every pod. Removing or fixing the annotation lets the rollout take the pod.
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
-	logger := klog.FromContext(ctx)
-	acted := false
-	var after time.Duration
-	var errs []string
-	for _, pod := range p.pods {
-		started := time.Time{}
-		if st, err := inplace.ReadState(pod); err == nil && st != nil {
-			started = st.UpdateTimestamp.Time
-		}
-		res := c.updater.Refresh(ctx, pod)
-		if res.Pod != nil {
-			c.podVersions.Expect(res.Pod)
-		}
-		if res.Outcome == inplace.OutcomeUnreadable {
-			inplace.ReportUnreadable(ctx, c.recorder, p.cs, pod, res.Err)
-			continue
-		}
-		if res.Err != nil {
-			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
-				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
-			}
-			acted = true
-			continue
-		}
-		switch res.Outcome {
-		case inplace.OutcomeMarkedReady:
-			if !started.IsZero() {
-				c.metrics.inPlace.Observe(c.clock.Since(started).Seconds())
-			}
-			acted = true
-			// The lifecycle state follows at once, on the pod as written, as its own pass would:
-			// the kubelet then takes both changes in one sync instead of two, each of which can
-			// wait a PLEG relist before the pod turns Ready.
-			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
-			logger.V(2).Info("In-place update moved on", "pod", klog.KObj(pod), "outcome", res.Outcome, "containers", res.Containers)
-			acted = true
-			continue
-		case inplace.OutcomeWaiting:
-			after = shortest(after, res.RequeueAfter)
-		}
-		want := lifecycle.WantNothing
-		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
-				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
-				want = lifecycle.WantUpdateFinished
-			}
-		}
-		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: want,
-			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
-		var err error
-		if dec.Action == lifecycle.ActionSetState {
-			err = c.setLifecycleState(ctx, p, pod, dec)
-			acted = true
-		} else {
-			err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
-		}
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return acted, after, nil
+	return lifecycle.RefreshPass{
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.UpdateName(),
+		Recorder: c.recorder, Owner: p.cs, Refreshed: c.podVersions.Expect,
+		Ready: func(took time.Duration) { c.metrics.inPlace.Observe(took.Seconds()) },
+	}.Run(ctx, p.pods)
 }

@@ -6,11 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 )
 
@@ -23,48 +20,28 @@ func (c *Controller) removePod(ctx context.Context, p *pass, pod *corev1.Pod) (b
 	case lifecycle.ActionDelete:
 		return true, c.deletePod(ctx, p, pod)
 	case lifecycle.ActionSetState:
-		if err := c.patchReadiness(ctx, p, pod, dec); err != nil {
-			return true, err
+		wrote, err := c.states(p).SetState(ctx, pod, dec)
+		if wrote == lifecycle.StateWritten {
+			c.recorder.Eventf(p.ds, corev1.EventTypeNormal, ReasonPreparingDelete, "pod %s waits for its preDelete hook before it is deleted", pod.Name)
 		}
-		patch, err := dec.Patch(pod, c.clock)
-		if err != nil || patch == nil {
-			return false, err
-		}
-		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return true, fmt.Errorf("setting lifecycle state %s on pod %s: %w", dec.State, pod.Name, err)
-		}
-		c.recorder.Eventf(p.ds, corev1.EventTypeNormal, ReasonPreparingDelete, "pod %s waits for its preDelete hook before it is deleted", pod.Name)
-		return true, nil
+		return wrote != lifecycle.StateUnchanged || err != nil, err
 	case lifecycle.ActionWait:
 		// Keep the not-ready mark on while the hook holds the pod.
-		return false, c.patchReadiness(ctx, p, pod, dec)
+		return false, c.states(p).PatchReadiness(ctx, pod, dec.State)
 	}
 	return false, nil
 }
 
-// patchReadiness gives the pod the KruisePodReady condition its lifecycle state asks for.
-func (c *Controller) patchReadiness(ctx context.Context, p *pass, pod *corev1.Pod, dec lifecycle.Decision) error {
-	patch, err := lifecycle.ReadinessPatch(pod, p.ds.Spec.Lifecycle, dec.State, c.clock)
-	if err != nil || patch == nil {
-		return err
-	}
-	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("setting the KruisePodReady condition of pod %s: %w", pod.Name, err)
-	}
-	return nil
+// states writes the lifecycle states of p's pods. Advanced DaemonSet's pod versions cover its
+// in-place writes only (Wrote unset), as they did before the writer was shared.
+func (c *Controller) states(p *pass) lifecycle.Writer {
+	return lifecycle.Writer{Client: c.client, Clock: c.clock, Lifecycle: p.ds.Spec.Lifecycle}
 }
 
 // deletePod deletes pod, expecting the deletion first.
 func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}

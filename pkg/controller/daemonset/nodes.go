@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // NodeState is what the plans read of one node: whether it should run the pod, and the
@@ -105,9 +107,9 @@ func surplus(running []*corev1.Pod, o ManageOptions) []*corev1.Pod {
 	var newest, oldest *corev1.Pod
 	for _, pod := range running {
 		switch {
-		case Revision(pod) == o.UpdateRevision && newest == nil:
+		case podstate.Revision(pod) == o.UpdateRevision && newest == nil:
 			newest = pod
-		case Revision(pod) != o.UpdateRevision && oldest == nil:
+		case podstate.Revision(pod) != o.UpdateRevision && oldest == nil:
 			oldest = pod
 		default:
 			out = append(out, pod)
@@ -127,7 +129,7 @@ func PodsOnNode(pods []*corev1.Pod, updateRevision string) (updated, old *corev1
 		if Terminating(pod) || Ended(pod) {
 			continue
 		}
-		if Revision(pod) == updateRevision {
+		if podstate.Revision(pod) == updateRevision {
 			if updated != nil {
 				return nil, nil, false
 			}

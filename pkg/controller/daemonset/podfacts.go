@@ -3,15 +3,12 @@ package daemonset
 import (
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
-
-// Revision is the pod's revision (ControllerRevision name) from its controller-revision-hash label.
-func Revision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
 
 // Ended reports whether the pod's containers will not run again (Failed or Succeeded): a daemon
 // pod that ended is deleted so that its node gets a new one.
@@ -27,18 +24,19 @@ func PreparingDelete(pod *corev1.Pod) bool {
 	return lifecycle.StateOf(pod) == pub.LifecycleStatePreparingDelete
 }
 
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+// Advanced DaemonSet keeps the built-in DaemonSet's readiness rules rather than podstate's (by
+// which CloneSet and Advanced StatefulSet count), on purpose: it is a drop-in for the built-in
+// kind (docs/daemonset.md, migrating), so its numberReady and numberAvailable count the pods the
+// built-in controller would. Ready is therefore the bare Ready condition (podstate also wants
+// phase Running and InPlaceUpdateReady not False; here an in-place update shows through that
+// readiness gate, as the pod's Ready condition). Available leaves out a terminating pod and one
+// in PreparingDelete, the only state its lifecycle (a preDelete hook alone) holds a pod in;
+// podstate leaves out every state but Normal and leaves terminating pods to its callers.
+// The pod's revision is podstate.Revision.
 
 // Ready reports whether the pod's Ready condition is True.
 func Ready(pod *corev1.Pod) bool {
-	c := readyCondition(pod)
+	c := podstate.Condition(pod, corev1.PodReady)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
@@ -51,7 +49,7 @@ func Available(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	if minReadySeconds <= 0 {
 		return true
 	}
-	since := readyCondition(pod).LastTransitionTime.Time
+	since := podstate.Condition(pod, corev1.PodReady).LastTransitionTime.Time
 	return !since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
@@ -60,6 +58,6 @@ func availableIn(pod *corev1.Pod, minReadySeconds int32, now time.Time) time.Dur
 	if minReadySeconds <= 0 || !Ready(pod) || Available(pod, minReadySeconds, now) {
 		return 0
 	}
-	since := readyCondition(pod).LastTransitionTime.Time
+	since := podstate.Condition(pod, corev1.PodReady).LastTransitionTime.Time
 	return since.Add(time.Duration(minReadySeconds)*time.Second).Sub(now) + time.Second
 }

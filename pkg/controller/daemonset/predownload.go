@@ -9,6 +9,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
 )
 
@@ -82,7 +83,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	seen := map[string]bool{}
 	for _, n := range p.nodes {
 		for _, pod := range n.Pods {
-			rev := Revision(pod)
+			rev := podstate.Revision(pod)
 			switch {
 			case Terminating(pod):
 			case rev == hash:

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 func TestPlanRollingWithoutSurge(t *testing.T) {
@@ -159,7 +161,7 @@ func TestRollingUpdateNeverStalls(t *testing.T) {
 				}
 				done := true
 				for _, ps := range pods {
-					if len(ps) != 1 || Revision(ps[0]) != "v2" {
+					if len(ps) != 1 || podstate.Revision(ps[0]) != "v2" {
 						done = false
 					}
 				}

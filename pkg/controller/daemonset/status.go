@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // CountStatus computes the status counts as the built-in DaemonSet controller does: per node
@@ -51,7 +52,7 @@ func CountStatus(nodes []NodeState, updateHash string, minReadySeconds int32, no
 				s.NumberAvailable++
 			}
 		}
-		if Revision(pod) == updateHash {
+		if podstate.Revision(pod) == updateHash {
 			s.UpdatedNumberScheduled++
 		}
 	}

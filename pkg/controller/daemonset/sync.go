@@ -8,12 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // Event reasons (the built-in DaemonSet's and OpenKruise's names).
@@ -43,10 +44,15 @@ type pass struct {
 	recheck time.Duration
 }
 
-func (p *pass) after(d time.Duration) {
-	if d > 0 && (p.recheck == 0 || d < p.recheck) {
-		p.recheck = d
+func (p *pass) after(d time.Duration) { p.recheck = durations.Shortest(p.recheck, d) }
+
+// allPods are the pods of every node of the pass.
+func (p *pass) allPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, n := range p.nodes {
+		pods = append(pods, n.Pods...)
 	}
+	return pods
 }
 
 // written puts a pod as the controller just wrote it in place of its cached copy, so that the
@@ -107,7 +113,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if !acted {
-		if err := c.truncateHistory(ctx, p); err != nil {
+		if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.ds.Spec.RevisionHistoryLimit, p.allPods()); err != nil {
 			return 0, err
 		}
 	}
@@ -121,14 +127,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
-		return nil, nil
-	}
-	if !selector.Matches(labels.Set(ds.Spec.Template.Labels)) {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the DaemonSet would not own its pods; no pod is created", selector.String())
+	selector, problem := ownership.PodSelector("DaemonSet", ds.Spec.Selector, ds.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
 	pods, err := c.claimPods(ctx, ds, selector)
@@ -180,19 +181,4 @@ func NodeStates(nodes []*corev1.Node, template *corev1.PodTemplateSpec, pods []*
 		out = append(out, NodeState{Name: name, Gone: true, Pods: ps})
 	}
 	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.ds.Spec.RevisionHistoryLimit != nil {
-		limit = *p.ds.Spec.RevisionHistoryLimit
-	}
-	var pods []*corev1.Pod
-	for _, n := range p.nodes {
-		pods = append(pods, n.Pods...)
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // inPlaceOptions: what a DaemonSet applies in place beyond images and metadata (OpenKruise's
@@ -77,7 +78,7 @@ func (c *Controller) update(ctx context.Context, p *pass) (bool, error) {
 func (c *Controller) replacePod(ctx context.Context, p *pass, pod *corev1.Pod) (bool, error) {
 	hash := p.history.updateHash()
 	if inPlaceType(p.ds) {
-		if old, cur := p.history.template(Revision(pod)), p.history.template(hash); old != nil && cur != nil {
+		if old, cur := p.history.template(podstate.Revision(pod)), p.history.template(hash); old != nil && cur != nil {
 			spec, err := inplace.Plan(old, cur, inPlaceOptions)
 			if err == nil && inplace.DeclaresReadinessGate(pod) {
 				return c.updateInPlace(ctx, p, pod, spec)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/partition"
 	"github.com/nodekruise/kruise/pkg/workload/podorder"
 )
@@ -137,7 +138,7 @@ func choose(ss *appsv1beta1.SidecarSet, views []podView, now time.Time) (choice,
 		v := byPod[pod]
 		if ready, _, _ := readyCondition(pod); v.disrupted || !ready {
 			if wait := unreadyTooRecent(pod, now); !v.disrupted && wait > 0 {
-				out.recheck = shortest(out.recheck, wait)
+				out.recheck = durations.Shortest(out.recheck, wait)
 				continue
 			}
 			out.upgrade = append(out.upgrade, pod)

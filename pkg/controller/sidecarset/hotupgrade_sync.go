@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -62,11 +61,7 @@ func (c *Controller) flipAll(ctx context.Context, ss *appsv1beta1.SidecarSet, fl
 		pod := f.pod
 		data, err := planFlip(ss, pod, f.old)
 		if err == nil {
-			var written *corev1.Pod
-			written, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-			if err == nil {
-				c.podVersions.Expect(written)
-			}
+			err = c.patchPod(ctx, pod, data)
 		}
 		if err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {

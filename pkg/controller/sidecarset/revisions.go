@@ -17,9 +17,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
-// defaultRevisionHistoryLimit is OpenKruise's default of spec.revisionHistoryLimit.
-const defaultRevisionHistoryLimit = 10
-
 var controllerKind = appsv1beta1.SchemeGroupVersion.WithKind("SidecarSet")
 
 // owner is ss as the owner of its ControllerRevisions, which live in kruise's namespace and
@@ -76,10 +73,7 @@ func (c *Controller) syncRevisions(ctx context.Context, ss *appsv1beta1.SidecarS
 	if err := c.labelCustomVersion(ctx, ss, revs); err != nil {
 		return revs, err
 	}
-	limit := int32(defaultRevisionHistoryLimit)
-	if ss.Spec.RevisionHistoryLimit != nil {
-		limit = *ss.Spec.RevisionHistoryLimit
-	}
+	limit := revision.HistoryLimit(ss.Spec.RevisionHistoryLimit)
 	if err := c.history.Truncate(ctx, revs.All, limit, liveRevisions(ss, revs, pods)); err != nil {
 		return revs, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -73,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		views = append(views, v)
 		if ok, recheck := c.podVersions.Satisfied(ctx, pod); !ok {
 			pending = true
-			requeue = shortest(requeue, recheck)
+			requeue = durations.Shortest(requeue, recheck)
 		}
 	}
 
@@ -96,7 +97,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			c.recorder.Eventf(ss, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
 			return 0, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 		}
-		requeue = shortest(requeue, ch.recheck)
+		requeue = durations.Shortest(requeue, ch.recheck)
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
 		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
@@ -153,11 +154,7 @@ func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet,
 		logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", rev)
 		data, containers, err := planUpgrade(ss, h, rev, pod, c.clock.Now())
 		if err == nil {
-			var written *corev1.Pod
-			written, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-			if err == nil {
-				c.podVersions.Expect(written)
-			}
+			err = c.patchPod(ctx, pod, data)
 		}
 		if err != nil {
 			c.metrics.upgrades.WithLabelValues("error").Inc()
@@ -230,13 +227,6 @@ func (c *Controller) forget(name string) {
 	c.reportedMu.Unlock()
 }
 
-func shortest(a, b time.Duration) time.Duration {
-	if a <= 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -244,4 +234,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// patchPod applies the strategic merge patch data to pod, and holds the pod's next upgrade back
+// until the cache shows this write.
+func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, data []byte) error {
+	written, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+	if err == nil {
+		c.podVersions.Expect(written)
+	}
+	return err
 }

@@ -32,7 +32,7 @@ func (c *Controller) syncClaims(ctx context.Context, p *pass) error {
 		}
 		condemned := !p.wanted.Contains(ordinal)
 		if !condemned && !Terminating(pod) {
-			if err := c.createClaims(ctx, p, c.recipe(p, p.history.updateName()), ordinal, pod); err != nil {
+			if err := c.createClaims(ctx, p, c.recipe(p, p.history.UpdateName()), ordinal, pod); err != nil {
 				return err
 			}
 		}

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
-	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // The identity labels every pod of a StatefulSet carries, as the built-in controller's.
@@ -50,25 +50,7 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 		readinessgate.Declare(t)
 	}
 	name := PodName(r.Set, ordinal)
-	// Keys kruise writes on pods and decides by are never taken from the template.
-	labels, annotations := appsv1beta1.WithoutReserved(t.Labels, t.Annotations)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       r.Namespace,
-			Labels:          labels,
-			Annotations:     annotations,
-			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{r.Owner},
-		},
-		Spec: t.Spec,
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
+	pod := ownership.PodFromTemplate(t, name, r.Namespace, r.Owner)
 	pod.Labels[PodNameLabel] = name
 	pod.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
@@ -76,7 +58,7 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = r.ServiceName
-	mountClaims(&pod.Spec, r.ClaimTemplates, r.Set, ordinal)
+	ownership.MountClaims(&pod.Spec, r.ClaimTemplates, func(t string) string { return ClaimName(t, r.Set, ordinal) })
 	return pod
 }
 
@@ -85,38 +67,8 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 func NewClaims(r PodRecipe, ordinal int) []*corev1.PersistentVolumeClaim {
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(r.ClaimTemplates))
 	for i := range r.ClaimTemplates {
-		c := r.ClaimTemplates[i].DeepCopy()
-		c.Name = ClaimName(r.ClaimTemplates[i].Name, r.Set, ordinal)
-		c.Namespace = r.Namespace
-		c.Labels = map[string]string{}
-		for k, v := range r.ClaimTemplates[i].Labels {
-			c.Labels[k] = v
-		}
-		for k, v := range r.MatchLabels {
-			c.Labels[k] = v
-		}
-		c.OwnerReferences = nil
-		c.ResourceVersion, c.UID = "", ""
-		c.Status = corev1.PersistentVolumeClaimStatus{}
+		c := ownership.ClaimFromTemplate(&r.ClaimTemplates[i], ClaimName(r.ClaimTemplates[i].Name, r.Set, ordinal), r.Namespace, r.MatchLabels)
 		out = append(out, c)
 	}
 	return out
-}
-
-// mountClaims points the pod's volumes named after claim templates at the pod's own PVCs,
-// adding those the template does not declare.
-func mountClaims(spec *corev1.PodSpec, templates []corev1.PersistentVolumeClaim, set string, ordinal int) {
-	for _, vct := range templates {
-		src := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(vct.Name, set, ordinal)}}
-		found := false
-		for i := range spec.Volumes {
-			if spec.Volumes[i].Name == vct.Name {
-				spec.Volumes[i].VolumeSource = src
-				found = true
-			}
-		}
-		if !found {
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: src})
-		}
-	}
 }

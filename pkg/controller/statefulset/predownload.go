@@ -6,9 +6,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
-	"github.com/nodekruise/kruise/pkg/workload/podstate"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
-	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // Image pre-download (gate PreDownloadImageForInPlaceUpdate, as the CloneSet's; pkg/workload/predownload
@@ -72,21 +70,10 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 		return nil
 	}
 	h := p.history
-	updateHash := h.Update.Labels[revision.HashLabel]
-	if h.currentName() == h.updateName() {
-		updateHash = "" // the update is done
-	}
-	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.set, updateHash); err != nil {
+	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.set, predownload.ServedHash(h)); err != nil {
 		return fmt.Errorf("pre-download: %w", err)
 	}
-	ready := 0
-	for _, pod := range p.pods {
-		if podstate.Revision(pod) == h.updateName() && podstate.Ready(pod) {
-			ready++
-		}
-	}
-	plan, err := PlanPreDownload(PreDownloadInput{StatefulSet: p.set, Move: predownload.Move{Current: h.Current, Update: h.Update,
-		CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()), UpdatedReady: ready}})
+	plan, err := PlanPreDownload(PreDownloadInput{StatefulSet: p.set, Move: predownload.TemplatedMove(h, p.pods)})
 	if err != nil {
 		return nil // a bad maxUnavailable: the rollout fails on it and says so
 	}

@@ -120,9 +120,9 @@ func (c *Controller) keepPreparingDelete(ctx context.Context, p *pass) (bool, er
 // current one below the partition of a rolling update, else the update revision.
 func (c *Controller) revisionFor(p *pass, position int) string {
 	if isRolling(p.set) && position < partition(p.set) {
-		return p.history.currentName()
+		return p.history.CurrentName()
 	}
-	return p.history.updateName()
+	return p.history.UpdateName()
 }
 
 // errNamespaceGone: a creation was refused because the namespace is being deleted; it stops
@@ -153,7 +153,7 @@ func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error 
 }
 
 func (c *Controller) recipe(p *pass, rev string) PodRecipe {
-	t := p.history.template(rev)
+	t := p.history.Template(rev)
 	if t == nil {
 		t = &p.set.Spec.Template
 	}
@@ -182,10 +182,8 @@ func (c *Controller) deleteWithHook(ctx context.Context, p *pass, pod *corev1.Po
 }
 
 func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	c.expect.Expect(p.key, expectations.Delete, expectations.Pods, pod.Name)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
-		c.expect.Observe(p.key, expectations.Delete, expectations.Pods, pod.Name)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
@@ -199,7 +197,7 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 // wantsUpdate is whether the rollout would replace the pod at position i: a rolling update,
 // the pod at or above the partition and not at the update revision.
 func (c *Controller) wantsUpdate(p *pass, i int, pod *corev1.Pod) bool {
-	return isRolling(p.set) && i >= partition(p.set) && podstate.Revision(pod) != p.history.updateName()
+	return isRolling(p.set) && i >= partition(p.set) && podstate.Revision(pod) != p.history.UpdateName()
 }
 
 // namespaceTerminating is whether err refuses a creation because the namespace is being

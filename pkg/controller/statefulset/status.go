@@ -60,7 +60,7 @@ func Tally(pods []*corev1.Pod, current, update string, minReadySeconds int32, no
 // writeStatus writes the set's status from the pass.
 func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	set := p.set
-	update, current := p.history.updateName(), p.history.currentName()
+	update, current := p.history.UpdateName(), p.history.CurrentName()
 	// Every wanted ordinal has a pod at the update revision and no other pod is left: the
 	// update revision becomes the current one, as the built-in controller does. (Slots are the
 	// wanted ordinals that have pods, so all pods are in them when none is condemned.)

@@ -2,21 +2,22 @@ package statefulset
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/ordinals"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
+	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
 // Event reasons: the built-in StatefulSet controller's, and OpenKruise's for in-place updates.
@@ -101,7 +102,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if preDownloadErr != nil {
 		return 0, preDownloadErr
 	}
-	return shortest(after, c.minReadyRecheck(p)), nil
+	return durations.Shortest(after, podstate.AvailableAfter(p.pods, p.minReady, p.now)), nil
 }
 
 // act takes the pass's one step: move pods' in-place updates and lifecycle states on, keep the
@@ -132,7 +133,7 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 		p.failedUpdate = append(p.failedUpdate, err.Error())
 		return after, err
 	}
-	if err := c.truncateHistory(ctx, p); err != nil {
+	if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.set.Spec.RevisionHistoryLimit, p.pods); err != nil {
 		return after, err
 	}
 	return after, nil
@@ -140,14 +141,9 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 
 // newPass reads what a reconcile needs; nil (and no error) when the spec cannot be acted on.
 func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, key string) (*pass, error) {
-	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-	if err != nil || selector.Empty() {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "spec.selector %v: it must be a valid, non-empty selector", err)
-		return nil, nil
-	}
-	if !selector.Matches(labels.Set(set.Spec.Template.Labels)) {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec,
-			"spec.template.metadata.labels do not match the selector %q: the StatefulSet would not own the pods it creates; no pod is created", selector.String())
+	selector, problem := ownership.PodSelector("StatefulSet", set.Spec.Selector, set.Spec.Template.Labels)
+	if problem != "" {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", problem)
 		return nil, nil
 	}
 	reserved, err := ordinals.Parse(set.Spec.ReserveOrdinals)
@@ -205,54 +201,4 @@ func scaled(v *intstr.IntOrString, replicas, def int) (int, error) {
 		return 0, err
 	}
 	return max(n, 1), nil
-}
-
-// minReadyRecheck is when a ready pod becomes available by minReadySeconds.
-func (c *Controller) minReadyRecheck(p *pass) time.Duration {
-	if p.minReady <= 0 {
-		return 0
-	}
-	var soonest time.Duration
-	for _, pod := range p.pods {
-		ready := readyCondition(pod)
-		if ready == nil || ready.Status != corev1.ConditionTrue {
-			continue
-		}
-		left := ready.LastTransitionTime.Add(time.Duration(p.minReady)*time.Second).Sub(p.now) + time.Second
-		if left > 0 {
-			soonest = shortest(soonest, left)
-		}
-	}
-	return soonest
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// shortest is the smallest positive duration of ds; 0 when none is.
-func shortest(ds ...time.Duration) time.Duration {
-	var out time.Duration
-	for _, d := range ds {
-		if d > 0 && (out == 0 || d < out) {
-			out = d
-		}
-	}
-	return out
-}
-
-func (c *Controller) truncateHistory(ctx context.Context, p *pass) error {
-	limit := int32(10)
-	if p.set.Spec.RevisionHistoryLimit != nil {
-		limit = *p.set.Spec.RevisionHistoryLimit
-	}
-	if err := c.history.Truncate(ctx, p.history.All, limit, p.history.Live(p.pods)); err != nil {
-		return fmt.Errorf("truncating the revision history: %w", err)
-	}
-	return nil
 }

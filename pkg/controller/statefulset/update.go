@@ -8,9 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
@@ -54,7 +51,7 @@ func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 	ru := p.set.Spec.UpdateStrategy.RollingUpdate
 	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
-		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.updateName(), MinReadySeconds: p.minReady, Now: p.now,
+		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.minReady, Now: p.now,
 		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil }}
 	if ru != nil && in.Parallel {
 		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
@@ -96,7 +93,7 @@ func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 // updatePod moves one old pod to the update revision: in place when the policy and the change
 // allow it, else by deleting it (through its preDelete hook).
 func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) error {
-	update := p.history.updateName()
+	update := p.history.UpdateName()
 	if lifecycle.StateOf(pod) == pub.LifecycleStatePreparingDelete {
 		return c.deleteWithHook(ctx, p, pod) // on its way out already
 	}
@@ -107,7 +104,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 			pod.Name, pub.InPlaceUpdateReady)
 		policy = inplace.PolicyReCreate
 	}
-	r := inplace.RouteUpdate(policy, p.history.template(podstate.Revision(pod)), p.history.template(update), inPlaceOptions)
+	r := inplace.RouteUpdate(policy, p.history.Template(podstate.Revision(pod)), p.history.Template(update), inPlaceOptions)
 	if r.Refused != nil {
 		msg := fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)
 		p.failedUpdate = append(p.failedUpdate, msg)
@@ -154,101 +151,27 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 // error of the pass; the rollout leaves it too (RolloutInput.Held), for the reasons the CloneSet
 // controller gives (pkg/controller/cloneset refreshPods).
 func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
-	acted := false
-	var after time.Duration
-	var errs []string
+	var pods []*corev1.Pod
 	for _, pod := range p.pods {
-		if Terminating(pod) {
-			continue
-		}
-		res := c.updater.Refresh(ctx, pod)
-		if res.Pod != nil {
-			c.podVersions.Expect(res.Pod)
-		}
-		if res.Outcome == inplace.OutcomeUnreadable {
-			inplace.ReportUnreadable(ctx, c.recorder, p.set, pod, res.Err)
-			continue
-		}
-		if res.Err != nil {
-			if !apierrors.IsConflict(res.Err) && !apierrors.IsNotFound(res.Err) {
-				errs = append(errs, fmt.Sprintf("pod %s: %v", pod.Name, res.Err))
-			}
-			acted = true
-			continue
-		}
-		switch res.Outcome {
-		case inplace.OutcomeMarkedReady:
-			acted = true
-			pod = res.Pod
-		case inplace.OutcomeNextBatch, inplace.OutcomeGraceFinished, inplace.OutcomeGateReleased, inplace.OutcomeGateHeld, inplace.OutcomeNotReadyRestated:
-			acted = true
-			continue
-		case inplace.OutcomeWaiting:
-			after = shortest(after, res.RequeueAfter)
-		}
-		want := lifecycle.WantNothing
-		if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
-			if done, _, err := inplace.UpdateDone(pod); err == nil && done &&
-				(res.Outcome == inplace.OutcomeNothing || res.Outcome == inplace.OutcomeMarkedReady) {
-				want = lifecycle.WantUpdateFinished
-			}
-		}
-		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: want,
-			AtTargetRevision: podstate.Revision(pod) == p.history.updateName()})
-		var err error
-		if dec.Action == lifecycle.ActionSetState {
-			err = c.setLifecycleState(ctx, p, pod, dec)
-			acted = true
-		} else {
-			err = c.patchReadiness(ctx, p, pod, lifecycle.StateOf(pod))
-		}
-		if err != nil {
-			errs = append(errs, err.Error())
+		if !Terminating(pod) {
+			pods = append(pods, pod)
 		}
 	}
-	if len(errs) > 0 {
-		return acted, after, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return acted, after, nil
+	return lifecycle.RefreshPass{
+		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.UpdateName(),
+		Recorder: c.recorder, Owner: p.set, Refreshed: c.podVersions.Expect,
+	}.Run(ctx, pods)
 }
 
-// setLifecycleState writes decision d's state on pod: the KruisePodReady condition first, then
-// the state label.
+// states writes the lifecycle states of p's pods, expecting each write so that the pod's next
+// update waits until the cache shows it (a pod just sent to PreparingDelete is no longer
+// available).
+func (c *Controller) states(p *pass) lifecycle.Writer {
+	return lifecycle.Writer{Client: c.client, Clock: c.clock, Lifecycle: p.set.Spec.Lifecycle, Wrote: c.podVersions.Expect}
+}
+
+// setLifecycleState writes decision d's state on pod (lifecycle.Writer.SetState).
 func (c *Controller) setLifecycleState(ctx context.Context, p *pass, pod *corev1.Pod, d lifecycle.Decision) error {
-	if err := c.patchReadiness(ctx, p, pod, d.State); err != nil {
-		return err
-	}
-	patch, err := d.Patch(pod, c.clock)
-	if err != nil || patch == nil {
-		return err
-	}
-	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("setting lifecycle state %s on pod %s: %w", d.State, pod.Name, err)
-	}
-	// Until the cache shows the new state, the pod must not be read as it was (a pod just sent
-	// to PreparingDelete is no longer available).
-	c.podVersions.Expect(out)
-	klog.FromContext(ctx).V(2).Info("Set lifecycle state", "pod", klog.KObj(pod), "state", d.State, "reason", d.Reason)
-	return nil
-}
-
-// patchReadiness gives the pod the KruisePodReady condition its lifecycle state asks for.
-func (c *Controller) patchReadiness(ctx context.Context, p *pass, pod *corev1.Pod, state pub.LifecycleStateType) error {
-	patch, err := lifecycle.ReadinessPatch(pod, p.set.Spec.Lifecycle, state, c.clock)
-	if err != nil || patch == nil {
-		return err
-	}
-	out, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("setting the KruisePodReady condition of pod %s: %w", pod.Name, err)
-	}
-	c.podVersions.Expect(out)
-	return nil
+	_, err := c.states(p).SetState(ctx, pod, d)
+	return err
 }

@@ -66,45 +66,14 @@ func patchBuiltin(ctx context.Context, c *clients, t target, pt types.PatchType,
 // builtinListWatch lists and watches one built-in workload by name.
 func builtinListWatch(c *clients, t target) (cache.ListerWatcher, runtime.Object) {
 	apps := c.kube.AppsV1()
-	field := "metadata.name=" + t.name
-	lw := &cache.ListWatch{}
-	var example runtime.Object
 	switch t.kind.gvk.Kind {
 	case "Deployment":
-		api := apps.Deployments(t.namespace)
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = field
-			return api.List(ctx, o)
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = field
-			return api.Watch(watchContext(ctx), o)
-		}
-		example = &appsv1.Deployment{}
+		return oneObject(apps.Deployments(t.namespace), t.name), &appsv1.Deployment{}
 	case "StatefulSet":
-		api := apps.StatefulSets(t.namespace)
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = field
-			return api.List(ctx, o)
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = field
-			return api.Watch(watchContext(ctx), o)
-		}
-		example = &appsv1.StatefulSet{}
+		return oneObject(apps.StatefulSets(t.namespace), t.name), &appsv1.StatefulSet{}
 	default:
-		api := apps.DaemonSets(t.namespace)
-		lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = field
-			return api.List(ctx, o)
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = field
-			return api.Watch(watchContext(ctx), o)
-		}
-		example = &appsv1.DaemonSet{}
+		return oneObject(apps.DaemonSets(t.namespace), t.name), &appsv1.DaemonSet{}
 	}
-	return lw, example
 }
 
 // builtinStatus is kubectl's `rollout status`: kubectl's StatusViewer

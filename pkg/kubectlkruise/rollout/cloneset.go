@@ -1,50 +1,16 @@
 package rollout
 
 import (
-	"context"
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	partitionpkg "github.com/nodekruise/kruise/pkg/workload/partition"
 )
 
-// cloneSetKind adapts CloneSets, read as v1alpha1: the version every
-// OpenKruise release serves, whose fields (spec.updateStrategy.paused and
-// partition) are those users know.
-type cloneSetKind struct{}
-
+// cloneSet adapts a CloneSet, read as v1alpha1 (see kruiseKindOf).
 type cloneSet struct{ *appsv1alpha1.CloneSet }
-
-func (cloneSetKind) get(ctx context.Context, c *clients, namespace, name string) (workload, error) {
-	cs, err := c.kruise.AppsV1alpha1().CloneSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return cloneSet{cs}, nil
-}
-
-func (cloneSetKind) listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object) {
-	return oneObject(c.kruise.AppsV1alpha1().CloneSets(namespace), name), &appsv1alpha1.CloneSet{}
-}
-
-func (cloneSetKind) patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error) {
-	cs, err := c.kruise.AppsV1alpha1().CloneSets(namespace).Patch(ctx, name, pt, data, opts)
-	if err != nil {
-		return nil, err
-	}
-	return cloneSet{cs}, nil
-}
-
-func (cloneSetKind) pausePatch(paused bool) []byte {
-	return fmt.Appendf(nil, `{"spec":{"updateStrategy":{"paused":%t}}}`, paused)
-}
 
 func (w cloneSet) podSelector() *metav1.LabelSelector   { return w.Spec.Selector }
 func (w cloneSet) podTemplate() *corev1.PodTemplateSpec { return &w.Spec.Template }

@@ -29,13 +29,9 @@ ReplicaSets) with their change cause, or one revision's pod template.`,
   kubectl kruise rollout history asts/db --revision=3`,
 		Args:              targetArgs,
 		ValidArgsFunction: d.completeTargets,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := d.resolveTarget(args)
-			if err != nil {
-				return err
-			}
+		RunE: d.onTarget(func(cmd *cobra.Command, t target) error {
 			return d.runHistory(cmd.Context(), t, o)
-		},
+		}),
 	}
 	cmd.Flags().Int64Var(&o.revision, "revision", 0, "See the details, including the pod template, of the revision specified.")
 	o.printFlags.AddFlags(cmd)
@@ -43,23 +39,16 @@ ReplicaSets) with their change cause, or one revision's pod template.`,
 }
 
 func (d *deps) runHistory(ctx context.Context, t target, o historyOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := d.clients()
+	ctx, c, err := d.start(ctx)
 	if err != nil {
 		return err
 	}
 	if t.kind.builtin {
 		return d.builtinHistory(ctx, c, t, o)
 	}
-	kk, err := kruiseKindOf(t.kind)
+	_, w, err := getKruise(ctx, c, t)
 	if err != nil {
 		return err
-	}
-	w, err := kk.get(ctx, c, t.namespace, t.name)
-	if err != nil {
-		return fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
 	}
 	revisions, err := ownedRevisions(ctx, c, w)
 	if err != nil {

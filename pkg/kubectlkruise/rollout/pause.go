@@ -50,22 +50,13 @@ func newCmdPauseOrResume(d *deps, paused bool, cmd *cobra.Command) *cobra.Comman
 	o := pauseOptions{paused: paused, printFlags: genericclioptions.NewPrintFlags(operation).WithTypeSetter(scheme.Scheme)}
 	cmd.Args = targetArgs
 	cmd.ValidArgsFunction = d.completeTargets
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := d.resolveTarget(args)
-		if err != nil {
-			return err
-		}
-		return d.runPause(cmd.Context(), t, o)
-	}
+	cmd.RunE = d.onTarget(func(cmd *cobra.Command, t target) error { return d.runPause(cmd.Context(), t, o) })
 	o.printFlags.AddFlags(cmd)
 	return cmd
 }
 
 func (d *deps) runPause(ctx context.Context, t target, o pauseOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := d.clients()
+	ctx, c, err := d.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -95,13 +86,9 @@ func (d *deps) runPause(ctx context.Context, t target, o pauseOptions) error {
 		}
 		return printAs(o.printFlags, t, patched, operation, d.streams.Out)
 	}
-	kk, err := kruiseKindOf(t.kind)
+	kk, w, err := getKruise(ctx, c, t)
 	if err != nil {
 		return err
-	}
-	w, err := kk.get(ctx, c, t.namespace, t.name)
-	if err != nil {
-		return fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
 	}
 	if w.isPaused() == o.paused {
 		return printAs(o.printFlags, t, w, already, d.streams.Out)

@@ -42,23 +42,16 @@ that recreates (ReCreate) replaces the pods. Follow it with
   kubectl kruise rollout restart cloneset/web`,
 		Args:              targetArgs,
 		ValidArgsFunction: d.completeTargets,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := d.resolveTarget(args)
-			if err != nil {
-				return err
-			}
+		RunE: d.onTarget(func(cmd *cobra.Command, t target) error {
 			return d.runRestart(cmd.Context(), t, o)
-		},
+		}),
 	}
 	o.printFlags.AddFlags(cmd)
 	return cmd
 }
 
 func (d *deps) runRestart(ctx context.Context, t target, o restartOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := d.clients()
+	ctx, c, err := d.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,13 +70,9 @@ func (d *deps) runRestart(ctx context.Context, t target, o restartOptions) error
 		}
 		return printAs(o.printFlags, t, patched, "restarted", d.streams.Out)
 	}
-	kk, err := kruiseKindOf(t.kind)
+	kk, w, err := getKruise(ctx, c, t)
 	if err != nil {
 		return err
-	}
-	w, err := kk.get(ctx, c, t.namespace, t.name)
-	if err != nil {
-		return fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
 	}
 	if w.isPaused() {
 		return fmt.Errorf("can't restart paused %s %q (run kubectl kruise rollout resume %s/%s first)", t.kind.display, t.name, kindArg(t.kind.display), t.name)

@@ -6,6 +6,8 @@
 package rollout
 
 import (
+	"context"
+
 	"fmt"
 	"io"
 	"time"
@@ -81,4 +83,14 @@ DaemonSets (ads), and of the built-in Deployments, StatefulSets and DaemonSets
 	}
 	cmd.AddCommand(newCmdStatus(d), newCmdHistory(d), newCmdUndo(d), newCmdPause(d), newCmdResume(d), newCmdRestart(d))
 	return cmd
+}
+
+// start is what every subcommand begins with: its context (Background when cobra gave none,
+// as in tests) and the clients.
+func (d *deps) start(ctx context.Context) (context.Context, *clients, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, err := d.clients()
+	return ctx, c, err
 }

@@ -1,47 +1,15 @@
 package rollout
 
 import (
-	"context"
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
-// statefulSetKind adapts Advanced StatefulSets (read as v1beta1).
-type statefulSetKind struct{}
-
+// statefulSet adapts an Advanced StatefulSet, read as v1beta1.
 type statefulSet struct{ *appsv1beta1.StatefulSet }
-
-func (statefulSetKind) get(ctx context.Context, c *clients, namespace, name string) (workload, error) {
-	set, err := c.kruise.AppsV1beta1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return statefulSet{set}, nil
-}
-
-func (statefulSetKind) listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object) {
-	return oneObject(c.kruise.AppsV1beta1().StatefulSets(namespace), name), &appsv1beta1.StatefulSet{}
-}
-
-func (statefulSetKind) patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error) {
-	set, err := c.kruise.AppsV1beta1().StatefulSets(namespace).Patch(ctx, name, pt, data, opts)
-	if err != nil {
-		return nil, err
-	}
-	return statefulSet{set}, nil
-}
-
-func (statefulSetKind) pausePatch(paused bool) []byte {
-	return fmt.Appendf(nil, `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":%t}}}}`, paused)
-}
 
 func (w statefulSet) podSelector() *metav1.LabelSelector   { return w.Spec.Selector }
 func (w statefulSet) podTemplate() *corev1.PodTemplateSpec { return &w.Spec.Template }

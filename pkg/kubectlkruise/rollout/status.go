@@ -44,13 +44,9 @@ ready and available. It fails when a CloneSet passes its progressDeadlineSeconds
   kubectl kruise rollout status ads/agent --timeout=5m`,
 		Args:              targetArgs,
 		ValidArgsFunction: d.completeTargets,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := d.resolveTarget(args)
-			if err != nil {
-				return err
-			}
+		RunE: d.onTarget(func(cmd *cobra.Command, t target) error {
 			return d.runStatus(cmd.Context(), t, o)
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", o.watch, "Watch the rollout until it is done.")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "How long to wait before giving up; 0 waits for ever (e.g. 1s, 2m, 3h).")
@@ -59,10 +55,7 @@ ready and available. It fails when a CloneSet passes its progressDeadlineSeconds
 }
 
 func (d *deps) runStatus(ctx context.Context, t target, o statusOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := d.clients()
+	ctx, c, err := d.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -74,13 +67,9 @@ func (d *deps) runStatus(ctx context.Context, t target, o statusOptions) error {
 	if t.kind.builtin {
 		return d.builtinStatus(ctx, c, t, o)
 	}
-	kk, err := kruiseKindOf(t.kind)
+	kk, w, err := getKruise(ctx, c, t)
 	if err != nil {
 		return err
-	}
-	w, err := kk.get(ctx, c, t.namespace, t.name)
-	if err != nil {
-		return fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
 	}
 	if err := checkRevision(ctx, c, t, w, o.revision); err != nil {
 		return err

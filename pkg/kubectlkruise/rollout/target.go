@@ -138,6 +138,17 @@ func (d *deps) resolveTarget(args []string) (target, error) {
 	return parseTarget(args, ns)
 }
 
+// onTarget is the RunE of a command on one workload: run with the workload its arguments name.
+func (d *deps) onTarget(run func(cmd *cobra.Command, t target) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		t, err := d.resolveTarget(args)
+		if err != nil {
+			return err
+		}
+		return run(cmd, t)
+	}
+}
+
 // targetArgs accepts KIND/NAME or KIND NAME.
 func targetArgs(_ *cobra.Command, args []string) error {
 	if len(args) < 1 || len(args) > 2 {

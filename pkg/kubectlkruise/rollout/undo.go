@@ -40,16 +40,13 @@ any other (in place where it can).`,
   kubectl kruise rollout undo asts/db --dry-run=client`,
 		Args:              targetArgs,
 		ValidArgsFunction: d.completeTargets,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := d.resolveTarget(args)
-			if err != nil {
-				return err
-			}
+		RunE: d.onTarget(func(cmd *cobra.Command, t target) error {
+			var err error
 			if o.dryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 				return err
 			}
 			return d.runUndo(cmd.Context(), t, o)
-		},
+		}),
 	}
 	cmd.Flags().Int64Var(&o.toRevision, "to-revision", 0, "The revision to roll back to. Default to 0 (last revision).")
 	cmdutil.AddDryRunFlag(cmd)
@@ -58,10 +55,7 @@ any other (in place where it can).`,
 }
 
 func (d *deps) runUndo(ctx context.Context, t target, o undoOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	c, err := d.clients()
+	ctx, c, err := d.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -80,13 +74,9 @@ func (d *deps) runUndo(ctx context.Context, t target, o undoOptions) error {
 		}
 		return printAs(o.printFlags, t, obj, result, d.streams.Out)
 	}
-	kk, err := kruiseKindOf(t.kind)
+	kk, w, err := getKruise(ctx, c, t)
 	if err != nil {
 		return err
-	}
-	w, err := kk.get(ctx, c, t.namespace, t.name)
-	if err != nil {
-		return fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
 	}
 	revisions, err := ownedRevisions(ctx, c, w)
 	if err != nil {

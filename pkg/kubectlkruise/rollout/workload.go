@@ -75,14 +75,92 @@ type kruiseKind interface {
 func kruiseKindOf(k *kindInfo) (kruiseKind, error) {
 	switch k.gvk.Kind {
 	case "CloneSet":
-		return cloneSetKind{}, nil
+		// Read as v1alpha1: the version every OpenKruise release serves, whose fields
+		// (spec.updateStrategy.paused and partition) are those users know.
+		return kindAPI[*appsv1alpha1.CloneSet, *appsv1alpha1.CloneSetList]{
+			api: func(c *clients, ns string) typedClient[*appsv1alpha1.CloneSet, *appsv1alpha1.CloneSetList] {
+				return c.kruise.AppsV1alpha1().CloneSets(ns)
+			},
+			wrap:        func(o *appsv1alpha1.CloneSet) workload { return cloneSet{o} },
+			example:     &appsv1alpha1.CloneSet{},
+			pauseFormat: `{"spec":{"updateStrategy":{"paused":%t}}}`,
+		}, nil
 	case "StatefulSet":
-		return statefulSetKind{}, nil
+		return kindAPI[*appsv1beta1.StatefulSet, *appsv1beta1.StatefulSetList]{
+			api: func(c *clients, ns string) typedClient[*appsv1beta1.StatefulSet, *appsv1beta1.StatefulSetList] {
+				return c.kruise.AppsV1beta1().StatefulSets(ns)
+			},
+			wrap:        func(o *appsv1beta1.StatefulSet) workload { return statefulSet{o} },
+			example:     &appsv1beta1.StatefulSet{},
+			pauseFormat: `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":%t}}}}`,
+		}, nil
 	case "DaemonSet":
-		return daemonSetKind{}, nil
+		// Read as v1alpha1, the version every OpenKruise release serves.
+		return kindAPI[*appsv1alpha1.DaemonSet, *appsv1alpha1.DaemonSetList]{
+			api: func(c *clients, ns string) typedClient[*appsv1alpha1.DaemonSet, *appsv1alpha1.DaemonSetList] {
+				return c.kruise.AppsV1alpha1().DaemonSets(ns)
+			},
+			wrap:        func(o *appsv1alpha1.DaemonSet) workload { return daemonSet{o} },
+			example:     &appsv1alpha1.DaemonSet{},
+			pauseFormat: `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":%t}}}}`,
+		}, nil
 	}
 	return nil, fmt.Errorf("no kruise adapter for %s", k.gvk)
 }
+
+// getKruise reads the kruise workload t names, through its kind's adapter.
+func getKruise(ctx context.Context, c *clients, t target) (kruiseKind, workload, error) {
+	kk, err := kruiseKindOf(t.kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := kk.get(ctx, c, t.namespace, t.name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s %q in namespace %q: %w", t.kind.display, t.name, t.namespace, err)
+	}
+	return kk, w, nil
+}
+
+// typedClient is the part of one kind's typed client in a namespace the commands use.
+type typedClient[T, L runtime.Object] interface {
+	typedAPI[L]
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// kindAPI is the kruiseKind of the kind whose objects are T (lists L): every kind is read,
+// watched and patched alike, through its typed client, and differs only in its adapter of
+// objects (wrap) and where its paused field is.
+type kindAPI[T, L runtime.Object] struct {
+	api  func(c *clients, namespace string) typedClient[T, L]
+	wrap func(T) workload
+	// example is an empty T, the type the list-watch hands out.
+	example runtime.Object
+	// pauseFormat is the merge patch that sets the paused field, with a %t for its value.
+	pauseFormat string
+}
+
+func (k kindAPI[T, L]) get(ctx context.Context, c *clients, namespace, name string) (workload, error) {
+	obj, err := k.api(c, namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return k.wrap(obj), nil
+}
+
+func (k kindAPI[T, L]) listWatch(c *clients, namespace, name string) (cache.ListerWatcher, runtime.Object) {
+	return oneObject[L](k.api(c, namespace), name), k.example
+}
+
+func (k kindAPI[T, L]) patch(ctx context.Context, c *clients, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (workload, error) {
+	obj, err := k.api(c, namespace).Patch(ctx, name, pt, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	return k.wrap(obj), nil
+}
+
+func (k kindAPI[T, L]) pausePatch(paused bool) []byte { return fmt.Appendf(nil, k.pauseFormat, paused) }
 
 // typedAPI is the List and Watch of one kind's typed client in a namespace.
 type typedAPI[L runtime.Object] interface {

@@ -34,3 +34,15 @@ func Sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 		return false
 	}
 }
+
+// Shortest is the smallest positive duration of ds; 0 when none is. A controller gathers the
+// requeue delays of one pass with it, a 0 among them meaning "no requeue wanted".
+func Shortest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}

@@ -49,3 +49,10 @@ func TestSleep(t *testing.T) {
 	assert.True(t, Sleep(context.Background(), clk, 0), "no wait")
 	assert.False(t, Sleep(ctx, clk, -time.Second), "no wait, but ctx has ended")
 }
+
+func TestShortest(t *testing.T) {
+	assert.Equal(t, time.Duration(0), Shortest())
+	assert.Equal(t, time.Duration(0), Shortest(0, -time.Second))
+	assert.Equal(t, 2*time.Second, Shortest(0, 3*time.Second, -time.Second, 2*time.Second))
+	assert.Equal(t, time.Second, Shortest(time.Second, 0))
+}

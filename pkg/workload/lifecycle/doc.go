@@ -12,5 +12,6 @@
 // until ALL are on it, and an updated pod stays Updated until all of inPlaceUpdate's are back.
 // This is how a user drains traffic, deregisters, or warms up a pod around kruise's own changes.
 // A hook with markPodNotReady also takes the pod out of its Services while it waits
-// (ReadinessPatch). The package reads and writes pods only; it lists and patches nothing itself.
+// (ReadinessPatch). Decide and the patches are pure; Writer is the thin I/O every workload sends
+// them through, and AfterRefresh the step every in-place refresh ends with.
 package lifecycle

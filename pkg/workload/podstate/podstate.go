@@ -18,11 +18,11 @@ func Ready(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning {
 		return false
 	}
-	ready := condition(pod, corev1.PodReady)
+	ready := Condition(pod, corev1.PodReady)
 	if ready == nil || ready.Status != corev1.ConditionTrue {
 		return false
 	}
-	if c := condition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse {
+	if c := Condition(pod, pub.InPlaceUpdateReady); c != nil && c.Status == corev1.ConditionFalse {
 		return false
 	}
 	return true
@@ -42,14 +42,37 @@ func Available(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	if minReadySeconds <= 0 {
 		return true
 	}
-	since := condition(pod, corev1.PodReady).LastTransitionTime
+	since := Condition(pod, corev1.PodReady).LastTransitionTime
 	return !since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
 // Revision is the revision (ControllerRevision name) the pod is at.
 func Revision(pod *corev1.Pod) string { return pod.Labels[appsv1.ControllerRevisionHashLabelKey] }
 
-func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+// AvailableAfter is how long after now the first of pods that is Ready but not yet Available
+// turns available by minReadySeconds, and a second more so that a recheck then finds it so; 0
+// when none will (minReadySeconds 0, or every ready pod available already). A controller
+// requeues after it, for status to count the pod without waiting for another event.
+func AvailableAfter(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	if minReadySeconds <= 0 {
+		return 0
+	}
+	var soonest time.Duration
+	for _, pod := range pods {
+		if !Ready(pod) || Available(pod, minReadySeconds, now) {
+			continue
+		}
+		since := Condition(pod, corev1.PodReady).LastTransitionTime.Time
+		left := since.Add(time.Duration(minReadySeconds)*time.Second).Sub(now) + time.Second
+		if left > 0 && (soonest == 0 || left < soonest) {
+			soonest = left
+		}
+	}
+	return soonest
+}
+
+// Condition is the pod's condition of type t; nil when it has none.
+func Condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == t {
 			return &pod.Status.Conditions[i]

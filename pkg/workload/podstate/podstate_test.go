@@ -56,3 +56,23 @@ func TestAvailable(t *testing.T) {
 		})
 	}
 }
+
+func TestAvailableAfter(t *testing.T) {
+	now := t0.Add(time.Minute)
+	pods := []*corev1.Pod{
+		readyPod("available", t0),
+		readyPod("soon", now.Add(-20*time.Second)),
+		readyPod("later", now.Add(-5*time.Second)),
+		readyPod("held", now.Add(-50*time.Second), state(pub.LifecycleStatePreparingDelete)),
+		gen.Pod("pending", gen.SetPodPhase(corev1.PodPending)),
+	}
+	if got, want := AvailableAfter(pods, 30, now), 11*time.Second; got != want {
+		t.Errorf("AvailableAfter = %v, want %v (the soonest ready pod, a second late)", got, want)
+	}
+	if got := AvailableAfter(pods, 0, now); got != 0 {
+		t.Errorf("AvailableAfter without minReadySeconds = %v, want 0", got)
+	}
+	if got := AvailableAfter(pods[:1], 30, now); got != 0 {
+		t.Errorf("AvailableAfter of available pods = %v, want 0", got)
+	}
+}

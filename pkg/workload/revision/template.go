@@ -39,3 +39,29 @@ func (h *History) ResolveTemplate(ctx context.Context, owner Owner, template *co
 	}
 	return revs, templates, nil
 }
+
+// Templated is a workload's revisions resolved with the pod template each records, for a
+// workload that compares a pod's template with the update's (CloneSet, Advanced StatefulSet).
+type Templated struct {
+	*Revisions
+	// Templates holds the template of every revision that decodes, by revision name.
+	Templates map[string]*corev1.PodTemplateSpec
+}
+
+// CurrentName and UpdateName are the current and update revisions' names.
+func (t *Templated) CurrentName() string { return t.Current.Name }
+func (t *Templated) UpdateName() string  { return t.Update.Name }
+
+// Template is the pod template of revision name; nil when it is not in the history (or does not
+// decode).
+func (t *Templated) Template(name string) *corev1.PodTemplateSpec { return t.Templates[name] }
+
+// ResolveTemplated is ResolveTemplate as one Templated; nil on an error.
+func (h *History) ResolveTemplated(ctx context.Context, owner Owner, template *corev1.PodTemplateSpec, currentName string,
+	collisionCount *int32) (*Templated, error) {
+	revs, templates, err := h.ResolveTemplate(ctx, owner, template, currentName, collisionCount)
+	if err != nil {
+		return nil, err
+	}
+	return &Templated{Revisions: revs, Templates: templates}, nil
+}

@@ -54,3 +54,25 @@ func (h *History) Truncate(ctx context.Context, revisions []*appsv1.ControllerRe
 	}
 	return nil
 }
+
+// DefaultHistoryLimit is OpenKruise's default of a workload's spec.revisionHistoryLimit.
+const DefaultHistoryLimit int32 = 10
+
+// HistoryLimit is the number of old revisions spec.revisionHistoryLimit keeps: limit, or
+// DefaultHistoryLimit when it is unset.
+func HistoryLimit(limit *int32) int32 {
+	if limit == nil {
+		return DefaultHistoryLimit
+	}
+	return *limit
+}
+
+// TruncateHistory is Truncate as a workload whose pods carry their revision in the
+// controller-revision-hash label runs it: it keeps r's current and update revisions and those of
+// pods (Revisions.Live), and at most limit (spec.revisionHistoryLimit, see HistoryLimit) others.
+func (h *History) TruncateHistory(ctx context.Context, r *Revisions, limit *int32, pods []*corev1.Pod) error {
+	if err := h.Truncate(ctx, r.All, HistoryLimit(limit), r.Live(pods)); err != nil {
+		return fmt.Errorf("truncating the revision history: %w", err)
+	}
+	return nil
+}

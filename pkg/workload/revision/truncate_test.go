@@ -2,6 +2,7 @@ package revision
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -63,4 +65,25 @@ func TestTruncateIgnoresRevisionsAlreadyGone(t *testing.T) {
 	f := newFixture(nil)
 	require.NoError(t, f.history.Truncate(context.Background(), []*appsv1.ControllerRevision{gone}, 0, sets.New[string]()))
 	assert.Equal(t, 1, f.writes(), "the delete was sent")
+}
+
+func TestTruncateHistory(t *testing.T) {
+	var history []*appsv1.ControllerRevision
+	for i := range 15 {
+		history = append(history, stored(t, fmt.Sprintf("v%d", i+1), int64(i+1)))
+	}
+	resolved := &Revisions{All: history, Current: history[13], Update: history[14]}
+	pods := []*corev1.Pod{gen.Pod("web-a", gen.AddPodLabels(map[string]string{PodRevisionLabel: history[0].Name}))}
+	remaining := func(t *testing.T, limit *int32) int {
+		f := newFixture(history)
+		require.NoError(t, f.history.TruncateHistory(context.Background(), resolved, limit, pods))
+		return len(f.stored(t))
+	}
+	assert.Equal(t, 3+int(DefaultHistoryLimit), remaining(t, nil), "unset keeps the live three and the 10 newest others")
+	assert.Equal(t, 3+2, remaining(t, ptr.To[int32](2)), "the live three and two others")
+}
+
+func TestHistoryLimit(t *testing.T) {
+	assert.Equal(t, int32(10), HistoryLimit(nil))
+	assert.Equal(t, int32(0), HistoryLimit(ptr.To[int32](0)))
 }
