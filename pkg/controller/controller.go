@@ -41,6 +41,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
 	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/inplace"
 )
 
 // Controller is one reconciliation loop.
@@ -80,6 +81,9 @@ type Deps struct {
 	Options *Options
 	// Metrics registers a controller's own metrics, served on /metrics.
 	Metrics prometheus.Registerer
+	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+), asked
+	// lazily of discovery; the workloads that resize in place read it.
+	Resize *inplace.ResizeSupport
 }
 
 // Builder constructs a controller. It must not call the API server: it runs

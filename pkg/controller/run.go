@@ -40,6 +40,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/features"
+	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/server"
 )
 
@@ -276,6 +277,8 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
 	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject))
+	// Asked of discovery at the first sync that needs it, not here (builders call no API).
+	resize := inplace.NewResizeSupport(d.client.Discovery().ServerResourcesForGroupVersion, clock.RealClock{})
 	t := &term{
 		reg:       NewRegistry(),
 		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
@@ -287,7 +290,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
-			Options: o, Metrics: reregisterer{metrics},
+			Options: o, Metrics: reregisterer{metrics}, Resize: resize,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)
@@ -423,6 +426,7 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
+		Resize:       d.Resize,
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
@@ -481,6 +485,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+		Resize:               d.Resize,
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true

@@ -62,6 +62,10 @@ type Config struct {
 	// ImagePullJobs.
 	PreDownloadImages bool
 	ImagePullJobs     kruiseinformers.ImagePullJobInformer
+	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
+	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
+	// the reason. nil: it does.
+	Resize *inplace.ResizeSupport
 }
 
 // Controller runs CloneSets.
@@ -93,6 +97,8 @@ type Controller struct {
 	randomID func() string
 	// stranded are the instance IDs whose PVCs were created for a pod that could not be.
 	stranded *strandedClaims
+	// resize says whether pods can be resized (Config.Resize).
+	resize *inplace.ResizeSupport
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -122,6 +128,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
 		stranded:      newStrandedClaims(),
+		resize:        cfg.Resize,
 	}
 	if cfg.PreDownloadImages {
 		if cfg.ImagePullJobs == nil {

@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
 
@@ -108,6 +109,8 @@ func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Controlle
 type fixtureExtras struct {
 	preDownload bool
 	kruiseObjs  []runtime.Object
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, x fixtureExtras) *fixture {
@@ -130,6 +133,7 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 		Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
 		Recorder: rec, Clock: clocktesting.NewFakeClock(t0),
 		PreDownloadImages: x.preDownload, ImagePullJobs: kinf.Apps().V1beta1().ImagePullJobs(),
+		Resize: x.resize,
 	})
 	if err != nil {
 		t.Fatal(err)

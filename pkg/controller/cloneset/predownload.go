@@ -22,6 +22,8 @@ type PreDownloadInput struct {
 	// Budget is the CloneSet's strategy resolved to counts.
 	Budget Budget
 	Policy inplace.UpdatePolicy
+	// NoResize is why pods cannot be resized, "" when they can (inplace.ResizeSupport).
+	NoResize string
 	predownload.Move
 }
 
@@ -40,7 +42,7 @@ func PlanPreDownload(in PreDownloadInput) predownload.Plan {
 	if in.Budget.Partition == 0 && in.Budget.MaxUnavailable >= in.Budget.Replicas {
 		return predownload.IgnorePlan("every pod is updated in the first batch")
 	}
-	if r := inplace.RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions); r.InPlace == nil {
+	if r := inplace.RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions.WithoutResize(in.NoResize)); r.InPlace == nil {
 		return predownload.IgnorePlan("the change cannot be applied in place")
 	}
 	cs := in.CloneSet
@@ -77,7 +79,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 			ready++
 		}
 	}
-	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.Move{
+	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, NoResize: p.noResize, Move: predownload.Move{
 		Current: h.Current, Update: h.Update, CurrentTemplate: h.template(h.currentName()), UpdateTemplate: h.template(h.updateName()),
 		UpdatedReady: ready}})
 	return c.preDownloads.Apply(ctx, c.recorder, p.cs, h.Update, plan)

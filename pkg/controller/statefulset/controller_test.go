@@ -27,6 +27,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/inplace"
 	"github.com/nodekruise/kruise/pkg/revision"
 )
 
@@ -113,6 +114,8 @@ func newFixture(t *testing.T, set *appsv1beta1.StatefulSet, objs ...runtime.Obje
 type fixtureExtras struct {
 	preDownload bool
 	jobs        []*appsv1beta1.ImagePullJob
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.StatefulSet, objs ...runtime.Object) *fixture {
@@ -128,7 +131,7 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.Statefu
 	rec := record.NewFakeRecorder(100)
 	cfg := Config{Client: kube, KruiseClient: kruise, StatefulSets: kinf.Apps().V1beta1().StatefulSets(),
 		Pods: inf.Core().V1().Pods(), Claims: inf.Core().V1().PersistentVolumeClaims(), Revisions: inf.Apps().V1().ControllerRevisions(),
-		Recorder: rec, Clock: clocktesting.NewFakeClock(t0)}
+		Recorder: rec, Clock: clocktesting.NewFakeClock(t0), Resize: extras.resize}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
 	}
