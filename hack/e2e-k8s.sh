@@ -36,8 +36,9 @@ error_summary() {
   local f
   for f in "$1"/*.log; do
     [[ -f "${f}" ]] || continue
-    # klog text format: "E1129 13:42:01.123456       1 file.go:12] message key=value ...".
-    grep -E '^E[0-9]{4} ' "${f}" | sed -E 's/^[^]]*\] //; s/ [a-zA-Z]+=.*$//' | sort | uniq -c | sort -rn | head -5 |
+    # CRI log lines ("<time> stderr F <line>") of klog text ("E1129 13:42:01.123456 1 file.go:12] msg k=v").
+    sed -E 's/^[^ ]+ (stdout|stderr) [FP] //' "${f}" | grep -E '^E[0-9]{4} ' | sed -E 's/^[^]]*\] //; s/ [a-zA-Z]+=.*$//' |
+      sort | uniq -c | sort -rn | head -5 |
       sed "s|^|  $(basename "${f}" .log): |"
   done
 }
