@@ -49,6 +49,9 @@ K8S_VERSION="$(k8s_resolve_version "${K8S_VERSION:-${K8S_DEFAULT_VERSION}}")"
 K8S_MINOR="$(k8s_minor "${K8S_VERSION}")"
 # The staging modules (k8s.io/api, client-go, ...) of release v1.N.P are published as v0.N.P.
 K8S_LIB_VERSION="${K8S_LIB_VERSION:-v0.${K8S_VERSION#v1.}}"
+# What generates and renders the tree (code-generator, helm template's --kube-version) follows the
+# default release, never the running cluster's.
+K8S_CODEGEN_VERSION="v0.${K8S_DEFAULT_VERSION#v1.}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.4}"
 CRICTL_VERSION="${CRICTL_VERSION:-v1.34.0}"
 
