@@ -66,7 +66,10 @@ for v in "${versions[@]}"; do
   fail=$(grep -cE '^--- FAIL' "${dir}/e2e.log" || true)
   skip=$(grep -cE '^--- SKIP' "${dir}/e2e.log" || true)
   results+=("${v}: ${pass} passed, ${fail} failed, ${skip} skipped (go test exit ${rc}; ${dir})")
-  grep -E '^--- (FAIL|SKIP)' -A3 "${dir}/e2e.log" | grep -vE '^\s+=== ' >"${dir}/not-passed.txt" || true
+  # The tests not passed, each with the file:line messages go test -v printed just before it.
+  awk '/^(=== |--- PASS)/ {buf = ""; next}
+    /^    [a-z_]+\.go:[0-9]+:/ {buf = buf "\n" $0; next}
+    /^--- (FAIL|SKIP)/ {print $0 buf; buf = ""}' "${dir}/e2e.log" >"${dir}/not-passed.txt" || true
   error_summary "${dir}" >"${dir}/errors.txt" || true
   log "Kubernetes ${v}: ${pass} passed, ${fail} failed, ${skip} skipped"
 done
