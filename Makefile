@@ -18,10 +18,16 @@ E2E_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) KRUISE_HELM=$(HELM) go test -tags e2
 # how kruise was installed (components, CRDs and conversion, webhooks, scopes, RBAC, the daemon's
 # credential-provider config) and one test of each feature, not the whole suite a second time.
 # `make e2e-helm E2E_HELM_RUN=.` runs every test.
-E2E_HELM_RUN ?= ^(TestKruiseComponentsReady|TestOwnerReferencesPermissionEnforcement|TestDaemonReportsRuntime|TestComponentsStampedWithTheirCommit|TestCRDsEstablished|TestConversion.*|TestWebhook.*|TestNodeScope|TestNetworkSafety|TestMalformedObjects|TestCRRAdmissionFillsLabelsAndContext|TestCRRRecreatesContainer|TestImagePullWithPullSecret|TestImagePullViaCredentialProvider|TestSidecarNeverMainSucceeds|TestLaunchPriorityBarePod|TestCloneSetScaleAndUpdateInPlace|TestCloneSetScaleByKubectlAndHPA|TestStatefulSetOrderedIdentityInPlaceAndScaleIn|TestDaemonSetInPlaceImageUpdate|TestSidecarSetInjectNativeSeed|TestSidecarSetUpgradesImagesInPlace|TestWorkloadsBehaveAsTheBuiltinOnes)$$
+E2E_HELM_TESTS := TestKruiseComponentsReady|TestOwnerReferencesPermissionEnforcement|TestDaemonReportsRuntime|TestComponentsStampedWithTheirCommit|TestCRDsEstablished|TestConversion.*|TestWebhook.*|TestNodeScope|TestNetworkSafety|TestMalformedObjects|TestCRRAdmissionFillsLabelsAndContext|TestCRRRecreatesContainer|TestImagePullWithPullSecret|TestImagePullViaCredentialProvider|TestSidecarNeverMainSucceeds|TestLaunchPriorityBarePod|TestCloneSetScaleAndUpdateInPlace|TestCloneSetScaleByKubectlAndHPA|TestStatefulSetOrderedIdentityInPlaceAndScaleIn|TestDaemonSetInPlaceImageUpdate|TestSidecarSetInjectNativeSeed|TestSidecarSetUpgradesImagesInPlace|TestWorkloadsBehaveAsTheBuiltinOnes
+E2E_HELM_RUN ?= ^($(E2E_HELM_TESTS))$$
+
+# `make e2e-k8s`: the Helm pass's tests, and the tests of what degrades on older minors, at each of
+# K8S_VERSIONS (default: hack/lib.sh's K8S_TESTED_VERSIONS but the default release).
+E2E_K8S_RUN ?= ^($(E2E_HELM_TESTS)|TestCloneSetResizesInPlace|TestCloneSetResizeWithoutResizeSubresource)$$
+export K8S_VERSIONS
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-unit test-integration e2e e2e-helm reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
+.PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
 	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload
 
@@ -55,6 +61,9 @@ e2e-helm: deploy-helm ## The install-dependent e2e tests and one per feature aga
 	$(E2E_GO_TEST) -run '$(E2E_HELM_RUN)' ./test/e2e/
 	cm="$$(hack/build-certmanager.sh)" && KRUISE_CERT_MANAGER="$$cm" $(E2E_GO_TEST) ./test/e2e/helm/
 	$(E2E_GO_TEST) ./test/e2e/uninstall/
+
+e2e-k8s: ## NOT part of `make test` or CI: the Helm pass's e2e tests on Kubernetes 1.30 and 1.32 (K8S_VERSIONS="v1.30.14 v1.32.13"), one local cluster each (down and up again: needs the cluster to itself), then back to the default release; results in _output/e2e-k8s.
+	@E2E_K8S_RUN='$(E2E_K8S_RUN)' E2E_TIMEOUT=$(E2E_TIMEOUT) hack/e2e-k8s.sh
 
 # OpenKruise v1.9.0's own e2e suite against the deployed kruise (hack/reference-e2e.sh,
 # docs/migration.md): not part of `make test` or CI. REF_FOCUS (required) and REF_SKIP are Ginkgo

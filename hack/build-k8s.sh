@@ -6,6 +6,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
+# lib_version DIR MODULE (DIR outside any Go module): K8S_LIB_VERSION when the module proxy serves MODULE at it, else the
+# served patch release of the same minor nearest below it (else above). The proxy does not serve
+# every staging module at every patch (v1.32.13's k8s.io/endpointslice v0.32.13, for one); a
+# staging module's patch releases of one minor differ by backported fixes only.
+lib_version() {
+  local dir="$1" m="$2" want="${K8S_LIB_VERSION}" v best="" above=""
+  if (cd "${dir}" && GOFLAGS=-mod=mod go mod download "${m}@${want}" >/dev/null 2>&1); then
+    echo "${want}"
+    return
+  fi
+  local prefix="${want%.*}." patch="${want##*.}"
+  for v in $(cd "${dir}" && GOFLAGS=-mod=mod go list -m -versions "${m}" 2>/dev/null | cut -d' ' -f2-); do
+    [[ "${v}" == "${prefix}"* && "${v#"${prefix}"}" =~ ^[0-9]+$ ]] || continue
+    if ((${v#"${prefix}"} < patch)); then best="${v}"; elif [[ -z "${above}" ]]; then above="${v}"; fi
+  done
+  best="${best:-${above}}"
+  [[ -n "${best}" ]] || die "the module proxy serves no ${prefix}x release of ${m}"
+  log "kubernetes ${K8S_VERSION}: ${m} ${want} is not served; using ${best}"
+  echo "${best}"
+}
+
 build_k8s() {
   local missing=0
   for c in "${K8S_CMDS[@]}"; do [[ -x "${K8S_BIN}/${c}" ]] || missing=1; done
@@ -15,7 +36,7 @@ build_k8s() {
   mkdir -p "${mod}" "${K8S_BIN}"
   log "kubernetes ${K8S_VERSION}: preparing wrapper module in ${mod}"
   local gomod
-  gomod=$(cd "${mod}" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
+  gomod=$(cd "$(dirname "${mod}")" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" |
     sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
   [[ -f "${gomod}" ]] || die "could not download k8s.io/kubernetes@${K8S_VERSION}"
 
@@ -37,7 +58,7 @@ build_k8s() {
           printf 'module %s\n\ngo 1.24\n' "${m}" >"${stub}/go.mod"
           echo "	${m} => ./stubs/${m#k8s.io/}"
           ;;
-        *) echo "	${m} => ${m} ${K8S_LIB_VERSION}" ;;
+        *) echo "	${m} => ${m} $(lib_version "$(dirname "${mod}")" "${m}")" ;;
       esac
     done
     echo ")"

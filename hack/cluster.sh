@@ -20,6 +20,9 @@
 # registry is not offered: it keeps manifests in memory only, so a restart loses every pushed image.
 # C may also be localpv (hack/tools/localpv), which provisions and resizes the volumes of the
 # default StorageClass localpv: directories under the work dir's volumes/, which `down` removes.
+#
+# K8S_VERSION=v1.30.14 (or 1.30) brings the cluster up at another Kubernetes release (lib.sh); the
+# version is recorded, and changing it needs `down` first.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 W="${KRUISE_WORK}"
@@ -127,6 +130,23 @@ write_kubeconfig() {
   kubectl config --kubeconfig="${file}" use-context local >/dev/null
 }
 
+# kubelet_version_fields: the kubelet configuration fields that only some minors know; a kubelet
+# warns about a field it does not know, and the others would take their defaults.
+kubelet_version_fields() {
+  # failCgroupV1 (1.31+): this machine has cgroup v1, which 1.30 supports without the option.
+  if ((K8S_MINOR >= 31)); then echo "failCgroupV1: false"; fi
+}
+
+# check_version: the running cluster's binaries are those of K8S_VERSION. Its version is recorded
+# at `up`; lib.sh adopts it when K8S_VERSION is unset, so only an explicit other version differs.
+check_version() {
+  local have="${K8S_DEFAULT_VERSION}"
+  [[ -s "${K8S_VERSION_FILE}" ]] && have="$(cat "${K8S_VERSION_FILE}")"
+  [[ "${have}" == "${K8S_VERSION}" ]] && return 0
+  any_running || return 0
+  die "the local cluster runs Kubernetes ${have}, not ${K8S_VERSION}: \`make down\` first to change versions"
+}
+
 write_configs() {
   local ip="$1"
   mkdir -p "${W}"/{containerd,cni/net.d,cni/ipam,kubelet/root,kubelet/pod-logs,kubelet/volume-plugins,flexvolume,etcd}
@@ -218,7 +238,7 @@ tlsCertFile: ${PKI}/kubelet-serving.crt
 tlsPrivateKeyFile: ${PKI}/kubelet-serving.key
 cgroupDriver: cgroupfs
 failSwapOn: false
-failCgroupV1: false
+$(kubelet_version_fields)
 containerRuntimeEndpoint: unix://${CTR_SOCK}
 podLogsDir: ${W}/kubelet/pod-logs
 volumePluginDir: ${W}/kubelet/volume-plugins
@@ -445,7 +465,8 @@ EOF
 
 up() {
   [[ $(id -u) == 0 ]] || die "the local cluster needs root (containerd, kubelet, network)"
-  if healthy; then log "local cluster is already up (node ${NODE_NAME} Ready)"; return 0; fi
+  check_version
+  if healthy; then log "local cluster is already up (Kubernetes ${K8S_VERSION}, node ${NODE_NAME} Ready)"; return 0; fi
   if [[ -d "${W}" ]] && ! any_running; then
     # Processes gone without `down` (killed, machine restarted): clear their mounts, sandboxes
     # and network before starting again rather than building on stale state.
@@ -466,6 +487,7 @@ up() {
   bash "${KRUISE_ROOT}/hack/build-k8s.sh"
   build_tools
   mkdir -p "${W}"
+  echo "${K8S_VERSION}" >"${K8S_VERSION_FILE}"
   record_host_state
   network_up
   write_configs "${ip}"
@@ -479,7 +501,7 @@ up() {
   start_node "${ip}"
   start_localpv
   verify_network
-  log "local cluster up: node ${NODE_NAME} Ready; export KUBECONFIG=${KUBECONFIG}"
+  log "local cluster up: Kubernetes ${K8S_VERSION}, node ${NODE_NAME} Ready; export KUBECONFIG=${KUBECONFIG}"
 }
 
 # verify_network checks the rules the cluster must keep: the service IP is unreachable (not
@@ -644,6 +666,7 @@ status() {
     else printf '%-24s stopped\n' "${c}"; rc=1; fi
   done
   if apiserver_ready && node_ready; then echo "node ${NODE_NAME}: Ready"; else echo "node ${NODE_NAME}: not Ready"; rc=1; fi
+  echo "Kubernetes ${K8S_VERSION}"
   echo "KUBECONFIG=${KUBECONFIG}"
   return "${rc}"
 }
@@ -657,6 +680,7 @@ component_preflight() {
   [[ $(id -u) == 0 ]] || die "stopping and starting components needs root"
   [[ -f "${W}/containerd/config.toml" && -f "${W}/kubelet/config.yaml" ]] ||
     die "the local cluster was never brought up here (no configuration in ${W}): run up first"
+  check_version
 }
 
 # stop_component NAME: the stop timeouts are those of down.

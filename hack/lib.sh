@@ -7,16 +7,54 @@ set -euo pipefail
 KRUISE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="/usr/local/go/bin:${PATH}"
 
-# Versions of what the local cluster runs. Built binaries are cached by version.
-K8S_VERSION="${K8S_VERSION:-v1.34.10}"
-K8S_LIB_VERSION="${K8S_LIB_VERSION:-v0.34.10}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.4}"
-CRICTL_VERSION="${CRICTL_VERSION:-v1.34.0}"
-
 # CACHE survives `make down` and fresh clones (binaries, images); WORK is one cluster's state.
 KRUISE_CACHE="${KRUISE_CACHE:-${HOME}/.cache/kruise}"
 # Socket paths must stay under 108 bytes, so keep WORK short.
 KRUISE_WORK="${KRUISE_WORK:-/var/tmp/kruise-local}"
+
+# Versions of what the local cluster runs. Built binaries are cached by version.
+# K8S_VERSION picks the Kubernetes release (docs/development.md, "Other Kubernetes versions"):
+# a full version (v1.30.14), or a minor alone (1.30) for its patch in K8S_TESTED_VERSIONS. Unset,
+# it is the version the running local cluster was brought up with (hack/cluster.sh records it),
+# so that every script acts on the binaries the cluster runs; with no cluster, the default.
+K8S_DEFAULT_VERSION="v1.34.10"
+# The releases `make e2e-k8s` runs by default, one per tested minor.
+K8S_TESTED_VERSIONS="v1.30.14 v1.32.13 v1.34.10"
+K8S_VERSION_FILE="${KRUISE_WORK}/k8s-version"
+
+# k8s_resolve_version V: V as a full release, or an error for what is not one.
+k8s_resolve_version() {
+  local v="v${1#v}" t
+  if [[ "${v}" =~ ^v1\.[0-9]+$ ]]; then
+    for t in ${K8S_TESTED_VERSIONS}; do
+      if [[ "${t}" == "${v}".* ]]; then echo "${t}"; return 0; fi
+    done
+    echo "no tested patch release of Kubernetes ${v} (K8S_TESTED_VERSIONS: ${K8S_TESTED_VERSIONS}): give a full version such as ${v}.0" >&2
+    return 1
+  fi
+  if [[ ! "${v}" =~ ^v1\.[0-9]+\.[0-9]+$ ]]; then
+    echo "K8S_VERSION=${1}: want a Kubernetes release such as v1.30.14 or a minor such as 1.30" >&2
+    return 1
+  fi
+  echo "${v}"
+}
+
+# k8s_minor V: the minor number of release V (30 for v1.30.14).
+k8s_minor() { local m="${1#v1.}"; echo "${m%%.*}"; }
+
+if [[ -z "${K8S_VERSION:-}" && -s "${K8S_VERSION_FILE}" ]]; then
+  K8S_VERSION="$(cat "${K8S_VERSION_FILE}")"
+fi
+K8S_VERSION="$(k8s_resolve_version "${K8S_VERSION:-${K8S_DEFAULT_VERSION}}")"
+K8S_MINOR="$(k8s_minor "${K8S_VERSION}")"
+# The staging modules (k8s.io/api, client-go, ...) of release v1.N.P are published as v0.N.P.
+K8S_LIB_VERSION="${K8S_LIB_VERSION:-v0.${K8S_VERSION#v1.}}"
+# What generates and renders the tree (code-generator, helm template's --kube-version) follows the
+# default release, never the running cluster's.
+K8S_CODEGEN_VERSION="v0.${K8S_DEFAULT_VERSION#v1.}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.4}"
+CRICTL_VERSION="${CRICTL_VERSION:-v1.34.0}"
+
 K8S_BIN="${KRUISE_CACHE}/k8s/${K8S_VERSION}/bin"
 ETCD_BIN="${KRUISE_CACHE}/etcd/${ETCD_VERSION}/bin"
 TOOLS_BIN="${KRUISE_CACHE}/tools/bin"

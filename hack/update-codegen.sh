@@ -23,15 +23,15 @@ if ! { [[ -x "${CONTROLLER_GEN}" ]] && "${CONTROLLER_GEN}" --version 2>/dev/null
 fi
 
 # k8s.io/code-generator at the version of the other k8s.io libraries.
-CODEGEN_DIR="$(go env GOMODCACHE)/k8s.io/code-generator@${K8S_LIB_VERSION}"
+CODEGEN_DIR="$(go env GOMODCACHE)/k8s.io/code-generator@${K8S_CODEGEN_VERSION}"
 if [[ ! -f "${CODEGEN_DIR}/kube_codegen.sh" ]]; then
-  log "downloading k8s.io/code-generator@${K8S_LIB_VERSION}"
-  go mod download "k8s.io/code-generator@${K8S_LIB_VERSION}"
+  log "downloading k8s.io/code-generator@${K8S_CODEGEN_VERSION}"
+  go mod download "k8s.io/code-generator@${K8S_CODEGEN_VERSION}"
 fi
 [[ -f "${CODEGEN_DIR}/kube_codegen.sh" ]] || die "kube_codegen.sh not found in ${CODEGEN_DIR}"
 
 # kube_codegen.sh installs its generators into GOBIN; keep them in the version-keyed cache.
-export GOBIN="${TOOLS_BIN}/code-generator-${K8S_LIB_VERSION}"
+export GOBIN="${TOOLS_BIN}/code-generator-${K8S_CODEGEN_VERSION}"
 mkdir -p "${GOBIN}"
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"

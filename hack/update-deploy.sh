@@ -15,7 +15,7 @@ chart="${KRUISE_ROOT}/deploy/charts/kruise"
 
 rendered="$(mktemp)"
 trap 'rm -f "${rendered}"' EXIT
-"${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --no-hooks --kube-version "${K8S_VERSION}" >"${rendered}"
+"${helm}" template kruise "${chart}" --namespace kruise-system --skip-crds --no-hooks --kube-version "${K8S_DEFAULT_VERSION}" >"${rendered}"
 
 mkdir -p "${out}"
 # One file per template, as the chart has them; documents keep their order.

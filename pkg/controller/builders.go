@@ -166,6 +166,7 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
+		Resize:       d.Resize,
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
@@ -207,6 +208,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+		Resize:               d.Resize,
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 // Controller is one reconciliation loop.
@@ -64,6 +65,9 @@ type Deps struct {
 	Options *Options
 	// Metrics registers a controller's own metrics, served on /metrics.
 	Metrics prometheus.Registerer
+	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+), asked
+	// lazily of discovery; the workloads that resize in place read it.
+	Resize *inplace.ResizeSupport
 }
 
 // Builder constructs a controller. It must not call the API server: it runs

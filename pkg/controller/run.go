@@ -27,6 +27,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/healthz"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 const componentName = "kruise-controller"
@@ -262,6 +263,8 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = "type!=helm.sh/release.v1" }))
 	daemonConfigFactory := informers.NewSharedInformerFactoryWithOptions(d.client, 0,
 		informers.WithNamespace(appsv1beta1.DaemonConfigNamespace), informers.WithTransform(transformObject))
+	// Asked of discovery at the first sync that needs it, not here (builders call no API).
+	resize := inplace.NewResizeSupport(d.client.Discovery().ServerResourcesForGroupVersion, clock.RealClock{})
 	t := &term{
 		reg:       NewRegistry(),
 		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
@@ -273,7 +276,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
-			Options: o, Metrics: reregisterer{metrics},
+			Options: o, Metrics: reregisterer{metrics}, Resize: resize,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)

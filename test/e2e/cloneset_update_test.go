@@ -174,6 +174,7 @@ func TestCloneSetResizesInPlace(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limCPU), corev1.ResourceMemory: resource.MustParse(limMem)},
 		}
 	}
+	f.SkipWithoutResize(t)
 	cs := busyboxCloneSet(f, ns, "web", 2, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 	cs.Spec.Template.Spec.Containers[0].Resources = resources("50m", "32Mi", "100m", "64Mi")
 	createCloneSet(ctx, t, kc, cs)
@@ -209,6 +210,61 @@ func TestCloneSetResizesInPlace(t *testing.T) {
 		}
 		return ok, strings.Join(seen, "; "), nil
 	})
+}
+
+// On a Kubernetes release without pods/resize (before 1.33) kruise cannot resize a running pod:
+// under InPlaceOnly a cpu change is refused with the FailedUpdate condition saying why, and the
+// pods stay as they are; under InPlaceIfPossible the pods are recreated with the new resources.
+func TestCloneSetResizeWithoutResizeSubresource(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	if f.ServesResize(t) {
+		t.Skipf("Kubernetes 1.%d serves pods/resize: TestCloneSetResizesInPlace covers it", f.ServerMinor(t))
+	}
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 6*time.Minute)
+	ns := f.NewNamespace(ctx, t, "cloneset-noresize")
+
+	cs := busyboxCloneSet(f, ns, "web", 2, appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType)
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	cs.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: cpu("50m"), Limits: cpu("100m")}
+	createCloneSet(ctx, t, kc, cs)
+	before := waitPodsSettled(ctx, t, f, kc, ns, "web", 2)
+
+	mustPatchCloneSet(ctx, t, kc, ns, "web", `[{"op":"replace","path":"/spec/template/spec/containers/0/resources",`+
+		`"value":{"requests":{"cpu":"80m"},"limits":{"cpu":"150m"}}}]`)
+	framework.WaitFor(ctx, t, time.Minute, "the FailedUpdate condition naming pods/resize", func(ctx context.Context) (bool, string, error) {
+		cur, err := kc.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for _, c := range cur.Status.Conditions {
+			if c.Type == appsv1alpha1.CloneSetConditionFailedUpdate && strings.Contains(c.Message, "spec.containers[main].resources") &&
+				strings.Contains(c.Message, "does not serve pods/resize") {
+				return true, c.Message, nil
+			}
+		}
+		return false, fmt.Sprintf("conditions %+v", cur.Status.Conditions), nil
+	})
+	for name, p := range activeClonePods(ctx, t, f, ns, "web") {
+		if old, ok := before[name]; !ok || old.UID != p.UID || !p.Spec.Containers[0].Resources.Limits.Cpu().Equal(resource.MustParse("100m")) {
+			t.Errorf("pod %s (UID %s, cpu limit %s) changed under InPlaceOnly, which cannot apply the change", name, p.UID, p.Spec.Containers[0].Resources.Limits.Cpu())
+		}
+	}
+
+	mustPatchCloneSet(ctx, t, kc, ns, "web", `{"spec":{"updateStrategy":{"type":"InPlaceIfPossible"}}}`)
+	var gone []types.UID
+	for _, p := range before {
+		gone = append(gone, p.UID)
+	}
+	after := waitPodsSettled(ctx, t, f, kc, ns, "web", 2, gone...)
+	for name, p := range after {
+		if got := p.Spec.Containers[0].Resources.Limits.Cpu(); !got.Equal(resource.MustParse("150m")) {
+			t.Errorf("recreated pod %s has cpu limit %s, want 150m", name, got)
+		}
+	}
 }
 
 func sameResources(a, b corev1.ResourceRequirements) bool {

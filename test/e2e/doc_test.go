@@ -26,7 +26,7 @@
 //	imagepull_helpers_test.go  the environment and checks the image pull files share
 //	cloneset_test.go         CloneSet: scale subresource and in-place image update, env from a label, preDelete by finalizer
 //	cloneset_scale_test.go   CloneSet: PVCs per instance ID (reuse and disablePVCReuse), podsToDelete, kubectl scale and an HPA
-//	cloneset_update_test.go  CloneSet: ReCreate, InPlaceOnly, cpu/memory resized in place, partition canary
+//	cloneset_update_test.go  CloneSet: ReCreate, InPlaceOnly, cpu/memory resized in place (recreated before Kubernetes 1.33), partition canary
 //	cloneset_priority_test.go  CloneSet: containers updated in place in batches by priority; the state annotation
 //	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged

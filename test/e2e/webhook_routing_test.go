@@ -235,6 +235,20 @@ func createEndpointService(ctx context.Context, t *testing.T, f *framework.Frame
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before 1.33 the API server finds a webhook Service's endpoints in its Endpoints object,
+	// which nothing mirrors from a hand-made EndpointSlice (a Service with a selector gets both).
+	if f.ServerMinor(t) < 33 {
+		_, err = f.Client.CoreV1().Endpoints(ns).Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the API server reads it before 1.33
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Subsets: []corev1.EndpointSubset{{
+				Addresses: []corev1.EndpointAddress{{IP: bridgeHostIP}},
+				Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}},
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // routingCRD is a namespaced kind served in v1 (stored) and v2, converted by the webhook.

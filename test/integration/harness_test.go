@@ -45,6 +45,16 @@ const (
 	startTimeout = 90 * time.Second
 )
 
+// apiserverVersion is the kube-apiserver release the tests start: $KRUISE_K8S_VERSION (built by
+// `K8S_VERSION=<it> hack/build-k8s.sh`), to check the CRDs' schemas and CEL rules on an older
+// release, else k8sVersion.
+func apiserverVersion() string {
+	if v := os.Getenv("KRUISE_K8S_VERSION"); v != "" {
+		return v
+	}
+	return k8sVersion
+}
+
 // cluster is a running etcd + kube-apiserver with the CRDs installed.
 type cluster struct {
 	config  *rest.Config
@@ -64,7 +74,7 @@ func cacheDir() string {
 func binaries(t *testing.T) (etcd, apiserver string) {
 	t.Helper()
 	etcd = filepath.Join(cacheDir(), "etcd", etcdVersion, "bin", "etcd")
-	apiserver = filepath.Join(cacheDir(), "k8s", k8sVersion, "bin", "kube-apiserver")
+	apiserver = filepath.Join(cacheDir(), "k8s", apiserverVersion(), "bin", "kube-apiserver")
 	for _, b := range []string{etcd, apiserver} {
 		if st, err := os.Stat(b); err != nil || st.Mode()&0o111 == 0 {
 			t.Skipf("integration test skipped: %s not found; build it with hack/build-k8s.sh", b)

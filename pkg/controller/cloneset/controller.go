@@ -52,6 +52,10 @@ type Config struct {
 	SkipPodNoise bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
+	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
+	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
+	// the reason. nil: it does.
+	Resize *inplace.ResizeSupport
 }
 
 // Controller runs CloneSets.
@@ -83,6 +87,8 @@ type Controller struct {
 	randomID func() string
 	// stranded are the instance IDs whose PVCs were created for a pod that could not be.
 	stranded *strandedClaims
+	// resize says whether pods can be resized (Config.Resize).
+	resize *inplace.ResizeSupport
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -109,6 +115,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:         clk,
 		queue:         workers.NewQueue(Name, clk),
 		stranded:      newStrandedClaims(),
+		resize:        cfg.Resize,
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

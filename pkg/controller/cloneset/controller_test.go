@@ -26,6 +26,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
@@ -104,6 +105,8 @@ func newFixture(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Controlle
 type fixtureExtras struct {
 	preDownload bool
 	kruiseObjs  []runtime.Object
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, x fixtureExtras) *fixture {
@@ -127,6 +130,7 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 		Pods:      inf.Core().V1().Pods(),
 		Claims:    inf.Core().V1().PersistentVolumeClaims(),
 		Revisions: inf.Apps().V1().ControllerRevisions(),
+		Resize:    x.resize,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,8 @@ type PreDownloadInput struct {
 	// Budget is the CloneSet's strategy resolved to counts.
 	Budget Budget
 	Policy inplace.UpdatePolicy
+	// NoResize is why pods cannot be resized, "" when they can (inplace.ResizeSupport).
+	NoResize string
 	predownload.Move
 }
 
@@ -38,7 +40,7 @@ func PlanPreDownload(in PreDownloadInput) predownload.Plan {
 	if in.Budget.Partition == 0 && in.Budget.MaxUnavailable >= in.Budget.Replicas {
 		return predownload.IgnorePlan("every pod is updated in the first batch")
 	}
-	if r := inplace.RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions); r.InPlace == nil {
+	if r := inplace.RouteUpdate(in.Policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions.WithoutResize(in.NoResize)); r.InPlace == nil {
 		return predownload.IgnorePlan("the change cannot be applied in place")
 	}
 	cs := in.CloneSet
@@ -65,6 +67,6 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.cs, predownload.ServedHash(h)); err != nil {
 		return err
 	}
-	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, Move: predownload.TemplatedMove(h, p.pods)})
+	plan := PlanPreDownload(PreDownloadInput{CloneSet: p.cs, Budget: p.budget, Policy: p.policy, NoResize: p.noResize, Move: predownload.TemplatedMove(h, p.pods)})
 	return c.preDownloads.Apply(ctx, c.recorder, p.cs, h.Update, plan)
 }

@@ -48,6 +48,8 @@ type pass struct {
 	refused []string
 	// recheck is when to look again for a reason found during the pass (0: none).
 	recheck time.Duration
+	// noResize is why pods cannot be resized now, "" when they can (Config.Resize).
+	noResize string
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (after time.Duration, err error) {
@@ -161,7 +163,7 @@ func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key 
 		}
 	}
 	return &pass{cs: cs, key: key, selector: selector, budget: budget, policy: policyOf(cs), history: h,
-		pods: active, claims: claims, now: c.clock.Now()}, nil
+		pods: active, claims: claims, now: c.clock.Now(), noResize: c.resize.NoResize(ctx)}, nil
 }
 
 // facts reads the pass's pods for Calculate.
@@ -178,13 +180,15 @@ func (c *Controller) facts(p *pass) []PodFacts {
 }
 
 // inPlaceOptions are the changes a CloneSet applies in place beyond images and metadata: cpu and
-// memory through the pods/resize subresource (Kubernetes 1.33 and later, which kruise needs), and
-// the images of native sidecars, which the kubelet restarts as it does containers.
+// memory through the pods/resize subresource (Kubernetes 1.33 and later; on older releases they
+// are not in place, with the reason: inplace.ResizeSupport), and the images of native sidecars,
+// which the kubelet restarts as it does containers.
 var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
-	return inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()), inPlaceOptions)
+	return inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()),
+		inPlaceOptions.WithoutResize(p.noResize))
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.

@@ -50,6 +50,10 @@ type Config struct {
 	IgnoreClaimRetention bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
+	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
+	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
+	// the reason. nil: it does.
+	Resize *inplace.ResizeSupport
 }
 
 // Controller runs Advanced StatefulSets.
@@ -75,6 +79,8 @@ type Controller struct {
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
 	preDownloads *predownload.Jobs
+	// resize says whether pods can be resized (Config.Resize).
+	resize *inplace.ResizeSupport
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -101,6 +107,7 @@ func New(cfg Config) (*Controller, error) {
 
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
+		resize:               cfg.Resize,
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

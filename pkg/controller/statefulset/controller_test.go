@@ -28,6 +28,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -108,6 +109,8 @@ func newFixture(t *testing.T, set *appsv1beta1.StatefulSet, objs ...runtime.Obje
 type fixtureExtras struct {
 	preDownload bool
 	jobs        []*appsv1beta1.ImagePullJob
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.StatefulSet, objs ...runtime.Object) *fixture {
@@ -127,6 +130,7 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.Statefu
 		Pods:         inf.Core().V1().Pods(),
 		Claims:       inf.Core().V1().PersistentVolumeClaims(),
 		Revisions:    inf.Apps().V1().ControllerRevisions(),
+		Resize:       extras.resize,
 	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()

@@ -16,6 +16,8 @@ import (
 // PreDownloadInput is what the StatefulSet's pre-download decision reads.
 type PreDownloadInput struct {
 	StatefulSet *appsv1beta1.StatefulSet
+	// NoResize is why pods cannot be resized, "" when they can (inplace.ResizeSupport).
+	NoResize string
 	predownload.Move
 }
 
@@ -51,7 +53,7 @@ func PlanPreDownload(in PreDownloadInput) (predownload.Plan, error) {
 	if partition(set) == 0 && maxUnavailable >= replicas {
 		return predownload.IgnorePlan("every pod is updated in the first batch"), nil
 	}
-	if r := inplace.RouteUpdate(policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions); r.InPlace == nil {
+	if r := inplace.RouteUpdate(policy, in.CurrentTemplate, in.UpdateTemplate, inPlaceOptions.WithoutResize(in.NoResize)); r.InPlace == nil {
 		return predownload.IgnorePlan("the change cannot be applied in place"), nil
 	}
 	return predownload.Build(predownload.Request{
@@ -73,7 +75,7 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 	if err := c.preDownloads.DeleteStale(ctx, c.recorder, p.set, predownload.ServedHash(h)); err != nil {
 		return fmt.Errorf("pre-download: %w", err)
 	}
-	plan, err := PlanPreDownload(PreDownloadInput{StatefulSet: p.set, Move: predownload.TemplatedMove(h, p.pods)})
+	plan, err := PlanPreDownload(PreDownloadInput{StatefulSet: p.set, NoResize: p.noResize, Move: predownload.TemplatedMove(h, p.pods)})
 	if err != nil {
 		return nil // a bad maxUnavailable: the rollout fails on it and says so
 	}

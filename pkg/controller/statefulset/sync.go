@@ -59,6 +59,8 @@ type pass struct {
 	// condition is cleared only by a pass that would have found its failure again.
 	failedCreate, failedUpdate []string
 	scaled, rolled             bool
+	// noResize is why pods cannot be resized now, "" when they can (Config.Resize).
+	noResize string
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -159,7 +161,7 @@ func (c *Controller) newPass(ctx context.Context, set *appsv1beta1.StatefulSet, 
 	if err != nil {
 		return nil, err
 	}
-	p := &pass{set: set, key: key, selector: selector, history: h, pods: pods, now: c.clock.Now()}
+	p := &pass{set: set, key: key, selector: selector, history: h, pods: pods, now: c.clock.Now(), noResize: c.resize.NoResize(ctx)}
 	if !c.ignoreClaimRetention {
 		p.retention = RetentionOf(set)
 	}

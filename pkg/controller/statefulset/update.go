@@ -19,7 +19,8 @@ import (
 )
 
 // inPlaceOptions are the changes applied in place beyond images and metadata: cpu and memory
-// through pods/resize, and native sidecars' images (as the CloneSet controller does).
+// through pods/resize (Kubernetes 1.33+: inplace.ResizeSupport), and native sidecars' images (as
+// the CloneSet controller does).
 var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 func isRolling(set *appsv1beta1.StatefulSet) bool {
@@ -104,7 +105,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 			pod.Name, pub.InPlaceUpdateReady)
 		policy = inplace.PolicyReCreate
 	}
-	r := inplace.RouteUpdate(policy, p.history.Template(podstate.Revision(pod)), p.history.Template(update), inPlaceOptions)
+	r := inplace.RouteUpdate(policy, p.history.Template(podstate.Revision(pod)), p.history.Template(update), inPlaceOptions.WithoutResize(p.noResize))
 	if r.Refused != nil {
 		msg := fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)
 		p.failedUpdate = append(p.failedUpdate, msg)

@@ -19,6 +19,20 @@ type Options struct {
 	// resize subresource, as long as every container keeps its resource names and the pod its
 	// QoS class (the API server refuses a resize that changes either).
 	Resize bool
+	// noResize, with Resize off, says why: it is the Detail of the NotInPlaceError of a cpu or
+	// memory change (WithoutResize).
+	noResize string
+}
+
+// WithoutResize is o with resizing turned off for reason, the reason why pods cannot be resized
+// (ResizeSupport.NoResize), which a cpu or memory change then reports as its NotInPlaceError's
+// Detail. An empty reason leaves o as it is.
+func (o Options) WithoutResize(reason string) Options {
+	if reason == "" {
+		return o
+	}
+	o.Resize, o.noResize = false, reason
+	return o
 }
 
 // NotInPlaceError says why a template change cannot be applied in place: Field is the path of
@@ -97,7 +111,7 @@ func planContainers(spec *Spec, old, new []corev1.Container, opts Options) error
 				spec.ContainerImages[o.Name] = n.Image
 			case "resources":
 				if !opts.Resize {
-					return &NotInPlaceError{Field: path + ".resources"}
+					return &NotInPlaceError{Field: path + ".resources", Detail: opts.noResize}
 				}
 				if err := resizable(path+".resources", o.Resources, n.Resources); err != nil {
 					return err

@@ -181,6 +181,33 @@ func TestPlan(t *testing.T) {
 		},
 		reason: "spec.containers[app].resources changed",
 	}, {
+		name: "resources on an API server that cannot resize pods",
+		opts: all.WithoutResize(ResizeNotServed),
+		change: func(t *corev1.PodTemplateSpec) {
+			containerNamed(t, "app").Resources.Limits = res("4", "2Gi")
+		},
+		reason: "spec.containers[app].resources: " + ResizeNotServed,
+	}, {
+		name: "resources with no reason against resizing",
+		opts: all.WithoutResize(""),
+		change: func(t *corev1.PodTemplateSpec) {
+			containerNamed(t, "app").Resources.Limits = res("4", "2Gi")
+		},
+		want: specWith(func(s *Spec) {
+			s.ContainerResources["app"] = corev1.ResourceRequirements{Requests: res("1", "1Gi"), Limits: res("4", "2Gi")}
+		}),
+	}, {
+		name: "an image change on an API server that cannot resize pods",
+		opts: all.WithoutResize(ResizeNotServed),
+		change: func(t *corev1.PodTemplateSpec) {
+			containerNamed(t, "app").Image = "app:2"
+			containerNamed(t, "proxy").Image = "proxy:2"
+		},
+		want: specWith(func(s *Spec) {
+			s.ContainerImages["app"] = "app:2"
+			s.ContainerImages["proxy"] = "proxy:2"
+		}),
+	}, {
 		name: "a resource name added",
 		opts: all,
 		change: func(t *corev1.PodTemplateSpec) {

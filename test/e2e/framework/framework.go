@@ -28,6 +28,7 @@
 //	controllergates.go  kruise-controller's --feature-gates: one gate set for a test, the args put back
 //	helm.go         running helm against the release make e2e-helm installs, the chart's directory
 //	kubectl.go      running the kubectl binary
+//	serverversion.go  the API server's minor version and whether it resizes pods (pods/resize)
 //	kubectlkruise.go  building the kubectl-kruise plugin once and running it
 //	volumes.go      the local cluster's default StorageClass (localpv), where its volumes live, PVC waits
 //	metrics.go      the daemon's /metrics, the controller's socket, sample names and series in an exposition

@@ -27,7 +27,7 @@ const (
 
 // SidecarSetSpec is the desired state of a SidecarSet.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.namespace) || size(self.namespace) == 0 || !has(self.namespaceSelector)",message="spec.namespace and spec.namespaceSelector cannot be used together: choose the namespaces by name or by label"
+// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || size(self.__namespace__) == 0 || !has(self.namespaceSelector)",message="spec.namespace and spec.namespaceSelector cannot be used together: choose the namespaces by name or by label"
 // +kubebuilder:validation:XValidation:rule="has(self.selector) && ((has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0))",message="spec.selector must select something: a SidecarSet without one would be injected into every pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || (has(self.namespaceSelector.matchLabels) && size(self.namespaceSelector.matchLabels) > 0) || (has(self.namespaceSelector.matchExpressions) && size(self.namespaceSelector.matchExpressions) > 0)",message="spec.namespaceSelector, when set, must select something (leave it out to match every namespace)"
 // +kubebuilder:validation:XValidation:rule="(has(self.initContainers) && size(self.initContainers) > 0) || (has(self.containers) && size(self.containers) > 0)",message="a SidecarSet needs at least one of initContainers and containers: it would inject nothing"

@@ -1,0 +1,96 @@
+package inplace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// coreV1 is a discovery answer for v1 with the pods resources named.
+func coreV1(names ...string) *metav1.APIResourceList {
+	l := &metav1.APIResourceList{GroupVersion: "v1"}
+	for _, n := range names {
+		l.APIResources = append(l.APIResources, metav1.APIResource{Name: n})
+	}
+	return l
+}
+
+// fakeDiscovery answers with what its fields hold now, counting the calls.
+type fakeDiscovery struct {
+	list  *metav1.APIResourceList
+	err   error
+	calls int
+}
+
+func (f *fakeDiscovery) resources(gv string) (*metav1.APIResourceList, error) {
+	f.calls++
+	if gv != "v1" {
+		return nil, errors.New("unexpected group version " + gv)
+	}
+	return f.list, f.err
+}
+
+func TestResizeSupportReadsDiscovery(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		list *metav1.APIResourceList
+		want string
+	}{
+		{"Kubernetes 1.33 and later serve pods/resize", coreV1("pods", "pods/status", "pods/resize"), ""},
+		{"older releases do not", coreV1("pods", "pods/status", "pods/ephemeralcontainers"), ResizeNotServed},
+		{"an empty answer", nil, ResizeNotServed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakeDiscovery{list: tc.list}
+			r := NewResizeSupport(d.resources, clocktesting.NewFakePassiveClock(time.Unix(0, 0)))
+			assert.Equal(t, tc.want, r.NoResize(ctx))
+		})
+	}
+}
+
+// The answer is kept for resizeRecheck, then asked again: an upgraded control plane is noticed.
+func TestResizeSupportRechecks(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
+	d := &fakeDiscovery{list: coreV1("pods")}
+	r := NewResizeSupport(d.resources, clk)
+	assert.Equal(t, ResizeNotServed, r.NoResize(ctx))
+	d.list = coreV1("pods", "pods/resize")
+	clk.SetTime(clk.Now().Add(resizeRecheck - time.Second))
+	assert.Equal(t, ResizeNotServed, r.NoResize(ctx), "kept within the recheck period")
+	assert.Equal(t, 1, d.calls)
+	clk.SetTime(clk.Now().Add(time.Second))
+	assert.Equal(t, "", r.NoResize(ctx), "asked again after it")
+	assert.Equal(t, 2, d.calls)
+}
+
+// A failed discovery keeps the last answer (none at first: resizing is assumed) and is retried
+// after resizeRetry, not on every call.
+func TestResizeSupportDiscoveryFails(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
+	d := &fakeDiscovery{err: errors.New("connection refused")}
+	r := NewResizeSupport(d.resources, clk)
+	assert.Equal(t, "", r.NoResize(ctx))
+	d.err, d.list = nil, coreV1("pods")
+	assert.Equal(t, "", r.NoResize(ctx), "not asked again before resizeRetry")
+	assert.Equal(t, 1, d.calls)
+	clk.SetTime(clk.Now().Add(resizeRetry))
+	assert.Equal(t, ResizeNotServed, r.NoResize(ctx))
+	assert.Equal(t, 2, d.calls)
+	d.err = errors.New("connection refused")
+	clk.SetTime(clk.Now().Add(resizeRecheck))
+	assert.Equal(t, ResizeNotServed, r.NoResize(ctx), "a failure after an answer keeps the answer")
+	assert.Equal(t, 3, d.calls)
+}
+
+func TestNilResizeSupportResizes(t *testing.T) {
+	var r *ResizeSupport
+	assert.Equal(t, "", r.NoResize(context.Background()))
+}
