@@ -11,21 +11,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 src="${KRUISE_ROOT}/hack/tools/certmanager"
 version=$(sed -n 's#^[[:space:]]*github.com/cert-manager/cert-manager \(v[^ ]*\).*#\1#p' "${src}/go.mod" | head -1)
 [[ -n "${version}" ]] || die "no github.com/cert-manager/cert-manager requirement in ${src}/go.mod"
-key=$( { go version; cat "${src}"/go.mod "${src}"/go.sum "${src}"/*.go; } | sha256sum | cut -c1-16)
-dir="${KRUISE_CACHE}/cert-manager/${version}/${key}"
+dir="${KRUISE_CACHE}/cert-manager/${version}/$(tool_module_key "${src}")"
 bin="${dir}/cert-manager-lite"
-if [[ -x "${bin}" ]]; then
-  log "cert-manager-lite ${version}: cached"
-else
-  mkdir -p "${dir}"
-  log "cert-manager-lite ${version}: building (a few minutes on first run)"
-  start=${SECONDS}
-  # -mod=readonly: the tool's go.sum pins what it builds, verify.sh checks it is tidy.
-  (cd "${src}" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "-s -w" \
-    -o "${bin}.tmp" .) || die "cert-manager-lite did not build"
-  mv "${bin}.tmp" "${bin}"
-  log "cert-manager-lite ${version}: built in $((SECONDS - start))s"
-fi
+build_tool_module "cert-manager-lite ${version}" "${src}" "${dir}" "${bin}"
 # The CRDs come from the module's source in the module cache, which `go list -m` reports only once
 # the module is downloaded (an empty Dir on a machine that never had it): download it first.
 if ! compgen -G "${dir}/crds/*.yaml" >/dev/null; then

@@ -7,19 +7,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 src="${KRUISE_ROOT}/hack/tools/localpv"
-key=$( { go version; cat "${src}"/go.mod "${src}"/go.sum "${src}"/*.go; } | sha256sum | cut -c1-16)
-dir="${KRUISE_CACHE}/localpv/${key}"
+dir="${KRUISE_CACHE}/localpv/$(tool_module_key "${src}")"
 bin="${dir}/localpv"
-if [[ -x "${bin}" ]]; then
-  log "localpv: cached"
-else
-  mkdir -p "${dir}"
-  log "localpv: building (a minute or two on first run)"
-  start=${SECONDS}
-  # -mod=readonly: the tool's go.sum pins what it builds, verify.sh checks it is tidy.
-  (cd "${src}" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "-s -w" \
-    -o "${bin}.tmp" .) || die "localpv did not build"
-  mv "${bin}.tmp" "${bin}"
-  log "localpv: built in $((SECONDS - start))s"
-fi
+build_tool_module localpv "${src}" "${dir}" "${bin}"
 echo "${bin}"
