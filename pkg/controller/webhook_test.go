@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
@@ -317,6 +320,15 @@ func TestValidatingWebhooksServed(t *testing.T) {
 func TestReadyzWaitsForTheWebhookCertificates(t *testing.T) {
 	m, v := webhookConfigs()
 	client := fake.NewClientset(m)
+	// The fake API server drops what is created between an informer's list and its watch: the
+	// configuration is created only once the manager's watch of it is registered.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("validatingwebhookconfigurations", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	o := testOptions()
 	o.LeaderElect = false
 	h := startWithWebhooks(t, o, client)
@@ -329,6 +341,11 @@ func TestReadyzWaitsForTheWebhookCertificates(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "[-]webhook-certificates failed")
 
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the certificate manager never watched ValidatingWebhookConfigurations")
+	}
 	_, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), v, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { code, _ := h.get(t, "/readyz"); return code == http.StatusOK }, 10*time.Second, 10*time.Millisecond,
