@@ -11,14 +11,12 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // resizeSupport is an inplace.ResizeSupport on an API server that serves pods/resize or not.
 func resizeSupport(served bool) *inplace.ResizeSupport {
-	l := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods"}}}
-	if served {
-		l.APIResources = append(l.APIResources, metav1.APIResource{Name: "pods/resize"})
-	}
+	l := gen.PodResources(served)
 	return inplace.NewResizeSupport(func(string) (*metav1.APIResourceList, error) { return l, nil },
 		clocktesting.NewFakePassiveClock(t0))
 }

@@ -9,16 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-// coreV1 is a discovery answer for v1 with the pods resources named.
-func coreV1(names ...string) *metav1.APIResourceList {
-	l := &metav1.APIResourceList{GroupVersion: "v1"}
-	for _, n := range names {
-		l.APIResources = append(l.APIResources, metav1.APIResource{Name: n})
-	}
-	return l
-}
+	"github.com/nodekruise/kruise/test/unit/gen"
+)
 
 // fakeDiscovery answers with what its fields hold now, counting the calls.
 type fakeDiscovery struct {
@@ -42,8 +35,8 @@ func TestResizeSupportReadsDiscovery(t *testing.T) {
 		list *metav1.APIResourceList
 		want string
 	}{
-		{"Kubernetes 1.33 and later serve pods/resize", coreV1("pods", "pods/status", "pods/resize"), ""},
-		{"older releases do not", coreV1("pods", "pods/status", "pods/ephemeralcontainers"), ResizeNotServed},
+		{"Kubernetes 1.33 and later serve pods/resize", gen.APIResources("v1", "pods", "pods/status", "pods/resize"), ""},
+		{"older releases do not", gen.APIResources("v1", "pods", "pods/status", "pods/ephemeralcontainers"), ResizeNotServed},
 		{"an empty answer", nil, ResizeNotServed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,10 +51,10 @@ func TestResizeSupportReadsDiscovery(t *testing.T) {
 func TestResizeSupportRechecks(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
-	d := &fakeDiscovery{list: coreV1("pods")}
+	d := &fakeDiscovery{list: gen.APIResources("v1", "pods")}
 	r := NewResizeSupport(d.resources, clk)
 	assert.Equal(t, ResizeNotServed, r.NoResize(ctx))
-	d.list = coreV1("pods", "pods/resize")
+	d.list = gen.APIResources("v1", "pods", "pods/resize")
 	clk.SetTime(clk.Now().Add(resizeRecheck - time.Second))
 	assert.Equal(t, ResizeNotServed, r.NoResize(ctx), "kept within the recheck period")
 	assert.Equal(t, 1, d.calls)
@@ -78,7 +71,7 @@ func TestResizeSupportDiscoveryFails(t *testing.T) {
 	d := &fakeDiscovery{err: errors.New("connection refused")}
 	r := NewResizeSupport(d.resources, clk)
 	assert.Equal(t, "", r.NoResize(ctx))
-	d.err, d.list = nil, coreV1("pods")
+	d.err, d.list = nil, gen.APIResources("v1", "pods")
 	assert.Equal(t, "", r.NoResize(ctx), "not asked again before resizeRetry")
 	assert.Equal(t, 1, d.calls)
 	clk.SetTime(clk.Now().Add(resizeRetry))
