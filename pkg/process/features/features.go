@@ -82,6 +82,26 @@ const (
 	// SidecarSet_PatchPodMetadata_WhiteList) has no rule for it; off, such a SidecarSet is refused
 	// at admission. Alpha, default false (as in OpenKruise).
 	SidecarSetPatchPodMetadataDefaultsAllowed featuregate.Feature = "SidecarSetPatchPodMetadataDefaultsAllowed"
+
+	// PodUnavailableBudgetDeleteGate makes PodUnavailableBudgets guard pod
+	// deletion and eviction. Beta, default true (as in OpenKruise).
+	PodUnavailableBudgetDeleteGate featuregate.Feature = "PodUnavailableBudgetDeleteGate"
+
+	// PodUnavailableBudgetUpdateGate makes PodUnavailableBudgets guard pod
+	// updates that disrupt a pod (an in-place update, a resize): the
+	// workloads ask the budget before such a step and the pod webhook refuses
+	// other writers over budget. Alpha, default false (as in OpenKruise).
+	PodUnavailableBudgetUpdateGate featuregate.Feature = "PodUnavailableBudgetUpdateGate"
+
+	// ResourcesDeletionProtection turns on the policy.kruise.io/delete-protection
+	// label. Beta, default false (as in OpenKruise).
+	ResourcesDeletionProtection featuregate.Feature = "ResourcesDeletionProtection"
+
+	// DeletionProtectionForCRDCascadingGate lets delete-protection Cascading
+	// on a CustomResourceDefinition look for its objects; off, such a CRD
+	// cannot be deleted at all while labelled (as in OpenKruise). It needs
+	// ResourcesDeletionProtection. Alpha, default false (as in OpenKruise).
+	DeletionProtectionForCRDCascadingGate featuregate.Feature = "DeletionProtectionForCRDCascadingGate"
 )
 
 // specs are the gates kruise implements.
@@ -98,6 +118,10 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	StatefulSetAutoDeletePVC:                  {Default: true, PreRelease: featuregate.Beta},
 	StatefulSetStartOrdinal:                   {Default: true, PreRelease: featuregate.Beta},
 	SidecarSetPatchPodMetadataDefaultsAllowed: {Default: false, PreRelease: featuregate.Alpha},
+	PodUnavailableBudgetDeleteGate:            {Default: true, PreRelease: featuregate.Beta},
+	PodUnavailableBudgetUpdateGate:            {Default: false, PreRelease: featuregate.Alpha},
+	ResourcesDeletionProtection:               {Default: false, PreRelease: featuregate.Beta},
+	DeletionProtectionForCRDCascadingGate:     {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.
