@@ -16,6 +16,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
+	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -31,6 +32,8 @@ type webhooks struct {
 	server *wserver.Server
 	// sidecars are the caches SidecarSet injection reads; they run with the server.
 	sidecars *sidecarinjection.Caches
+	// paths are the served paths, for the start-up log.
+	paths []string
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
@@ -73,6 +76,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	client, kruiseClient := d.webhookClients()
+	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
+		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
@@ -94,6 +99,25 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 			return nil, err
 		}
 	}
+	// Deletion protection: only with its gate (the chart renders its webhook entry likewise).
+	if on, crdCascading := o.deletionProtection(); on {
+		meta := d.webhookMetadata
+		if meta == nil {
+			meta = d.migrationClient
+		}
+		wh, err := deletionprotection.Webhook(deletionprotection.Options{
+			Lookups:      deletionprotection.APILookups{Client: client, Metadata: meta},
+			CRDCascading: crdCascading,
+			Metrics:      metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, deletionprotection.Path)
+	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err
@@ -101,7 +125,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv, sidecars: sidecars}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, paths: append(paths, conversion.Path)}, nil
 }
 
 // patchAllowCheck judges a SidecarSet's patchPodMetadata against the allow-list's JSON, as pod
@@ -148,10 +172,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		return nil
 	})
 	start(func() error { return w.server.Serve(ctx) })
-	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
-		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
-	})
+	logger.Info("Serving webhooks on every replica", "webhooks", w.paths)
 }
 
 // newCRDClient is the apiextensions client the certificate manager writes
