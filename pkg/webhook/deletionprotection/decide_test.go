@@ -59,7 +59,6 @@ func TestCountNamespaceChildren(t *testing.T) {
 	assert.Equal(t, NamespaceChildren{ActivePods: 3, BoundClaims: 1}, got)
 }
 
-
 func TestDecideNamespace(t *testing.T) {
 	ns := Target{Kind: "Namespace", Resource: "namespaces", Name: "prod"}
 	unlabel := "kubectl label namespaces prod policy.kruise.io/delete-protection-"
