@@ -268,7 +268,9 @@ func dpObjects(t *testing.T, c *cluster, kube kubernetes.Interface) []dpObject {
 				_, err = kube.AppsV1().DaemonSets(ns).UpdateStatus(ctx(t), got, metav1.UpdateOptions{})
 				require.NoError(t, err)
 			},
-			del: func(ns, name string) error { return kube.AppsV1().DaemonSets(ns).Delete(context.Background(), name, delOpts) },
+			del: func(ns, name string) error {
+				return kube.AppsV1().DaemonSets(ns).Delete(context.Background(), name, delOpts)
+			},
 			unlabel: func(ns, name string) error {
 				_, err := kube.AppsV1().DaemonSets(ns).Patch(context.Background(), name, types.MergePatchType, unlabel, metav1.PatchOptions{})
 				return err
