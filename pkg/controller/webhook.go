@@ -40,8 +40,9 @@ type webhooks struct {
 // its handlers: the SidecarSet injection and launch-priority pod webhooks, the mutating and
 // validating webhooks of ContainerRecreateRequests (which read pods at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
-// SidecarSets and their ControllerRevisions in namespace at each request), and
-// /convert. Admission reads with the webhook clients (d.webhookClients), whose
+// SidecarSets and their ControllerRevisions in namespace at each request), with
+// ResourcesDeletionProtection the deletion protection of Namespaces and CRDs
+// (which lists their pods, claims or objects at each request), and /convert. Admission reads with the webhook clients (d.webhookClients), whose
 // rate limit is not the controllers': a busy controller never delays an
 // answer to the API server. It does not call the API
 // server.
