@@ -16,6 +16,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
+	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -31,14 +32,17 @@ type webhooks struct {
 	server *wserver.Server
 	// sidecars are the caches SidecarSet injection reads; they run with the server.
 	sidecars *sidecarinjection.Caches
+	// paths are the served paths, for the start-up log.
+	paths []string
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
 // its handlers: the SidecarSet injection and launch-priority pod webhooks, the mutating and
 // validating webhooks of ContainerRecreateRequests (which read pods at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
-// SidecarSets and their ControllerRevisions in namespace at each request), and
-// /convert. Admission reads with the webhook clients (d.webhookClients), whose
+// SidecarSets and their ControllerRevisions in namespace at each request), with
+// ResourcesDeletionProtection the deletion protection of Namespaces and CRDs
+// (which lists their pods, claims or objects at each request), and /convert. Admission reads with the webhook clients (d.webhookClients), whose
 // rate limit is not the controllers': a busy controller never delays an
 // answer to the API server. It does not call the API
 // server.
@@ -73,6 +77,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	client, kruiseClient := d.webhookClients()
+	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
+		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
@@ -94,6 +100,25 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 			return nil, err
 		}
 	}
+	// Deletion protection: only with its gate (the chart renders its webhook entry likewise).
+	if on, crdCascading := o.deletionProtection(); on {
+		meta := d.webhookMetadata
+		if meta == nil {
+			meta = d.migrationClient
+		}
+		wh, err := deletionprotection.Webhook(deletionprotection.Options{
+			Lookups:      deletionprotection.APILookups{Client: client, Metadata: meta},
+			CRDCascading: crdCascading,
+			Metrics:      metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, deletionprotection.Path)
+	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err
@@ -101,7 +126,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv, sidecars: sidecars}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, paths: append(paths, conversion.Path)}, nil
 }
 
 // patchAllowCheck judges a SidecarSet's patchPodMetadata against the allow-list's JSON, as pod
@@ -148,10 +173,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		return nil
 	})
 	start(func() error { return w.server.Serve(ctx) })
-	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
-		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
-	})
+	logger.Info("Serving webhooks on every replica", "webhooks", w.paths)
 }
 
 // newCRDClient is the apiextensions client the certificate manager writes
