@@ -60,7 +60,8 @@ func ProtectsUnready(b *policyv1alpha1.PodUnavailableBudget) bool {
 }
 
 // PerWorkload reports whether the budget applies to each workload of its pods apart
-// (pub.kruise.io/budget-per-workload, a kruise extension for OpenKruise #1470).
+// (pub.kruise.io/budget-per-workload, a kruise extension for OpenKruise #1470). Only a selector
+// budget can: a targetRef budget covers one workload.
 func PerWorkload(b *policyv1alpha1.PodUnavailableBudget) bool {
-	return b.Annotations[policyv1alpha1.PubBudgetPerWorkloadAnnotation] == "true"
+	return b.Spec.Selector != nil && b.Annotations[policyv1alpha1.PubBudgetPerWorkloadAnnotation] == "true"
 }
