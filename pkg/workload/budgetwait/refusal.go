@@ -11,17 +11,18 @@ import (
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 )
 
-// webhookDenied is how the API server words a validating webhook's refusal
-// (`admission webhook "<name>" denied the request: <message>`).
+// webhookPrefix begins the API server's wording of a validating webhook's refusal
+// (`admission webhook "<name>" denied the request: <message>`); budgetWord is in the message of
+// a refusal for a budget.
 const (
 	webhookPrefix = `admission webhook "`
-	webhookDenied = "denied the request: "
+	budgetWord    = "PodUnavailableBudget"
 )
 
 // Refused reports whether err is a pod webhook's refusal for a PodUnavailableBudget: a Forbidden
 // or TooManyRequests status (or BadRequest, what the API server makes of a denial that gives no
-// code) whose message is an admission webhook's and names the budget. reason is the webhook's
-// message.
+// code) whose message is an admission webhook's and names the budget. reason is the message from
+// the budget's name on.
 func Refused(err error) (reason string, ok bool) {
 	var status apierrors.APIStatus
 	if err == nil || !errors.As(err, &status) {
@@ -34,13 +35,12 @@ func Refused(err error) (reason string, ok bool) {
 		return "", false
 	}
 	msg := st.Message
-	if !strings.HasPrefix(msg, webhookPrefix) || !strings.Contains(msg, "PodUnavailableBudget") {
+	if !strings.HasPrefix(msg, webhookPrefix) || !strings.Contains(msg, budgetWord) {
 		return "", false
 	}
-	if i := strings.Index(msg, webhookDenied); i >= 0 {
-		msg = msg[i+len(webhookDenied):]
-	}
-	return msg, true
+	// From the budget's own reason on ("PodUnavailableBudget <ns>/<name>: ..."), as Check.Admit
+	// has it: what the webhook wraps around it says nothing the wait does not.
+	return msg[strings.Index(msg, budgetWord):], true
 }
 
 // Deletion is the wait of pod whose deletion failed with err, when a budget refused it; nil for

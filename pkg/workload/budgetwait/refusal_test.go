@@ -28,6 +28,7 @@ func TestRefused(t *testing.T) {
 		"wrapped":                  {err: fmt.Errorf("deleting pod a: %w", gen.BudgetRefusal(reason)), reason: reason},
 		"too many requests":        {err: webhook(429, reason), reason: reason},
 		"a denial without a code":  {err: webhook(400, reason), reason: reason},
+		"the reason wrapped":       {err: webhook(429, "DELETE ns/a (deleting the pod) is refused now: "+reason), reason: reason},
 		"another webhook's denial": {err: webhook(403, "deletion protection: label Always")},
 		"a budget named in a 500":  {err: webhook(500, reason)},
 		"an RBAC refusal":          {err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "a", errors.New("PodUnavailableBudget"))},
