@@ -43,6 +43,7 @@
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
 //	malformed_expect_test.go what kruise must answer to each row
+//	podunavailablebudget_test.go  PodUnavailableBudget: a Deployment's budget counted by the controller, created before the pods, through a scale-up
 //
 // The helpers every e2e test uses are in package framework; the tests that take kruise out of
 // service for a while are in disruptive/, those that change the Helm release (a switch to
