@@ -274,6 +274,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 		reg:       NewRegistry(),
 		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
 	}
+	budget := workloadBudget(o, d.kruiseClient, factory, kruiseFactory)
 	for _, e := range enabled {
 		c, err := e.Build(Deps{
 			Client: d.client, InformerFactory: factory,
@@ -281,7 +282,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
-			Options: o, Metrics: reregisterer{metrics}, Resize: resize,
+			Options: o, Metrics: reregisterer{metrics}, Resize: resize, Budget: budget,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)
