@@ -238,3 +238,17 @@ func list(values []string) string {
 func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
+
+// DisruptiveUpdateConditionName names the chart's condition of vpod.kb.io that sends an update
+// only when it may make the pod unavailable (disruption.Classify): it changes the spec, or adds
+// a label of prefix unavailable-pod.kruise.io/. Labels, annotations and status never reach kruise.
+const DisruptiveUpdateConditionName = "disruptive-update"
+
+// DisruptiveUpdateExpression is that condition (test/chart checks the chart has it).
+var DisruptiveUpdateExpression = "request.operation != 'UPDATE' || object.spec != oldObject.spec || (" +
+	unavailableLabel("object") + " && !" + unavailableLabel("oldObject") + ")"
+
+func unavailableLabel(obj string) string {
+	return "(has(" + obj + ".metadata.labels) && " + obj + ".metadata.labels.exists(k, k.startsWith('" +
+		policyv1alpha1.PodUnavailableLabelPrefix + "')))"
+}
