@@ -884,6 +884,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"cloneset": true, "daemonset": true, "statefulset": true, "sidecarset": true,
 		// sidecarset-scope reads SidecarSets and the webhook configuration only, no Pod or Node.
 		"sidecarset-scope": true,
+		// podunavailablebudget-scope reads a pod's namespace, name, generateName, labels and owner
+		// references (all in podKept).
+		"podunavailablebudget-scope": true,
 		// workloadmetrics reads CloneSets, StatefulSets, DaemonSets and SidecarSets only, no Pod or Node.
 		"workloadmetrics": true,
 		// storage-version-migrator reads CRDs and lists object metadata from the API server, no cache.
