@@ -47,7 +47,7 @@ func TestPodBudgetsReadLiveUntilSynced(t *testing.T) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-abcde", Labels: map[string]string{"app": "web"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	b := newPodBudgets(fake.NewClientset(), kruisefake.NewSimpleClientset(pub), nil)
 	allowed, reason, err := b.Admit(context.Background(), pod, policyv1alpha1.PubDeleteOperation, true)
