@@ -30,6 +30,7 @@ func checkPUBConditions(t *testing.T, w admissionregistrationv1.ValidatingWebhoo
 	case pubscope.PodWebhook:
 		assert.Equal(t, []admissionregistrationv1.MatchCondition{
 			podscope.Condition(ns),
+			{Name: pubscope.NotTerminatingConditionName, Expression: pubscope.NotTerminatingExpression},
 			{Name: pubscope.DisruptiveUpdateConditionName, Expression: pubscope.DisruptiveUpdateExpression},
 			{Name: pubscope.ConditionName, Expression: pubscope.NoneExpression},
 		}, w.MatchConditions, w.Name)

@@ -239,6 +239,15 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
+// NotTerminatingConditionName names the chart's condition of vpod.kb.io that never sends a
+// request for a pod already being deleted: its deletion was judged when it began, and the
+// kubelet's final DELETE of a terminated pod must not wait on kruise (during an outage it would
+// hold the pod Terminating).
+const NotTerminatingConditionName = "not-terminating"
+
+// NotTerminatingExpression is that condition.
+const NotTerminatingExpression = "oldObject == null || !has(oldObject.metadata.deletionTimestamp)"
+
 // DisruptiveUpdateConditionName names the chart's condition of vpod.kb.io that sends an update
 // only when it may make the pod unavailable (disruption.Classify): it changes the spec, or adds
 // a label of prefix unavailable-pod.kruise.io/. Labels, annotations and status never reach kruise.
