@@ -36,8 +36,8 @@ import (
 )
 
 const (
-	pubAdmitNS  = "pub-it"
-	freeNS = "pub-free"
+	pubAdmitNS = "pub-it"
+	freeNS     = "pub-free"
 )
 
 // TestPodUnavailableBudgetWebhooksInAnAPIServer installs the PodUnavailableBudget entries as
