@@ -45,6 +45,12 @@ AllBeta (a Beta gate) or AllAlpha (an Alpha gate) when set, else its default.
 {{- if and (include "kruise.deletionProtection" .) (eq (include "kruise.gateEnabled" (list "DeletionProtectionForCRDCascadingGate" .Values.featureGates false "Alpha")) "true") -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" only if featureGates turns the named (Alpha) gate on: explicitly, or with AllAlpha=true
+and no explicit value, as the binaries read it. */}}
+{{- define "kruise.alphaGateEnabled" -}}
+{{- include "kruise.gateEnabled" (list (index . 0) (index . 1) false "Alpha") -}}
+{{- end -}}
+
 {{/* Labels shared by every object of the release. */}}
 {{- define "kruise.labels" -}}
 app.kubernetes.io/part-of: kruise
