@@ -22,8 +22,9 @@ import (
 
 // startHostController runs kruise-controller as a host process against the private cluster, as
 // deployed (leader election on, --v=2) but with no daemon (KruiseDaemon=false: nothing runs on
-// kwok's nodes) and no webhooks, and returns a probe of it once it leads.
-func startHostController(t *testing.T, c *kwokCluster, dir string) *leaderProbe {
+// kwok's nodes), no webhooks and the further feature gates gates (e.g. "SidecarTerminator=false"),
+// and returns a probe of it once it leads.
+func startHostController(t *testing.T, c *kwokCluster, dir string, gates ...string) *leaderProbe {
 	t.Helper()
 	bin, err := filepath.Abs(csControllerBin)
 	if err != nil {
@@ -36,7 +37,7 @@ func startHostController(t *testing.T, c *kwokCluster, dir string) *leaderProbe 
 		"--addr=unix://"+sock,
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace="+controller.DefaultNamespace,
-		"--feature-gates=KruiseDaemon=false",
+		"--feature-gates="+strings.Join(append([]string{"KruiseDaemon=false"}, gates...), ","),
 		fmt.Sprintf("--kube-api-qps=%d", csQPS),
 		fmt.Sprintf("--kube-api-burst=%d", 2*csQPS),
 		"--logging-format=text",
