@@ -86,7 +86,6 @@ type pubBench struct {
 	// never delay one.
 	timed kubernetes.Interface
 	node  string
-	seq   int
 	// toClean are the pods of the current block, removed between blocks.
 	toClean []string
 }
@@ -336,11 +335,12 @@ func (b *pubBench) startNode(ctx context.Context, t *testing.T) {
 // newPod creates a pod of arm a bound to the node and makes it Running and Ready.
 func (b *pubBench) newPod(ctx context.Context, t *testing.T, a pubArm) string {
 	t.Helper()
-	b.seq++
-	name := fmt.Sprintf("%s-%04d", pubArmValue[a], b.seq)
 	pods := b.e.client.CoreV1().Pods(b.e.ns)
+	// Generated names, as a workload's: the eviction webhook's condition names a selector
+	// budget's pods by pattern (pkg/controller/pubscope), and pods named alike share one, so the
+	// condition is not rewritten for every new pod.
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.e.ns, Labels: map[string]string{pubArmLabel: pubArmValue[a]}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: pubArmValue[a] + "-", Namespace: b.e.ns, Labels: map[string]string{pubArmLabel: pubArmValue[a]}},
 		Spec: corev1.PodSpec{
 			NodeName:                      b.node,
 			TerminationGracePeriodSeconds: ptr.To[int64](graceSeconds),
@@ -354,15 +354,14 @@ func (b *pubBench) newPod(ctx context.Context, t *testing.T, a pubArm) string {
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating pod %s: %v", name, err)
+		t.Fatalf("creating a pod %s: %v", pod.GenerateName, err)
 	}
+	name := created.Name
 	b.toClean = append(b.toClean, name)
 	now := metav1.Now()
 	created.Status = corev1.PodStatus{
 		Phase:     corev1.PodRunning,
 		StartTime: &now,
-		HostIP:    "10.255.0.1",
-		PodIP:     "10.255.1.1",
 		Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},

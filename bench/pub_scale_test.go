@@ -209,15 +209,15 @@ func createPUBWorkloads(ctx context.Context, c *kwokCluster, sets, pods int) err
 		}
 		owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: created.Name, UID: created.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-		for j := range pods {
+		for range pods {
 			g.Go(func() error {
 				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", created.Name, j), Namespace: pubScaleNamespace,
+					ObjectMeta: metav1.ObjectMeta{GenerateName: created.Name + "-", Namespace: pubScaleNamespace,
 						Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
 					Spec: *rs.Spec.Template.Spec.DeepCopy(),
 				}
 				if _, err := c.kube.CoreV1().Pods(pubScaleNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+					return fmt.Errorf("creating a pod of %s: %w", created.Name, err)
 				}
 				return nil
 			})
