@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ const (
 var (
 	pubPods    = envInt("BENCH_PUB_PODS", 100)
 	pubChunk   = envInt("BENCH_PUB_CHUNK", 25)
-	pubFillers = envInt("BENCH_PUB_FILLERS", 10)
+	pubFillers = envInt("BENCH_PUB_FILLERS", 2*pubChunk+10)
 )
 
 type pubArm string
@@ -237,19 +238,23 @@ func unlimitedClient(t *testing.T) kubernetes.Interface {
 // pubBudgetName is the budget of an arm's pods.
 func pubBudgetName(a pubArm) string { return "bench-" + pubArmValue[a] }
 
-// createBudgets creates the two budgets, both counting 1000 replicas
-// (pub.kruise.io/protect-total-replicas: the pods have no workload): "charged" may lose all of
-// them (maxUnavailable 100%), so its room is the number of its ready pods not charged;
-// "refused" may lose none (maxUnavailable 0), so it is always exhausted.
+// createBudgets creates the two budgets. The pods have no workload, so each counts the replicas
+// pub.kruise.io/protect-total-replicas says. "charged" counts the fillers and keeps one available
+// (a budget that keeps nothing available charges nothing): its room is fillers − 1, more than a
+// block's charges (2 × pubChunk), so no sample waits for the controller to clear the charges of
+// the pods deleted before it. "refused" counts 1000 and may lose none: always exhausted.
 func (b *pubBench) createBudgets(ctx context.Context, t *testing.T) {
 	t.Helper()
-	for a, mu := range map[pubArm]intstr.IntOrString{pubCharged: intstr.FromString("100%"), pubRefused: intstr.FromInt32(0)} {
+	for a, spec := range map[pubArm]struct {
+		total          int
+		maxUnavailable int
+	}{pubCharged: {pubFillers, pubFillers - 1}, pubRefused: {1000, 0}} {
 		pub := &policyv1alpha1.PodUnavailableBudget{
 			ObjectMeta: metav1.ObjectMeta{Name: pubBudgetName(a), Namespace: b.e.ns,
-				Annotations: map[string]string{policyv1alpha1.PubProtectTotalReplicasAnnotation: "1000"}},
+				Annotations: map[string]string{policyv1alpha1.PubProtectTotalReplicasAnnotation: strconv.Itoa(spec.total)}},
 			Spec: policyv1alpha1.PodUnavailableBudgetSpec{
 				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{pubArmLabel: pubArmValue[a]}},
-				MaxUnavailable: ptr.To(mu),
+				MaxUnavailable: ptr.To(intstr.FromInt(spec.maxUnavailable)),
 			},
 		}
 		if _, err := b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Create(ctx, pub, metav1.CreateOptions{}); err != nil {
@@ -258,8 +263,8 @@ func (b *pubBench) createBudgets(ctx context.Context, t *testing.T) {
 	}
 }
 
-// waitBudgets waits until the controller has counted the fillers: the charged arm's budget has
-// room for all of them and the refused arm's has none.
+// waitBudgets waits until the controller has counted the fillers and the probe: the charged
+// arm's budget has room for all fillers but one, the refused arm's none.
 func (b *pubBench) waitBudgets(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var last string
@@ -274,11 +279,11 @@ func (b *pubBench) waitBudgets(ctx context.Context, t *testing.T) {
 			s := p.Status
 			last += fmt.Sprintf("%s: observed %d/%d allowed %d current %d desired %d total %d; ", p.Name, s.ObservedGeneration, p.Generation,
 				s.UnavailableAllowed, s.CurrentAvailable, s.DesiredAvailable, s.TotalReplicas)
-			ok = ok && s.ObservedGeneration == p.Generation && s.TotalReplicas == 1000
+			ok = ok && s.ObservedGeneration == p.Generation && s.DesiredAvailable > 0
 			if a == pubCharged {
-				ok = ok && s.UnavailableAllowed >= int32(pubFillers)
+				ok = ok && s.CurrentAvailable == int32(pubFillers) && s.UnavailableAllowed == int32(pubFillers-1)
 			} else {
-				ok = ok && s.UnavailableAllowed <= 0 && s.CurrentAvailable == 1
+				ok = ok && s.CurrentAvailable == 1 && s.UnavailableAllowed <= 0
 			}
 		}
 		return ok, nil
@@ -385,7 +390,8 @@ func (b *pubBench) sample(ctx context.Context, t *testing.T, a pubArm, op pubOp)
 	t.Helper()
 	name := b.newPod(ctx, t, a)
 	if a == pubCharged {
-		// The charge needs room: the fillers' leave it unless the controller lags far behind.
+		// The charge needs room: the fillers leave some unless the controller lags far behind
+		// in clearing the charges of the pods deleted before.
 		if err := b.waitRoom(ctx); err != nil {
 			return pubSample{}, err
 		}
