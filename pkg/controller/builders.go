@@ -15,6 +15,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
+	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
@@ -69,6 +70,9 @@ var builders = []Entry{
 	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
 	// version, so that no read of them needs /convert. No gate: it only acts on such objects.
 	{Name: storageversion.Name, Build: buildStorageVersion},
+	// PodUnavailableBudget's status: runs when either of its gates is on (Entry gates are all
+	// required, so the builder decides).
+	{Name: podunavailablebudget.Name, Build: buildPodUnavailableBudget},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -272,6 +276,28 @@ func buildStorageVersion(d Deps) (Controller, error) {
 	return storageversion.New(storageversion.Config{
 		CRDs:    d.CRDClient.ApiextensionsV1().CustomResourceDefinitions(),
 		Objects: d.MigrationClient,
+	})
+}
+
+// buildPodUnavailableBudget adapts Deps to the PodUnavailableBudget controller; with both of
+// its gates off (OpenKruise's rule) it idles and watches nothing.
+func buildPodUnavailableBudget(d Deps) (Controller, error) {
+	fg := d.Options.featureGate()
+	if !fg.Enabled(features.PodUnavailableBudgetDeleteGate) && !fg.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		return idle{name: podunavailablebudget.Name, why: "PodUnavailableBudgetDeleteGate and PodUnavailableBudgetUpdateGate are off"}, nil
+	}
+	apps := d.InformerFactory.Apps().V1()
+	kruiseApps := d.KruiseInformerFactory.Apps().V1beta1()
+	return podunavailablebudget.New(podunavailablebudget.Config{
+		Config:               d.base(),
+		Budgets:              d.KruiseInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
+		Pods:                 d.InformerFactory.Core().V1().Pods(),
+		ReplicaSets:          apps.ReplicaSets(),
+		Deployments:          apps.Deployments(),
+		StatefulSets:         apps.StatefulSets(),
+		CloneSets:            kruiseApps.CloneSets(),
+		AdvancedStatefulSets: kruiseApps.StatefulSets(),
+		Scale:                podunavailablebudget.NewScaleFunc(d.Client.Discovery()),
 	})
 }
 

@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
+	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/features"
 )
 
@@ -26,7 +28,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -34,18 +36,18 @@ func TestSelectEnabled(t *testing.T) {
 	}{
 		{gates: "", enabled: all},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
-		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"},
+		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"},
 			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
-		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
@@ -129,7 +131,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	// Logged once every informer has synced, so every informer that was
 	// started has listed by now.
 	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator"}}}, logged("Started controllers"))
+	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "nodeimage", "gate", features.KruiseDaemon},
@@ -149,15 +151,38 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	for _, a := range kruiseClient.Actions() {
 		kruiseListed[a.GetResource().Resource] = true
 	}
-	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true}, kruiseListed,
-		"of the apps.kruise.io kinds only the workloads, which need no daemon")
+	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true, "podunavailablebudgets": true}, kruiseListed,
+		"of the kruise kinds only the workloads and the budgets, which need no daemon")
 	listed := map[string]bool{}
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
 			listed[a.GetResource().Resource] = true
 		}
 	}
-	assert.Equal(t, map[string]bool{"pods": true, "nodes": true, "persistentvolumeclaims": true, "controllerrevisions": true, "namespaces": true}, listed)
+	assert.Equal(t, map[string]bool{"pods": true, "nodes": true, "persistentvolumeclaims": true, "controllerrevisions": true, "namespaces": true,
+		"replicasets": true, "deployments": true, "statefulsets": true}, listed)
+}
+
+// The PodUnavailableBudget controller runs when either of its gates is on (Entry gates are all
+// required, so its builder decides), and watches nothing with both off.
+func TestPodUnavailableBudgetBuiltWithEitherGate(t *testing.T) {
+	for gates, want := range map[string]bool{
+		"":                                     true,
+		"PodUnavailableBudgetDeleteGate=false": false,
+		"PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=true": true,
+	} {
+		t.Run(gates, func(t *testing.T) {
+			o := testOptions()
+			o.Features = gateFrom(t, gates)
+			d := Deps{Client: fake.NewClientset(), KruiseClient: kruisefake.NewSimpleClientset(), Options: o}
+			d.InformerFactory = informers.NewSharedInformerFactory(d.Client, 0)
+			d.KruiseInformerFactory = kruiseinformers.NewSharedInformerFactory(d.KruiseClient, 0)
+			c, err := buildPodUnavailableBudget(d)
+			require.NoError(t, err)
+			_, idles := c.(idle)
+			assert.Equal(t, want, !idles)
+		})
+	}
 }
 
 func TestGatedBuilderIsNotCalled(t *testing.T) {

@@ -170,6 +170,10 @@ func isKruiseKey(key string) bool {
 //     spec.nodeName.
 //   - SidecarSet: the pods a SidecarSet injected whole (see injectedBySidecarSet); of other
 //     pods, the labels and namespace its selectors match.
+//   - PodUnavailableBudget: labels (selectors, unavailable-pod.kruise.io/ and specified-delete),
+//     owner references, kruise's annotations (kruise.io/related-pub, the in-place update state),
+//     uid, creation and deletion, status.phase and status.conditions (Ready,
+//     InPlaceUpdateReady); the container statuses of a pod under an in-place update (kept whole).
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,

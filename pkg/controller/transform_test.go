@@ -888,6 +888,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"workloadmetrics": true,
 		// storage-version-migrator reads CRDs and lists object metadata from the API server, no cache.
 		"storage-version-migrator": true,
+		// podunavailablebudget reads labels, owner references, kruise's annotations, uid, creation
+		// and deletion, status.phase and status.conditions (all kept), and, of pods an in-place
+		// update touched (a kruise workload's, kept whole), the update state and container statuses.
+		"podunavailablebudget": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
