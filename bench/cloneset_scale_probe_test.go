@@ -22,9 +22,9 @@ import (
 
 // startHostController runs kruise-controller as a host process against the private cluster, as
 // deployed (leader election on, --v=2) but with no daemon (KruiseDaemon=false: nothing runs on
-// kwok's nodes), no webhooks and the further feature gates gates (e.g. "SidecarTerminator=false"),
-// and returns a probe of it once it leads.
-func startHostController(t *testing.T, c *kwokCluster, dir string, gates ...string) *leaderProbe {
+// kwok's nodes), no webhooks, client rate qps (burst twice it) and the further feature gates
+// gates (e.g. "SidecarTerminator=false"), and returns a probe of it once it leads.
+func startHostController(t *testing.T, c *kwokCluster, dir string, qps int, gates ...string) *leaderProbe {
 	t.Helper()
 	bin, err := filepath.Abs(csControllerBin)
 	if err != nil {
@@ -38,8 +38,8 @@ func startHostController(t *testing.T, c *kwokCluster, dir string, gates ...stri
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace="+controller.DefaultNamespace,
 		"--feature-gates="+strings.Join(append([]string{"KruiseDaemon=false"}, gates...), ","),
-		fmt.Sprintf("--kube-api-qps=%d", csQPS),
-		fmt.Sprintf("--kube-api-burst=%d", 2*csQPS),
+		fmt.Sprintf("--kube-api-qps=%d", qps),
+		fmt.Sprintf("--kube-api-burst=%d", 2*qps),
 		"--logging-format=text",
 		"--v=2",
 	)

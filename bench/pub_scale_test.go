@@ -33,8 +33,12 @@ var (
 	pubScaleNodes = envInt("BENCH_PUB_SCALE_NODES", 100)
 	// pubScaleMaxUnavailable is each budget's maxUnavailable.
 	pubScaleMaxUnavailable = envInt("BENCH_PUB_SCALE_MAX_UNAVAILABLE", 10)
-	pubScaleIdle           = time.Duration(envInt("BENCH_PUB_SCALE_IDLE_SECONDS", 60)) * time.Second
-	pubScaleTimeout        = time.Duration(envInt("BENCH_PUB_SCALE_TIMEOUT_MINUTES", 15)) * time.Minute
+	// pubScaleQPS is the controller's --kube-api-qps (burst twice it); kruise-controller's default
+	// is 20. The controller annotates every covered pod (kruise.io/related-pub), one patch each,
+	// so the rate bounds how soon the later budgets' status is written.
+	pubScaleQPS     = envInt("BENCH_PUB_SCALE_QPS", 100)
+	pubScaleIdle    = time.Duration(envInt("BENCH_PUB_SCALE_IDLE_SECONDS", 60)) * time.Second
+	pubScaleTimeout = time.Duration(envInt("BENCH_PUB_SCALE_TIMEOUT_MINUTES", 15)) * time.Minute
 )
 
 const (
@@ -68,8 +72,8 @@ func TestPUBScale(t *testing.T) {
 		})
 	}
 	total := pubScaleSets * pubScalePods
-	t.Logf("shape: %d ReplicaSets x %d pods = %d pods on %d kwok nodes, one budget each (maxUnavailable %d); idle %s; dir %s",
-		pubScaleSets, pubScalePods, total, pubScaleNodes, pubScaleMaxUnavailable, pubScaleIdle, dir)
+	t.Logf("shape: %d ReplicaSets x %d pods = %d pods on %d kwok nodes, one budget each (maxUnavailable %d); controller QPS %d; idle %s; dir %s",
+		pubScaleSets, pubScalePods, total, pubScaleNodes, pubScaleMaxUnavailable, pubScaleQPS, pubScaleIdle, dir)
 	ctx := context.Background()
 
 	c := startKWOKCluster(t, dir, filepath.Join("testdata", "kwok-stages.yaml"))
@@ -87,7 +91,7 @@ func TestPUBScale(t *testing.T) {
 	waitPodsReady(ctx, t, c, total)
 	t.Logf("%d pods created and Ready in %s", total, time.Since(start).Round(time.Second))
 
-	probe := startHostController(t, c, dir, "SidecarTerminator=false", "ImagePullJobGate=false")
+	probe := startHostController(t, c, dir, pubScaleQPS, "SidecarTerminator=false", "ImagePullJobGate=false")
 	waitQuiet(ctx, t, probe)
 
 	var windows []*window
