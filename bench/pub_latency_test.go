@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
@@ -323,13 +324,22 @@ func (b *pubBench) startNode(ctx context.Context, t *testing.T) {
 			t.Errorf("deleting the Lease of node %s: %v", b.node, err)
 		}
 	})
-	now := metav1.Now()
-	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "simulated by the benchmark", LastHeartbeatTime: now, LastTransitionTime: now}}
-	created.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1000")}
-	created.Status.Allocatable = created.Status.Capacity
-	if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	// Others write the new Node too (the node-lifecycle controller's taints): on the latest.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, b.node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "simulated by the benchmark", LastHeartbeatTime: now, LastTransitionTime: now}}
+		cur.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1000")}
+		cur.Status.Allocatable = cur.Status.Capacity
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("making node %s Ready: %v", b.node, err)
 	}
 	go func() {
 		defer close(leaseDone)
