@@ -312,6 +312,10 @@ func (b *pubBench) startNode(ctx context.Context, t *testing.T) {
 	}
 	leaseCtx, stopLease := context.WithCancel(context.Background())
 	leaseDone := make(chan struct{})
+	go func() {
+		defer close(leaseDone)
+		renewNodeLease(leaseCtx, b.e.client, b.node, created.UID)
+	}()
 	t.Cleanup(func() {
 		stopLease()
 		<-leaseDone
@@ -341,10 +345,6 @@ func (b *pubBench) startNode(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatalf("making node %s Ready: %v", b.node, err)
 	}
-	go func() {
-		defer close(leaseDone)
-		renewNodeLease(leaseCtx, b.e.client, b.node, created.UID)
-	}()
 }
 
 // newPod creates a pod of arm a bound to the node and makes it Running and Ready.
