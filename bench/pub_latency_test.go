@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -374,7 +375,7 @@ func (b *pubBench) newPod(ctx context.Context, t *testing.T, a pubArm) string {
 	name := created.Name
 	b.toClean = append(b.toClean, name)
 	now := metav1.Now()
-	created.Status = corev1.PodStatus{
+	status := corev1.PodStatus{
 		Phase:     corev1.PodRunning,
 		StartTime: &now,
 		Conditions: []corev1.PodCondition{
@@ -389,7 +390,13 @@ func (b *pubBench) newPod(ctx context.Context, t *testing.T, a pubArm) string {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}},
 	}
-	if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// A merge patch of the status subresource: kruise-controller annotates a covered pod
+	// (kruise.io/related-pub) meanwhile, which an update on the created version would conflict with.
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("making pod %s Running and Ready: %v", name, err)
 	}
 	return name
