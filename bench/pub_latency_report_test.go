@@ -144,10 +144,12 @@ func renewNodeLease(ctx context.Context, client kubernetes.Interface, node strin
 	}
 }
 
-// pubHists are the webhook histograms of one reading, keyed by their labels: the API server's
-// calls of the two webhooks (round trip) by name, operation and rejected; its evaluation of their
-// matchConditions by name; kruise's own handling time by webhook, summed over the replicas.
-type pubHists struct{ api, match, kruise map[string]histogram }
+// pubHists are the histograms of one reading, keyed by their labels: the API server's calls of
+// the two webhooks (round trip) by name, operation and rejected; its evaluation of their
+// matchConditions by name; kruise's own handling time by webhook, summed over the replicas; and
+// the API server's own time for pod DELETEs and eviction POSTs (apiserver_request_duration_seconds,
+// not dry runs) by verb and subresource.
+type pubHists struct{ api, match, kruise, server map[string]histogram }
 
 func (b *pubBench) metrics(ctx context.Context) (pubHists, error) {
 	var h pubHists
@@ -166,7 +168,13 @@ func (b *pubBench) metrics(ctx context.Context) (pubHists, error) {
 	if err != nil {
 		return h, err
 	}
-	h.kruise, err = histogramsBy(craw, "kruise_webhook_admission_duration_seconds", []string{"webhook"}, func(map[string]string) bool { return true })
+	if h.kruise, err = histogramsBy(craw, "kruise_webhook_admission_duration_seconds", []string{"webhook"}, func(map[string]string) bool { return true }); err != nil {
+		return h, err
+	}
+	h.server, err = histogramsBy(raw, "apiserver_request_duration_seconds", []string{"verb", "subresource"}, func(l map[string]string) bool {
+		return l["resource"] == "pods" && l["group"] == "" && l["dry_run"] == "" &&
+			((l["verb"] == "DELETE" && l["subresource"] == "") || (l["verb"] == "POST" && l["subresource"] == "eviction"))
+	})
 	return h, err
 }
 
@@ -215,7 +223,7 @@ func (h pubHists) minus(before pubHists) pubHists {
 		}
 		return out
 	}
-	return pubHists{sub(h.api, before.api), sub(h.match, before.match), sub(h.kruise, before.kruise)}
+	return pubHists{sub(h.api, before.api), sub(h.match, before.match), sub(h.kruise, before.kruise), sub(h.server, before.server)}
 }
 
 func (h pubHists) add(o pubHists) pubHists {
@@ -229,7 +237,7 @@ func (h pubHists) add(o pubHists) pubHists {
 		}
 		return out
 	}
-	return pubHists{sum(h.api, o.api), sum(h.match, o.match), sum(h.kruise, o.kruise)}
+	return pubHists{sum(h.api, o.api), sum(h.match, o.match), sum(h.kruise, o.kruise), sum(h.server, o.server)}
 }
 
 // chargeWrites counts, per arm and operation, the samples during whose call kruise-controller
@@ -281,7 +289,7 @@ func maxTime(a, b time.Time) time.Time {
 	return a
 }
 
-func reportPUB(t *testing.T, samples []pubSample, m pubHists, charges chargeWrites) {
+func reportPUB(t *testing.T, samples []pubSample, m, mNone pubHists, charges chargeWrites) {
 	arms := []pubArm{pubNone, pubNotSent, pubCharged, pubRefused}
 	msd := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	plus := func(d time.Duration) string { return fmt.Sprintf("%+.2f ms", float64(d.Microseconds())/1000) }
@@ -320,6 +328,14 @@ func reportPUB(t *testing.T, samples []pubSample, m pubHists, charges chargeWrit
 	fmt.Fprintf(&b, "API server, matchConditions evaluation (every pod of the configured blocks):\n")
 	for _, k := range sortedKeys(m.match) {
 		fmt.Fprintf(&b, "  %s: %s\n", k, m.match[k].describe())
+	}
+	fmt.Fprintf(&b, "API server, its own time for the calls (apiserver_request_duration_seconds), configured blocks (arms b, c, d together):\n")
+	for _, k := range sortedKeys(m.server) {
+		fmt.Fprintf(&b, "  %s: %s\n", k, m.server[k].describe())
+	}
+	fmt.Fprintf(&b, "API server, its own time for the calls, blocks with no budget webhook configured (arm a):\n")
+	for _, k := range sortedKeys(mNone.server) {
+		fmt.Fprintf(&b, "  %s: %s\n", k, mNone.server[k].describe())
 	}
 	fmt.Fprintf(&b, "kruise-controller, handling by webhook (all replicas; webhooks with no request in the configured blocks left out):\n")
 	for _, k := range sortedKeys(m.kruise) {

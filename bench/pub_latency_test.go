@@ -89,6 +89,8 @@ type pubBench struct {
 	// never delay one.
 	timed kubernetes.Interface
 	node  string
+	// refusedAlive: the refused arm's pods of the current block (Ready, counted by its budget).
+	refusedAlive int
 	// toClean are the pods of the current block, removed between blocks.
 	toClean []string
 }
@@ -178,7 +180,8 @@ func TestPUBLatency(t *testing.T) {
 	}
 	b.clean(ctx, t)
 
-	var m pubHists
+	// m: the configured blocks; mNone: the blocks with no budget webhook configured.
+	var m, mNone pubHists
 	start := time.Now()
 	for done := 0; done < pubPods; {
 		n := min(pubChunk, pubPods-done)
@@ -203,11 +206,20 @@ func TestPUBLatency(t *testing.T) {
 		if err := sw.remove(ctx); err != nil {
 			t.Fatal(err)
 		}
+		before, err = b.metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for range n {
 			for _, op := range ops {
 				run(pubNone, op, true)
 			}
 		}
+		after, err = b.metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mNone = mNone.add(after.minus(before))
 		if err := sw.restore(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +231,7 @@ func TestPUBLatency(t *testing.T) {
 	if err != nil {
 		t.Errorf("reading the audit log: %v", err)
 	}
-	reportPUB(t, samples, m, charges)
+	reportPUB(t, samples, m, mNone, charges)
 }
 
 // unlimitedClient is a client of $KUBECONFIG without a client-side rate limit.
@@ -406,12 +418,11 @@ func (b *pubBench) newPod(ctx context.Context, t *testing.T, a pubArm) string {
 func (b *pubBench) sample(ctx context.Context, t *testing.T, a pubArm, op pubOp) (pubSample, error) {
 	t.Helper()
 	name := b.newPod(ctx, t, a)
-	if a == pubCharged {
-		// The charge needs room: the fillers leave some unless the controller lags far behind
-		// in clearing the charges of the pods deleted before.
-		if err := b.waitRoom(ctx); err != nil {
-			return pubSample{}, err
-		}
+	if a == pubRefused {
+		b.refusedAlive++ // refused, it stays Ready until the block's pods are removed
+	}
+	if err := b.settle(ctx, a, name); err != nil {
+		return pubSample{}, err
 	}
 	s := pubSample{arm: a, op: op, pod: name}
 	s.t0 = time.Now()
@@ -439,19 +450,44 @@ func (b *pubBench) call(ctx context.Context, op pubOp, name string, dryRun []str
 	})
 }
 
-// waitRoom waits until the charged arm's budget may lose a pod.
-func (b *pubBench) waitRoom(ctx context.Context) error {
-	var allowed int32
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Get(ctx, pubBudgetName(pubCharged), metav1.GetOptions{})
+// settle waits until the budget controller is done with the new pod and the pods before it, so
+// that the call is timed as on a pod that has been running a while (not racing the controller's
+// writes, which would also make the API server retry a DELETE's admission on the fresh pod): both
+// budgets count exactly their ready pods with no charge left (the pods deleted before are
+// terminating, their charges spent), and a covered pod carries kruise.io/related-pub.
+func (b *pubBench) settle(ctx context.Context, a pubArm, name string) error {
+	want := map[pubArm]int32{pubCharged: int32(pubFillers), pubRefused: 1 + int32(b.refusedAlive)}
+	if a == pubCharged {
+		want[pubCharged]++
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = ""
+		for _, ba := range []pubArm{pubCharged, pubRefused} {
+			p, err := b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Get(ctx, pubBudgetName(ba), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if s := p.Status; s.CurrentAvailable != want[ba] || len(s.DisruptedPods) > 0 {
+				last = fmt.Sprintf("%s: currentAvailable %d (want %d), %d charges", p.Name, s.CurrentAvailable, want[ba], len(s.DisruptedPods))
+				return false, nil
+			}
+		}
+		if a != pubCharged && a != pubRefused {
+			return true, nil
+		}
+		pod, err := b.e.client.CoreV1().Pods(b.e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		allowed = p.Status.UnavailableAllowed
-		return allowed >= 1, nil
+		if pod.Annotations[policyv1alpha1.PodRelatedPubAnnotation] != pubBudgetName(a) {
+			last = "pod " + name + " not annotated yet"
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("budget %s has no room (unavailableAllowed %d): %w", pubBudgetName(pubCharged), allowed, err)
+		return fmt.Errorf("the budget controller did not settle (%s): %w", last, err)
 	}
 	return nil
 }
@@ -464,7 +500,7 @@ func (b *pubBench) clean(ctx context.Context, t *testing.T) {
 	if err := b.removePods(ctx, b.toClean); err != nil {
 		t.Fatal(err)
 	}
-	b.toClean = nil
+	b.toClean, b.refusedAlive = nil, 0
 }
 
 func (b *pubBench) removePods(ctx context.Context, names []string) error {
