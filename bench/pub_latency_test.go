@@ -271,7 +271,14 @@ func (b *pubBench) createBudgets(ctx context.Context, t *testing.T) {
 				MaxUnavailable: ptr.To(intstr.FromInt(spec.maxUnavailable)),
 			},
 		}
-		if _, err := b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Create(ctx, pub, metav1.CreateOptions{}); err != nil {
+		// Right after a deploy the budget webhook (vpodunavailablebudget.kb.io) may still be
+		// reached through an old replica's endpoint: retry what the API server calls internal.
+		var err error
+		werr := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err = b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Create(ctx, pub, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		if werr != nil {
 			t.Fatalf("creating budget %s: %v", pub.Name, err)
 		}
 	}
