@@ -275,8 +275,8 @@ func (b *pubBench) createBudgets(ctx context.Context, t *testing.T) {
 		// reached through an old replica's endpoint: retry what the API server calls internal.
 		var err error
 		werr := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err = b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Create(ctx, pub, metav1.CreateOptions{})
-			return err == nil, nil
+			_, err = b.e.kruise.PolicyV1alpha1().PodUnavailableBudgets(b.e.ns).Create(ctx, pub.DeepCopy(), metav1.CreateOptions{})
+			return err == nil || apierrors.IsAlreadyExists(err), nil
 		})
 		if werr != nil {
 			t.Fatalf("creating budget %s: %v", pub.Name, err)
