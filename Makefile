@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -80,7 +80,7 @@ dashboard-check: ## Run every query of the Grafana dashboard through a real Prom
 	  go test -tags dashboard -count=1 -v -timeout 15m -run TestDashboardQueriesAgainstPrometheus ./test/dashboard/
 
 # The long benchmarks (BENCHMARKS.md); each also has a target of its own below.
-BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout|TestSidecarSetUpgrade|TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency
+BENCH_TESTS := TestCRRRestartLatency|TestSidecarJobLatency|TestImagePullLatency|TestControllerScale|TestDaemonFootprint|TestDaemonAPILoad|TestWebhookLatency|TestLaunchPriorityLatency|TestCloneSetRollout|TestWorkloadRollout|TestSidecarSetUpgrade|TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency|TestPUBLatency
 BENCH_GO_TEST := KUBECONFIG=$(E2E_KUBECONFIG) go test -tags bench -count=1 -v
 
 bench: deploy build ## Every benchmark on the local cluster (about 90 minutes; BENCHMARKS.md).
@@ -122,6 +122,13 @@ bench-predownload: deploy ## Image pre-download: a CloneSet rollout and an Advan
 bench-cloneset-scale: deps build ## CloneSets at scale (500 x 20 pods) on kwok nodes, private control plane: idle CPU, RSS, reconciles, in-place rollout time.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
 	  go test -tags bench -count=1 -v -timeout 120m -run TestCloneSetScale ./bench/...
+
+bench-pub: deploy ## PodUnavailableBudget: pod DELETE and eviction latency with no budget webhook, pods not covered, charged and refused (BENCHMARKS.md).
+	$(BENCH_GO_TEST) -timeout 30m -run TestPUBLatency ./bench/...
+
+bench-pub-scale: deps build ## PodUnavailableBudget controller with 10,000 pods on kwok nodes, private control plane: time to correct status, idle CPU, RSS, reconciles, requests.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 60m -run TestPUBScale ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh

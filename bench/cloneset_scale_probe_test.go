@@ -22,8 +22,9 @@ import (
 
 // startHostController runs kruise-controller as a host process against the private cluster, as
 // deployed (leader election on, --v=2) but with no daemon (KruiseDaemon=false: nothing runs on
-// kwok's nodes) and no webhooks, and returns a probe of it once it leads.
-func startHostController(t *testing.T, c *kwokCluster, dir string) *leaderProbe {
+// kwok's nodes), no webhooks, client rate qps (burst twice it) and the further feature gates
+// gates (e.g. "SidecarTerminator=false"), and returns a probe of it once it leads.
+func startHostController(t *testing.T, c *kwokCluster, dir string, qps int, gates ...string) *leaderProbe {
 	t.Helper()
 	bin, err := filepath.Abs(csControllerBin)
 	if err != nil {
@@ -36,9 +37,9 @@ func startHostController(t *testing.T, c *kwokCluster, dir string) *leaderProbe 
 		"--addr=unix://"+sock,
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace="+controller.DefaultNamespace,
-		"--feature-gates=KruiseDaemon=false",
-		fmt.Sprintf("--kube-api-qps=%d", csQPS),
-		fmt.Sprintf("--kube-api-burst=%d", 2*csQPS),
+		"--feature-gates="+strings.Join(append([]string{"KruiseDaemon=false"}, gates...), ","),
+		fmt.Sprintf("--kube-api-qps=%d", qps),
+		fmt.Sprintf("--kube-api-burst=%d", 2*qps),
 		"--logging-format=text",
 		"--v=2",
 	)

@@ -81,7 +81,7 @@ func TestCloneSetScale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	probe := startHostController(t, c, dir)
+	probe := startHostController(t, c, dir, csQPS)
 	waitQuiet(ctx, t, probe)
 
 	var windows []*window
