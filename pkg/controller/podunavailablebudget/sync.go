@@ -22,8 +22,10 @@ import (
 // morePatchesAfter is when a reconcile that left pods to annotate looks again.
 const morePatchesAfter = time.Second
 
-// sync computes the budget's status from the pods it covers and writes it when it changed, then
-// annotates covered pods lacking kruise.io/related-pub. It asks to look again when a recorded
+// sync computes the budget's status from the pods it covers and writes it when it changed; once
+// the status needs no write, it annotates covered pods lacking kruise.io/related-pub. Statuses come
+// first: the admission reads them, the annotation is only a hint for tools, and many budgets
+// created at once must not wait behind each other's patches. It asks to look again when a recorded
 // charge expires. A budget that covers no pod still gets its status (OpenKruise #1857).
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -64,6 +66,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("computing the status of %s: %w", key, err)
 	}
+	after := res.RecheckAfter
 	if !equality.Semantic.DeepEqual(b.Status, res.Status) {
 		next := b.DeepCopy()
 		next.Status = res.Status
@@ -78,16 +81,37 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			c.recorder.Eventf(b, corev1.EventTypeWarning, podbudget.ReasonNotDeleted,
 				"Pod %s was allowed to be deleted, evicted or resized more than %s ago and is still there; its charge is released", pod, podbudget.DeletionTimeout)
 		}
+		if unannotated(covered) {
+			after = sooner(after, morePatchesAfter)
+		}
+		return after, nil
 	}
-	after := res.RecheckAfter
 	left, err := c.annotate(ctx, b, covered)
 	if err != nil {
 		return 0, err
 	}
-	if left && (after == 0 || after > morePatchesAfter) {
-		after = morePatchesAfter
+	if left {
+		after = sooner(after, morePatchesAfter)
 	}
 	return after, nil
+}
+
+// sooner is the earlier of two requeue delays, 0 meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || a > b {
+		return b
+	}
+	return a
+}
+
+// unannotated says whether some live covered pod lacks kruise.io/related-pub.
+func unannotated(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Annotations[policyv1alpha1.PodRelatedPubAnnotation] == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // annotate patches kruise.io/related-pub onto covered pods that lack it, at most maxPatches;

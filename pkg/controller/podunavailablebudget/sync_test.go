@@ -19,12 +19,16 @@ func TestSyncCountsADeploymentsPods(t *testing.T) {
 		budgets: []*policyv1alpha1.PodUnavailableBudget{budget()},
 		kube:    []runtime.Object{deployment(4), replicaSet(4), readyPod("a"), readyPod("b"), readyPod("c"), readyPod("d", gen.SetPodPhase(corev1.PodPending))},
 	})
-	after := f.sync(t, "default/web-pub")
-	assert.Zero(t, after)
+	// The status first, alone: the pods are annotated once it needs no write.
+	assert.Equal(t, morePatchesAfter, f.sync(t, "default/web-pub"))
 	writes := f.statusWrites()
 	require.Len(t, writes, 1)
 	assert.Equal(t, policyv1alpha1.PodUnavailableBudgetStatus{ObservedGeneration: 2, TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 3, UnavailableAllowed: 0},
 		writes[0].Status)
+	assert.Empty(t, f.podPatches())
+	require.NoError(t, f.budgets.Update(writes[0].DeepCopy()))
+	assert.Zero(t, f.sync(t, "default/web-pub"))
+	require.Len(t, f.statusWrites(), 1)
 	patches := f.podPatches()
 	assert.Len(t, patches, 4)
 	assert.JSONEq(t, `{"metadata":{"uid":"uid-a","annotations":{"kruise.io/related-pub":"web-pub"}}}`, patches["a"])
@@ -94,6 +98,9 @@ func TestSyncBoundsPodPatches(t *testing.T) {
 		kube:    []runtime.Object{deployment(3), replicaSet(3), readyPod("a"), readyPod("b"), readyPod("c")},
 		cfg:     Config{MaxPodPatches: 2},
 	})
+	assert.Equal(t, morePatchesAfter, f.sync(t, "default/web-pub"))
+	require.Len(t, f.statusWrites(), 1)
+	require.NoError(t, f.budgets.Update(f.statusWrites()[0].DeepCopy()))
 	assert.Equal(t, morePatchesAfter, f.sync(t, "default/web-pub"))
 	assert.Len(t, f.podPatches(), 2)
 }
