@@ -49,3 +49,17 @@ func TestWorkloadBudget(t *testing.T) {
 		assert.IsType(t, &podbudget.Admitter{}, workloadBudget(o, kruise, factory, kruiseFactory), gates)
 	}
 }
+
+// TestBudgetMadeOnFirstUse: the workloads' shared Budget is made when the first of them is built
+// (newBudget, once), and an explicit Deps.Budget wins.
+func TestBudgetMadeOnFirstUse(t *testing.T) {
+	made := 0
+	b := gen.AllowingBudget()
+	d := Deps{Options: testOptions(), newBudget: func() budgetwait.Budget { made++; return b }}
+	assert.Equal(t, 0, made, "nothing made before a workload asks")
+	assert.Same(t, b, d.budgetCheck().Budget)
+	other := gen.AllowingBudget()
+	d.Budget = other
+	assert.Same(t, other, d.budgetCheck().Budget)
+	assert.Equal(t, 1, made)
+}

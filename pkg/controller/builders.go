@@ -186,7 +186,11 @@ func buildCloneSet(d Deps) (Controller, error) {
 // pod for recreation when PodUnavailableBudgetDeleteGate is.
 func (d Deps) budgetCheck() budgetwait.Check {
 	fg := d.Options.featureGate()
-	return budgetwait.Check{Budget: d.Budget, InPlace: fg.Enabled(features.PodUnavailableBudgetUpdateGate),
+	b := d.Budget
+	if b == nil && d.newBudget != nil {
+		b = d.newBudget()
+	}
+	return budgetwait.Check{Budget: b, InPlace: fg.Enabled(features.PodUnavailableBudgetUpdateGate),
 		Deletes: fg.Enabled(features.PodUnavailableBudgetDeleteGate)}
 }
 
