@@ -16,6 +16,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
+	"github.com/nodekruise/kruise/pkg/controller/pubscope"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
@@ -66,6 +67,10 @@ var builders = []Entry{
 	// only pods some SidecarSet can select are sent. No gate, as SidecarSet has none in OpenKruise;
 	// it idles with the webhooks off.
 	{Name: sidecarsetscope.Name, Build: buildSidecarSetScope},
+	// PodUnavailableBudget's scope: the pod disruption webhooks' matchConditions follow the
+	// budgets, so only pods some budget may cover are sent. It runs when either PUB gate is on
+	// (as OpenKruise's budget controller); it idles otherwise and with the webhooks off.
+	{Name: pubscope.Name, Build: buildPUBScope},
 	// The rollout gauges of the four workloads above, read from their caches at scrape time.
 	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
 	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
@@ -264,6 +269,25 @@ func buildSidecarSetScope(d Deps) (Controller, error) {
 		Client:        d.Client,
 		SidecarSets:   d.KruiseInformerFactory.Apps().V1beta1().SidecarSets(),
 		Configuration: certs.MutatingWebhookConfigurationName,
+	})
+}
+
+// buildPUBScope adapts Deps to the controller that keeps the PodUnavailableBudget pod webhooks'
+// matchConditions. It reads the budgets and the pods (the shared lean cache keeps labels, owners
+// and generateName).
+func buildPUBScope(d Deps) (Controller, error) {
+	fg := d.Options.featureGate()
+	if !fg.Enabled(features.PodUnavailableBudgetDeleteGate) && !fg.Enabled(features.PodUnavailableBudgetUpdateGate) {
+		return idle{name: pubscope.Name, why: "both PodUnavailableBudget gates are off"}, nil
+	}
+	if !d.Options.WebhookEnabled {
+		return idle{name: pubscope.Name, why: "the webhooks are off"}, nil
+	}
+	return pubscope.New(pubscope.Config{
+		Client:        d.Client,
+		Budgets:       d.KruiseInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
+		Pods:          d.InformerFactory.Core().V1().Pods(),
+		Configuration: certs.ValidatingWebhookConfigurationName,
 	})
 }
 

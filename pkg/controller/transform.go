@@ -95,11 +95,13 @@ func stripManagedFields(obj any, owned bool) any {
 // finalizers (small, kept for whoever needs ownership), and kruise's own
 // annotations (the sidecar terminator compares
 // apps.kruise.io/sidecar-terminated-at, which it writes). Other annotations
-// (last-applied-configuration, CNI and CSI node annotations, ...),
-// generateName and managedFields are dropped.
+// (last-applied-configuration, CNI and CSI node annotations, ...) and
+// managedFields are dropped; generateName is kept (pubscope's eviction name
+// patterns).
 func leanMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:                       in.Name,
+		GenerateName:               in.GenerateName,
 		Namespace:                  in.Namespace,
 		UID:                        in.UID,
 		ResourceVersion:            in.ResourceVersion,

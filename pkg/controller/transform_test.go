@@ -254,6 +254,7 @@ var podKept = []field[*corev1.Pod]{
 	}},
 	{"metadata.annotations[kruise.io/*]", "kruise's own", func(p *corev1.Pod) any { return p.Annotations["kruise.io/some-flag"] }},
 	{"metadata.ownerReferences", "ownership (small)", func(p *corev1.Pod) any { return p.OwnerReferences }},
+	{"metadata.generateName", "pubscope eviction name patterns (small)", func(p *corev1.Pod) any { return p.GenerateName }},
 	{"metadata.finalizers", "ownership (small)", func(p *corev1.Pod) any { return p.Finalizers }},
 	{"spec.nodeName", "sidecarterminator, recreate podUpdated, imagepulljob", func(p *corev1.Pod) any { return p.Spec.NodeName }},
 	{"spec.restartPolicy", "sidecarterminator enqueuePod/decide", func(p *corev1.Pod) any { return p.Spec.RestartPolicy }},
@@ -313,7 +314,6 @@ var podKept = []field[*corev1.Pod]{
 
 // podDropped are fields no controller reads from the cache.
 var podDropped = []field[*corev1.Pod]{
-	{"metadata.generateName", "", func(p *corev1.Pod) any { return p.GenerateName }},
 	{"metadata.managedFields", "", func(p *corev1.Pod) any { return p.ManagedFields }},
 	{"metadata.annotations[last-applied-configuration]", "", func(p *corev1.Pod) any {
 		return p.Annotations["kubectl.kubernetes.io/last-applied-configuration"]
@@ -426,7 +426,7 @@ func TestTransformPod(t *testing.T) {
 	assert.Equal(t, &corev1.Pod{
 		TypeMeta: full.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
-			Name: full.Name, Namespace: full.Namespace, UID: full.UID, ResourceVersion: full.ResourceVersion,
+			Name: full.Name, GenerateName: full.GenerateName, Namespace: full.Namespace, UID: full.UID, ResourceVersion: full.ResourceVersion,
 			Generation: 1, CreationTimestamp: tHourAgo, DeletionTimestamp: &tNow, DeletionGracePeriodSeconds: ptr.To(int64(45)),
 			Labels: full.Labels,
 			Annotations: map[string]string{
@@ -884,6 +884,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		"cloneset": true, "daemonset": true, "statefulset": true, "sidecarset": true,
 		// sidecarset-scope reads SidecarSets and the webhook configuration only, no Pod or Node.
 		"sidecarset-scope": true,
+		// podunavailablebudget-scope reads a pod's namespace, name, generateName, labels and owner
+		// references (all in podKept).
+		"podunavailablebudget-scope": true,
 		// workloadmetrics reads CloneSets, StatefulSets, DaemonSets and SidecarSets only, no Pod or Node.
 		"workloadmetrics": true,
 		// storage-version-migrator reads CRDs and lists object metadata from the API server, no cache.

@@ -7,15 +7,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/pkg/controller/pubscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/process/healthz"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
+	"github.com/nodekruise/kruise/pkg/webhook/disruption"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -31,6 +35,9 @@ type webhooks struct {
 	server *wserver.Server
 	// sidecars are the caches SidecarSet injection reads; they run with the server.
 	sidecars *sidecarinjection.Caches
+	// budgets are what the pod disruption webhook asks (nil with both PodUnavailableBudget gates
+	// off); their cache runs with the server.
+	budgets *podBudgets
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
@@ -94,6 +101,10 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 			return nil, err
 		}
 	}
+	budgets, err := handlePodUnavailableBudgets(o, srv, client, kruiseClient, namespace)
+	if err != nil {
+		return nil, err
+	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err
@@ -101,7 +112,29 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv, sidecars: sidecars}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, budgets: budgets}, nil
+}
+
+// handlePodUnavailableBudgets mounts the budget's validating webhook (always: with both gates off
+// it refuses every budget, as OpenKruise) and, with either gate on, the pod disruption webhook
+// (deletes and evictions with PodUnavailableBudgetDeleteGate, updates with
+// PodUnavailableBudgetUpdateGate) asking the budgets it returns.
+func handlePodUnavailableBudgets(o *Options, srv *wserver.Server, client kubernetes.Interface, kruiseClient versioned.Interface, namespace string) (*podBudgets, error) {
+	fg := o.featureGate()
+	del, upd := fg.Enabled(features.PodUnavailableBudgetDeleteGate), fg.Enabled(features.PodUnavailableBudgetUpdateGate)
+	scope := &pubscope.Includer{Client: client, Budgets: kruiseClient.PolicyV1alpha1(), Configuration: certs.ValidatingWebhookConfigurationName}
+	if err := srv.HandleAdmission(validate.PodUnavailableBudgetWebhook(kruiseClient.PolicyV1alpha1(), del || upd, scope)); err != nil {
+		return nil, err
+	}
+	if !del && !upd {
+		return nil, nil
+	}
+	budgets := newPodBudgets(client, kruiseClient, transformObject)
+	wh := &disruption.Webhook{Budget: budgets, Pods: disruption.LivePods{Client: client.CoreV1()}, Delete: del, Update: upd, KruiseNamespace: namespace}
+	if err := srv.HandleAdmission(wh.Webhook()); err != nil {
+		return nil, err
+	}
+	return budgets, nil
 }
 
 // patchAllowCheck judges a SidecarSet's patchPodMetadata against the allow-list's JSON, as pod
@@ -147,11 +180,19 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		w.sidecars.Shutdown()
 		return nil
 	})
+	if w.budgets != nil {
+		start(func() error {
+			w.budgets.start(ctx)
+			<-ctx.Done()
+			w.budgets.shutdown()
+			return nil
+		})
+	}
 	start(func() error { return w.server.Serve(ctx) })
 	logger.Info("Serving webhooks on every replica", "webhooks", []string{
 		sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
-		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, conversion.Path,
-	})
+		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, validate.PodUnavailableBudgetPath, conversion.Path,
+	}, "podDisruption", w.budgets != nil)
 }
 
 // newCRDClient is the apiextensions client the certificate manager writes

@@ -23,6 +23,13 @@
 //     server at each request, its conflicts with every other SidecarSet
 //     that may select the same pods (pkg/workload/sidecarrules), its canary's base and
 //     the revision injectionStrategy.revision names.
+//   - PodUnavailableBudget (policy.kruise.io), at CREATE and UPDATE
+//     (podunavailablebudget*.go): its annotations, selector or targetRef,
+//     maxUnavailable or minAvailable, what an update may change, and, read
+//     at each request, another budget of the namespace covering the same
+//     pods (OpenKruise's test). Refused when both PodUnavailableBudget gates
+//     are off. A budget admitted is routed to the pod disruption webhooks
+//     first (BudgetScope).
 //
 // Each refusal uses the words kruise-controller puts in status when it finds
 // the same at admission, so a request sent where the webhook is not called

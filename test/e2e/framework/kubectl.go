@@ -47,3 +47,10 @@ func Kubectl(ctx context.Context, t testing.TB) func(args ...string) string {
 		return string(out)
 	}
 }
+
+// KubectlCommand is the kubectl binary with args, against the cluster in KUBECONFIG, for a test
+// that runs it in the background or reads its output as it goes.
+func KubectlCommand(ctx context.Context, t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.CommandContext(ctx, kubectlBinary(t), args...)
+}

@@ -14,7 +14,7 @@
 {{- end -}}
 
 {{/* "true" unless featureGates turns the named (Beta) gate off: explicitly, or with AllBeta=false
-and no explicit value, as the binaries read it. The chart only needs KruiseDaemon. */}}
+and no explicit value, as the binaries read it. */}}
 {{- define "kruise.gateEnabled" -}}
 {{- $name := index . 0 -}}{{- $gates := index . 1 | default "" -}}
 {{- $explicit := "" -}}{{- $allBeta := "" -}}
@@ -26,6 +26,21 @@ and no explicit value, as the binaries read it. The chart only needs KruiseDaemo
 {{- end -}}
 {{- end -}}
 {{- if $explicit -}}{{- $explicit -}}{{- else if eq $allBeta "false" -}}false{{- else -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" only if featureGates turns the named (Alpha) gate on: explicitly, or with AllAlpha=true
+and no explicit value, as the binaries read it. */}}
+{{- define "kruise.alphaGateEnabled" -}}
+{{- $name := index . 0 -}}{{- $gates := index . 1 | default "" -}}
+{{- $explicit := "" -}}{{- $allAlpha := "" -}}
+{{- range $pair := splitList "," $gates -}}
+{{- $kv := splitList "=" (trim $pair) -}}
+{{- if eq (len $kv) 2 -}}
+{{- if eq (trim (index $kv 0)) $name -}}{{- $explicit = lower (trim (index $kv 1)) -}}{{- end -}}
+{{- if eq (trim (index $kv 0)) "AllAlpha" -}}{{- $allAlpha = lower (trim (index $kv 1)) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $explicit -}}{{- $explicit -}}{{- else if eq $allAlpha "true" -}}true{{- else -}}false{{- end -}}
 {{- end -}}
 
 {{/* Labels shared by every object of the release. */}}

@@ -77,6 +77,8 @@ func Failure(code int32, message string) *metav1.Status {
 		st.Reason = metav1.StatusReasonUnsupportedMediaType
 	case http.StatusUnprocessableEntity:
 		st.Reason = metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		st.Reason = metav1.StatusReasonTooManyRequests
 	case http.StatusInternalServerError:
 		st.Reason = metav1.StatusReasonInternalError
 	}
