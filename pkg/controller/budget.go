@@ -13,9 +13,11 @@ import (
 // workloadBudget is the PodUnavailableBudget the workloads consult before an in-place update
 // (Deps.Budget): one Admitter for all of them, reading budgets and the workloads above a pod from
 // the caches the PodUnavailableBudget controller shares. nil, and no informer registered, when
-// gate PodUnavailableBudgetUpdateGate is off: no workload would ask it.
+// both gates PodUnavailableBudgetUpdateGate and PodUnavailableBudgetDeleteGate are off: no
+// workload would ask it.
 func workloadBudget(o *Options, client versioned.Interface, factory informers.SharedInformerFactory, kruiseFactory kruiseinformers.SharedInformerFactory) budgetwait.Budget {
-	if !o.featureGate().Enabled(features.PodUnavailableBudgetUpdateGate) {
+	fg := o.featureGate()
+	if !fg.Enabled(features.PodUnavailableBudgetUpdateGate) && !fg.Enabled(features.PodUnavailableBudgetDeleteGate) {
 		return nil
 	}
 	apps, kruiseApps := factory.Apps().V1(), kruiseFactory.Apps().V1beta1()

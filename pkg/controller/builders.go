@@ -187,9 +187,16 @@ func buildCloneSet(d Deps) (Controller, error) {
 }
 
 // budgetCheck is how the workloads consult the PodUnavailableBudget: Deps.Budget, asked before
-// in-place updates when gate PodUnavailableBudgetUpdateGate is on.
+// in-place updates when gate PodUnavailableBudgetUpdateGate is on, and before a CloneSet marks a
+// pod for recreation when PodUnavailableBudgetDeleteGate is.
 func (d Deps) budgetCheck() budgetwait.Check {
-	return budgetwait.Check{Budget: d.Budget, InPlace: d.Options.featureGate().Enabled(features.PodUnavailableBudgetUpdateGate)}
+	fg := d.Options.featureGate()
+	b := d.Budget
+	if b == nil && d.newBudget != nil {
+		b = d.newBudget()
+	}
+	return budgetwait.Check{Budget: b, InPlace: fg.Enabled(features.PodUnavailableBudgetUpdateGate),
+		Deletes: fg.Enabled(features.PodUnavailableBudgetDeleteGate)}
 }
 
 // preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it

@@ -70,8 +70,12 @@ type Deps struct {
 	// lazily of discovery; the workloads that resize in place read it.
 	Resize *inplace.ResizeSupport
 	// Budget charges the PodUnavailableBudgets; the four workloads ask it before an in-place
-	// update under gate PodUnavailableBudgetUpdateGate (budgetCheck). nil: none are asked.
+	// update under gate PodUnavailableBudgetUpdateGate (budgetCheck). nil: newBudget's, or none.
 	Budget budgetwait.Budget
+	// newBudget makes the Budget the workloads share when Budget is nil, the first time one of
+	// them is built: its informers are registered only when a workload reads them, and before the
+	// factories start.
+	newBudget func() budgetwait.Budget
 }
 
 // Builder constructs a controller. It must not call the API server: it runs

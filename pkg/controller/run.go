@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/healthz"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
@@ -274,7 +276,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 		reg:       NewRegistry(),
 		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
 	}
-	budget := workloadBudget(o, d.kruiseClient, factory, kruiseFactory)
+	newBudget := sync.OnceValue(func() budgetwait.Budget { return workloadBudget(o, d.kruiseClient, factory, kruiseFactory) })
 	for _, e := range enabled {
 		c, err := e.Build(Deps{
 			Client: d.client, InformerFactory: factory,
@@ -282,7 +284,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
-			Options: o, Metrics: reregisterer{metrics}, Resize: resize, Budget: budget,
+			Options: o, Metrics: reregisterer{metrics}, Resize: resize, newBudget: newBudget,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)

@@ -35,7 +35,12 @@ func TestPUBConcurrentDisruptions(t *testing.T) {
 	avail := watchAvailability(ctx, t, f, ns, "web", 5)
 
 	for round := 1; round <= 2; round++ {
-		pods := clonePods(ctx, t, f, ns, "web")
+		var pods []corev1.Pod
+		for _, p := range clonePods(ctx, t, f, ns, "web") {
+			if p.DeletionTimestamp == nil { // the last round's pod may still be terminating
+				pods = append(pods, p)
+			}
+		}
 		if len(pods) != 5 {
 			t.Fatalf("round %d: %d pods, want 5", round, len(pods))
 		}
@@ -218,5 +223,41 @@ func TestPUBUncoveredPodsAreNotSent(t *testing.T) {
 	framework.WaitFor(ctx, t, time.Minute, "the covered pod's delete counted", func(ctx context.Context) (bool, string, error) {
 		after := disruptionRequests(ctx, t, f)
 		return after > before, fmt.Sprintf("%v -> %v", before, after), nil
+	})
+}
+
+// With PodUnavailableBudgetUpdateGate (on in the local overlay), an image update of a covered pod
+// restarts its container and is charged: the first is allowed, a second pod's is refused with 429
+// naming the budget until the first is available again; a label change is never sent.
+func TestPUBImageUpdateOfCoveredPods(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 8*time.Minute)
+	ns := f.NewNamespace(ctx, t, "pub-update")
+	budgetedCloneSet(ctx, t, f, kc, ns, "upd", 3)
+	variant := f.BusyboxVariant(t)
+	pods := clonePods(ctx, t, f, ns, "upd")
+	setImage := func(name string) error {
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"main","image":%q}]}}`, variant)
+		_, err := f.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	if err := setImage(pods[0].Name); err != nil {
+		t.Fatalf("the first image update: %v", err)
+	}
+	err := setImage(pods[1].Name)
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "PodUnavailableBudget "+ns+"/upd") {
+		t.Fatalf("a second pod's image update while the first restarts: %v, want 429 naming the budget", err)
+	}
+	if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, pods[1].Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("a label change is never sent: %v", err)
+	}
+	framework.WaitFor(ctx, t, pubTimeout, "the second image update allowed once the first pod is back", func(ctx context.Context) (bool, string, error) {
+		err := setImage(pods[1].Name)
+		if apierrors.IsTooManyRequests(err) {
+			return false, err.Error(), nil
+		}
+		return err == nil, "", err
 	})
 }

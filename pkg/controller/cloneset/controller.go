@@ -57,9 +57,10 @@ type Config struct {
 	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
 	// the reason. nil: it does.
 	Resize *inplace.ResizeSupport
-	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate);
-	// the zero Check asks nothing. A pod a budget holds waits, as does one whose deletion the pod
-	// webhook refuses for a budget.
+	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate) and
+	// before it is marked for recreation (PodUnavailableBudgetDeleteGate); the zero Check asks
+	// nothing. A pod a budget holds waits, as does one whose deletion the pod webhook refuses for
+	// a budget.
 	Budget budgetwait.Check
 }
 
@@ -94,7 +95,9 @@ type Controller struct {
 	stranded *strandedClaims
 	// resize says whether pods can be resized (Config.Resize).
 	resize *inplace.ResizeSupport
-	// budgetWaits reports pods waiting for a PodUnavailableBudget, once per reason.
+	// budget is Config.Budget (the updater asks it too); budgetWaits reports pods waiting for
+	// it, once per reason.
+	budget      budgetwait.Check
 	budgetWaits *budgetwait.Reporter
 }
 
@@ -123,6 +126,7 @@ func New(cfg Config) (*Controller, error) {
 		queue:         workers.NewQueue(Name, clk),
 		stranded:      newStrandedClaims(),
 		resize:        cfg.Resize,
+		budget:        cfg.Budget,
 		budgetWaits:   budgetwait.NewReporter(),
 	}
 	var err error

@@ -202,3 +202,42 @@ func TestDeletionRefusedByABudgetWaits(t *testing.T) {
 		t.Errorf("a wait reported as FailedScale: %+v", cond)
 	}
 }
+
+// A recreate update asks the budget before it marks the pod apps.kruise.io/specified-delete (a
+// budget counts a marked pod as unavailable and lets its deletion through uncharged): refused,
+// the pod is not marked; allowed, it is, charged as a DELETE.
+func TestRecreateAsksTheBudgetBeforeMarking(t *testing.T) {
+	recreate := func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.RecreateCloneSetPodUpdateStrategyType
+	}
+	for _, tc := range []struct {
+		name   string
+		budget *gen.Budget
+		marked int
+	}{
+		{name: "refused", budget: gen.RefusingBudget(budgetReason)},
+		{name: "allowed", budget: gen.AllowingBudget(), marked: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := cloneSet(1, "app:1", recreate)
+			oldRev := revisionOf(t, old, 1)
+			cs := cloneSet(1, "app:2", recreate)
+			f := newFixtureWith(t, cs, []*appsv1.ControllerRevision{oldRev}, []*corev1.Pod{runningPod(t, cs, oldRev, "aaaaa")},
+				fixtureExtras{budget: budgetwait.Check{Budget: tc.budget, Deletes: true}})
+			after := f.syncAfter()
+			if _, marked, _ := f.podWrites(); marked != tc.marked {
+				t.Errorf("%d pods marked for recreation, want %d: %v", marked, tc.marked, f.actions())
+			}
+			if calls := tc.budget.Calls(); len(calls) != 1 || calls[0].Op != policyv1alpha1.PubDeleteOperation {
+				t.Errorf("budget asked %v, want one DELETE", calls)
+			}
+			waits := f.budgetEvents()
+			if tc.marked == 0 && (len(waits) != 1 || after <= 0 || after > budgetwait.RetryAfter) {
+				t.Errorf("refused: events %q, looks again after %v; want one wait, within %v", waits, after, budgetwait.RetryAfter)
+			}
+			if tc.marked == 1 && len(waits) != 0 {
+				t.Errorf("allowed: events %q", waits)
+			}
+		})
+	}
+}

@@ -130,6 +130,10 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 		return podUpdate{refused: fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)}
 	}
 	if r.Recreate {
+		if w := c.budget.AdmitDeletion(ctx, pod); w != nil {
+			p.waits.Add(*w) // reported once for the pass (sync)
+			return podUpdate{}
+		}
 		return podUpdate{wrote: true, err: c.markForRecreate(ctx, p, pod)}
 	}
 	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: lifecycle.WantUpdate})
@@ -170,7 +174,9 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 }
 
 // markForRecreate asks for the pod's deletion (label apps.kruise.io/specified-delete, as the
-// reference); the next scale pass replaces it within maxUnavailable and maxSurge.
+// reference); the next scale pass replaces it within maxUnavailable and maxSurge. The budget has
+// been asked first (updatePod): a PodUnavailableBudget counts a pod so marked as unavailable, and
+// lets its deletion through uncharged.
 func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.Pod) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1beta1.SpecifiedDeleteKey: "true"}}})
 	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})

@@ -1,6 +1,6 @@
 // Package podscope says which pods kruise's pod webhooks (SidecarSet injection, container launch
-// priority) are never called for and never act on: those of kube-system and of kruise's own
-// namespace. A webhook with failurePolicy Fail that selected kruise's own pods would keep kruise
+// priority, PodUnavailableBudget disruption) are never called for and never act on: those of
+// kube-system and of kruise's own namespace. A webhook with failurePolicy Fail that selected kruise's own pods would keep kruise
 // from coming back once its pods were gone: their ReplicaSet's creates would be sent to a
 // webhook no replica serves, for ever. The exclusion is written three times, each enough alone:
 // the configuration's namespaceSelector, a matchCondition (CEL, evaluated by the API server

@@ -31,6 +31,10 @@ type Check struct {
 	Budget Budget
 	// InPlace (gate PodUnavailableBudgetUpdateGate) makes in-place updates ask the budget first.
 	InPlace bool
+	// Deletes (gate PodUnavailableBudgetDeleteGate) makes a workload ask the budget before it
+	// marks a pod for deletion (AdmitDeletion), a mark that makes the pod unavailable to the
+	// budget, so that the deletion itself is no longer charged.
+	Deletes bool
 }
 
 // Wait is a pod left undisrupted this round because of a budget.
@@ -49,7 +53,25 @@ type Wait struct {
 // budget is not asked when there is none, the gate is off or op is empty, an update that takes
 // nothing away from the pod). A refusal or a failure to decide is the Wait to report.
 func (c Check) Admit(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation) *Wait {
-	if c.Budget == nil || !c.InPlace || op == "" {
+	if !c.InPlace || op == "" {
+		return nil
+	}
+	return c.ask(ctx, pod, op)
+}
+
+// AdmitDeletion asks the budget whether pod may be marked for deletion now (a CloneSet's
+// recreate update labels the pod apps.kruise.io/specified-delete, which the budget counts as
+// unavailable, and deletes it later), charging it as a DELETE. nil: go ahead.
+func (c Check) AdmitDeletion(ctx context.Context, pod *corev1.Pod) *Wait {
+	if !c.Deletes {
+		return nil
+	}
+	return c.ask(ctx, pod, policyv1alpha1.PubDeleteOperation)
+}
+
+// ask asks the budget about op on pod; nil when there is none or it allows.
+func (c Check) ask(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation) *Wait {
+	if c.Budget == nil {
 		return nil
 	}
 	allowed, reason, err := c.Budget.Admit(ctx, pod, op, false)

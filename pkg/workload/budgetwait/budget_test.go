@@ -53,3 +53,15 @@ func TestWaitsCollectsConcurrently(t *testing.T) {
 	assert.Equal(t, 8, w.Len())
 	assert.Len(t, w.List(), 8)
 }
+
+func TestAdmitDeletionAsksWithTheDeleteGate(t *testing.T) {
+	ctx := context.Background()
+	b := gen.RefusingBudget("PodUnavailableBudget ns/pub: no")
+	assert.Nil(t, Check{Budget: b, InPlace: true}.AdmitDeletion(ctx, pod("a")), "delete gate off")
+	assert.Nil(t, Check{Deletes: true}.AdmitDeletion(ctx, pod("a")), "no budget")
+	assert.Empty(t, b.Calls())
+	w := Check{Budget: b, Deletes: true}.AdmitDeletion(ctx, pod("a"))
+	assert.Equal(t, &Wait{Namespace: "ns", Pod: "a", Op: policyv1alpha1.PubDeleteOperation, Reason: b.Reason}, w)
+	assert.Equal(t, []gen.BudgetCall{{Pod: "a", Op: policyv1alpha1.PubDeleteOperation}}, b.Calls())
+	assert.Nil(t, Check{Budget: b, Deletes: true}.Admit(ctx, pod("a"), policyv1alpha1.PubUpdateOperation), "in-place gate off")
+}

@@ -3,6 +3,8 @@ package inplace
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,4 +111,37 @@ func TestUpdateRefusedByThePodWebhookWaits(t *testing.T) {
 	assert.Equal(t, OutcomeBudgetWait, r.Outcome)
 	assert.Equal(t, "PodUnavailableBudget ns/pub: no disruption allowed", r.Waiting)
 	assert.NotNil(t, r.Pod, "the pod as marked not ready, for the workload's expectations")
+}
+
+// overlapBudget refuses, and records the most questions it was asked at once.
+type overlapBudget struct {
+	mu             sync.Mutex
+	inFlight, most int
+}
+
+func (b *overlapBudget) Admit(context.Context, *corev1.Pod, policyv1alpha1.PubOperation, bool) (bool, string, error) {
+	b.mu.Lock()
+	b.inFlight++
+	b.most = max(b.most, b.inFlight)
+	b.mu.Unlock()
+	for range 1000 {
+		runtime.Gosched() // let any other question in
+	}
+	b.mu.Lock()
+	b.inFlight--
+	b.mu.Unlock()
+	return false, "no", nil
+}
+
+// The pods of a step updated side by side ask the budget one at a time, so that they do not race
+// each other for its status.
+func TestUpdateAsksTheBudgetOneAtATime(t *testing.T) {
+	b := &overlapBudget{}
+	f := budgetFixture(b, true)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { f.updater.Update(context.Background(), gated(), imagesOf("app"), target, 0) })
+	}
+	wg.Wait()
+	assert.Equal(t, 1, b.most)
 }

@@ -3,6 +3,7 @@ package inplace
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,8 +83,11 @@ type Updater struct {
 	pods    PodClient
 	clock   clock.PassiveClock
 	backoff wait.Backoff
-	// budget is asked before an update starts (WithBudget).
-	budget budgetwait.Check
+	// budget is asked before an update starts (WithBudget), one question at a time: a workload
+	// updating a step's pods side by side would otherwise race itself for the budget's status
+	// and spend the Admitter's conflict retries on its own writes.
+	budget   budgetwait.Check
+	budgetMu sync.Mutex
 }
 
 // NewUpdater is an Updater on a clientset, with the real clock and client-go's default retry.
@@ -117,7 +121,10 @@ func (u *Updater) WithBudget(check budgetwait.Check) *Updater {
 func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, target Target, graceSeconds int32) Result {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", target.Revision)
 	op := spec.Operation(pod, graceSeconds)
-	if w := u.budget.Admit(ctx, pod, op); w != nil {
+	u.budgetMu.Lock()
+	w := u.budget.Admit(ctx, pod, op)
+	u.budgetMu.Unlock()
+	if w != nil {
 		return Result{Outcome: OutcomeBudgetWait, Waiting: w.Reason, Budget: w, RequeueAfter: budgetwait.RetryAfter}
 	}
 	now := u.clock.Now()
