@@ -61,11 +61,11 @@ scripts_lint() {
 rendered_base() {
   local tmp
   tmp=$(mktemp -d) || return 1
-  bash hack/update-deploy.sh "${tmp}/base" 2>/dev/null || { rm -rf "${tmp}"; return 1; }
+  bash hack/update-deploy.sh "${tmp}/base" "${tmp}/local" 2>/dev/null || { rm -rf "${tmp}"; return 1; }
   local out
-  out=$(diff -r --exclude=crds "${tmp}/base" deploy/base)
+  out=$(diff -r --exclude=crds "${tmp}/base" deploy/base; diff "${tmp}/local/deletion-protection.yaml" deploy/overlays/local/deletion-protection.yaml)
   rm -rf "${tmp}"
-  [[ -z "${out}" ]] || { echo "deploy/base differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
+  [[ -z "${out}" ]] || { echo "deploy/base or deploy/overlays/local/deletion-protection.yaml differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
 }
 # What git sees of the tree: the changes to tracked files and the untracked files.
 tree_state() {

@@ -27,6 +27,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 )
 
 // builders lists the controllers kruise-controller runs. A new kind's
@@ -176,12 +177,19 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
 		Resize:       d.Resize,
+		Budget:       d.budgetCheck(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
 		cfg.ImagePullJobs = d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs()
 	}
 	return cloneset.New(cfg)
+}
+
+// budgetCheck is how the workloads consult the PodUnavailableBudget: Deps.Budget, asked before
+// in-place updates when gate PodUnavailableBudgetUpdateGate is on.
+func (d Deps) budgetCheck() budgetwait.Check {
+	return budgetwait.Check{Budget: d.Budget, InPlace: d.Options.featureGate().Enabled(features.PodUnavailableBudgetUpdateGate)}
 }
 
 // preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it
@@ -198,6 +206,7 @@ func buildDaemonSet(d Deps) (Controller, error) {
 		Pods:       d.InformerFactory.Core().V1().Pods(),
 		Nodes:      d.InformerFactory.Core().V1().Nodes(),
 		Revisions:  d.InformerFactory.Apps().V1().ControllerRevisions(),
+		Budget:     d.budgetCheck(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
 		cfg.PreDownloadImages = true
@@ -218,6 +227,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
 		Resize:               d.Resize,
+		Budget:               d.budgetCheck(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
@@ -237,6 +247,7 @@ func buildSidecarSet(d Deps) (Controller, error) {
 		Revisions:   d.NamespaceInformerFactory.Apps().V1().ControllerRevisions(),
 		Namespace:   d.Namespace,
 		Metrics:     d.Metrics,
+		Budget:      d.budgetCheck(),
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
@@ -68,6 +69,9 @@ type Deps struct {
 	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+), asked
 	// lazily of discovery; the workloads that resize in place read it.
 	Resize *inplace.ResizeSupport
+	// Budget charges the PodUnavailableBudgets; the four workloads ask it before an in-place
+	// update under gate PodUnavailableBudgetUpdateGate (budgetCheck). nil: none are asked.
+	Budget budgetwait.Budget
 }
 
 // Builder constructs a controller. It must not call the API server: it runs

@@ -116,6 +116,17 @@ func (o *Options) featureGate() featuregate.FeatureGate {
 	return o.Features
 }
 
+// deletionProtection says what of the policy.kruise.io/delete-protection label
+// kruise-controller serves: the webhook of Namespaces and CRDs with
+// ResourcesDeletionProtection, and the Cascading rule of CRDs with
+// DeletionProtectionForCRDCascadingGate too. The second is forced off
+// without the first, as in OpenKruise.
+func (o *Options) deletionProtection() (enabled, crdCascading bool) {
+	gate := o.featureGate()
+	enabled = gate.Enabled(features.ResourcesDeletionProtection)
+	return enabled, enabled && gate.Enabled(features.DeletionProtectionForCRDCascadingGate)
+}
+
 // AddFlags registers the controller's flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Kube.AddFlags(fs)

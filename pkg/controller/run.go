@@ -78,6 +78,9 @@ func Run(ctx context.Context, o *Options) error {
 	if d.webhookKruiseClient, err = versioned.NewForConfig(whCfg); err != nil {
 		return fmt.Errorf("creating the webhook kruise client: %w", err)
 	}
+	if d.webhookMetadata, err = metadata.NewForConfig(whCfg); err != nil {
+		return fmt.Errorf("creating the webhook metadata client: %w", err)
+	}
 	if d.crdClient, err = newCRDClient(cfg); err != nil {
 		return fmt.Errorf("creating apiextensions client: %w", err)
 	}
@@ -115,6 +118,8 @@ type deps struct {
 	// kruiseClient, in tests).
 	webhookClient       kubernetes.Interface
 	webhookKruiseClient versioned.Interface
+	// webhookMetadata lists a CRD's objects for deletion protection (nil: migrationClient).
+	webhookMetadata metadata.Interface
 	// webhookClock is the certificate manager's; nil is the real clock.
 	webhookClock clock.WithTicker
 	// webhookListening, if set, is told the bound webhook address.
@@ -269,6 +274,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 		reg:       NewRegistry(),
 		factories: []informerFactory{factory, nsFactory, kruiseFactory, secretFactory, daemonConfigFactory},
 	}
+	budget := workloadBudget(o, d.kruiseClient, factory, kruiseFactory)
 	for _, e := range enabled {
 		c, err := e.Build(Deps{
 			Client: d.client, InformerFactory: factory,
@@ -276,7 +282,7 @@ func buildTerm(o *Options, d deps, enabled []Entry, metrics prometheus.Registere
 			Namespace: namespace, NamespaceInformerFactory: nsFactory,
 			SecretInformerFactory: secretFactory, DaemonConfigInformerFactory: daemonConfigFactory,
 			CRDClient: d.crdClient, MigrationClient: d.migrationClient,
-			Options: o, Metrics: reregisterer{metrics}, Resize: resize,
+			Options: o, Metrics: reregisterer{metrics}, Resize: resize, Budget: budget,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("building controller %s: %w", e.Name, err)

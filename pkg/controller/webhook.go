@@ -19,6 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/conversion"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
+	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
@@ -35,6 +36,8 @@ type webhooks struct {
 	server *wserver.Server
 	// sidecars are the caches SidecarSet injection reads; they run with the server.
 	sidecars *sidecarinjection.Caches
+	// paths are the served paths, for the start-up log.
+	paths []string
 	// budgets are what the pod disruption webhook asks (nil with both PodUnavailableBudget gates
 	// off); their cache runs with the server.
 	budgets *podBudgets
@@ -44,8 +47,9 @@ type webhooks struct {
 // its handlers: the SidecarSet injection and launch-priority pod webhooks, the mutating and
 // validating webhooks of ContainerRecreateRequests (which read pods at each request),
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
-// SidecarSets and their ControllerRevisions in namespace at each request), and
-// /convert. Admission reads with the webhook clients (d.webhookClients), whose
+// SidecarSets and their ControllerRevisions in namespace at each request), with
+// ResourcesDeletionProtection the deletion protection of Namespaces and CRDs
+// (which lists their pods, claims or objects at each request), and /convert. Admission reads with the webhook clients (d.webhookClients), whose
 // rate limit is not the controllers': a busy controller never delays an
 // answer to the API server. It does not call the API
 // server.
@@ -80,6 +84,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	client, kruiseClient := d.webhookClients()
+	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
+		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
@@ -101,9 +107,32 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 			return nil, err
 		}
 	}
+	// Deletion protection: only with its gate (the chart renders its webhook entry likewise).
+	if on, crdCascading := o.deletionProtection(); on {
+		meta := d.webhookMetadata
+		if meta == nil {
+			meta = d.migrationClient
+		}
+		wh, err := deletionprotection.Webhook(deletionprotection.Options{
+			Lookups:      deletionprotection.APILookups{Client: client, Metadata: meta},
+			CRDCascading: crdCascading,
+			Metrics:      metrics,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, deletionprotection.Path)
+	}
 	budgets, err := handlePodUnavailableBudgets(o, srv, client, kruiseClient, namespace)
 	if err != nil {
 		return nil, err
+	}
+	paths = append(paths, validate.PodUnavailableBudgetPath)
+	if budgets != nil {
+		paths = append(paths, disruption.Path)
 	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
@@ -112,7 +141,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, budgets: budgets}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, budgets: budgets, paths: append(paths, conversion.Path)}, nil
 }
 
 // handlePodUnavailableBudgets mounts the budget's validating webhook (always: with both gates off
@@ -189,10 +218,7 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 		})
 	}
 	start(func() error { return w.server.Serve(ctx) })
-	logger.Info("Serving webhooks on every replica", "webhooks", []string{
-		sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath, validate.ImageListPullJobPath, validate.CloneSetPath,
-		validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath, validate.PodUnavailableBudgetPath, conversion.Path,
-	}, "podDisruption", w.budgets != nil)
+	logger.Info("Serving webhooks on every replica", "webhooks", w.paths)
 }
 
 // newCRDClient is the apiextensions client the certificate manager writes

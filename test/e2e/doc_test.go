@@ -39,10 +39,12 @@
 //	workload_parity_test.go  a StatefulSet and a DaemonSet manifest, as written and with only apiVersion changed to kruise's: the same pods
 //	workload_seed_test.go    Advanced StatefulSet and DaemonSet: OpenKruise v1.1's published manifests (testdata/seeds)
 //	sidecarset_compose_test.go  SidecarSet with a Job (sidecar terminator) and with a CloneSet's in-place update of the same pods
+//	deletionprotection_test.go  policy.kruise.io/delete-protection: Always and Cascading on the workloads, a Service, Namespaces (a pod) and a CRD (an object)
 //	conversion_test.go       every kind round-trips between v1alpha1 and v1beta1 through the conversion webhook
 //	malformed_test.go        TestMalformedObjects: its runner, environment, object builders and writes
 //	malformed_cases_test.go  its table of malformed objects
 //	malformed_expect_test.go what kruise must answer to each row
+//	podunavailablebudget_test.go  PodUnavailableBudget: a Deployment's budget counted by the controller, created before the pods, through a scale-up
 //
 // The helpers every e2e test uses are in package framework; the tests that take kruise out of
 // service for a while are in disruptive/, those that change the Helm release (a switch to

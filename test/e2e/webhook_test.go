@@ -97,12 +97,14 @@ func TestWebhooksServed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", certs.ValidatingWebhookConfigurationName, err)
 	}
-	// The validating webhooks of kruise's own kinds carry the CA too.
+	// The validating webhooks of kruise's own kinds carry the CA too, and deletion protection's (the local
+	// cluster runs with ResourcesDeletionProtection).
 	var validating []string
 	for _, w := range vwc.Webhooks {
 		validating = append(validating, w.Name)
 	}
-	if want := []string{"vcontainerrecreaterequest.kb.io", "vimagepulljob-v1beta1.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vcloneset.kb.io", "vstatefulset.kb.io", "vdaemonset.kb.io", "vsidecarset.kb.io"}; !slices.Equal(validating, want) {
+	if want := []string{"vcontainerrecreaterequest.kb.io", "vimagepulljob-v1beta1.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vcloneset.kb.io", "vstatefulset.kb.io", "vdaemonset.kb.io", "vsidecarset.kb.io",
+		"vdeletionprotection.kb.io"}; !slices.Equal(validating, want) {
 		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
 	}
 	for _, w := range vwc.Webhooks {

@@ -90,6 +90,7 @@ func TestPodUnavailableBudgetInAnAPIServer(t *testing.T) {
 		Pods:        factory.Core().V1().Pods(),
 		ReplicaSets: factory.Apps().V1().ReplicaSets(),
 		Deployments: factory.Apps().V1().Deployments(),
+		Scale:       podunavailablebudget.NewScaleFunc(kube.Discovery()),
 	})
 	require.NoError(t, err)
 	factory.Start(tctx.Done())
@@ -122,6 +123,30 @@ func TestPodUnavailableBudgetInAnAPIServer(t *testing.T) {
 			}
 		}
 		return true, nil
+	})
+
+	// A kind no cache serves is read through its scale subresource: a ReplicationController
+	// without pods yet still gets a status (OpenKruise #1857).
+	_, err = kube.CoreV1().ReplicationControllers(pubNS).Create(ctx(t), &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "rc"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](3), Selector: map[string]string{"app": "rc"},
+			Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rc"}}, Spec: deploy.Spec.Template.Spec}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.kruise.PolicyV1alpha1().PodUnavailableBudgets(pubNS).Create(ctx(t), &policyv1alpha1.PodUnavailableBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "rc-pub"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{
+			TargetReference: &policyv1alpha1.TargetReference{APIVersion: "v1", Kind: "ReplicationController", Name: "rc"},
+			MinAvailable:    ptr.To(intstr.FromString("50%")),
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitFor(t, "the ReplicationController's budget status", func(ctx context.Context) (bool, error) {
+		b, err := c.kruise.PolicyV1alpha1().PodUnavailableBudgets(pubNS).Get(ctx, "rc-pub", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return b.Status.ObservedGeneration == b.Generation && b.Status.TotalReplicas == 3 && b.Status.DesiredAvailable == 2, nil
 	})
 
 	// Callers on as many "replicas", each with a cache that says one disruption is allowed.

@@ -26,6 +26,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/predownload"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
@@ -107,6 +108,8 @@ type fixtureExtras struct {
 	kruiseObjs  []runtime.Object
 	// resize is Config.Resize.
 	resize *inplace.ResizeSupport
+	// budget is Config.Budget.
+	budget budgetwait.Check
 }
 
 func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, x fixtureExtras) *fixture {
@@ -131,6 +134,7 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 		Claims:    inf.Core().V1().PersistentVolumeClaims(),
 		Revisions: inf.Apps().V1().ControllerRevisions(),
 		Resize:    x.resize,
+		Budget:    x.budget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -73,6 +74,7 @@ func (c *Controller) scale(ctx context.Context, p *pass, d Diff, facts []PodFact
 			"deleting", workers.Burst, "chosen", len(doomed), "burst", workers.Burst)
 		doomed = doomed[:workers.Burst] // ChooseDeletes' order: the first are the ones to go first
 	}
+	p.budgetSettled = true
 	return true, c.deletePods(ctx, p, doomed)
 }
 
@@ -252,6 +254,12 @@ func (c *Controller) deleteOne(ctx context.Context, p *pass, pod *corev1.Pod) er
 	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if w := budgetwait.Deletion(pod, err); w != nil {
+			// The pod webhook kept the pod for a budget: it waits (DeletePod has dropped the
+			// expectation), reported once for the pass, not an error to back off from.
+			p.waits.Add(*w)
 			return nil
 		}
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedDelete, "failed to delete pod %s: %v", pod.Name, err)

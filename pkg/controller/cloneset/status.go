@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 )
 
 // writeStatus writes the CloneSet's status from the pass, with the pass's scale and update
@@ -48,6 +49,11 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass, scaleErr, updateE
 		failedScale = scaleErr.Error()
 	}
 	setFailure(st, appsv1beta1.CloneSetConditionFailedScale, "ScaleFailed", failedScale, now)
+	// Pods waiting for a budget: said while they wait; cleared once a pass that got as far as
+	// disrupting pods found none held back.
+	if waits := p.waits.List(); len(waits) > 0 || p.budgetSettled {
+		setFailure(st, appsv1beta1.CloneSetConditionPodUnavailableBudgetWait, budgetwait.ConditionReason(waits), budgetwait.Message(waits), now)
+	}
 
 	var before Counts
 	before.Replicas, before.Ready, before.Available = cs.Status.Replicas, cs.Status.ReadyReplicas, cs.Status.AvailableReplicas

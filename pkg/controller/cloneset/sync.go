@@ -12,6 +12,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
@@ -50,6 +51,10 @@ type pass struct {
 	recheck time.Duration
 	// noResize is why pods cannot be resized now, "" when they can (Config.Resize).
 	noResize string
+	// waits are the pods a PodUnavailableBudget held back in this pass. budgetSettled: the pass
+	// got as far as disrupting pods (updating or deleting), so no waits means none are left.
+	waits         budgetwait.Waits
+	budgetSettled bool
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (after time.Duration, err error) {
@@ -69,6 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	if apierrors.IsNotFound(err) {
 		c.expect.Forget(key)
 		c.stranded.forget(key)
+		c.budgetWaits.Forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -100,6 +106,12 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	acted, scaleErr := c.scale(ctx, p, d, facts)
 	if !acted && scaleErr == nil {
 		acted, actAfter, updateErr = c.update(ctx, p, d, facts)
+	}
+	if p.waits.Len() > 0 {
+		p.recheck = durations.Shortest(p.recheck, budgetwait.RetryAfter)
+	}
+	if p.waits.Len() > 0 || p.budgetSettled {
+		c.budgetWaits.Report(ctx, c.recorder, p.cs, key, p.waits.List())
 	}
 	statusAfter, statusErr := c.writeStatus(ctx, p, scaleErr, updateErr)
 	if scaleErr != nil {

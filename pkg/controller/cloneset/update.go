@@ -39,6 +39,9 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	if acted || err != nil {
 		return acted, after, err
 	}
+	// From here on the pass decides every update it can make now: none held back by a budget
+	// means that no pod waits for one.
+	p.budgetSettled = true
 	if why := UnconvertedStrategy(p.cs); why != "" && d.Update > 0 {
 		p.refused = append(p.refused, why)
 		c.recorder.Event(p.cs, corev1.EventTypeWarning, ReasonUnconvertedStrategy, why)
@@ -152,6 +155,10 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 	res := c.updater.Update(ctx, pod, r.InPlace, target, grace)
 	if res.Pod != nil {
 		c.podVersions.Expect(res.Pod)
+	}
+	if res.Outcome == inplace.OutcomeBudgetWait {
+		p.waits.Add(*res.Budget) // reported once for the pass (sync)
+		return podUpdate{wrote: res.Pod != nil}
 	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)

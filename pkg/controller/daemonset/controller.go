@@ -23,6 +23,7 @@ import (
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -53,6 +54,10 @@ type Config struct {
 	Revisions  appsinformers.ControllerRevisionInformer
 	// Option's gate is PreDownloadImageForDaemonSetUpdate (predownload.go).
 	predownload.Option
+	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate);
+	// the zero Check asks nothing. A pod a budget holds waits, as does one whose deletion the pod
+	// webhook refuses for a budget.
+	Budget budgetwait.Check
 }
 
 // Controller runs Advanced DaemonSets.
@@ -76,6 +81,8 @@ type Controller struct {
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
 	preDownloads *predownload.Jobs
+	// budgetWaits reports pods waiting for a PodUnavailableBudget, once per reason.
+	budgetWaits *budgetwait.Reporter
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -95,13 +102,14 @@ func New(cfg Config) (*Controller, error) {
 		podIndex:     cfg.Pods.Informer().GetIndexer(),
 		nodes:        cfg.Nodes.Lister(),
 		history:      revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
-		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
+		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry).WithBudget(cfg.Budget),
 		expect:       expectations.NewScale(clk, expectationTimeout),
 		podVersions:  expectations.NewResourceVersions(clk, expectationTimeout),
 		failedPods:   backoff,
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
+		budgetWaits:  budgetwait.NewReporter(),
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

@@ -25,6 +25,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -92,6 +93,8 @@ func newFixture(t *testing.T, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, r
 type fixtureExtras struct {
 	preDownload bool
 	jobs        []*appsv1beta1.ImagePullJob
+	// budget is Config.Budget.
+	budget budgetwait.Check
 }
 
 func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
@@ -121,6 +124,7 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSe
 		Pods:       inf.Core().V1().Pods(),
 		Nodes:      inf.Core().V1().Nodes(),
 		Revisions:  inf.Apps().V1().ControllerRevisions(),
+		Budget:     extras.budget,
 	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 )
 
@@ -43,6 +44,12 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		if w := budgetwait.Deletion(pod, err); w != nil {
+			// The pod webhook kept the pod for a budget: it waits (DeletePod has dropped the
+			// expectation), reported once for the pass, not an error to back off from.
+			p.waits.Add(*w)
 			return nil
 		}
 		c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -67,7 +69,7 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	want.UpdateRevision = p.history.updateHash()
 	cc := p.history.CollisionCount
 	want.CollisionCount = &cc
-	want.Conditions = p.ds.Status.Conditions
+	want.Conditions = budgetCondition(p.ds.Status.Conditions, p, metav1.NewTime(c.clock.Now()))
 	if equality.Semantic.DeepEqual(want, p.ds.Status) {
 		return nil
 	}
@@ -104,4 +106,36 @@ func (c *Controller) writeCollisionCount(ctx context.Context, ds *appsv1beta1.Da
 	if _, err := c.kruiseClient.AppsV1beta1().DaemonSets(cp.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		klog.FromContext(ctx).Error(err, "Writing the collision count failed", "collisionCount", count)
 	}
+}
+
+// budgetCondition is conditions with PodUnavailableBudgetWait set from the pass's waits, removed
+// once a pass that got to the rolling update found none, else as it was. conditions (the cached
+// status) is not changed.
+func budgetCondition(conditions []appsv1.DaemonSetCondition, p *pass, now metav1.Time) []appsv1.DaemonSetCondition {
+	waits := p.waits.List()
+	if len(waits) == 0 && !p.budgetSettled {
+		return conditions
+	}
+	var out []appsv1.DaemonSetCondition
+	var old *appsv1.DaemonSetCondition
+	for i := range conditions {
+		if conditions[i].Type == appsv1beta1.DaemonSetPodUnavailableBudgetWait {
+			old = &conditions[i]
+			continue
+		}
+		out = append(out, conditions[i])
+	}
+	if len(waits) == 0 {
+		return out
+	}
+	cond := appsv1.DaemonSetCondition{Type: appsv1beta1.DaemonSetPodUnavailableBudgetWait, Status: corev1.ConditionTrue,
+		Reason: budgetwait.ConditionReason(waits), Message: budgetwait.Message(waits), LastTransitionTime: now}
+	if old != nil && old.Status == cond.Status {
+		if old.Reason == cond.Reason && old.Message == cond.Message {
+			cond = *old
+		} else {
+			cond.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	return append(out, cond)
 }

@@ -14,6 +14,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
@@ -42,6 +43,10 @@ type pass struct {
 	now     time.Time
 	// recheck is when to look again for a reason found during the pass (0: none).
 	recheck time.Duration
+	// waits are the pods a PodUnavailableBudget held back in this pass. budgetSettled: the pass
+	// got to the rolling update, so no waits means none are left.
+	waits         budgetwait.Waits
+	budgetSettled bool
 }
 
 func (p *pass) after(d time.Duration) { p.recheck = durations.Shortest(p.recheck, d) }
@@ -76,6 +81,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ds, err := c.daemonSets.DaemonSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expect.Forget(key)
+		c.budgetWaits.Forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -102,6 +108,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			acted, err = c.update(ctx, p)
 		}
 		acted, err = acted || refreshed, errors.Join(err, refreshErr)
+	}
+	if p.waits.Len() > 0 {
+		p.after(budgetwait.RetryAfter)
+	}
+	if p.waits.Len() > 0 || p.budgetSettled {
+		c.budgetWaits.Report(ctx, c.recorder, p.ds, key, p.waits.List())
 	}
 	if statusErr := c.writeStatus(ctx, p); err == nil {
 		err = statusErr

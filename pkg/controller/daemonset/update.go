@@ -37,6 +37,9 @@ func (c *Controller) podsSettled(ctx context.Context, p *pass) bool {
 // update takes a step of the rolling update, for RollingUpdate when not paused, on the nodes
 // partition and the update selector allow. It reports whether it wrote anything.
 func (c *Controller) update(ctx context.Context, p *pass) (bool, error) {
+	// From here on the pass decides every update it can make now: none held back by a budget
+	// means that no pod waits for one.
+	p.budgetSettled = true
 	us := p.ds.Spec.UpdateStrategy
 	if us.Type == appsv1beta1.OnDeleteDaemonSetStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused != nil && *us.RollingUpdate.Paused) {
 		return false, nil
@@ -95,6 +98,10 @@ func (c *Controller) updateInPlace(ctx context.Context, p *pass, pod *corev1.Pod
 	if res.Pod != nil {
 		c.podVersions.Expect(res.Pod)
 		p.written(res.Pod)
+	}
+	if res.Outcome == inplace.OutcomeBudgetWait {
+		p.waits.Add(*res.Budget) // reported once for the pass (sync)
+		return res.Pod != nil, nil
 	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)

@@ -34,59 +34,54 @@ func (c *Controller) addHandlers(cfg Config) error {
 	}); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
+	type watch struct {
+		what     string
+		informer cache.SharedIndexInformer
+	}
+	var watches []watch
 	if i := cfg.ReplicaSets; i != nil {
 		c.workloads.ReplicaSets = i.Lister()
-		if err := c.watchWorkload(i.Informer(), "ReplicaSets", func(o any) (*int32, bool) {
-			r, ok := o.(*appsv1.ReplicaSet)
-			return replicasOf(ok, func() *int32 { return r.Spec.Replicas })
-		}); err != nil {
-			return err
-		}
+		watches = append(watches, watch{"ReplicaSets", i.Informer()})
 	}
 	if i := cfg.Deployments; i != nil {
 		c.workloads.Deployments = i.Lister()
-		if err := c.watchWorkload(i.Informer(), "Deployments", func(o any) (*int32, bool) {
-			r, ok := o.(*appsv1.Deployment)
-			return replicasOf(ok, func() *int32 { return r.Spec.Replicas })
-		}); err != nil {
-			return err
-		}
+		watches = append(watches, watch{"Deployments", i.Informer()})
 	}
 	if i := cfg.StatefulSets; i != nil {
 		c.workloads.StatefulSets = i.Lister()
-		if err := c.watchWorkload(i.Informer(), "StatefulSets", func(o any) (*int32, bool) {
-			r, ok := o.(*appsv1.StatefulSet)
-			return replicasOf(ok, func() *int32 { return r.Spec.Replicas })
-		}); err != nil {
-			return err
-		}
+		watches = append(watches, watch{"StatefulSets", i.Informer()})
 	}
 	if i := cfg.CloneSets; i != nil {
 		c.workloads.CloneSets = i.Lister()
-		if err := c.watchWorkload(i.Informer(), "CloneSets", func(o any) (*int32, bool) {
-			r, ok := o.(*appsv1beta1.CloneSet)
-			return replicasOf(ok, func() *int32 { return r.Spec.Replicas })
-		}); err != nil {
-			return err
-		}
+		watches = append(watches, watch{"CloneSets", i.Informer()})
 	}
 	if i := cfg.AdvancedStatefulSets; i != nil {
 		c.workloads.AdvancedStatefulSets = i.Lister()
-		if err := c.watchWorkload(i.Informer(), "Advanced StatefulSets", func(o any) (*int32, bool) {
-			r, ok := o.(*appsv1beta1.StatefulSet)
-			return replicasOf(ok, func() *int32 { return r.Spec.Replicas })
-		}); err != nil {
+		watches = append(watches, watch{"Advanced StatefulSets", i.Informer()})
+	}
+	for _, w := range watches {
+		if err := c.watchWorkload(w.informer, w.what); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func replicasOf(ok bool, get func() *int32) (*int32, bool) {
-	if !ok {
-		return nil, false
+// replicasOf is the spec.replicas of a watched workload.
+func replicasOf(obj any) *int32 {
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		return o.Spec.Replicas
+	case *appsv1.Deployment:
+		return o.Spec.Replicas
+	case *appsv1.StatefulSet:
+		return o.Spec.Replicas
+	case *appsv1beta1.CloneSet:
+		return o.Spec.Replicas
+	case *appsv1beta1.StatefulSet:
+		return o.Spec.Replicas
 	}
-	return get(), true
+	return nil
 }
 
 func (c *Controller) enqueueBudget(obj any) {
@@ -152,9 +147,9 @@ func (c *Controller) enqueueCovering(pod *corev1.Pod) {
 
 // watchWorkload queues, when a workload appears, goes, or changes its replicas or owners, the
 // budgets that may count it: those targeting it and every selector budget of its namespace.
-func (c *Controller) watchWorkload(inf cache.SharedIndexInformer, what string, replicas func(any) (*int32, bool)) error {
+func (c *Controller) watchWorkload(inf cache.SharedIndexInformer, what string) error {
 	changed := func(oldObj, newObj any) {
-		if oldObj == nil || workloadChanged(oldObj, newObj, replicas) {
+		if oldObj == nil || workloadChanged(oldObj, newObj) {
 			c.enqueueForWorkload(newObj)
 		}
 	}
@@ -171,9 +166,8 @@ func (c *Controller) watchWorkload(inf cache.SharedIndexInformer, what string, r
 
 // workloadChanged reports whether a budget can count the workload differently after an update:
 // its replicas, its deletion or its owners changed (a status update changes none of them).
-func workloadChanged(oldObj, newObj any, replicas func(any) (*int32, bool)) bool {
-	o, _ := replicas(oldObj)
-	n, _ := replicas(newObj)
+func workloadChanged(oldObj, newObj any) bool {
+	o, n := replicasOf(oldObj), replicasOf(newObj)
 	om, err1 := meta.Accessor(oldObj)
 	nm, err2 := meta.Accessor(newObj)
 	return err1 != nil || err2 != nil || !ptrEqual(o, n) || (om.GetDeletionTimestamp() == nil) != (nm.GetDeletionTimestamp() == nil) ||

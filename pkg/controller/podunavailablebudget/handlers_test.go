@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,13 +67,12 @@ func TestHandlersQueueTheCoveringBudgets(t *testing.T) {
 }
 
 func TestWorkloadChanged(t *testing.T) {
-	replicas := func(o any) (*int32, bool) { d, ok := o.(*appsv1.Deployment); return d.Spec.Replicas, ok }
 	base := deployment(3)
 	status := deployment(3)
 	status.Status.ReadyReplicas = 2
-	assert.False(t, workloadChanged(base, status, replicas), "a status update")
-	assert.True(t, workloadChanged(base, deployment(4), replicas), "scaled")
+	assert.False(t, workloadChanged(base, status), "a status update")
+	assert.True(t, workloadChanged(base, deployment(4)), "scaled")
 	deleting := deployment(3)
 	deleting.DeletionTimestamp = &metav1.Time{Time: now}
-	assert.True(t, workloadChanged(base, deleting, replicas), "deleted")
+	assert.True(t, workloadChanged(base, deleting), "deleted")
 }

@@ -76,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		// Only once the charges are released for good.
 		for _, pod := range res.NotDeleted {
 			c.recorder.Eventf(b, corev1.EventTypeWarning, podbudget.ReasonNotDeleted,
-				"Pod %s was allowed to be deleted or evicted more than %s ago but was not; its charge is released", pod, podbudget.DeletionTimeout)
+				"Pod %s was allowed to be deleted, evicted or resized more than %s ago and is still there; its charge is released", pod, podbudget.DeletionTimeout)
 		}
 	}
 	after := res.RecheckAfter

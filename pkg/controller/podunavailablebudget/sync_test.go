@@ -85,7 +85,7 @@ func TestSyncPrunesAndRequeues(t *testing.T) {
 	assert.Equal(t, []int32{0, 2, 3, 4}, []int32{st.UnavailableAllowed, st.CurrentAvailable, st.DesiredAvailable, st.TotalReplicas})
 	events := gen.DrainEvents(f.recorder)
 	require.Len(t, events, 1)
-	assert.Contains(t, events[0], "Warning NotDeleted Pod a was allowed to be deleted or evicted more than 20s ago")
+	assert.Contains(t, events[0], "Warning NotDeleted Pod a was allowed to be deleted, evicted or resized more than 20s ago and is still there")
 }
 
 func TestSyncBoundsPodPatches(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	Namespace string
 	// Metrics registers the controller's metrics; nil leaves them unregistered.
 	Metrics prometheus.Registerer
+	// Budget is asked before a pod's sidecars are upgraded or handed over in place (gate
+	// PodUnavailableBudgetUpdateGate); the zero Check asks nothing. A pod a budget holds waits.
+	Budget budgetwait.Check
 }
 
 // Controller runs SidecarSets.
@@ -68,6 +72,10 @@ type Controller struct {
 	// that the same finding is not reported on every pass.
 	reportedMu sync.Mutex
 	reported   map[string]string
+
+	// budget is Config.Budget; budgetWaits reports pods waiting for it, once per reason.
+	budget      budgetwait.Check
+	budgetWaits *budgetwait.Reporter
 }
 
 // New builds the controller and registers its event handlers. It does not call the API server.
@@ -90,6 +98,8 @@ func New(cfg Config) (*Controller, error) {
 		metrics:      newMetrics(),
 		queue:        workers.NewQueue(Name, clk),
 		reported:     map[string]string{},
+		budget:       cfg.Budget,
+		budgetWaits:  budgetwait.NewReporter(),
 	}
 	if cfg.Metrics != nil {
 		if err := c.metrics.register(cfg.Metrics); err != nil {

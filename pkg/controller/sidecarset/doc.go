@@ -15,6 +15,11 @@
 // Event on the SidecarSet, a log line, a metric). A pod whose own workload is updating it in
 // place waits until that update is done, so neither restarts it on top of the other.
 //
+// With gate PodUnavailableBudgetUpdateGate, a write that restarts a pod's containers (an upgrade,
+// a hot upgrade's hand-over) first asks the PodUnavailableBudget (pkg/workload/budgetwait); a pod
+// it holds back waits, reported once per reason in an Event (SidecarSet's status has no
+// conditions), and the SidecarSet looks again shortly.
+//
 // Files: controller.go (wiring), handlers.go (events to work), sync.go (one pass), podview.go
 // (what a pod is to a SidecarSet), disruption.go (which pods the SidecarSet made unavailable),
 // choose.go (which pods to upgrade now), upgrade.go (one pod's write), revisions.go (history),

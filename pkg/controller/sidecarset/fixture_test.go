@@ -22,6 +22,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -95,6 +96,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, ss *appsv1beta1.SidecarSet, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, budgetwait.Check{}, ss, objs...)
+}
+
+// newFixtureWith is newFixture with Config.Budget check.
+func newFixtureWith(t *testing.T, check budgetwait.Check, ss *appsv1beta1.SidecarSet, objs ...runtime.Object) *fixture {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: podNS, Labels: map[string]string{corev1.LabelMetadataName: podNS}}}
 	kube := fake.NewClientset(append([]runtime.Object{ns}, objs...)...)
 	kruise := kruisefake.NewSimpleClientset(ss)
@@ -108,6 +115,7 @@ func newFixture(t *testing.T, ss *appsv1beta1.SidecarSet, objs ...runtime.Object
 		Namespaces:  inf.Core().V1().Namespaces(),
 		Revisions:   inf.Apps().V1().ControllerRevisions(),
 		Namespace:   kruiseNS,
+		Budget:      check,
 	})
 	require.NoError(t, err)
 	require.NoError(t, kinf.Apps().V1beta1().SidecarSets().Informer().GetIndexer().Add(ss))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 )
 
 // Event reasons of the HotUpgrade steps (documented in docs/sidecarset.md).
@@ -53,15 +54,21 @@ func flipsDue(ss *appsv1beta1.SidecarSet, views []podView) []flip {
 }
 
 // flipAll writes step 2 on each pod; it returns the UIDs of the pods written and the errors of
-// the others.
-func (c *Controller) flipAll(ctx context.Context, ss *appsv1beta1.SidecarSet, flips []flip) (map[types.UID]bool, error) {
+// the others. The budget is asked first (the old copies restart on the empty image); a pod it
+// holds back, or the pod webhook refuses for one, goes to waits.
+func (c *Controller) flipAll(ctx context.Context, ss *appsv1beta1.SidecarSet, flips []flip, waits *budgetwait.Waits) (map[types.UID]bool, error) {
 	done := map[types.UID]bool{}
 	var errs []error
 	for _, f := range flips {
 		pod := f.pod
 		data, err := planFlip(ss, pod, f.old)
 		if err == nil {
-			err = c.patchPod(ctx, pod, data)
+			if c.budgetHolds(ctx, pod, true, waits) {
+				continue
+			}
+			if err = c.patchPod(ctx, pod, data); budgetRefused(pod, err, waits) {
+				continue
+			}
 		}
 		if err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {

@@ -15,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -79,12 +81,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 
 	var upgradeErr error
+	var waits budgetwait.Waits
 	if pending {
 		logger.V(4).Info("Waiting for the pod cache to show the last upgrades")
 	} else if flips := flipsDue(ss, views); len(flips) > 0 {
 		// As OpenKruise: a pass that ends hand-overs upgrades no other pod; the next one,
 		// after these writes are seen, does.
-		flipped, err := c.flipAll(ctx, ss, flips)
+		flipped, err := c.flipAll(ctx, ss, flips, &waits)
 		upgradeErr = err
 		for i := range views {
 			if flipped[views[i].pod.UID] {
@@ -100,13 +103,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		requeue = durations.Shortest(requeue, ch.recheck)
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
-		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade)
+		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade, &waits)
 		upgradeErr = errors.Join(err, c.recordUpgradable(ctx, ss, views, upgradableVerdicts(ss, views, ch, upgraded)))
 		for i := range views {
 			if upgraded[views[i].pod.UID] {
 				views[i].updated, views[i].ready = true, false
 			}
 		}
+	}
+	if !pending {
+		// The pass wrote every upgrade it could: no wait means none is left.
+		c.budgetWaits.Report(ctx, c.recorder, ss, ss.Name, waits.List())
+	}
+	if waits.Len() > 0 {
+		requeue = durations.Shortest(requeue, budgetwait.RetryAfter)
 	}
 	st := newStatus(ss, tally(views), revs.Update.Name, revs.CollisionCount)
 	if err := c.writeStatus(ctx, ss, st); err != nil {
@@ -146,15 +156,21 @@ func (c *Controller) selectedPods(ss *appsv1beta1.SidecarSet) ([]*corev1.Pod, er
 }
 
 // upgradeAll upgrades pods in place to ss; it returns the UIDs of the pods written and the
-// errors of the others.
-func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet, h hashes, rev string, pods []*corev1.Pod) (map[types.UID]bool, error) {
+// errors of the others. A pod whose upgrade restarts a container asks the budget first, and one
+// it holds back (or the pod webhook refuses for one) goes to waits.
+func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet, h hashes, rev string, pods []*corev1.Pod, waits *budgetwait.Waits) (map[types.UID]bool, error) {
 	done := map[types.UID]bool{}
 	var errs []error
 	for _, pod := range pods {
 		logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", rev)
 		data, containers, err := planUpgrade(ss, h, rev, pod, c.clock.Now())
 		if err == nil {
-			err = c.patchPod(ctx, pod, data)
+			if c.budgetHolds(ctx, pod, len(containers) > 0, waits) {
+				continue
+			}
+			if err = c.patchPod(ctx, pod, data); budgetRefused(pod, err, waits) {
+				continue
+			}
 		}
 		if err != nil {
 			c.metrics.upgrades.WithLabelValues("error").Inc()
@@ -225,6 +241,7 @@ func (c *Controller) forget(name string) {
 	c.reportedMu.Lock()
 	delete(c.reported, name)
 	c.reportedMu.Unlock()
+	c.budgetWaits.Forget(name)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -244,4 +261,27 @@ func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, data []byte)
 		c.podVersions.Expect(written)
 	}
 	return err
+}
+
+// budgetHolds asks the PodUnavailableBudget before a write that restarts containers of pod
+// (restarts) and reports whether the pod waits, recorded in waits.
+func (c *Controller) budgetHolds(ctx context.Context, pod *corev1.Pod, restarts bool, waits *budgetwait.Waits) bool {
+	if !restarts {
+		return false
+	}
+	if w := c.budget.Admit(ctx, pod, policyv1alpha1.PubUpdateOperation); w != nil {
+		waits.Add(*w)
+		return true
+	}
+	return false
+}
+
+// budgetRefused reports whether err is the pod webhook's refusal of a write to pod for a budget,
+// recorded in waits: a wait, not a failure.
+func budgetRefused(pod *corev1.Pod, err error, waits *budgetwait.Waits) bool {
+	reason, ok := budgetwait.Refused(err)
+	if ok {
+		waits.Add(budgetwait.Wait{Namespace: pod.Namespace, Pod: pod.Name, Op: policyv1alpha1.PubUpdateOperation, Reason: reason})
+	}
+	return ok
 }

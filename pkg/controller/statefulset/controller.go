@@ -22,6 +22,7 @@ import (
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -54,6 +55,10 @@ type Config struct {
 	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
 	// the reason. nil: it does.
 	Resize *inplace.ResizeSupport
+	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate);
+	// the zero Check asks nothing. A pod a budget holds waits, as does one whose deletion the pod
+	// webhook refuses for a budget.
+	Budget budgetwait.Check
 }
 
 // Controller runs Advanced StatefulSets.
@@ -81,6 +86,8 @@ type Controller struct {
 	preDownloads *predownload.Jobs
 	// resize says whether pods can be resized (Config.Resize).
 	resize *inplace.ResizeSupport
+	// budgetWaits reports pods waiting for a PodUnavailableBudget, once per reason.
+	budgetWaits *budgetwait.Reporter
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -98,7 +105,7 @@ func New(cfg Config) (*Controller, error) {
 		podIndex:     cfg.Pods.Informer().GetIndexer(),
 		claims:       cfg.Claims.Lister(),
 		history:      revision.NewHistory(cfg.Client, cfg.Revisions.Lister()),
-		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry),
+		updater:      inplace.NewUpdaterFor(inplace.NewPodClient(cfg.Client), clk, retry.DefaultRetry).WithBudget(cfg.Budget),
 		expect:       expectations.NewScale(clk, expectationTimeout),
 		podVersions:  expectations.NewResourceVersions(clk, expectationTimeout),
 		recorder:     cfg.Recorder,
@@ -108,6 +115,7 @@ func New(cfg Config) (*Controller, error) {
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
 		resize:               cfg.Resize,
+		budgetWaits:          budgetwait.NewReporter(),
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

@@ -28,6 +28,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
@@ -111,6 +112,8 @@ type fixtureExtras struct {
 	jobs        []*appsv1beta1.ImagePullJob
 	// resize is Config.Resize.
 	resize *inplace.ResizeSupport
+	// budget is Config.Budget.
+	budget budgetwait.Check
 }
 
 func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.StatefulSet, objs ...runtime.Object) *fixture {
@@ -131,6 +134,7 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, set *appsv1beta1.Statefu
 		Claims:       inf.Core().V1().PersistentVolumeClaims(),
 		Revisions:    inf.Apps().V1().ControllerRevisions(),
 		Resize:       extras.resize,
+		Budget:       extras.budget,
 	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()

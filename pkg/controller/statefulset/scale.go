@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
@@ -185,6 +186,12 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 	err := c.expect.DeletePod(ctx, c.client.CoreV1(), p.key, pod)
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		if w := budgetwait.Deletion(pod, err); w != nil {
+			// The pod webhook kept the pod for a budget: it waits (DeletePod has dropped the
+			// expectation), reported once for the pass, not an error to back off from.
+			p.waits.Add(*w)
 			return nil
 		}
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedDelete, "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, p.set.Name, err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -92,6 +93,9 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	if p.rolled || len(p.failedUpdate) > 0 {
 		setFailure(st, appsv1beta1.FailedUpdatePod, strings.Join(p.failedUpdate, "; "), now)
 	}
+	if waits := p.waits.List(); p.rolled || len(waits) > 0 {
+		setCondition(st, appsv1beta1.PodUnavailableBudgetWait, budgetwait.ConditionReason(waits), budgetwait.Message(waits), now)
+	}
 	if apiequality.Semantic.DeepEqual(st, &set.Status) {
 		return nil
 	}
@@ -109,6 +113,12 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 
 // setFailure sets condition t True with message, or removes it when message is empty.
 func setFailure(st *appsv1beta1.StatefulSetStatus, t appsv1.StatefulSetConditionType, message string, now metav1.Time) {
+	setCondition(st, t, string(t), message, now)
+}
+
+// setCondition sets condition t True with reason and message, or removes it when message is
+// empty.
+func setCondition(st *appsv1beta1.StatefulSetStatus, t appsv1.StatefulSetConditionType, reason, message string, now metav1.Time) {
 	var kept []appsv1.StatefulSetCondition
 	var old *appsv1.StatefulSetCondition
 	for i := range st.Conditions {
@@ -122,9 +132,9 @@ func setFailure(st *appsv1beta1.StatefulSetStatus, t appsv1.StatefulSetCondition
 		st.Conditions = kept
 		return
 	}
-	if old != nil && old.Status == corev1.ConditionTrue && old.Message == message {
+	if old != nil && old.Status == corev1.ConditionTrue && old.Reason == reason && old.Message == message {
 		return
 	}
-	st.Conditions = append(kept, appsv1.StatefulSetCondition{Type: t, Status: corev1.ConditionTrue, Reason: string(t),
+	st.Conditions = append(kept, appsv1.StatefulSetCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason,
 		Message: message, LastTransitionTime: now})
 }

@@ -15,6 +15,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
@@ -61,6 +62,9 @@ type pass struct {
 	scaled, rolled             bool
 	// noResize is why pods cannot be resized now, "" when they can (Config.Resize).
 	noResize string
+	// waits are the pods a PodUnavailableBudget held back in this pass (a pass that rolled and
+	// found none ends the wait).
+	waits budgetwait.Waits
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -71,6 +75,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	set, err := c.sets.StatefulSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.expect.Forget(key)
+		c.budgetWaits.Forget(key)
 		return 0, nil
 	}
 	if err != nil {
@@ -94,6 +99,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// of its own holds nothing back: it is returned at the end.
 	preDownloadErr := c.preDownload(ctx, p)
 	after, actErr := c.act(ctx, p)
+	if p.waits.Len() > 0 {
+		after = durations.Shortest(after, budgetwait.RetryAfter)
+	}
+	if p.waits.Len() > 0 || p.rolled {
+		c.budgetWaits.Report(ctx, c.recorder, p.set, key, p.waits.List())
+	}
 	statusErr := c.writeStatus(ctx, p)
 	if actErr != nil {
 		return 0, actErr

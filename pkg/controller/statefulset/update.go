@@ -113,8 +113,9 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 		return nil
 	}
 	if r.Recreate {
-		if err := c.deleteWithHook(ctx, p, pod); err != nil {
-			return err
+		waiting := p.waits.Len()
+		if err := c.deleteWithHook(ctx, p, pod); err != nil || p.waits.Len() > waiting {
+			return err // failed, or kept for a budget
 		}
 		c.recorder.Eventf(p.set, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "pod %s is recreated at revision %s", pod.Name, update)
 		return nil
@@ -136,6 +137,10 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 	res := c.updater.Update(ctx, pod, r.InPlace, target, grace)
 	if res.Pod != nil {
 		c.podVersions.Expect(res.Pod)
+	}
+	if res.Outcome == inplace.OutcomeBudgetWait {
+		p.waits.Add(*res.Budget) // reported once for the pass (sync)
+		return nil
 	}
 	if res.Err != nil {
 		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonFailedUpdateInPlace, "failed to update pod %s in place: %v", pod.Name, res.Err)

@@ -22,6 +22,10 @@
 //     one) is an *AnnotationError, and Unreadable finds it up front: a workload leaves such a pod
 //     as it is and reports it (ReportUnreadable) instead of failing its pass for every pod.
 //
+// With WithBudget, the Updater first asks the PodUnavailableBudget (budgetwait.Check) with the
+// update's Operation (UPDATE, or RESIZE for cpu and memory applied live) and, refused, writes
+// nothing (OutcomeBudgetWait).
+//
 // The Updater sets the condition False first, then resizes through pods/resize and updates the
 // pod, re-reading the pod and deciding again when a write conflicts. A workload calls
 // RouteUpdate (Plan under its podUpdatePolicy) to choose in place, recreate or refuse,

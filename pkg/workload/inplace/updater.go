@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 )
 
 // Event reasons a workload records on itself for a pod updated in place.
@@ -46,6 +48,9 @@ const (
 	// OutcomeNotReadyRestated: Ready was set False again on a pod whose gate is False, the kubelet
 	// having written back an earlier Ready=True.
 	OutcomeNotReadyRestated Outcome = "NotReadyRestated"
+	// OutcomeBudgetWait: nothing written; a PodUnavailableBudget does not let the pod go now
+	// (Result.Budget says which and why). The workload looks again after Result.RequeueAfter.
+	OutcomeBudgetWait Outcome = "BudgetWait"
 	// OutcomeUnreadable: nothing written; the pod's in-place update annotations do not decode
 	// (Result.Err is the *AnnotationError). The workload leaves the pod as it is and reports it
 	// (ReportUnreadable) rather than failing its pass.
@@ -63,6 +68,8 @@ type Result struct {
 	Waiting string
 	// RequeueAfter, when positive, is when to refresh the pod again.
 	RequeueAfter time.Duration
+	// Budget is the wait of OutcomeBudgetWait.
+	Budget *budgetwait.Wait
 	// Err is why the call failed; the other fields say what was done before.
 	Err error
 }
@@ -75,6 +82,8 @@ type Updater struct {
 	pods    PodClient
 	clock   clock.PassiveClock
 	backoff wait.Backoff
+	// budget is asked before an update starts (WithBudget).
+	budget budgetwait.Check
 }
 
 // NewUpdater is an Updater on a clientset, with the real clock and client-go's default retry.
@@ -87,21 +96,36 @@ func NewUpdaterFor(pods PodClient, clk clock.PassiveClock, backoff wait.Backoff)
 	return &Updater{pods: pods, clock: clk, backoff: backoff}
 }
 
+// WithBudget makes u ask check before it starts an update (budgetwait.Check.Admit); it returns u.
+func (u *Updater) WithBudget(check budgetwait.Check) *Updater {
+	u.budget = check
+	return u
+}
+
 // Update starts the in-place update of pod to target by spec (from Plan). When the pod declares
 // the InPlaceUpdateReady readiness gate and the update restarts containers or waits a grace
 // period, the condition is set False first; then the resize, if any, and the pod update are
 // written, with the first batch or the grace record.
+//
+// Before anything, the PodUnavailableBudget is asked (WithBudget) with the update's Operation,
+// while the pod is still ready: a refusal writes nothing and is OutcomeBudgetWait, as is the pod
+// webhook's refusal of the write itself (a budget it saw first).
 //
 // pod may come from a cache: every write carries its resourceVersion, so a stale copy fails with
 // a conflict and only then is the pod read again. In the usual case the update costs two writes
 // and no read.
 func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, target Target, graceSeconds int32) Result {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", target.Revision)
+	op := spec.Operation(pod, graceSeconds)
+	if w := u.budget.Admit(ctx, pod, op); w != nil {
+		return Result{Outcome: OutcomeBudgetWait, Waiting: w.Reason, Budget: w, RequeueAfter: budgetwait.RetryAfter}
+	}
 	now := u.clock.Now()
 	base := pod
+	var marked *corev1.Pod
 	if DeclaresReadinessGate(pod) && (graceSeconds > 0 || spec.RestartsContainers(pod)) {
-		marked, err := u.markNotReady(ctx, pod, now, graceSeconds <= 0)
-		if err != nil {
+		var err error
+		if marked, err = u.markNotReady(ctx, pod, now, graceSeconds <= 0); err != nil {
 			return Result{Err: err}
 		}
 		base = marked
@@ -121,6 +145,12 @@ func (u *Updater) Update(ctx context.Context, pod *corev1.Pod, spec *Spec, targe
 		return err
 	})
 	if err != nil {
+		if reason, refused := budgetwait.Refused(err); refused {
+			// A pod marked not ready stays so until Refresh marks it ready again, no update
+			// being under way.
+			w := &budgetwait.Wait{Namespace: pod.Namespace, Pod: pod.Name, Op: op, Reason: reason}
+			return Result{Outcome: OutcomeBudgetWait, Pod: marked, Waiting: reason, Budget: w, RequeueAfter: budgetwait.RetryAfter}
+		}
 		return Result{Err: err}
 	}
 	if step.Grace {

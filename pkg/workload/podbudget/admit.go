@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +48,8 @@ type AdmitterConfig struct {
 
 // Admitter is the one place that charges a PodUnavailableBudget for a disruption.
 type Admitter struct {
-	cfg AdmitterConfig
+	cfg       AdmitterConfig
+	decisions *prometheus.CounterVec
 }
 
 // NewAdmitter returns an Admitter.
@@ -58,7 +60,7 @@ func NewAdmitter(cfg AdmitterConfig) *Admitter {
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = DefaultAttempts
 	}
-	return &Admitter{cfg: cfg}
+	return &Admitter{cfg: cfg, decisions: newDecisions()}
 }
 
 // Admit decides whether op on pod may go ahead now. When it may and a budget covers the pod, the
@@ -74,47 +76,59 @@ func NewAdmitter(cfg AdmitterConfig) *Admitter {
 // already recorded, a budget that keeps nothing available. A refusal read from the cache is
 // confirmed with a live read first.
 func (a *Admitter) Admit(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (bool, string, error) {
+	result, reason, err := a.admit(ctx, pod, op, dryRun)
+	a.decisions.WithLabelValues(string(op), result).Inc()
+	return result == resultFree || result == resultCharged, reason, err
+}
+
+// admit is Admit, saying which result it came to.
+func (a *Admitter) admit(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (string, string, error) {
 	if pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true" {
-		return true, "", nil
+		return resultFree, "", nil
 	}
 	b, err := a.budgetFor(ctx, pod)
-	if err != nil || b == nil {
-		return err == nil, "", err
+	if err != nil {
+		return resultError, "", err
 	}
-	if !Protects(b, op) || !Available(pod, ProtectsUnready(b)) {
-		return true, "", nil
+	if b == nil || !Protects(b, op) || !Available(pod, ProtectsUnready(b)) {
+		return resultFree, "", nil
 	}
 	var w Workload
 	if PerWorkload(b) {
 		if w, err = WorkloadOf(ctx, a.cfg.Owners, pod); err != nil {
-			return false, "", err
+			return resultError, "", err
 		}
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "podUnavailableBudget", klog.KObj(b), "operation", op)
+	// gone is the result when the budget turns out to be gone: nothing protects the pod any more.
+	reread := func() (gone bool, err error) {
+		b, err = a.get(ctx, b)
+		return err == nil && b == nil, err
+	}
 	live := a.cfg.Budgets == nil
 	for range a.cfg.Attempts {
 		if err := ctx.Err(); err != nil {
-			return false, "", err
+			return resultError, "", err
 		}
 		d := Decide(b, pod.Name, w, op, a.cfg.Clock.Now())
 		switch d.Verdict {
 		case Free:
-			return true, "", nil
+			return resultFree, "", nil
 		case Refuse:
 			if !live {
 				// The cache may lag behind the controller's last count: ask the API server.
-				if b, err = a.get(ctx, b); err != nil || b == nil {
-					return err == nil, "", err
+				if gone, err := reread(); gone || err != nil {
+					return resultOf(gone), "", err
 				}
 				live = true
 				continue
 			}
 			logger.V(2).Info("Refused a disruption", "reason", d.Reason)
 			a.refused(pod, op, d.Reason)
-			return false, d.Reason, nil
+			return resultRefused, d.Reason, nil
 		}
 		if dryRun {
-			return true, "", nil
+			return resultCharged, "", nil
 		}
 		next := b.DeepCopy()
 		next.Status = *d.Status
@@ -122,20 +136,27 @@ func (a *Admitter) Admit(ctx context.Context, pod *corev1.Pod, op policyv1alpha1
 		switch {
 		case err == nil:
 			logger.V(2).Info("Charged a disruption", "unavailableAllowed", next.Status.UnavailableAllowed)
-			return true, "", nil
+			return resultCharged, "", nil
 		case apierrors.IsConflict(err):
-			if b, err = a.get(ctx, b); err != nil || b == nil {
-				return err == nil, "", err
+			if gone, err := reread(); gone || err != nil {
+				return resultOf(gone), "", err
 			}
 			live = true
 		case apierrors.IsNotFound(err):
-			// The budget is gone: nothing protects the pod any more.
-			return true, "", nil
+			return resultFree, "", nil
 		default:
-			return false, "", fmt.Errorf("charging %s: %w", budgetName(b), err)
+			return resultError, "", fmt.Errorf("charging %s: %w", budgetName(b), err)
 		}
 	}
-	return false, "", fmt.Errorf("charging %s: %w", budgetName(b), errTooManyConflicts)
+	return resultError, "", fmt.Errorf("charging %s: %w", budgetName(b), errTooManyConflicts)
+}
+
+// resultOf is the result of a re-read that found the budget gone (free) or failed (error).
+func resultOf(gone bool) string {
+	if gone {
+		return resultFree
+	}
+	return resultError
 }
 
 var errTooManyConflicts = errors.New("the budget kept changing under us")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -125,6 +126,9 @@ func TestAdmitNeverExceedsTheBudget(t *testing.T) {
 	got := stored(t, c, "web-pub")
 	assert.Equal(t, map[string]metav1.Time{allowed[0]: metav1.NewTime(t0)}, got.Status.DisruptedPods)
 	assert.Equal(t, int32(0), got.Status.UnavailableAllowed)
+	assert.Equal(t, 1.0, decisions(t, a, "charged"))
+	assert.Equal(t, float64(callers-1), decisions(t, a, "refused"))
+	assert.Len(t, a.Collectors(), 1)
 }
 
 func TestAdmit(t *testing.T) {
@@ -223,10 +227,18 @@ func TestAdmitGivesUpAfterConflicts(t *testing.T) {
 	assert.False(t, ok)
 	assert.ErrorContains(t, err, "kept changing")
 	assert.Equal(t, 3, writes(c))
+	assert.Equal(t, 1.0, decisions(t, a, "error"))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ok, _, err = a.Admit(ctx, readyPod("p"), policyv1alpha1.PubDeleteOperation, false)
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// decisions reads the counter of a's DELETE decisions with result.
+func decisions(t *testing.T, a *Admitter, result string) float64 {
+	var m dto.Metric
+	require.NoError(t, a.decisions.WithLabelValues("DELETE", result).Write(&m))
+	return m.GetCounter().GetValue()
 }

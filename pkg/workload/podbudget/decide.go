@@ -32,7 +32,8 @@ type Decision struct {
 
 // Decide says whether budget b lets op disrupt the available pod podName, counted under
 // workload w when b applies per workload, at now. Disruptions are free when nothing is to be
-// kept available or the pod is already recorded; otherwise the pod is charged (recorded in
+// kept available or the pod is already recorded; refused while the status counts an older
+// generation of the spec; otherwise the pod is charged (recorded in
 // disruptedPods for DELETE, EVICT and RESIZE, unavailablePods for UPDATE, and
 // unavailableAllowed decremented) if there is room. The caller has checked that b guards op and
 // that the pod counts as available.
@@ -61,6 +62,12 @@ func Decide(b *policyv1alpha1.PodUnavailableBudget, podName string, w Workload, 
 	}
 	if desired <= 0 {
 		return Decision{Verdict: Free}
+	}
+	if st.ObservedGeneration > 0 && st.ObservedGeneration < b.Generation {
+		// The spec changed since the numbers were counted (a tighter maxUnavailable would not be
+		// in them yet): wait for the controller's count.
+		return Decision{Verdict: Refuse, Reason: fmt.Sprintf("%s: its spec changed (generation %d) since its status was counted (generation %d); try again shortly",
+			budgetName(b), b.Generation, st.ObservedGeneration)}
 	}
 	if len(st.DisruptedPods)+len(st.UnavailablePods) >= MaxRecorded {
 		return Decision{Verdict: Refuse, Reason: fmt.Sprintf("%s: %d disruptions are already under way, the most it records", budgetName(b), MaxRecorded)}

@@ -21,6 +21,7 @@
 //	cloneset_predownload_test.go  gate PreDownloadImageForInPlaceUpdate turned on: a CloneSet's new image pulled ahead
 //	daemonset_predownload_test.go  gate PreDownloadImageForDaemonSetUpdate turned on: an Advanced DaemonSet's new image pulled ahead
 //	cloneset_controller_killed_test.go  the controller leader SIGKILLed in the middle of a CloneSet's in-place rollout
+//	pub_inplace_test.go         gate PodUnavailableBudgetUpdateGate turned on: in-place rollouts of a CloneSet and an Advanced StatefulSet paced by a PodUnavailableBudget
 //
 // and what they share:
 //

@@ -13,34 +13,42 @@
 {{- end -}}
 {{- end -}}
 
-{{/* "true" unless featureGates turns the named (Beta) gate off: explicitly, or with AllBeta=false
-and no explicit value, as the binaries read it. */}}
+{{/* "true" or "false": the named gate as the binaries read featureGates: its explicit value, else
+AllBeta (a Beta gate) or AllAlpha (an Alpha gate) when set, else its default.
+(list name featureGates) is a Beta gate on by default (KruiseDaemon);
+(list name featureGates default maturity) any other, e.g. (list "ResourcesDeletionProtection"
+.Values.featureGates false "Beta"): a gate off by default must not read as on. */}}
 {{- define "kruise.gateEnabled" -}}
 {{- $name := index . 0 -}}{{- $gates := index . 1 | default "" -}}
-{{- $explicit := "" -}}{{- $allBeta := "" -}}
+{{- $default := "true" -}}{{- $maturity := "Beta" -}}
+{{- if gt (len .) 2 -}}{{- $default = toString (index . 2) -}}{{- $maturity = index . 3 -}}{{- end -}}
+{{- $explicit := "" -}}{{- $all := "" -}}
 {{- range $pair := splitList "," $gates -}}
 {{- $kv := splitList "=" (trim $pair) -}}
 {{- if eq (len $kv) 2 -}}
 {{- if eq (trim (index $kv 0)) $name -}}{{- $explicit = lower (trim (index $kv 1)) -}}{{- end -}}
-{{- if eq (trim (index $kv 0)) "AllBeta" -}}{{- $allBeta = lower (trim (index $kv 1)) -}}{{- end -}}
+{{- if eq (trim (index $kv 0)) (printf "All%s" $maturity) -}}{{- $all = lower (trim (index $kv 1)) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
-{{- if $explicit -}}{{- $explicit -}}{{- else if eq $allBeta "false" -}}false{{- else -}}true{{- end -}}
+{{- if $explicit -}}{{- $explicit -}}{{- else if $all -}}{{- $all -}}{{- else -}}{{- $default -}}{{- end -}}
+{{- end -}}
+
+{{/* "true" when the policy.kruise.io/delete-protection label is served: ResourcesDeletionProtection
+(Beta, default false, as in OpenKruise). */}}
+{{- define "kruise.deletionProtection" -}}
+{{- if eq (include "kruise.gateEnabled" (list "ResourcesDeletionProtection" .Values.featureGates false "Beta")) "true" -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when a CRD labelled Cascading is checked for objects: DeletionProtectionForCRDCascadingGate
+(Alpha, default false), forced off without ResourcesDeletionProtection as the controller does. */}}
+{{- define "kruise.deletionProtectionCRDs" -}}
+{{- if and (include "kruise.deletionProtection" .) (eq (include "kruise.gateEnabled" (list "DeletionProtectionForCRDCascadingGate" .Values.featureGates false "Alpha")) "true") -}}true{{- end -}}
 {{- end -}}
 
 {{/* "true" only if featureGates turns the named (Alpha) gate on: explicitly, or with AllAlpha=true
 and no explicit value, as the binaries read it. */}}
 {{- define "kruise.alphaGateEnabled" -}}
-{{- $name := index . 0 -}}{{- $gates := index . 1 | default "" -}}
-{{- $explicit := "" -}}{{- $allAlpha := "" -}}
-{{- range $pair := splitList "," $gates -}}
-{{- $kv := splitList "=" (trim $pair) -}}
-{{- if eq (len $kv) 2 -}}
-{{- if eq (trim (index $kv 0)) $name -}}{{- $explicit = lower (trim (index $kv 1)) -}}{{- end -}}
-{{- if eq (trim (index $kv 0)) "AllAlpha" -}}{{- $allAlpha = lower (trim (index $kv 1)) -}}{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- if $explicit -}}{{- $explicit -}}{{- else if eq $allAlpha "true" -}}true{{- else -}}false{{- end -}}
+{{- include "kruise.gateEnabled" (list (index . 0) (index . 1) false "Alpha") -}}
 {{- end -}}
 
 {{/* Labels shared by every object of the release. */}}

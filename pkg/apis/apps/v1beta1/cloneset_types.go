@@ -233,6 +233,9 @@ const (
 	CloneSetConditionFailedUpdate CloneSetConditionType = "FailedUpdate"
 	// CloneSetConditionTypeProgressing: whether the CloneSet makes progress (progressDeadlineSeconds).
 	CloneSetConditionTypeProgressing CloneSetConditionType = "Progressing"
+	// CloneSetConditionPodUnavailableBudgetWait (kruise's): pods wait for a PodUnavailableBudget
+	// before they are updated in place or deleted; the message names them and the budget's reason.
+	CloneSetConditionPodUnavailableBudgetWait CloneSetConditionType = "PodUnavailableBudgetWait"
 )
 
 // CloneSetConditionReason is the reason of condition Progressing.

@@ -13,6 +13,11 @@ import (
 // this many pods are created in one pass.
 const DefaultDaemonSetBurstReplicas = 250
 
+// DaemonSetPodUnavailableBudgetWait (kruise's condition type): pods wait for a
+// PodUnavailableBudget before they are updated in place or deleted; the message names them and
+// the budget's reason.
+const DaemonSetPodUnavailableBudgetWait appsv1.DaemonSetConditionType = "PodUnavailableBudgetWait"
+
 // DaemonSetUpdateStrategyType says whether a DaemonSet updates its pods itself.
 // +enum
 type DaemonSetUpdateStrategyType string

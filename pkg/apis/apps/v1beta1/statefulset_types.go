@@ -18,6 +18,9 @@ const (
 	FailedCreatePod appsv1.StatefulSetConditionType = "FailedCreatePod"
 	// FailedUpdatePod: the controller failed to update a pod.
 	FailedUpdatePod appsv1.StatefulSetConditionType = "FailedUpdatePod"
+	// PodUnavailableBudgetWait (kruise's): pods wait for a PodUnavailableBudget before they are
+	// updated in place or deleted; the message names them and the budget's reason.
+	PodUnavailableBudgetWait appsv1.StatefulSetConditionType = "PodUnavailableBudgetWait"
 )
 
 // PodUpdateStrategyType is how a rolling update replaces one pod.
