@@ -3,17 +3,22 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
+	"github.com/nodekruise/kruise/pkg/process/events"
 	"github.com/nodekruise/kruise/pkg/workload/podbudget"
 )
 
@@ -26,6 +31,11 @@ type podBudgets struct {
 	synced  cache.InformerSynced
 	cached  *podbudget.Admitter
 	live    *podbudget.Admitter
+	// recorder records the refusals on the pods (PubPreventPodDeletion, as OpenKruise); it
+	// writes once start has given it a recorder.
+	recorder *deferredRecorder
+	client   kubernetes.Interface
+	stop     func()
 }
 
 // newPodBudgets builds the cache and the two Admitters; nothing is called until start.
@@ -33,10 +43,11 @@ func newPodBudgets(client kubernetes.Interface, kruiseClient versioned.Interface
 	f := kruiseinformers.NewSharedInformerFactoryWithOptions(kruiseClient, 0, kruiseinformers.WithTransform(transform))
 	inf := f.Policy().V1alpha1().PodUnavailableBudgets()
 	owners := liveOwners{client: client}
+	rec := &deferredRecorder{}
 	return &podBudgets{
-		factory: f, synced: inf.Informer().HasSynced,
-		cached: podbudget.NewAdmitter(podbudget.AdmitterConfig{Client: kruiseClient, Budgets: inf.Lister(), Owners: owners}),
-		live:   podbudget.NewAdmitter(podbudget.AdmitterConfig{Client: kruiseClient, Owners: owners}),
+		factory: f, synced: inf.Informer().HasSynced, recorder: rec, client: client,
+		cached: podbudget.NewAdmitter(podbudget.AdmitterConfig{Client: kruiseClient, Budgets: inf.Lister(), Owners: owners, Recorder: rec}),
+		live:   podbudget.NewAdmitter(podbudget.AdmitterConfig{Client: kruiseClient, Owners: owners, Recorder: rec}),
 	}
 }
 
@@ -48,10 +59,62 @@ func (p *podBudgets) Admit(ctx context.Context, pod *corev1.Pod, op policyv1alph
 	return p.live.Admit(ctx, pod, op, dryRun)
 }
 
-// start runs the cache until ctx ends; shutdown waits for it.
-func (p *podBudgets) start(ctx context.Context) { p.factory.Start(ctx.Done()) }
+// start runs the cache and the Event recorder until ctx ends; shutdown waits for them.
+func (p *podBudgets) start(ctx context.Context) {
+	p.factory.Start(ctx.Done())
+	var rec record.EventRecorder
+	stop, err := events.Ensure(ctx, p.client, &rec)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Refusals of pod disruptions are not recorded as Events")
+		return
+	}
+	p.stop = stop
+	p.recorder.set(rec)
+}
 
-func (p *podBudgets) shutdown() { p.factory.Shutdown() }
+func (p *podBudgets) shutdown() {
+	p.factory.Shutdown()
+	if p.stop != nil {
+		p.stop()
+	}
+}
+
+// deferredRecorder forwards to a recorder set once the webhooks run (building one before would
+// start its goroutines in a replica that may never serve); before that it drops Events.
+type deferredRecorder struct {
+	mu  sync.RWMutex
+	rec record.EventRecorder
+}
+
+func (d *deferredRecorder) set(r record.EventRecorder) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.rec = r
+}
+
+func (d *deferredRecorder) get() record.EventRecorder {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.rec
+}
+
+func (d *deferredRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	if r := d.get(); r != nil {
+		r.Event(obj, eventtype, reason, message)
+	}
+}
+
+func (d *deferredRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	if r := d.get(); r != nil {
+		r.Eventf(obj, eventtype, reason, messageFmt, args...)
+	}
+}
+
+func (d *deferredRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	if r := d.get(); r != nil {
+		r.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
+	}
+}
 
 // liveOwners reads the controller of a pod's ReplicaSet (a Deployment, or a Rollout) with a GET:
 // a webhook replica keeps no cache of ReplicaSets, and the climb is needed only for targetRef

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
@@ -54,4 +55,11 @@ func TestPodBudgetsReadLiveUntilSynced(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, allowed, "the cache never started: the budget is read live")
 	assert.Contains(t, reason, "team/web")
+
+	rec := record.NewFakeRecorder(5)
+	b.recorder.set(rec)
+	_, _, err = b.Admit(context.Background(), pod, policyv1alpha1.PubEvictOperation, false)
+	require.NoError(t, err)
+	require.Len(t, rec.Events, 1, "a refusal is recorded on the pod once the recorder runs")
+	assert.Contains(t, <-rec.Events, "team/web")
 }

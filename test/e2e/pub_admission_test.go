@@ -228,7 +228,8 @@ func TestPUBUncoveredPodsAreNotSent(t *testing.T) {
 
 // With PodUnavailableBudgetUpdateGate (on in the local overlay), an image update of a covered pod
 // restarts its container and is charged: the first is allowed, a second pod's is refused with 429
-// naming the budget until the first is available again; a label change is never sent.
+// naming the budget (and a Warning Event on the pod) until the first is available again; a label
+// change is never sent.
 func TestPUBImageUpdateOfCoveredPods(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -250,6 +251,7 @@ func TestPUBImageUpdateOfCoveredPods(t *testing.T) {
 	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "PodUnavailableBudget "+ns+"/upd") {
 		t.Fatalf("a second pod's image update while the first restarts: %v, want 429 naming the budget", err)
 	}
+	f.WaitPodEvent(ctx, t, &pods[1], "PubPreventPodUpdate", time.Minute, "PodUnavailableBudget "+ns+"/upd")
 	if _, err := f.Client.CoreV1().Pods(ns).Patch(ctx, pods[1].Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("a label change is never sent: %v", err)
 	}

@@ -2,6 +2,8 @@ package pubscope
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -83,7 +86,8 @@ func (f *fixture) sync(t *testing.T) time.Duration {
 	stored := f.stored(t)
 	require.Eventually(t, func() bool {
 		c, err := f.ctrl.configs.Get(DefaultConfiguration)
-		return err == nil && c.ResourceVersion == stored.ResourceVersion
+		// The fake tracker keeps no resourceVersions: compare what sync reads.
+		return err == nil && equality.Semantic.DeepEqual(c.Annotations, stored.Annotations) && equality.Semantic.DeepEqual(c.Webhooks, stored.Webhooks)
 	}, 5*time.Second, 10*time.Millisecond)
 	next, err := f.ctrl.sync(f.ctx, key)
 	require.NoError(t, err)
@@ -180,3 +184,31 @@ func TestInclude(t *testing.T) {
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }
+
+// An Include that would grow a condition past MaxExpressionLength writes the budgets' namespaces
+// instead (coarser, still scoped).
+func TestIncludeFallsBackToNamespaces(t *testing.T) {
+	cfg := chartConfiguration()
+	long := "oldObject != null && ((request.namespace == 'big' && " + strings.Repeat("true && ", MaxExpressionLength/8) + "true))"
+	cfg.Webhooks[1].MatchConditions[1].Expression = long
+	stored := selectorBudget("big", "stored", app("stored"))
+	f := newFixture(t, []runtime.Object{cfg}, stored)
+	in := &Includer{Client: f.kube, Budgets: f.kruise.PolicyV1alpha1(), Clock: f.clock}
+	require.NoError(t, in.Include(context.Background(), selectorBudget("team", "web", app("web"))))
+	want := "request.namespace in ['big', 'team']"
+	assert.Equal(t, scope{pod: want, eviction: want}, f.scope(t))
+}
+
+// The leader falls back to the budgets' namespaces past MaxExpressionLength, with a Warning Event.
+func TestSyncFallsBackToNamespaces(t *testing.T) {
+	var budgets []runtime.Object
+	for i := range 300 {
+		budgets = append(budgets, selectorBudget(fmt.Sprintf("ns-%d", i%3), fmt.Sprint(i), app(fmt.Sprintf("application-%d", i))))
+	}
+	f := newFixture(t, []runtime.Object{chartConfiguration()}, budgets...)
+	f.sync(t)
+	want := "request.namespace in ['ns-0', 'ns-1', 'ns-2']"
+	assert.Equal(t, scope{pod: want, eviction: want}, f.scope(t))
+	event := <-f.recorder.Events
+	assert.Contains(t, event, "Warning "+ReasonScopeCoarse)
+}
