@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/process/selectorcel"
 )
 
 // The expressions of the two pod webhooks' condition ConditionName. The API server evaluates a
@@ -25,11 +26,7 @@ const (
 	MaxExpressionLength = 32 << 10
 )
 
-const (
-	oldLabels = "oldObject.metadata.labels"
-	hasOld    = "has(oldObject.metadata.labels)"
-	owners    = "oldObject.metadata.ownerReferences"
-)
+const owners = "oldObject.metadata.ownerReferences"
 
 // Terms are one budget's parts of the two conditions; "" where it covers nothing.
 type Terms struct {
@@ -43,7 +40,7 @@ type Terms struct {
 // eviction term of a selector budget, as the name patterns of the pods it covers now (an
 // eviction carries the pod's name only).
 func BudgetTerms(pub *policyv1alpha1.PodUnavailableBudget, pods []PodName) Terms {
-	ns := "request.namespace == " + quote(pub.Namespace)
+	ns := "request.namespace == " + selectorcel.Quote(pub.Namespace)
 	nsOnly := Terms{Pod: "(" + ns + ")", Eviction: "(" + ns + ")"}
 	if ref := pub.Spec.TargetReference; ref != nil {
 		owner, names, ok := targetTerms(ref)
@@ -51,7 +48,7 @@ func BudgetTerms(pub *policyv1alpha1.PodUnavailableBudget, pods []PodName) Terms
 			// A kind whose pods kruise cannot name: every pod of the namespace, the handler decides.
 			return nsOnly
 		}
-		return Terms{Pod: "(" + ns + " && " + owner + ")", Eviction: "(" + ns + " && request.name.matches(" + quote(names) + "))"}
+		return Terms{Pod: "(" + ns + " && " + owner + ")", Eviction: "(" + ns + " && request.name.matches(" + selectorcel.Quote(names) + "))"}
 	}
 	parts, ok := selectorParts(pub.Spec.Selector)
 	if !ok {
@@ -66,7 +63,7 @@ func BudgetTerms(pub *policyv1alpha1.PodUnavailableBudget, pods []PodName) Terms
 	}
 	t := Terms{Pod: "(" + ns + " && " + strings.Join(parts, " && ") + ")"}
 	if len(patterns) > 0 {
-		t.Eviction = "(" + ns + " && request.name.matches(" + quote(alternation(patterns)) + "))"
+		t.Eviction = "(" + ns + " && request.name.matches(" + selectorcel.Quote(alternation(patterns)) + "))"
 	}
 	return t
 }
@@ -80,13 +77,13 @@ func targetTerms(ref *policyv1alpha1.TargetReference) (owner, names string, ok b
 	}
 	n := regexp.QuoteMeta(ref.Name)
 	ownedBy := func(group, kind, nameMatch string) string {
-		api := "r.apiVersion.startsWith(" + quote(group+"/") + ")"
+		api := "r.apiVersion.startsWith(" + selectorcel.Quote(group+"/") + ")"
 		if group == "" {
 			api = "r.apiVersion == 'v1'"
 		}
-		return "has(" + owners + ") && " + owners + ".exists(r, " + api + " && r.kind == " + quote(kind) + " && " + nameMatch + ")"
+		return "has(" + owners + ") && " + owners + ".exists(r, " + api + " && r.kind == " + selectorcel.Quote(kind) + " && " + nameMatch + ")"
 	}
-	exact := "r.name == " + quote(ref.Name)
+	exact := "r.name == " + selectorcel.Quote(ref.Name)
 	// A pod's generated name is its owner's name, '-', and five characters; the API server cuts
 	// the prefix to 58 characters first (names.SimpleNameGenerator). Longer owners: not named here.
 	generated := len(ref.Name) <= 57
@@ -99,7 +96,7 @@ func targetTerms(ref *policyv1alpha1.TargetReference) (owner, names string, ok b
 		return ownedBy(gv.Group, ref.Kind, exact), "^" + n + "-[a-z0-9]{5}$", true
 	case len(ref.Name) <= 40 && gv.Group == "apps" && ref.Kind == "Deployment":
 		// Its pods are its ReplicaSets': <deployment>-<pod-template-hash>-<five characters>.
-		return ownedBy("apps", "ReplicaSet", "r.name.matches("+quote("^"+n+"-[a-z0-9]+$")+")"), "^" + n + "-[a-z0-9]+-[a-z0-9]{5}$", true
+		return ownedBy("apps", "ReplicaSet", "r.name.matches("+selectorcel.Quote("^"+n+"-[a-z0-9]+$")+")"), "^" + n + "-[a-z0-9]+-[a-z0-9]{5}$", true
 	}
 	return "", "", false
 }
@@ -176,7 +173,7 @@ func NamespacesExpression(namespaces []string) string {
 	}
 	namespaces = slices.Clone(namespaces)
 	slices.Sort(namespaces)
-	return "request.namespace in " + list(slices.Compact(namespaces))
+	return "request.namespace in " + selectorcel.List(slices.Compact(namespaces))
 }
 
 func or(prefix string, terms []string) string {
@@ -195,48 +192,8 @@ func selectorParts(sel *metav1.LabelSelector) ([]string, bool) {
 	if sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		return nil, false
 	}
-	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		return nil, false
-	}
-	var parts []string
-	keys := make([]string, 0, len(sel.MatchLabels))
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		parts = append(parts, has(k)+" && "+label(k)+" == "+quote(sel.MatchLabels[k]))
-	}
-	for _, r := range sel.MatchExpressions {
-		switch r.Operator {
-		case metav1.LabelSelectorOpIn:
-			parts = append(parts, has(r.Key)+" && "+label(r.Key)+" in "+list(r.Values))
-		case metav1.LabelSelectorOpNotIn:
-			parts = append(parts, "(!("+has(r.Key)+") || !("+label(r.Key)+" in "+list(r.Values)+"))")
-		case metav1.LabelSelectorOpExists:
-			parts = append(parts, has(r.Key))
-		case metav1.LabelSelectorOpDoesNotExist:
-			parts = append(parts, "!("+has(r.Key)+")")
-		}
-	}
-	return parts, true
-}
-
-func has(key string) string { return hasOld + " && " + quote(key) + " in " + oldLabels }
-
-func label(key string) string { return oldLabels + "[" + quote(key) + "]" }
-
-func list(values []string) string {
-	q := make([]string, len(values))
-	for i, v := range values {
-		q[i] = quote(v)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// quote is a CEL single-quoted string literal of s.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+	parts := selectorcel.Parts(sel, "oldObject")
+	return parts, parts != nil
 }
 
 // NotTerminatingConditionName names the chart's condition of vpod.kb.io that never sends a

@@ -137,7 +137,3 @@ func TestExpressions(t *testing.T) {
 	assert.False(t, coarse, "50 budgets fit")
 	assert.LessOrEqual(t, len(pod), MaxExpressionLength)
 }
-
-func TestQuote(t *testing.T) {
-	assert.Equal(t, `'it\'s\\'`, quote(`it's\`))
-}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/process/selectorcel"
 )
 
 // The expressions the injection webhook's entry is called under. The API server evaluates a
@@ -24,11 +25,6 @@ const (
 	// linearly. Measured on kube-apiserver 1.34: ~93 KiB (400 selectors) is accepted, ~187 KiB
 	// refused; 32 KiB keeps a wide margin and covers ~130 single-label selectors.
 	MaxExpressionLength = 32 << 10
-)
-
-const (
-	podLabels = "object.metadata.labels"
-	hasLabels = "has(object.metadata.labels)"
 )
 
 // Expression is the matchCondition selecting the pods some of sets may inject into: the OR over
@@ -84,7 +80,7 @@ func term(ss *appsv1beta1.SidecarSet) string {
 		return ""
 	}
 	if ns, ok := singleNamespace(ss.Spec.NamespaceSelector); ok {
-		parts = append([]string{"request.namespace == " + quote(ns)}, parts...)
+		parts = append([]string{"request.namespace == " + selectorcel.Quote(ns)}, parts...)
 	}
 	return "(" + strings.Join(parts, " && ") + ")"
 }
@@ -92,34 +88,7 @@ func term(ss *appsv1beta1.SidecarSet) string {
 // selectorParts are the requirements of sel as CEL, to be ANDed; none for a selector that
 // selects nothing.
 func selectorParts(sel *metav1.LabelSelector) []string {
-	if sel == nil {
-		return nil
-	}
-	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		return nil
-	}
-	var parts []string
-	keys := make([]string, 0, len(sel.MatchLabels))
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		parts = append(parts, has(k)+" && "+label(k)+" == "+quote(sel.MatchLabels[k]))
-	}
-	for _, r := range sel.MatchExpressions {
-		switch r.Operator {
-		case metav1.LabelSelectorOpIn:
-			parts = append(parts, has(r.Key)+" && "+label(r.Key)+" in "+list(r.Values))
-		case metav1.LabelSelectorOpNotIn:
-			parts = append(parts, "(!("+has(r.Key)+") || !("+label(r.Key)+" in "+list(r.Values)+"))")
-		case metav1.LabelSelectorOpExists:
-			parts = append(parts, has(r.Key))
-		case metav1.LabelSelectorOpDoesNotExist:
-			parts = append(parts, "!("+has(r.Key)+")")
-		}
-	}
-	return parts
+	return selectorcel.Parts(sel, "object")
 }
 
 // singleNamespace is the one namespace sel selects by name (matchLabels, or an In with one
@@ -139,21 +108,4 @@ func singleNamespace(sel *metav1.LabelSelector) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func has(key string) string { return hasLabels + " && " + quote(key) + " in " + podLabels }
-
-func label(key string) string { return podLabels + "[" + quote(key) + "]" }
-
-func list(values []string) string {
-	q := make([]string, len(values))
-	for i, v := range values {
-		q[i] = quote(v)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// quote is a CEL single-quoted string literal of s.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

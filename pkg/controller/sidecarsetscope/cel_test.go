@@ -85,12 +85,6 @@ func TestExpression(t *testing.T) {
 	}
 }
 
-// Label keys and values cannot hold quotes or backslashes; the literals escape them anyway.
-func TestQuote(t *testing.T) {
-	assert.Equal(t, `'it\'s\\'`, quote(`it's\`))
-	assert.Equal(t, `'a.b/c'`, quote("a.b/c"))
-}
-
 func TestExpressionFallsBackWhenTooLarge(t *testing.T) {
 	var sets []*appsv1beta1.SidecarSet
 	for i := range 500 {
