@@ -109,7 +109,7 @@ func TestPodUnavailableBudgetWebhooksInAnAPIServer(t *testing.T) {
 	// What the budget controller (pubcore) would count: 2 of 2 available, 1 may go.
 	pub, err := c.kruise.PolicyV1alpha1().PodUnavailableBudgets(pubAdmitNS).Get(ctx(t), "web", metav1.GetOptions{})
 	require.NoError(t, err)
-	pub.Status = policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 2, DesiredAvailable: 1, CurrentAvailable: 2, UnavailableAllowed: 1}
+	pub.Status = policyv1alpha1.PodUnavailableBudgetStatus{ObservedGeneration: pub.Generation, TotalReplicas: 2, DesiredAvailable: 1, CurrentAvailable: 2, UnavailableAllowed: 1}
 	_, err = c.kruise.PolicyV1alpha1().PodUnavailableBudgets(pubAdmitNS).UpdateStatus(ctx(t), pub, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	waitFor(t, "the leader wrote the budget's conditions", func(ctx context.Context) (bool, error) {
@@ -126,7 +126,7 @@ func TestPodUnavailableBudgetWebhooksInAnAPIServer(t *testing.T) {
 	relabel(t, kube, pubAdmitNS, "web-1", "tier", "fe")
 	require.NoError(t, pods.Delete(ctx(t), "web-0", metav1.DeleteOptions{}), "the budget allows one")
 	err = pods.Delete(ctx(t), "web-1", metav1.DeleteOptions{})
-	requireTooManyRequests(t, err, "PodUnavailableBudget pub-it/web")
+	requireTooManyRequests(t, err, "PodUnavailableBudget pub-it/web: no more unavailable pods allowed")
 	err = pods.EvictV1(ctx(t), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: pubAdmitNS}})
 	requireTooManyRequests(t, err, "PodUnavailableBudget pub-it/web")
 	web1, err := pods.Get(ctx(t), "web-1", metav1.GetOptions{})
