@@ -57,7 +57,7 @@ e2e_repo="${REGISTRY_ADDR}/public/e2e-test-images"
 docker_repo="${REGISTRY_ADDR}/public" # docker.io/<org>/<name> is served from public/<org>/<name>
 pages="$(mktemp -d)"
 mirror="${KRUISE_WORK}/containerd/certs.d/docker.io"
-saved_controller="" saved_daemon=""
+saved_controller="" saved_daemon="" made_standard=""
 # Called by the EXIT trap, which shellcheck does not follow.
 # shellcheck disable=SC2317
 cleanup() {
@@ -68,6 +68,10 @@ cleanup() {
     rm -f "${mirror}/hosts.toml"
     rmdir "${mirror}" 2>/dev/null || true
     log "removed the docker.io mirror"
+  fi
+  if [[ -n "${made_standard}" ]]; then
+    kubectl delete storageclass standard --ignore-not-found >/dev/null || true
+    log "removed the StorageClass standard"
   fi
   if [[ -n "${saved_controller}" ]]; then
     log "restoring kruise's arguments"
@@ -129,6 +133,20 @@ server = "http://${REGISTRY_ADDR}"
   override_path = true
 EOF
 log "docker.io mirror: ${mirror}/hosts.toml"
+# kind's default StorageClass, which the suite's cases name (deletion protection's claim): the
+# local cluster's provisioner under that name, for the run only.
+if ! kubectl get storageclass standard >/dev/null 2>&1; then
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard}
+provisioner: kruise.local/localpv
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+YAML
+  made_standard=1
+  log "StorageClass standard (localpv's provisioner) for the run"
+fi
 
 # 3. The reference CI's gates (its config/manager/manager.yaml at v1.9.0): the manager gets
 # AllAlpha=true,AllBeta=true,EnableExternalCerts=false,TemplateNoDefaults=false, the daemon
