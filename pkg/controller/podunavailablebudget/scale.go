@@ -2,6 +2,7 @@ package podunavailablebudget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,8 +41,10 @@ func NewScaleFunc(disc discovery.DiscoveryInterface) podbudget.ScaleFunc {
 		}
 		s, err := client.Scales(namespace).Get(ctx, m.Resource.GroupResource(), name, metav1.GetOptions{})
 		switch {
+		case apierrors.IsNotFound(err) && gone(err, name):
+			return 0, true, nil
 		case apierrors.IsNotFound(err):
-			// Gone, or no scale subresource.
+			// No scale subresource: the pods are counted.
 			return 0, false, nil
 		case apierrors.IsForbidden(err):
 			// kruise's role reads the scale of the kinds it knows; a budget on another kind counts
@@ -53,4 +56,15 @@ func NewScaleFunc(disc discovery.DiscoveryInterface) podbudget.ScaleFunc {
 		}
 		return s.Spec.Replicas, true, nil
 	}
+}
+
+// gone says whether a NotFound from a scale read is about the object itself (it names it), not
+// about a kind without a scale subresource.
+func gone(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
 }

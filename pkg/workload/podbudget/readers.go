@@ -100,12 +100,12 @@ func (l Listers) Replicas(ctx context.Context, namespace string, w Workload) (in
 	obj, ok, err := l.get(namespace, gk, w.Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return 0, false, nil
+		return 0, true, nil
 	case err != nil:
 		return 0, false, err
 	case ok:
 		if obj.meta.GetDeletionTimestamp() != nil {
-			return 0, false, nil
+			return 0, true, nil
 		}
 		if obj.replicas == nil {
 			return 1, true, nil

@@ -10,16 +10,18 @@ import (
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 )
 
-// Replicas reads a workload's spec.replicas in namespace; found is false when the workload is
-// gone, being deleted, or has no replica count the reader knows of.
+// Replicas reads a workload's spec.replicas in namespace: 0 (found) when the workload is gone or
+// being deleted, so that a workload's own clean-up (the garbage collector deleting its pods) is
+// never held by a budget (as OpenKruise); found is false when the reader knows no replica count
+// for it (its pods are counted instead).
 type Replicas interface {
 	Replicas(ctx context.Context, namespace string, w Workload) (n int32, found bool, err error)
 }
 
 // Observe gathers what ComputeStatus needs of budget b, whose covered pods are pods, at the
 // caller's time (set Now on the result):
-//   - targetRef: the target's replicas; a target whose replicas cannot be read counts its
-//     covered pods that are neither being deleted nor finished (none once it is gone);
+//   - targetRef: the target's replicas (0 once it is gone or being deleted); a target whose
+//     replicas cannot be read counts its covered pods that are neither being deleted nor finished;
 //   - selector: the sum of the replicas of the distinct workloads of the pods (WorkloadOf);
 //     a pod without a controller counts 1 unless it is being deleted or has finished, and a
 //     workload whose replicas are unknown counts its pods;

@@ -71,8 +71,8 @@ func TestListersReplicas(t *testing.T) {
 		"ReplicaSet":                     {w: Workload{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "solo"}, n: 2, found: true},
 		"CloneSet, another version":      {w: Workload{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "cs"}, n: 5, found: true},
 		"Advanced StatefulSet, no count": {w: Workload{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db"}, n: 1, found: true},
-		"being deleted":                  {w: Workload{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "gone"}},
-		"gone":                           {w: Workload{APIVersion: "apps/v1", Kind: "Deployment", Name: "nope"}},
+		"being deleted: none":            {w: Workload{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "gone"}, found: true},
+		"gone: none":                     {w: Workload{APIVersion: "apps/v1", Kind: "Deployment", Name: "nope"}, found: true},
 		"through scale":                  {w: Workload{APIVersion: "v1", Kind: "ReplicationController", Name: "rc"}, n: 4, found: true},
 		"no scale":                       {w: Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "canary"}},
 	} {
@@ -115,8 +115,10 @@ func TestObserve(t *testing.T) {
 		total  int32
 		totals map[Workload]int32
 	}{
-		"target Deployment":    {b: target(), pods: []*corev1.Pod{web}, total: 3},
-		"target gone":          {b: target(func(b *policyv1alpha1.PodUnavailableBudget) { b.Spec.TargetReference.Name = "nope" }), pods: []*corev1.Pod{web, web2}, total: 2},
+		"target Deployment": {b: target(), pods: []*corev1.Pod{web}, total: 3},
+		// Its pods are the garbage collector's to delete: nothing is held (as OpenKruise).
+		"target gone":          {b: target(func(b *policyv1alpha1.PodUnavailableBudget) { b.Spec.TargetReference.Name = "nope" }), pods: []*corev1.Pod{web, web2}, total: 0},
+		"target unknown":       {b: target(gen.SetPUBTarget("argoproj.io/v1alpha1", "Rollout", "canary")), pods: []*corev1.Pod{canary}, total: 1},
 		"target through scale": {b: target(gen.SetPUBTarget("v1", "ReplicationController", "rc")), pods: []*corev1.Pod{rc}, total: 4},
 		"selector": {b: budget(), pods: []*corev1.Pod{web, web2, canary, bare, bareDone, rc}, total: 3 + 1 + 1 + 0 + 4,
 			totals: map[Workload]int32{
