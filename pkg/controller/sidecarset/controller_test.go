@@ -72,7 +72,7 @@ func TestSyncUpgradesAnImageChangeInPlace(t *testing.T) {
 	assert.Equal(t, []string{agentName, proxyName}, specs["log"].SidecarList)
 	noImage, _ := sidecarrules.UpgradeSpecs(got, sidecarrules.HashWithoutImageAnnotation)
 	assert.Equal(t, h.withoutImage, noImage["log"].Hash)
-	states, err := upgradeStates(got)
+	states, err := sidecarrules.UpgradeStates(got)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]pub.InPlaceUpdateContainerStatus{
 		agentName: {ImageID: "sha-agent:1", ContainerID: "cri://p-0-agent:1"},
@@ -302,7 +302,7 @@ func TestAStuckUpgradeIsRolledOnByTheNextImage(t *testing.T) {
 	require.NoError(t, err)
 	var patch upgradePatch
 	require.NoError(t, json.Unmarshal(data, &patch))
-	states, err := upgradeStates(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: patch.Metadata.Annotations}})
+	states, err := sidecarrules.UpgradeStates(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: patch.Metadata.Annotations}})
 	require.NoError(t, err)
 	assert.Equal(t, "log-v3", states["log"].Revision)
 	assert.Equal(t, "cri://p-0-agent:1", states["log"].LastContainerStatuses[agentName].ContainerID,

@@ -186,7 +186,7 @@ func planFlip(ss *appsv1beta1.SidecarSet, pod *corev1.Pod, old []string) ([]byte
 		annotations[sidecarrules.VersionAnnotation(idle)] = emptyVersion
 		annotations[sidecarrules.VersionAltAnnotation(w)] = emptyVersion
 	}
-	states, err := upgradeStates(pod)
+	states, err := sidecarrules.UpgradeStates(pod)
 	if err != nil {
 		return nil, err
 	}

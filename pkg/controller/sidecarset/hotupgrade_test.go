@@ -95,7 +95,7 @@ func TestHotUpgradeStartsTheNewImageInTheIdleCopy(t *testing.T) {
 	assert.Equal(t, map[string]string{"envoy-1": "1", "envoy-2": "rv-2"}, versions(got, sidecarrules.VersionAnnotation))
 	assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "1"}, versions(got, sidecarrules.VersionAltAnnotation),
 		"while handing over each copy sees the other's version")
-	states, err := upgradeStates(got)
+	states, err := sidecarrules.UpgradeStates(got)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"envoy-2"}, sortedKeys(states["mesh"].LastContainerStatuses), "only the new copy restarts")
 	specs, err := sidecarrules.UpgradeSpecs(got, sidecarrules.HashAnnotation)
@@ -166,7 +166,7 @@ func TestHotUpgradeFlipsOnceTheNewCopyIsReady(t *testing.T) {
 			assert.Equal(t, `{"envoy":"envoy-2"}`, got.Annotations[sidecarrules.WorkingHotUpgradeAnnotation])
 			assert.Equal(t, map[string]string{"envoy-1": "0", "envoy-2": "rv-2"}, versions(got, sidecarrules.VersionAnnotation))
 			assert.Equal(t, map[string]string{"envoy-1": "rv-2", "envoy-2": "0"}, versions(got, sidecarrules.VersionAltAnnotation))
-			states, err := upgradeStates(got)
+			states, err := sidecarrules.UpgradeStates(got)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"envoy-1", "envoy-2"}, sortedKeys(states["mesh"].LastContainerStatuses),
 				"the old copy's restart on the empty image is waited for too")

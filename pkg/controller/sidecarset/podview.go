@@ -1,8 +1,6 @@
 package sidecarset
 
 import (
-	"encoding/json"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -103,23 +101,8 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 	return v, true
 }
 
-// upgradeStates reads the pod's kruise.io/sidecarset-inplace-update-state: SidecarSet name →
-// the state of its last in-place upgrade of the pod.
-func upgradeStates(pod *corev1.Pod) (map[string]*pub.InPlaceUpdateState, error) {
-	out := map[string]*pub.InPlaceUpdateState{}
-	raw := pod.Annotations[sidecarrules.InPlaceUpdateStateAnnotation]
-	if raw == "" {
-		return out, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil, fmt.Errorf("pod %s/%s: annotation %s is not a map of SidecarSet name to in-place update state: %w",
-			pod.Namespace, pod.Name, sidecarrules.InPlaceUpdateStateAnnotation, err)
-	}
-	return out, nil
-}
-
 func upgradeState(pod *corev1.Pod, name string) (*pub.InPlaceUpdateState, error) {
-	states, err := upgradeStates(pod)
+	states, err := sidecarrules.UpgradeStates(pod)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ type imageOnly struct {
 func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.Pod, now time.Time) ([]byte, []string, error) {
 	var patch upgradePatch
 	var restarted, sidecars []string
-	states, err := upgradeStates(pod)
+	states, err := sidecarrules.UpgradeStates(pod)
 	if err != nil {
 		return nil, nil, err
 	}

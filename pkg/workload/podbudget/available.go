@@ -11,6 +11,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
 // Available reports whether a budget counts pod as available: running, Ready (or, with
@@ -40,8 +41,10 @@ func Available(pod *corev1.Pod, protectUnready bool) bool {
 }
 
 // updatingInPlace reports whether an in-place update of the pod is under way, as the engine
-// tells it: InPlaceUpdateReady False, the lifecycle state Updating, or an update state not yet
-// applied in full. An unreadable update state counts as an update under way.
+// tells it: InPlaceUpdateReady False, the lifecycle state Updating, its workload's update state
+// or a SidecarSet's upgrade state not yet applied in full (the kubelet has not restarted the
+// containers with the new images: the pod may still read Ready for a moment). An unreadable
+// state counts as an update under way.
 func updatingInPlace(pod *corev1.Pod) bool {
 	if c := inplace.Condition(pod); c != nil && c.Status == corev1.ConditionFalse {
 		return true
@@ -49,6 +52,17 @@ func updatingInPlace(pod *corev1.Pod) bool {
 	if lifecycle.StateOf(pod) == pub.LifecycleStateUpdating {
 		return true
 	}
-	done, _, err := inplace.UpdateDone(pod)
-	return err != nil || !done
+	if done, _, err := inplace.UpdateDone(pod); err != nil || !done {
+		return true
+	}
+	states, err := sidecarrules.UpgradeStates(pod)
+	if err != nil {
+		return true
+	}
+	for _, st := range states {
+		if done, _ := inplace.StateDone(pod, st); !done {
+			return true
+		}
+	}
+	return false
 }
