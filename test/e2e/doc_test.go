@@ -45,6 +45,8 @@
 //	malformed_cases_test.go  its table of malformed objects
 //	malformed_expect_test.go what kruise must answer to each row
 //	podunavailablebudget_test.go  PodUnavailableBudget: a Deployment's budget counted by the controller, created before the pods, through a scale-up
+//	pub_admission_test.go    PodUnavailableBudget admission: concurrent evictions and deletes under maxUnavailable 1, kubectl drain, uncovered pods never sent, an image update refused;
+//	                         pub_helpers_test.go: the workloads and waits they share (disruptive/pub_inplace_test.go: in-place rollouts paced by a budget)
 //
 // The helpers every e2e test uses are in package framework; the tests that take kruise out of
 // service for a while are in disruptive/, those that change the Helm release (a switch to
