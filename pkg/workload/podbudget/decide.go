@@ -73,7 +73,7 @@ func Decide(b *policyv1alpha1.PodUnavailableBudget, podName string, w Workload, 
 		return Decision{Verdict: Refuse, Reason: fmt.Sprintf("%s: %d disruptions are already under way, the most it records", budgetName(b), MaxRecorded)}
 	}
 	if allowed <= 0 {
-		return Decision{Verdict: Refuse, Reason: refusal(b, w, idx >= 0, total, current, desired)}
+		return Decision{Verdict: Refuse, Reason: refusal(b, w, idx >= 0, total, current, desired, allowed)}
 	}
 	out := st.DeepCopy()
 	at := metav1.NewTime(now)
@@ -100,7 +100,7 @@ func budgetName(b *policyv1alpha1.PodUnavailableBudget) string {
 }
 
 // refusal is the reason of a refusal for want of room.
-func refusal(b *policyv1alpha1.PodUnavailableBudget, w Workload, perWorkload bool, total, current, desired int32) string {
+func refusal(b *policyv1alpha1.PodUnavailableBudget, w Workload, perWorkload bool, total, current, desired, allowed int32) string {
 	of := ""
 	if perWorkload {
 		of = " of " + w.String()
@@ -108,7 +108,10 @@ func refusal(b *policyv1alpha1.PodUnavailableBudget, w Workload, perWorkload boo
 	var limit string
 	switch {
 	case b.Spec.MaxUnavailable != nil:
-		limit = fmt.Sprintf("%d unavailable%s of maxUnavailable %s", max(0, total-current), of, b.Spec.MaxUnavailable.String())
+		// Unavailable now, or charged since the controller last counted (allowed was decremented,
+		// current not yet).
+		unavailable := max(0, total-current, total-desired-max(0, allowed))
+		limit = fmt.Sprintf("%d unavailable%s of maxUnavailable %s", unavailable, of, b.Spec.MaxUnavailable.String())
 	case b.Spec.MinAvailable != nil:
 		limit = fmt.Sprintf("minAvailable %s%s", b.Spec.MinAvailable.String(), of)
 	}

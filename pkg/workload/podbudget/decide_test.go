@@ -33,11 +33,13 @@ func TestDecide(t *testing.T) {
 		unavailable []string
 		allowed     int32
 	}{
-		"charge a delete":             {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Charge, disrupted: []string{"p"}},
-		"charge an eviction":          {b: budget(counted(2, 5, 3, 5)), op: policyv1alpha1.PubEvictOperation, want: Charge, disrupted: []string{"p"}, allowed: 1},
-		"charge a resize":             {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubResizeOperation, want: Charge, disrupted: []string{"p"}},
-		"charge an update":            {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubUpdateOperation, want: Charge, unavailable: []string{"p"}},
-		"no room":                     {b: budget(counted(0, 4, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Refuse, reason: "PodUnavailableBudget default/web-pub: no more unavailable pods allowed (1 unavailable of maxUnavailable 1; current available 4, desired 4)"},
+		"charge a delete":    {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Charge, disrupted: []string{"p"}},
+		"charge an eviction": {b: budget(counted(2, 5, 3, 5)), op: policyv1alpha1.PubEvictOperation, want: Charge, disrupted: []string{"p"}, allowed: 1},
+		"charge a resize":    {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubResizeOperation, want: Charge, disrupted: []string{"p"}},
+		"charge an update":   {b: budget(counted(1, 5, 4, 5)), op: policyv1alpha1.PubUpdateOperation, want: Charge, unavailable: []string{"p"}},
+		"no room":            {b: budget(counted(0, 4, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Refuse, reason: "PodUnavailableBudget default/web-pub: no more unavailable pods allowed (1 unavailable of maxUnavailable 1; current available 4, desired 4)"},
+		// One pod charged since the controller last counted: current still reads 5.
+		"no room, charged meanwhile":  {b: budget(counted(0, 5, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Refuse, reason: "PodUnavailableBudget default/web-pub: no more unavailable pods allowed (1 unavailable of maxUnavailable 1; current available 5, desired 4)"},
 		"no room, minAvailable":       {b: budget(func(b *policyv1alpha1.PodUnavailableBudget) { b.Spec.MaxUnavailable = nil }, gen.SetPUBMinAvailable("80%"), counted(0, 4, 4, 5)), op: policyv1alpha1.PubDeleteOperation, want: Refuse, reason: "PodUnavailableBudget default/web-pub: no more unavailable pods allowed (minAvailable 80%; current available 4, desired 4)"},
 		"spec changed since counted":  {b: budget(counted(1, 5, 4, 5), gen.SetPUBGeneration(4), func(b *policyv1alpha1.PodUnavailableBudget) { b.Status.ObservedGeneration = 3 }), op: policyv1alpha1.PubDeleteOperation, want: Refuse, reason: "its spec changed (generation 4) since its status was counted (generation 3)"},
 		"counted for this generation": {b: budget(counted(1, 5, 4, 5), func(b *policyv1alpha1.PodUnavailableBudget) { b.Status.ObservedGeneration = 3 }), op: policyv1alpha1.PubDeleteOperation, want: Charge, disrupted: []string{"p"}},
