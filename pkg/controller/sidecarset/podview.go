@@ -1,7 +1,6 @@
 package sidecarset
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
