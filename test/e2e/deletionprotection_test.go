@@ -138,8 +138,9 @@ func TestDeletionProtectionWorkloads(t *testing.T) {
 	ctx := framework.Context(t, 3*time.Minute)
 	ns := f.NewNamespace(ctx, t, "delprot")
 	for kind, w := range dpWorkloads(t, f, ns) {
+		// The subtests run in turn, inside the parent's deadline: each is a few API calls (in
+		// parallel they would wait for a slot among the package's tests while ctx runs out).
 		t.Run(kind+"/Always", func(t *testing.T) {
-			t.Parallel()
 			name := strings.ToLower(kind) + "-always"
 			if err := w.create(ctx, name, 0); err != nil {
 				t.Fatal(err)
@@ -158,7 +159,6 @@ func TestDeletionProtectionWorkloads(t *testing.T) {
 			}
 		})
 		t.Run(kind+"/Cascading", func(t *testing.T) {
-			t.Parallel()
 			name := strings.ToLower(kind) + "-cascading"
 			if err := w.create(ctx, name, 2); err != nil {
 				t.Fatal(err)
