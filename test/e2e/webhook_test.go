@@ -97,8 +97,8 @@ func TestWebhooksServed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", certs.ValidatingWebhookConfigurationName, err)
 	}
-	// The validating webhooks of kruise's own kinds carry the CA too, the PodUnavailableBudget ones
-	// and deletion protection's (the local cluster runs with ResourcesDeletionProtection). The
+	// The validating webhooks of kruise's own kinds carry the CA too, the PodUnavailableBudget and
+	// WorkloadSpread ones and deletion protection's (the local cluster runs with ResourcesDeletionProtection). The
 	// order is not compared: the API server calls validating webhooks in parallel.
 	var validating []string
 	for _, w := range vwc.Webhooks {
@@ -106,7 +106,8 @@ func TestWebhooksServed(t *testing.T) {
 	}
 	slices.Sort(validating)
 	if want := []string{"vcloneset.kb.io", "vcontainerrecreaterequest.kb.io", "vdaemonset.kb.io", "vdeletionprotection.kb.io", "vimagelistpulljob-v1beta1.kb.io",
-		"vimagepulljob-v1beta1.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodunavailablebudget.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io"}; !slices.Equal(validating, want) {
+		"vimagepulljob-v1beta1.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodunavailablebudget.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io",
+		"vworkloadspread-eviction.kb.io", "vworkloadspread-pod.kb.io", "vworkloadspread.kb.io"}; !slices.Equal(validating, want) {
 		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
 	}
 	for _, w := range vwc.Webhooks {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/spreadscope"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/spreadinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
@@ -251,4 +253,46 @@ func installSpreadWebhooks(t *testing.T, kube kubernetes.Interface, addr string,
 		}
 	}
 	require.Equal(t, 2, installed, "both configurations in deploy/base/webhook.yaml")
+}
+
+// The largest conditions spreadscope writes (just under MaxExpressionLength: Deployment targets,
+// whose owner term matches a regular expression, and the other kinds) and the coarse fallback are
+// accepted by the API server's CEL compiler and cost estimate.
+func TestSpreadScopeLimitsInAnAPIServer(t *testing.T) {
+	c := startCluster(t)
+	kube, err := kubernetes.NewForConfig(c.config)
+	require.NoError(t, err)
+	installSpreadWebhooks(t, kube, "127.0.0.1:1", nil)
+
+	kinds := [][2]string{{"apps/v1", "Deployment"}, {"apps.kruise.io/v1alpha1", "CloneSet"}, {"apps/v1", "StatefulSet"}, {"example.com/v1", "Thing"}}
+	var terms []spreadscope.Terms
+	var namespaces []string
+	var largest webhookscope.Scope
+	for i := 0; ; i++ {
+		k := kinds[i%len(kinds)]
+		ns := fmt.Sprintf("team-%d", i)
+		terms = append(terms, spreadscope.SpreadTerms(&appsv1alpha1.WorkloadSpread{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+			Spec: appsv1alpha1.WorkloadSpreadSpec{TargetReference: &appsv1alpha1.TargetReference{APIVersion: k[0], Kind: k[1], Name: fmt.Sprintf("web-%d", i)}}}))
+		namespaces = append(namespaces, ns)
+		create, del, eviction, coarse := spreadscope.Expressions(terms, namespaces)
+		if coarse {
+			break
+		}
+		largest = webhookscope.Scope{spreadscope.CreateWebhook: create, spreadscope.DeleteWebhook: del, spreadscope.EvictionWebhook: eviction}
+	}
+	t.Logf("largest conditions: %d spreads, %d, %d and %d characters", len(terms)-1, len(largest[spreadscope.CreateWebhook]),
+		len(largest[spreadscope.DeleteWebhook]), len(largest[spreadscope.EvictionWebhook]))
+	ct, dt := spreadscope.Targets("", "")
+	_, err = ct.Write(ctx(t), kube, webhookscope.Scope{spreadscope.CreateWebhook: "object.metadata.labels[("}, "", "")
+	require.Error(t, err, "the API server checks the expressions it is given")
+	_, err = ct.Write(ctx(t), kube, webhookscope.Scope{spreadscope.CreateWebhook: largest[spreadscope.CreateWebhook]}, "", "")
+	assert.NoError(t, err, "largest create condition")
+	_, err = dt.Write(ctx(t), kube, webhookscope.Scope{spreadscope.DeleteWebhook: largest[spreadscope.DeleteWebhook],
+		spreadscope.EvictionWebhook: largest[spreadscope.EvictionWebhook]}, "", "")
+	assert.NoError(t, err, "largest delete and eviction conditions")
+	coarse := spreadscope.NamespacesExpression(namespaces)
+	_, err = ct.Write(ctx(t), kube, webhookscope.Scope{spreadscope.CreateWebhook: coarse}, "", "")
+	assert.NoError(t, err, "fallback")
+	_, err = dt.Write(ctx(t), kube, webhookscope.Scope{spreadscope.DeleteWebhook: coarse, spreadscope.EvictionWebhook: coarse}, "", "")
+	assert.NoError(t, err, "fallback")
 }
