@@ -22,6 +22,22 @@ func preferZone(zone string) []corev1.PreferredSchedulingTerm {
 		{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}
 }
 
+func requiring(s appsv1alpha1.WorkloadSpreadSubset, zone string) appsv1alpha1.WorkloadSpreadSubset {
+	s.RequiredNodeSelectorTerm = &corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}
+	return s
+}
+
+func tolerating(s appsv1alpha1.WorkloadSpreadSubset) appsv1alpha1.WorkloadSpreadSubset {
+	s.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	return s
+}
+
+func tainted(n *corev1.Node) *corev1.Node {
+	n.Spec.Taints = []corev1.Taint{{Key: "spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	return n
+}
+
 func TestAdopt(t *testing.T) {
 	withPatch := func(s appsv1alpha1.WorkloadSpreadSubset, patch string) appsv1alpha1.WorkloadSpreadSubset {
 		s.Patch = runtime.RawExtension{Raw: []byte(patch)}
@@ -39,6 +55,24 @@ func TestAdopt(t *testing.T) {
 		room    map[string]int32
 		want    string // "" not adopted
 	}{{
+		name: "only a subset whose required term and tolerations admit the pod on its node",
+		subsets: []appsv1alpha1.WorkloadSpreadSubset{requiring(subset("a", ""), "x"), requiring(subset("b", ""), "y"),
+			requiring(subset("c", ""), "z")},
+		pod: newPod("p", ""), node: zoneNode("y"),
+		room: map[string]int32{"a": 5, "b": 0, "c": 5},
+		want: "b",
+	}, {
+		name:    "a tainted node needs the subset's toleration",
+		subsets: []appsv1alpha1.WorkloadSpreadSubset{subset("a", ""), tolerating(subset("spot", ""))},
+		pod:     newPod("p", ""), node: tainted(zoneNode("x")),
+		room: map[string]int32{"a": 5, "spot": 0},
+		want: "spot",
+	}, {
+		name:    "fits no subset: not adopted",
+		subsets: []appsv1alpha1.WorkloadSpreadSubset{requiring(subset("a", ""), "x")},
+		pod:     newPod("p", ""), node: zoneNode("y"),
+		room: map[string]int32{"a": 5},
+	}, {
 		name:    "the node's preferred score first",
 		subsets: []appsv1alpha1.WorkloadSpreadSubset{preferring(subset("a", ""), "x"), preferring(subset("b", ""), "y")},
 		pod:     newPod("p", ""), node: zoneNode("y"),

@@ -65,7 +65,7 @@ func TestDeletionCosts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := newWS("Deployment", tt.subsets...)
-			patches, err := DeletionCosts(ws, Group(ws, tt.pods, nil), tt.replicas, tt.latest, t0)
+			patches, err := DeletionCosts(ws, Group(ws, tt.pods, nil), tt.replicas, tt.latest, tNow)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, costsByPod(patches))
 		})
@@ -84,24 +84,24 @@ func TestScaleInFollowsSpread(t *testing.T) {
 			pods = append(pods, newPod(z+"-"+string(rune('0'+i)), z))
 		}
 	}
-	patches, err := DeletionCosts(ws, Group(ws, pods, nil), 6, "", t0)
+	patches, err := DeletionCosts(ws, Group(ws, pods, nil), 6, "", tNow)
 	require.NoError(t, err)
 	for _, p := range patches {
 		p.Pod.Annotations[appsv1alpha1.PodDeletionCostAnnotation] = p.Cost
 	}
-	order := podorder.ForDeletion(pods, t0)
+	order := podorder.ForDeletion(pods, tNow)
 	left := map[string]int{}
 	for _, p := range order[3:] {
 		left[SubsetOf(ws, p)]++
 	}
 	assert.Equal(t, map[string]int{"zone-a": 3, "zone-b": 2, "zone-c": 1}, left)
 	// Then further down to 3 (max 2/1/1): the surplus of zone-b and zone-a, then zone-c's pod.
-	patches, err = DeletionCosts(ws, Group(ws, order[3:], nil), 3, "", t0)
+	patches, err = DeletionCosts(ws, Group(ws, order[3:], nil), 3, "", tNow)
 	require.NoError(t, err)
 	for _, p := range patches {
 		p.Pod.Annotations[appsv1alpha1.PodDeletionCostAnnotation] = p.Cost
 	}
-	order = podorder.ForDeletion(order[3:], t0)
+	order = podorder.ForDeletion(order[3:], tNow)
 	left = map[string]int{}
 	for _, p := range order[3:] {
 		left[SubsetOf(ws, p)]++

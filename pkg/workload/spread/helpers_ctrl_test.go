@@ -12,7 +12,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 )
 
-var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+var tNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // subset is a subset named name with maxReplicas max ("" unlimited; "34%" a percentage).
 func subset(name, max string) appsv1alpha1.WorkloadSpreadSubset {
@@ -44,11 +44,11 @@ type podOpt func(*corev1.Pod)
 func newPod(name, subset string, opts ...podOpt) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
+			CreationTimestamp: metav1.NewTime(tNow.Add(-time.Hour)),
 			Labels:            map[string]string{"pod-template-hash": "v1"}},
 		Spec: corev1.PodSpec{NodeName: "node-1"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(tNow.Add(-time.Hour))}}},
 	}
 	if subset != "" {
 		annotate(subset, "")(p)
@@ -81,7 +81,7 @@ func cost(v string) podOpt {
 }
 
 func terminating() podOpt {
-	return func(p *corev1.Pod) { now := metav1.NewTime(t0); p.DeletionTimestamp = &now }
+	return func(p *corev1.Pod) { now := metav1.NewTime(tNow); p.DeletionTimestamp = &now }
 }
 
 func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
@@ -100,4 +100,4 @@ func unschedulableSince(t time.Time) podOpt {
 	}
 }
 
-func at(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+func at(d time.Duration) metav1.Time { return metav1.NewTime(tNow.Add(d)) }

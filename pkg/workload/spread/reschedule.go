@@ -40,9 +40,9 @@ func Unschedulable(pod *corev1.Pod) (since time.Time, ok bool) {
 	return time.Time{}, false
 }
 
-// unschedulable returns the pods unschedulable for at least critical at now, and when the next
+// stuckPods returns the pods unschedulable for at least critical at now, and when the next
 // of the others reaches it (0: none will).
-func unschedulable(pods []*corev1.Pod, critical time.Duration, now time.Time) ([]*corev1.Pod, time.Duration) {
+func stuckPods(pods []*corev1.Pod, critical time.Duration, now time.Time) ([]*corev1.Pod, time.Duration) {
 	var failed []*corev1.Pod
 	var next time.Duration
 	for _, p := range pods {
@@ -72,11 +72,11 @@ func oldCondition(st *appsv1alpha1.WorkloadSpreadSubsetStatus) *appsv1alpha1.Wor
 	return nil
 }
 
-// schedulable is a subset's Schedulable condition under the Adaptive strategy: always True for
+// schedulableCondition is a subset's Schedulable condition under the Adaptive strategy: always True for
 // the last subset; False while some of its pods cannot be scheduled; True again SchedulableRecovery
 // after it turned False (recovered says it turns so now; next is when it will). The transition
 // time is kept while the status stays.
-func schedulable(old *appsv1alpha1.WorkloadSpreadSubsetCondition, last, failing bool, now time.Time) (
+func schedulableCondition(old *appsv1alpha1.WorkloadSpreadSubsetCondition, last, failing bool, now time.Time) (
 	cond appsv1alpha1.WorkloadSpreadSubsetCondition, recovered bool, next time.Duration) {
 	status := corev1.ConditionTrue
 	switch {

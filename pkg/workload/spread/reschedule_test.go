@@ -35,17 +35,17 @@ func TestAdaptive(t *testing.T) {
 		name:     "Fixed: no condition, nothing moved",
 		strategy: appsv1alpha1.WorkloadSpreadScheduleStrategy{},
 		old:      []appsv1alpha1.WorkloadSpreadSubsetStatus{{Name: "a", Conditions: cond(corev1.ConditionFalse, 0)}},
-		pods:     []*corev1.Pod{newPod("p1", "a", unschedulableSince(t0.Add(-time.Hour)))},
+		pods:     []*corev1.Pod{newPod("p1", "a", unschedulableSince(tNow.Add(-time.Hour)))},
 		conds:    []corev1.ConditionStatus{"", ""},
 	}, {
 		name:     "Adaptive without rescheduleCriticalSeconds: as Fixed",
 		strategy: adaptive(0),
-		pods:     []*corev1.Pod{newPod("p1", "a", unschedulableSince(t0.Add(-time.Hour)))},
+		pods:     []*corev1.Pod{newPod("p1", "a", unschedulableSince(tNow.Add(-time.Hour)))},
 		conds:    []corev1.ConditionStatus{"", ""},
 	}, {
 		name:       "a pod unschedulable past the critical time in a non-last subset is moved on; the subset turns False",
 		strategy:   adaptive(30),
-		pods:       []*corev1.Pod{newPod("late", "a", unschedulableSince(t0.Add(-31*time.Second))), newPod("young", "a", unschedulableSince(t0.Add(-10*time.Second)))},
+		pods:       []*corev1.Pod{newPod("late", "a", unschedulableSince(tNow.Add(-31*time.Second))), newPod("young", "a", unschedulableSince(tNow.Add(-10*time.Second)))},
 		reschedule: []string{"late"},
 		conds:      []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue},
 		requeue:    20 * time.Second,
@@ -53,13 +53,13 @@ func TestAdaptive(t *testing.T) {
 		name:     "the last subset's pods are never moved; it is always True",
 		strategy: adaptive(30),
 		old:      []appsv1alpha1.WorkloadSpreadSubsetStatus{{Name: "b", Conditions: cond(corev1.ConditionFalse, -time.Second)}},
-		pods:     []*corev1.Pod{newPod("p", "b", unschedulableSince(t0.Add(-time.Hour)))},
+		pods:     []*corev1.Pod{newPod("p", "b", unschedulableSince(tNow.Add(-time.Hour)))},
 		conds:    []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionTrue},
 	}, {
 		name:     "a pod being scheduled, bound or terminating is not unschedulable",
 		strategy: adaptive(30),
-		pods: []*corev1.Pod{newPod("bound", "a"), newPod("gone", "a", unschedulableSince(t0.Add(-time.Hour)), terminating()),
-			newPod("waiting", "a", unschedulableSince(t0.Add(-time.Hour)), func(p *corev1.Pod) { p.Status.Conditions[0].Reason = "SchedulerError" })},
+		pods: []*corev1.Pod{newPod("bound", "a"), newPod("gone", "a", unschedulableSince(tNow.Add(-time.Hour)), terminating()),
+			newPod("waiting", "a", unschedulableSince(tNow.Add(-time.Hour)), func(p *corev1.Pod) { p.Status.Conditions[0].Reason = "SchedulerError" })},
 		conds: []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionTrue},
 	}, {
 		name:     "False stays False for 300 s after it turned so",
@@ -79,7 +79,7 @@ func TestAdaptive(t *testing.T) {
 			ws := newWS("Deployment", subset("a", "5"), subset("b", ""))
 			ws.Spec.ScheduleStrategy = tt.strategy
 			ws.Status.SubsetStatuses = tt.old
-			res, err := ComputeStatus(ws, Group(ws, tt.pods, nil), 5, t0)
+			res, err := ComputeStatus(ws, Group(ws, tt.pods, nil), 5, tNow)
 			require.NoError(t, err)
 			var names []string
 			for _, p := range res.Reschedule {
@@ -103,11 +103,11 @@ func TestAdaptive(t *testing.T) {
 
 func TestSchedulableKeepsTransitionTime(t *testing.T) {
 	old := cond(corev1.ConditionFalse, -10*time.Second)[0]
-	c, recovered, next := schedulable(&old, false, true, t0)
+	c, recovered, next := schedulableCondition(&old, false, true, tNow)
 	assert.Equal(t, old, c)
 	assert.False(t, recovered)
 	assert.Zero(t, next)
-	c, _, _ = schedulable(nil, false, false, t0)
+	c, _, _ = schedulableCondition(nil, false, false, tNow)
 	assert.Equal(t, corev1.ConditionTrue, c.Status)
 	assert.Equal(t, at(0), c.LastTransitionTime)
 }

@@ -199,12 +199,12 @@ func subsetStatuses(ws *appsv1alpha1.WorkloadSpread, old []appsv1alpha1.Workload
 		}
 		if critical > 0 {
 			last := i == len(ws.Spec.Subsets)-1
-			failed, next := unschedulable(pods[subset.Name], critical, now)
+			failed, next := stuckPods(pods[subset.Name], critical, now)
 			res.Requeue = sooner(res.Requeue, next)
 			if last {
 				failed = nil
 			}
-			cond, recovered, next := schedulable(oldCondition(prev[subset.Name]), last, len(failed) > 0, now)
+			cond, recovered, next := schedulableCondition(oldCondition(prev[subset.Name]), last, len(failed) > 0, now)
 			res.Requeue = sooner(res.Requeue, next)
 			st.Conditions = []appsv1alpha1.WorkloadSpreadSubsetCondition{cond}
 			if top {

@@ -103,7 +103,7 @@ func TestComputeStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := newWS("Deployment", tt.subsets...)
 			ws.Status.SubsetStatuses = tt.old
-			res, err := ComputeStatus(ws, Group(ws, tt.pods, nil), tt.replicas, t0)
+			res, err := ComputeStatus(ws, Group(ws, tt.pods, nil), tt.replicas, tNow)
 			require.NoError(t, err)
 			assert.Equal(t, int64(3), res.Status.ObservedGeneration)
 			require.Len(t, res.Status.SubsetStatuses, len(tt.subsets))
@@ -134,7 +134,7 @@ func TestComputeStatusVersions(t *testing.T) {
 		"v9": {{Name: "a", CreatingPods: map[string]metav1.Time{"c": at(-time.Second)}}},
 	}
 	pods := []*corev1.Pod{newPod("p1", "a"), newPod("p2", "a", version("v2")), newPod("p3", "b", version("v2")), newPod("p4", "")}
-	res, err := ComputeStatus(ws, Group(ws, pods, nil), 4, t0)
+	res, err := ComputeStatus(ws, Group(ws, pods, nil), 4, tNow)
 	require.NoError(t, err)
 	v := res.Status.VersionedSubsetStatuses
 	require.Len(t, v, 3)
@@ -154,7 +154,7 @@ func TestComputeStatusCloneSetVersions(t *testing.T) {
 		p.Labels = map[string]string{"controller-revision-hash": rev}
 		return p
 	}
-	res, err := ComputeStatus(ws, Group(ws, []*corev1.Pod{mk("p1", "app-r1"), mk("p2", "app-r2"), mk("p3", "app-r2")}, nil), 3, t0)
+	res, err := ComputeStatus(ws, Group(ws, []*corev1.Pod{mk("p1", "app-r1"), mk("p2", "app-r2"), mk("p3", "app-r2")}, nil), 3, tNow)
 	require.NoError(t, err)
 	require.Len(t, res.Status.VersionedSubsetStatuses, 2, "surge (#834): CloneSet pods are counted per revision")
 	var n []int32
@@ -179,10 +179,10 @@ func TestComputeStatusIdempotent(t *testing.T) {
 	ws := newWS("Deployment", subset("a", "2"), subset("b", ""))
 	ws.Spec.ScheduleStrategy = adaptive(60)
 	pods := []*corev1.Pod{newPod("p1", "a"), newPod("p2", "b")}
-	res, err := ComputeStatus(ws, Group(ws, pods, nil), 2, t0)
+	res, err := ComputeStatus(ws, Group(ws, pods, nil), 2, tNow)
 	require.NoError(t, err)
 	ws.Status = res.Status
-	again, err := ComputeStatus(ws, Group(ws, pods, nil), 2, t0.Add(time.Hour))
+	again, err := ComputeStatus(ws, Group(ws, pods, nil), 2, tNow.Add(time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, res.Status, again.Status)
 	assert.Zero(t, again.Requeue)
