@@ -139,6 +139,10 @@ func TestWorkloadSpreadInAnAPIServer(t *testing.T) {
 		var pods []*corev1.Pod
 		for i := range list.Items {
 			p := &list.Items[i]
+			if p.DeletionTimestamp != nil {
+				// No kubelet here finishes a graceful deletion.
+				continue
+			}
 			out[p.Name] = p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
 			pods = append(pods, p)
 		}
