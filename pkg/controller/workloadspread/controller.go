@@ -75,6 +75,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	maxWrites    int
+	unfit        unfitPods
 	queue        workqueue.TypedRateLimitingInterface[string]
 }
 

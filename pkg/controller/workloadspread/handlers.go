@@ -46,7 +46,12 @@ func (c *Controller) addHandlers(cfg Config) error {
 	if _, err := cfg.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
 		UpdateFunc: c.podChanged,
-		DeleteFunc: func(obj any) { c.podChanged(nil, obj) },
+		DeleteFunc: func(obj any) {
+			if p := podOf(obj); p != nil {
+				c.unfit.forget(p.UID)
+			}
+			c.podChanged(nil, obj)
+		},
 	}); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,7 +169,7 @@ func (c *Controller) adopt(ctx context.Context, ws *appsv1alpha1.WorkloadSpread,
 	}
 	var candidates []*corev1.Pod
 	for _, p := range pods {
-		if !spread.NeedsAdoption(ws, p) {
+		if !spread.NeedsAdoption(ws, p) || c.unfit.has(ws, p) {
 			continue
 		}
 		if *budget <= 0 {
@@ -207,6 +208,16 @@ func (c *Controller) adopt(ctx context.Context, ws *appsv1alpha1.WorkloadSpread,
 		return nil, false, err
 	}
 	adopted = map[types.UID]string{}
+	placed := map[types.UID]bool{}
+	for _, a := range adoptions {
+		placed[a.Pod.UID] = true
+	}
+	for _, p := range candidates {
+		if !placed[p.UID] {
+			// Fits no subset: not read again until it or the WorkloadSpread changes.
+			c.unfit.add(ws, p)
+		}
+	}
 	for _, a := range adoptions {
 		_, err := c.client.CoreV1().Pods(a.Pod.Namespace).Patch(ctx, a.Pod.Name, types.MergePatchType, a.Patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -265,6 +276,41 @@ func (c *Controller) reschedule(ctx context.Context, ws *appsv1alpha1.WorkloadSp
 			p.Namespace, p.Name, spread.SubsetOf(ws, p), *ws.Spec.ScheduleStrategy.Adaptive.RescheduleCriticalSeconds)
 	}
 	return false, nil
+}
+
+// unfitPods remembers the pods adoption found fitting no subset, with the pod's resourceVersion
+// and the WorkloadSpread's generation then, so that they are not read from the API server at
+// every reconcile.
+type unfitPods struct {
+	mu sync.Mutex
+	m  map[types.UID]unfitMark
+}
+
+type unfitMark struct {
+	spread     types.UID
+	generation int64
+	version    string
+}
+
+func (u *unfitPods) has(ws *appsv1alpha1.WorkloadSpread, pod *corev1.Pod) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.m[pod.UID] == unfitMark{ws.UID, ws.Generation, pod.ResourceVersion}
+}
+
+func (u *unfitPods) add(ws *appsv1alpha1.WorkloadSpread, pod *corev1.Pod) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[types.UID]unfitMark{}
+	}
+	u.m[pod.UID] = unfitMark{ws.UID, ws.Generation, pod.ResourceVersion}
+}
+
+func (u *unfitPods) forget(uid types.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m, uid)
 }
 
 // sooner is the earlier of two requeue delays, 0 meaning none.

@@ -260,3 +260,35 @@ func TestSyncAdoptsExistingPods(t *testing.T) {
 	}
 	assert.True(t, patched, "the matched-workloadspread annotation is written")
 }
+
+// A pod that fits no subset is read from the API server once, not at every reconcile, until it or
+// the WorkloadSpread changes.
+func TestSyncUnfitPodReadOnce(t *testing.T) {
+	ws := spreadOf("2")
+	ws.Spec.Subsets[0].RequiredNodeSelectorTerm = &corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"y"}}}}
+	ws.Spec.Subsets[1].RequiredNodeSelectorTerm = ws.Spec.Subsets[0].RequiredNodeSelectorTerm
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"zone": "x"}}}
+	f := newFixture(t, ws, append(webObjects(pod("old", "")), node), Config{})
+	gets := func() int {
+		n := 0
+		for _, a := range f.kube.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+	f.sync(t)
+	assert.Equal(t, 1, gets())
+	f.settle(t)
+	f.sync(t)
+	assert.Zero(t, gets())
+	assert.Empty(t, f.kube.Actions())
+
+	changed := ws.DeepCopy()
+	changed.Generation = 2
+	require.NoError(t, f.spreads.Update(changed))
+	f.sync(t)
+	assert.Equal(t, 1, gets(), "read again once the spec changed")
+}
