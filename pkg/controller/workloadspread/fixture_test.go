@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 )
@@ -134,6 +135,10 @@ func newFixture(t *testing.T, ws *appsv1alpha1.WorkloadSpread, kube []runtime.Ob
 			idx = cfg.ReplicaSets.Informer().GetIndexer()
 		case *appsv1.Deployment:
 			idx = cfg.Deployments.Informer().GetIndexer()
+		case *appsv1beta1.CloneSet:
+			idx = cfg.CloneSets.Informer().GetIndexer()
+			require.NoError(t, idx.Add(o))
+			continue
 		}
 		require.NoError(t, idx.Add(o))
 		require.NoError(t, f.kube.Tracker().Add(o))

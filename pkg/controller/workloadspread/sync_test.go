@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 )
 
 func webObjects(pods ...*corev1.Pod) []runtime.Object {
@@ -291,4 +292,25 @@ func TestSyncUnfitPodReadOnce(t *testing.T) {
 	require.NoError(t, f.spreads.Update(changed))
 	f.sync(t)
 	assert.Equal(t, 1, gets(), "read again once the spec changed")
+}
+
+// A CloneSet's pods are counted per revision (surge, #834) and the pods of revisions other than
+// its updateRevision rank the subsets in reverse.
+func TestSyncCloneSetVersions(t *testing.T) {
+	ws := spreadOf("")
+	ws.Spec.TargetReference = &appsv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}
+	cs := &appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, UID: "uid-cs"},
+		Spec:   appsv1beta1.CloneSetSpec{Replicas: ptr.To[int32](4), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status: appsv1beta1.CloneSetStatus{UpdateRevision: "web-new"}}
+	csPod := func(name, subset, rev string) *corev1.Pod {
+		return pod(name, subset, func(p *corev1.Pod) {
+			p.Labels = map[string]string{"app": "web", "controller-revision-hash": "web-" + rev}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", UID: "uid-cs", Controller: ptr.To(true)}}
+		})
+	}
+	f := newFixture(t, ws, []runtime.Object{cs, csPod("new-a", "a", "new"), csPod("new-b", "b", "new"), csPod("old-a", "a", "old"), csPod("old-b", "b", "old")}, Config{})
+	f.sync(t)
+	st := f.status(t).Status
+	assert.Len(t, st.VersionedSubsetStatuses, 2)
+	assert.Equal(t, map[string]string{"new-a": "200", "new-b": "100", "old-a": "100", "old-b": "200"}, f.costPatches(t))
 }
