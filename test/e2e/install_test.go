@@ -246,6 +246,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"daemonsets.apps.kruise.io":                {"v1alpha1", "v1beta1"},
 		"statefulsets.apps.kruise.io":              {"v1alpha1", "v1beta1"},
 		"sidecarsets.apps.kruise.io":               {"v1alpha1", "v1beta1"},
+		"workloadspreads.apps.kruise.io":           {"v1alpha1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

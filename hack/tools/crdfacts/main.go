@@ -39,7 +39,7 @@ import (
 // recorded are the CRDs kruise serves or has an issue to serve.
 var recorded = []string{
 	"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages",
-	"clonesets", "statefulsets", "daemonsets", "sidecarsets",
+	"clonesets", "statefulsets", "daemonsets", "sidecarsets", "workloadspreads",
 }
 
 const header = `# apps.kruise.io CRD schemas of OpenKruise %s

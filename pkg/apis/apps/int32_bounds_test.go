@@ -32,6 +32,9 @@ var celBounded = map[string]string{
 	"spec.burstReplicas": "self <= 2147483647",
 	// Advanced StatefulSet (v1beta1).
 	"spec.reserveOrdinals[]": "o <= 2147483647",
+	// WorkloadSpread.
+	"spec.subsets[].maxReplicas":                         "self <= 2147483647",
+	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",
 }
 
 // The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,

@@ -102,6 +102,11 @@ const (
 	// cannot be deleted at all while labelled (as in OpenKruise). It needs
 	// ResourcesDeletionProtection. Alpha, default false (as in OpenKruise).
 	DeletionProtectionForCRDCascadingGate featuregate.Feature = "DeletionProtectionForCRDCascadingGate"
+
+	// WorkloadSpread spreads a workload's pods over subsets of nodes: the
+	// pod webhook places each new pod of a targeted workload in a subset.
+	// Beta, default true (as in OpenKruise).
+	WorkloadSpread featuregate.Feature = "WorkloadSpread"
 )
 
 // specs are the gates kruise implements.
@@ -122,6 +127,7 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodUnavailableBudgetUpdateGate:            {Default: false, PreRelease: featuregate.Alpha},
 	ResourcesDeletionProtection:               {Default: false, PreRelease: featuregate.Beta},
 	DeletionProtectionForCRDCascadingGate:     {Default: false, PreRelease: featuregate.Alpha},
+	WorkloadSpread:                            {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

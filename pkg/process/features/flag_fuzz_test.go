@@ -79,7 +79,7 @@ func FuzzFlagSet(f *testing.F) {
 	for _, s := range [][2]string{
 		{"", ""},
 		{"KruiseDaemon=false", ""},
-		{"KruiseDaemon=false,WorkloadSpread=true", "KruiseDaemon=true"},
+		{"KruiseDaemon=false,TemplateNoDefaults=true", "KruiseDaemon=true"},
 		{"AllBeta=false", "AllBeta=true"},
 		{"AllBeta=false,SidecarTerminator=true", "SidecarTerminator=false"},
 		{"AllBeta=true", "AllBeta=false"},

@@ -16,7 +16,6 @@ var unimplemented = map[string]string{
 	"KruisePodReadinessGate": "kruise injects no KruisePodReady readiness gate when pods are created (no pod webhook); " +
 		notImplemented,
 	"CloneSetPartitionRollback":                 notImplemented,
-	"WorkloadSpread":                            notImplemented,
 	"TemplateNoDefaults":                        notImplemented,
 	"PodProbeMarkerGate":                        notImplemented,
 	"PreparingUpdateAsUpdate":                   notImplemented,

@@ -12,5 +12,6 @@ func knownTypes() []runtime.Object {
 		&DaemonSet{}, &DaemonSetList{},
 		&StatefulSet{}, &StatefulSetList{},
 		&SidecarSet{}, &SidecarSetList{},
+		&WorkloadSpread{}, &WorkloadSpreadList{},
 	}
 }

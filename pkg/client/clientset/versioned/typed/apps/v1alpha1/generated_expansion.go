@@ -33,3 +33,5 @@ type NodeImageExpansion interface{}
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}
+
+type WorkloadSpreadExpansion interface{}

@@ -60,6 +60,10 @@ func (c *FakeAppsV1alpha1) StatefulSets(namespace string) v1alpha1.StatefulSetIn
 	return newFakeStatefulSets(c, namespace)
 }
 
+func (c *FakeAppsV1alpha1) WorkloadSpreads(namespace string) v1alpha1.WorkloadSpreadInterface {
+	return newFakeWorkloadSpreads(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeAppsV1alpha1) RESTClient() rest.Interface {
