@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,9 @@ const (
 	// ImagePullJob over all nodes would wait for it forever).
 	VirtualKubeletLabel = "type"
 	VirtualKubeletValue = "virtual-kubelet"
+	// SimNodeMaxPodsAnnotation on a simulated Node, set when it is created, is how many pods it
+	// takes (its allocatable pods; default 1000): a pool that fills up.
+	SimNodeMaxPodsAnnotation = "sim.kruise.io/max-pods"
 	// simNodeTimeout bounds a node's becoming Ready and schedulable.
 	simNodeTimeout = time.Minute
 )
@@ -59,6 +63,12 @@ func SimNode(name string, labels map[string]string, tainted bool) *corev1.Node {
 // deleted, and with them every pod bound to them.
 func (f *Framework) SimNodes(ctx context.Context, t testing.TB, prefix string, n int, labels map[string]string) []string {
 	t.Helper()
+	return f.SimNodesWithCapacity(ctx, t, prefix, n, labels, 0)
+}
+
+// SimNodesWithCapacity is SimNodes with room for maxPods pods on each node (0: the default 1000).
+func (f *Framework) SimNodesWithCapacity(ctx context.Context, t testing.TB, prefix string, n int, labels map[string]string, maxPods int) []string {
+	t.Helper()
 	base := fmt.Sprintf("kwok-%s-%s", strings.ToLower(prefix), rand.String(5))
 	names := make([]string, n)
 	for i := range names {
@@ -66,7 +76,11 @@ func (f *Framework) SimNodes(ctx context.Context, t testing.TB, prefix string, n
 	}
 	t.Cleanup(func() { f.deleteSimNodes(t, names) })
 	for _, name := range names {
-		if _, err := f.Client.CoreV1().Nodes().Create(ctx, SimNode(name, labels, true), metav1.CreateOptions{}); err != nil {
+		node := SimNode(name, labels, true)
+		if maxPods > 0 {
+			node.Annotations = map[string]string{SimNodeMaxPodsAnnotation: strconv.Itoa(maxPods)}
+		}
+		if _, err := f.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating simulated node %s: %v", name, err)
 		}
 	}
