@@ -16,7 +16,7 @@ import (
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
-// TestSimulatedNodes: a pod that tolerates the simulated nodes' taint is scheduled to one by its
+// TestSimulatedNodes: a simulated node takes the pods its annotation says; a pod that tolerates the simulated nodes' taint is scheduled to one by its
 // zone label and becomes Running and Ready there (kwok acting as its kubelet); a pod that selects
 // the same zone without the toleration stays Pending; a deleted pod stays Terminating until its
 // grace period ends, then goes.
@@ -26,7 +26,14 @@ func TestSimulatedNodes(t *testing.T) {
 	ctx := framework.Context(t, 3*time.Minute)
 	ns := f.NewNamespace(ctx, t, "simnodes")
 	zone := "sim-" + ns
-	nodes := f.SimNodes(ctx, t, "smoke", 1, map[string]string{corev1.LabelTopologyZone: zone})
+	nodes := f.SimNodesWithCapacity(ctx, t, "smoke", 1, map[string]string{corev1.LabelTopologyZone: zone}, 3)
+	node, err := f.Client.CoreV1().Nodes().Get(ctx, nodes[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Status.Allocatable.Pods().Value(); got != 3 {
+		t.Fatalf("simulated node %s allocatable pods %d, want 3 (its %s annotation)", nodes[0], got, framework.SimNodeMaxPodsAnnotation)
+	}
 
 	pod := f.BusyboxPod(ns, "on-sim", "main")
 	pod.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: zone}
