@@ -418,27 +418,6 @@ func fill(t *testing.T, subsets []spreadSubset, total int32) map[string]int {
 	return out
 }
 
-// checkNotTargeted creates a bare pod with the workload's labels in its namespace (no owner: no
-// WorkloadSpread targets it) and checks that it is admitted as it was written: no subset
-// annotation, no affinity or toleration added, and that no subset counts it.
-func checkNotTargeted(ctx context.Context, t *testing.T, f *framework.Framework, w *spreadWorkload) {
-	t.Helper()
-	pod := f.BusyboxPod(w.ns, w.name+"-bare", "main")
-	pod.Labels = map[string]string{"app": w.name + "-bare", "spread-probe": w.name}
-	created, err := f.Client.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a pod no WorkloadSpread targets: %v", err)
-	}
-	f.DeletePodNow(t, w.ns, pod.Name)
-	if _, ok := created.Annotations[appsv1alpha1.MatchedWorkloadSpreadAnnotation]; ok {
-		t.Errorf("pod no WorkloadSpread targets was annotated %s", created.Annotations[appsv1alpha1.MatchedWorkloadSpreadAnnotation])
-	}
-	if created.Spec.Affinity != nil || len(created.Spec.Tolerations) > len(pod.Spec.Tolerations)+2 {
-		// The API server's DefaultTolerationSeconds adds two tolerations (not-ready, unreachable).
-		t.Errorf("pod no WorkloadSpread targets was changed: affinity %+v tolerations %+v", created.Spec.Affinity, created.Spec.Tolerations)
-	}
-}
-
 // deleteWorkloadSpreadAtEnd deletes the WorkloadSpread when the test ends, before its namespace.
 func deleteWorkloadSpreadAtEnd(t *testing.T, kc versioned.Interface, ns, name string) {
 	t.Cleanup(func() {

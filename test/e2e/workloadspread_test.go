@@ -48,7 +48,6 @@ func TestWorkloadSpreadZones(t *testing.T) {
 
 			w.scale(ctx, t, 6)
 			waitSpread(ctx, t, f, kc, w, "zones", key, subsets, fill(t, subsets, 6), 6)
-			checkNotTargeted(ctx, t, f, w)
 			w.scale(ctx, t, 9)
 			waitSpread(ctx, t, f, kc, w, "zones", key, subsets, fill(t, subsets, 9), 9)
 			w.rollout(ctx, t, "2")
@@ -84,7 +83,6 @@ func TestWorkloadSpreadSpotOverflow(t *testing.T) {
 
 			w.scale(ctx, t, 5)
 			waitSpread(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets, map[string]int{"ordinary": 2, "spot": 3}, 5)
-			checkNotTargeted(ctx, t, f, w)
 			w.scale(ctx, t, 7)
 			waitSpread(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets, map[string]int{"ordinary": 2, "spot": 5}, 7)
 			w.rollout(ctx, t, "2")
@@ -140,7 +138,6 @@ func TestWorkloadSpreadAdaptive(t *testing.T) {
 			if c := subsetCondition(v.ws, "reserved"); c == nil || c.Status != corev1.ConditionFalse {
 				t.Errorf("subset reserved condition %s: %+v, want False after rescheduling", appsv1alpha1.SubsetSchedulable, c)
 			}
-			checkNotTargeted(ctx, t, f, w)
 
 			w.scale(ctx, t, 6)
 			v = waitAdaptive(ctx, t, f, kc, w, subsets, 6)
