@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -103,4 +104,46 @@ func spreadRequests(ctx context.Context, t *testing.T, f *framework.Framework) f
 		}
 	}
 	return sum
+}
+
+// The WorkloadSpread examples of docs/examples (docs/workloadspread.md runs them) decode into
+// their kinds and are admitted as they are written: a server-side dry run of every object.
+func TestWorkloadSpreadExamplesAdmitted(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 2*time.Minute)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, file := range []string{"zones", "spot", "elastic"} {
+		path := "../../docs/examples/workloadspread-" + file + ".yaml"
+		kinds := map[string]int{}
+		for _, obj := range exampleObjects(t, path) {
+			var err error
+			switch o := obj.(type) {
+			case *corev1.Node:
+				kinds["Node"]++
+				if o.Labels[framework.SimNodeLabel] == "" || len(o.Spec.Taints) == 0 {
+					t.Errorf("%s: node %s is not a tainted simulated node", path, o.Name)
+				}
+				_, err = f.Client.CoreV1().Nodes().Create(ctx, o, dry)
+			case *appsv1alpha1.WorkloadSpread:
+				kinds["WorkloadSpread"]++
+				_, err = kc.AppsV1alpha1().WorkloadSpreads(o.Namespace).Create(ctx, o, dry)
+			case *appsv1alpha1.CloneSet:
+				kinds["workload"]++
+				_, err = kc.AppsV1alpha1().CloneSets(o.Namespace).Create(ctx, o, dry)
+			case *appsv1.Deployment:
+				kinds["workload"]++
+				_, err = f.Client.AppsV1().Deployments(o.Namespace).Create(ctx, o, dry)
+			default:
+				t.Errorf("%s: unexpected %T", path, obj)
+			}
+			if err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+		}
+		if kinds["Node"] < 2 || kinds["WorkloadSpread"] != 1 || kinds["workload"] != 1 {
+			t.Errorf("%s holds %v, want simulated nodes, one WorkloadSpread and its workload", path, kinds)
+		}
+	}
 }
