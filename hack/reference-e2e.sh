@@ -97,14 +97,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The run's simulated nodes go with the pods bound to them (at once: once its node is gone, kwok
-# no longer finishes a pod's deletion).
+# The run's simulated nodes go, then the pods bound to them, at once: once its node is gone, kwok
+# no longer finishes a pod's deletion (nodes first, so that no replacement is bound to another).
 # shellcheck disable=SC2317
 remove_sim_nodes() {
-  local n
-  for n in $(kubectl get nodes -l "${kwok_label}=${kwok_value}" -o name); do
+  local n nodes
+  nodes="$(kubectl get nodes -l "${kwok_label}=${kwok_value}" -o name)"
+  for n in ${nodes}; do kubectl delete "${n}" --ignore-not-found >/dev/null || true; done
+  for n in ${nodes}; do
     kubectl delete pods -A --field-selector "spec.nodeName=${n#node/}" --grace-period=0 --force >/dev/null 2>&1 || true
-    kubectl delete "${n}" --ignore-not-found >/dev/null || true
   done
   log "removed the simulated nodes of the run"
 }
@@ -184,23 +185,6 @@ YAML
   log "StorageClass standard (localpv's provisioner) for the run"
 fi
 
-# Simulated nodes for the run (REF_KWOK_NODES), untainted: the suite's pods carry no toleration.
-if ((kwok_nodes > 0)); then
-  made_nodes=1
-  for i in $(seq 0 $((kwok_nodes - 1))); do
-    kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Node
-metadata:
-  name: kwok-ref-${i}
-  labels: {${kwok_label}: ${kwok_value}, type: virtual-kubelet, kubernetes.io/hostname: kwok-ref-${i}}
-YAML
-  done
-  wait_for "${kwok_nodes} simulated nodes Ready (is kwok running? hack/cluster.sh status)" 90 sim_nodes_ready ||
-    die "the simulated nodes did not become Ready: see ${KRUISE_WORK}/logs/kwok.log"
-  log "${kwok_nodes} simulated nodes for the run: kwok-ref-0..$((kwok_nodes - 1))"
-fi
-
 # 3. The reference CI's gates (its config/manager/manager.yaml at v1.9.0): the manager gets
 # AllAlpha=true,AllBeta=true,EnableExternalCerts=false,TemplateNoDefaults=false, the daemon
 # AllAlpha=true,AllBeta=true and --max-workers-for-pull-image=2. kruise accepts OpenKruise's gate
@@ -247,6 +231,25 @@ spec:
 YAML
 wait_for "kruise's webhooks to answer" 180 \
   "${K8S_BIN}/kubectl" create --dry-run=server -f "${out}/probe.yaml" || die "kruise's webhooks do not answer"
+# Simulated nodes for the run (REF_KWOK_NODES), untainted: the suite's pods carry no toleration.
+# Made only now that kruise runs with the run's gates: an untainted node would take kruise's own
+# new pods too, which need real containers (the webhooks would not answer).
+if ((kwok_nodes > 0)); then
+  made_nodes=1
+  for i in $(seq 0 $((kwok_nodes - 1))); do
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-ref-${i}
+  labels: {${kwok_label}: ${kwok_value}, type: virtual-kubelet, kubernetes.io/hostname: kwok-ref-${i}}
+YAML
+  done
+  wait_for "${kwok_nodes} simulated nodes Ready (is kwok running? hack/cluster.sh status)" 90 sim_nodes_ready ||
+    die "the simulated nodes did not become Ready: see ${KRUISE_WORK}/logs/kwok.log"
+  log "${kwok_nodes} simulated nodes for the run: kwok-ref-0..$((kwok_nodes - 1))"
+fi
+
 restarts() { kubectl -n kruise-system get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].restartCount}{" "}{end}'; }
 before="$(restarts)"
 

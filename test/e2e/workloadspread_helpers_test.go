@@ -301,8 +301,7 @@ func (v *spreadView) describe() string {
 
 // spreadWrong says what in the view contradicts the spread the test expects (want: ready pods
 // per subset, every one of the workload's pods matched), or "" when it holds: each pod annotated
-// with the WorkloadSpread and a subset, on a node of that subset's label value, carrying a
-// deletion cost; the status's subsets count those pods, with maxReplicas-replicas missing (-1
+// with the WorkloadSpread and a subset, on a node of that subset's label value; the status's subsets count those pods, with maxReplicas-replicas missing (-1
 // when unlimited) and no creating or deleting pod left.
 func spreadWrong(v *spreadView, wsName string, subsets []spreadSubset, want map[string]int, total int32) string {
 	if len(v.pods) != int(total) {
@@ -324,9 +323,6 @@ func spreadWrong(v *spreadView, wsName string, subsets []spreadSubset, want map[
 			return fmt.Sprintf("pod %s matched WorkloadSpread %q, want %q", p.Name, m.Name, wsName)
 		case p.Spec.NodeName == "" || v.nodeValue[p.Name] != value[m.Subset]:
 			return fmt.Sprintf("pod %s of subset %s is on node %q (%q)", p.Name, m.Subset, p.Spec.NodeName, v.nodeValue[p.Name])
-		}
-		if _, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]; !ok {
-			return fmt.Sprintf("pod %s has no %s annotation", p.Name, appsv1alpha1.PodDeletionCostAnnotation)
 		}
 	}
 	if !maps.Equal(v.bySubset, nonZero(want)) {

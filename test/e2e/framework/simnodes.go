@@ -121,13 +121,11 @@ func simNodeNotReady(node *corev1.Node) string {
 	return ""
 }
 
-// deleteSimNodes removes the nodes and the pods bound to them: pods first, at once (nobody would
-// finish their deletion once kwok lets go of the node), then the nodes, then the pods a
-// controller placed there meanwhile.
+// deleteSimNodes removes the nodes, then the pods bound to them, at once: nobody finishes their
+// deletion once kwok lets go of the node (nodes first, so that no replacement is bound to one).
 func (f *Framework) deleteSimNodes(t testing.TB, names []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f.deletePodsOn(ctx, t, names)
 	for _, name := range names {
 		if err := f.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Logf("deleting simulated node %s: %v", name, err)
