@@ -69,8 +69,9 @@ e2e-k8s: ## NOT part of `make test` or CI: the Helm pass's e2e tests on Kubernet
 # docs/migration.md): not part of `make test` or CI. REF_FOCUS (required) and REF_SKIP are Ginkgo
 # --focus/--skip regexps over the reference's spec names, REF_FILES a --focus-file filter (e.g.
 # v1beta1/cloneset.go), REF_TIMEOUT its suite timeout (default 60m, as the reference's CI), REF_OUT
-# where the report goes (default _output/reference-e2e/<focus>).
-export REF_FOCUS REF_SKIP REF_FILES REF_TIMEOUT REF_OUT
+# where the report goes (default _output/reference-e2e/<focus>), REF_KWOK_NODES how many untainted
+# simulated nodes to add for the run (WorkloadSpread's cases need three zones: 3).
+export REF_FOCUS REF_SKIP REF_FILES REF_TIMEOUT REF_OUT REF_KWOK_NODES
 reference-e2e: deploy ## OpenKruise's e2e suite (built from the module proxy) on the local cluster with its CI's gates, each case classified by test/reference/known.yaml: REF_FOCUS=CloneSet.
 	@hack/reference-e2e.sh
 

@@ -19,7 +19,10 @@
 # restart does. Stopping containerd leaves its shims, so the pods' containers keep running. The
 # registry is not offered: it keeps manifests in memory only, so a restart loses every pushed image.
 # C may also be localpv (hack/tools/localpv), which provisions and resizes the volumes of the
-# default StorageClass localpv: directories under the work dir's volumes/, which `down` removes.
+# default StorageClass localpv: directories under the work dir's volumes/, which `down` removes,
+# or kwok (sigs.k8s.io/kwok, built by hack/kwok.sh), the kubelet of the simulated nodes that tests
+# add: Nodes labelled kwok.x-k8s.io/node (test/e2e/framework/simnodes.go). It idles while there
+# are none.
 #
 # K8S_VERSION=v1.30.14 (or 1.30) brings the cluster up at another Kubernetes release (lib.sh); the
 # version is recorded, and changing it needs `down` first.
@@ -38,6 +41,11 @@ POD_CIDR="10.244.0.0/24"
 BRIDGE="kruise0"
 BRIDGE_IP="10.244.0.1"
 BRIDGE_ADDR="${BRIDGE_IP}/24"
+# Simulated nodes (kwok): the label that hands a Node to kwok, and the addresses kwok gives them and
+# their pods, a range routed to unreachable like the service CIDR: nothing can dial them.
+KWOK_NODE_LABEL="kwok.x-k8s.io/node"
+KWOK_CIDR="10.246.0.0/16"
+KWOK_NODE_IP="10.246.255.254"
 # Where pods on the bridge reach the API server: hack/tools/tcpforward to 127.0.0.1:6443.
 APIFORWARD_ADDR="${BRIDGE_IP}:6443"
 NODE_NAME="$(hostname | tr '[:upper:]' '[:lower:]')"
@@ -265,6 +273,10 @@ network_up() {
     log "routing ${SERVICE_CIDR} (service CIDR) to unreachable"
     ip route add unreachable "${SERVICE_CIDR}"
   fi
+  if ! ip route show type unreachable | grep -q "^unreachable ${KWOK_CIDR}"; then
+    log "routing ${KWOK_CIDR} (simulated nodes and their pods) to unreachable"
+    ip route add unreachable "${KWOK_CIDR}"
+  fi
   if ! ip link show "${BRIDGE}" >/dev/null 2>&1; then
     log "creating bridge ${BRIDGE} ${BRIDGE_ADDR}"
     ip link add "${BRIDGE}" type bridge
@@ -286,7 +298,7 @@ node_ready() {
 
 any_running() {
   local c
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv kwok; do
     running "${c}" && return 0
   done
   return 1
@@ -294,7 +306,7 @@ any_running() {
 
 healthy() {
   local c
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv kwok; do
     running "${c}" || return 1
   done
   apiserver_ready && node_ready
@@ -450,6 +462,24 @@ start_localpv() {
   wait_for "localpv and its StorageClass" 60 localpv_ready || die "localpv not ready: see ${LOGS}/localpv.log"
 }
 
+# kwok acts as the kubelet of every Node labelled KWOK_NODE_LABEL (hack/kwok-stages.yaml: node
+# Ready with a Lease heartbeat, pods Running and Ready, deleted when their grace period ends). It
+# watches those Nodes and the pods bound to them, so it costs nothing while no test has added one.
+kwok_ready() {
+  running kwok && grep -q "Watch nodes" "${LOGS}/kwok.log" 2>/dev/null
+}
+
+start_kwok() {
+  local bin
+  bin=$(bash "${KRUISE_ROOT}/hack/kwok.sh") || die "kwok did not build"
+  # A copy in the work directory: the checkout it came from may change while the cluster runs.
+  cp "${KRUISE_ROOT}/hack/kwok-stages.yaml" "${W}/kwok-stages.yaml"
+  start kwok "${bin}" --kubeconfig "${W}/admin.kubeconfig" --config "${W}/kwok-stages.yaml" \
+    --manage-nodes-with-label-selector "${KWOK_NODE_LABEL}" --node-lease-duration-seconds 40 \
+    --cidr "${KWOK_CIDR}" --node-ip "${KWOK_NODE_IP}"
+  wait_for "kwok (simulated nodes)" 60 kwok_ready || die "kwok not ready: see ${LOGS}/kwok.log"
+}
+
 write_audit_policy() {
   # Metadata for requests of kruise's service accounts (who listed/watched what); nothing else.
   cat >"${W}/audit-policy.yaml" <<'EOF'
@@ -500,6 +530,7 @@ up() {
   start_control_plane
   start_node "${ip}"
   start_localpv
+  start_kwok
   verify_network
   log "local cluster up: Kubernetes ${K8S_VERSION}, node ${NODE_NAME} Ready; export KUBECONFIG=${KUBECONFIG}"
 }
@@ -511,6 +542,9 @@ verify_network() {
   route=$(ip route get 10.0.0.1 2>&1 || true)
   [[ "${route}" == *unreachable* || "${route}" == *"No route"* ]] ||
     die "service IP 10.0.0.1 is routable (${route}); refusing to continue"
+  route=$(ip route get "${KWOK_NODE_IP}" 2>&1 || true)
+  [[ "${route}" == *unreachable* || "${route}" == *"No route"* ]] ||
+    die "simulated nodes' address ${KWOK_NODE_IP} is routable (${route}); refusing to continue"
   [[ "$(cat /proc/sys/net/ipv4/ip_forward)" == 0 ]] || die "net.ipv4.ip_forward was turned on"
   if iptables -t nat -S 2>/dev/null | grep -q -- "-s ${POD_CIDR}"; then
     die "found a NAT rule for the pod CIDR ${POD_CIDR}"
@@ -599,6 +633,7 @@ down() {
   [[ $(id -u) == 0 ]] || die "down needs root"
   # Cleanup is best effort step by step; leftovers() judges the result at the end.
   set +e +o pipefail
+  stop kwok
   stop localpv
   stop kubelet 30
   remove_pods
@@ -616,6 +651,7 @@ down() {
   remove_iptables_chains
   ip link del "${BRIDGE}" 2>/dev/null || true
   ip route del unreachable "${SERVICE_CIDR}" 2>/dev/null || true
+  ip route del unreachable "${KWOK_CIDR}" 2>/dev/null || true
   if [[ -f "${W}/host-state/created-paths" ]]; then
     while read -r p; do
       [[ -n "${p}" && -e "${p}" ]] && rm -rf --one-file-system "${p}"
@@ -647,6 +683,7 @@ leftovers() {
   awk -v r="${W}" '$2 == r || index($2, r "/") == 1 {print "mount " $2}' /proc/self/mounts
   ip link show "${BRIDGE}" >/dev/null 2>&1 && echo "bridge ${BRIDGE}"
   ip route show type unreachable | grep -q "^unreachable ${SERVICE_CIDR}" && echo "route unreachable ${SERVICE_CIDR}"
+  ip route show type unreachable | grep -q "^unreachable ${KWOK_CIDR}" && echo "route unreachable ${KWOK_CIDR}"
   for p in /sys/fs/cgroup/*/kubepods; do [[ -d "${p}" ]] && echo "cgroup ${p}"; done
   for f in filter nat mangle; do
     iptables -t "${f}" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^KUBE-/ {print $2}' | while read -r p; do
@@ -661,7 +698,7 @@ leftovers() {
 
 status() {
   local c rc=0
-  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv; do
+  for c in registry etcd kube-apiserver apiforward kube-controller-manager kube-scheduler containerd criproxy kubelet localpv kwok; do
     if running "${c}"; then printf '%-24s running (pid %s)\n' "${c}" "$(cat "${PIDS}/${c}.pid")"
     else printf '%-24s stopped\n' "${c}"; rc=1; fi
   done
@@ -673,7 +710,7 @@ status() {
 
 # ---- one component ---------------------------------------------------------------------------
 
-COMPONENTS="etcd|kube-apiserver|apiforward|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|localpv|runtime"
+COMPONENTS="etcd|kube-apiserver|apiforward|kube-controller-manager|kube-scheduler|containerd|criproxy|kubelet|localpv|kwok|runtime"
 
 # component_preflight: stop and start act on a cluster that `up` configured, as root.
 component_preflight() {
@@ -689,7 +726,7 @@ stop_component() {
   case "$1" in
     etcd) stop etcd 15 ;;
     kube-apiserver) stop kube-apiserver 30 ;;
-    kube-controller-manager | kube-scheduler | criproxy | apiforward | localpv) stop "$1" ;;
+    kube-controller-manager | kube-scheduler | criproxy | apiforward | localpv | kwok) stop "$1" ;;
     containerd) stop containerd 15 ;;
     kubelet) stop kubelet 30 ;;
     # The proxy first, as down does: its clients lose their connection, not only their calls.
@@ -719,6 +756,7 @@ start_component() {
     criproxy) start_criproxy ;;
     runtime) start_containerd; start_criproxy ;;
     localpv) start_localpv ;;
+    kwok) network_up; start_kwok ;;
     kubelet)
       local ip
       ip=$(node_ip)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds kwok (sigs.k8s.io/kwok, the Kubernetes node and pod-lifecycle simulator) from the Go module
 # proxy into the version-keyed cache and prints the binary's path. Idempotent: a cached binary is
-# reused. The CloneSet scale benchmark (bench/cloneset_scale_test.go) runs it; kwok is not a
-# dependency of our module.
+# reused. hack/cluster.sh runs it as the kubelet of the local cluster's simulated nodes, the
+# CloneSet scale benchmark (bench/cloneset_scale_test.go) against its own control plane; kwok is
+# not a dependency of our module.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"

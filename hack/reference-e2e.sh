@@ -13,6 +13,12 @@
 #   4. runs the cases REF_FOCUS (and not REF_SKIP) selects, with a Ginkgo JSON report, and
 #      classifies every case against test/reference/known.yaml.
 #
+# REF_KWOK_NODES=N adds N simulated nodes (kwok, hack/cluster.sh) for the run only, untainted,
+# named kwok-ref-<i> so that they sort before the real node: the WorkloadSpread cases label the
+# first three workers by name as zones and need more than two. Their pods are Running and Ready
+# without containers, so give them only to cases that never look inside one (no exec, logs or
+# HTTP): `make reference-e2e REF_FOCUS=WorkloadSpread REF_KWOK_NODES=3`.
+#
 # Environment: REF_FOCUS (required, a Ginkgo --focus regexp), REF_SKIP, REF_FILES (a Ginkgo
 # --focus-file filter, e.g. v1beta1/cloneset.go: the reference has v1alpha1 and v1beta1 copies of
 # most specs), REF_TIMEOUT (default 60m, the reference CI's), REF_OUT (default
@@ -35,12 +41,18 @@ reference's CI jobs focus on):
   make reference-e2e REF_FOCUS=SidecarSet
   make reference-e2e REF_FOCUS=ContainerRecreateRequest
   make reference-e2e REF_FOCUS='PullImage|PullImages'
+  make reference-e2e REF_FOCUS=WorkloadSpread REF_KWOK_NODES=3
 EOF
   exit 2
 fi
 skip="${REF_SKIP:-}"
 files="${REF_FILES:-}"
 timeout="${REF_TIMEOUT:-60m}"
+kwok_nodes="${REF_KWOK_NODES:-0}"
+[[ "${kwok_nodes}" =~ ^[0-9]+$ ]] || die "REF_KWOK_NODES must be a number of nodes, not '${kwok_nodes}'"
+# The simulated nodes' label (hack/cluster.sh KWOK_NODE_LABEL); this value marks the run's.
+kwok_label="kwok.x-k8s.io/node"
+kwok_value="reference-e2e"
 out="${REF_OUT:-${KRUISE_ROOT}/_output/reference-e2e/$(tr -c 'A-Za-z0-9\n' '_' <<<"${focus}${files:+_${files}}")}"
 mkdir -p "${out}" "${OUT_BIN}"
 
@@ -57,7 +69,7 @@ e2e_repo="${REGISTRY_ADDR}/public/e2e-test-images"
 docker_repo="${REGISTRY_ADDR}/public" # docker.io/<org>/<name> is served from public/<org>/<name>
 pages="$(mktemp -d)"
 mirror="${KRUISE_WORK}/containerd/certs.d/docker.io"
-saved_controller="" saved_daemon="" made_standard=""
+saved_controller="" saved_daemon="" made_standard="" made_nodes=""
 # Called by the EXIT trap, which shellcheck does not follow.
 # shellcheck disable=SC2317
 cleanup() {
@@ -68,6 +80,9 @@ cleanup() {
     rm -f "${mirror}/hosts.toml"
     rmdir "${mirror}" 2>/dev/null || true
     log "removed the docker.io mirror"
+  fi
+  if [[ -n "${made_nodes}" ]]; then
+    remove_sim_nodes
   fi
   if [[ -n "${made_standard}" ]]; then
     kubectl delete storageclass standard --ignore-not-found >/dev/null || true
@@ -81,6 +96,28 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
+
+# The run's simulated nodes go, then the pods bound to them, at once: once its node is gone, kwok
+# no longer finishes a pod's deletion (nodes first, so that no replacement is bound to another).
+# shellcheck disable=SC2317
+remove_sim_nodes() {
+  local n nodes
+  nodes="$(kubectl get nodes -l "${kwok_label}=${kwok_value}" -o name)"
+  for n in ${nodes}; do kubectl delete "${n}" --ignore-not-found >/dev/null || true; done
+  for n in ${nodes}; do
+    kubectl delete pods -A --field-selector "spec.nodeName=${n#node/}" --grace-period=0 --force >/dev/null 2>&1 || true
+  done
+  log "removed the simulated nodes of the run"
+}
+# sim_nodes_ready: every node of the run is Ready and has no taint left (the node lifecycle
+# controller removes not-ready once the node is Ready). Called by wait_for.
+# shellcheck disable=SC2317
+sim_nodes_ready() {
+  local got
+  got="$(kubectl get nodes -l "${kwok_label}=${kwok_value}" \
+    -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.taints}{"\n"}{end}')"
+  [[ "$(grep -c ' True $' <<<"${got}")" == "${kwok_nodes}" ]]
+}
 
 push() { # ref, then mkimage flags; STAND_IN names the image the label records (default: ref's)
   local ref="$1"; shift
@@ -194,6 +231,25 @@ spec:
 YAML
 wait_for "kruise's webhooks to answer" 180 \
   "${K8S_BIN}/kubectl" create --dry-run=server -f "${out}/probe.yaml" || die "kruise's webhooks do not answer"
+# Simulated nodes for the run (REF_KWOK_NODES), untainted: the suite's pods carry no toleration.
+# Made only now that kruise runs with the run's gates: an untainted node would take kruise's own
+# new pods too, which need real containers (the webhooks would not answer).
+if ((kwok_nodes > 0)); then
+  made_nodes=1
+  for i in $(seq 0 $((kwok_nodes - 1))); do
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-ref-${i}
+  labels: {${kwok_label}: ${kwok_value}, type: virtual-kubelet, kubernetes.io/hostname: kwok-ref-${i}}
+YAML
+  done
+  wait_for "${kwok_nodes} simulated nodes Ready (is kwok running? hack/cluster.sh status)" 90 sim_nodes_ready ||
+    die "the simulated nodes did not become Ready: see ${KRUISE_WORK}/logs/kwok.log"
+  log "${kwok_nodes} simulated nodes for the run: kwok-ref-0..$((kwok_nodes - 1))"
+fi
+
 restarts() { kubectl -n kruise-system get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].restartCount}{" "}{end}'; }
 before="$(restarts)"
 

@@ -45,6 +45,9 @@
 //	malformed_cases_test.go  its table of malformed objects
 //	malformed_expect_test.go what kruise must answer to each row
 //	podunavailablebudget_test.go  PodUnavailableBudget: a Deployment's budget counted by the controller, created before the pods, through a scale-up
+//	simnodes_test.go         simulated nodes (kwok): a pod scheduled there by zone Running and Ready, kept off without the toleration, removed when its grace period ends
+//	workloadspread_test.go   WorkloadSpread on a CloneSet and a Deployment over simulated zones and pools: 34/33/33%, spot overflow, Adaptive elastic pool;
+//	                         workloadspread_helpers_test.go: the workloads, subsets and spread checks; workloadspread_scope_test.go: untargeted pods never sent
 //	pub_admission_test.go    PodUnavailableBudget admission: concurrent evictions and deletes under maxUnavailable 1, kubectl drain, uncovered pods never sent, an image update refused;
 //	                         pub_helpers_test.go: the workloads and waits they share (disruptive/pub_inplace_test.go: in-place rollouts paced by a budget)
 //

@@ -11,6 +11,7 @@
 //	events.go       Events of pods and other objects, waiting for one
 //	logs.go         pod logs, following a container's log, parsing klog lines
 //	nodes.go        the real node's name, fake and virtual-kubelet Node objects
+//	simnodes.go     simulated nodes (kwok) labelled as zones and pools, their toleration, where pods landed
 //	crr.go          waiting for a ContainerRecreateRequest
 //	sidecar.go      the sidecar terminator's contract, sidecar Jobs and pods
 //	imagepull.go    the image pull contract, ImagePullJob builders and waits
