@@ -46,6 +46,9 @@ type leaderProbe struct {
 	// auditLog is the API server's audit log to read requests from; "" means the local
 	// cluster's (auditLog).
 	auditLog string
+	// user and lease are the process's user in the audit log and its leader-election Lease's
+	// name; "" means kruise-controller's (controllerUser, controller.DefaultLeaseName).
+	user, lease string
 }
 
 // findLeader finds the pod holding the controller's Lease and its process on this node.
@@ -258,8 +261,12 @@ func (p *leaderProbe) measure(name string, from, to snapshot, peak int64) (*wind
 	if path == "" {
 		path = auditLog
 	}
+	user, lease := p.user, p.lease
+	if user == "" {
+		user, lease = controllerUser, controller.DefaultLeaseName
+	}
 	events, err := auditRequestsIn(path, from.at, to.at, func(e *auditEvent) bool {
-		if e.User.Username != controllerUser {
+		if e.User.Username != user {
 			return false
 		}
 		// Both replicas use one service account; the token names the pod.
@@ -272,7 +279,7 @@ func (p *leaderProbe) measure(name string, from, to snapshot, peak int64) (*wind
 	for i := range events {
 		e := &events[i]
 		switch {
-		case e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Name == controller.DefaultLeaseName:
+		case e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Name == lease:
 			w.leaseCalls++
 		case e.Verb == "watch":
 			w.watches++
