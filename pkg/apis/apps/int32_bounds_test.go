@@ -33,7 +33,7 @@ var celBounded = map[string]string{
 	// Advanced StatefulSet (v1beta1).
 	"spec.reserveOrdinals[]": "o <= 2147483647",
 	// WorkloadSpread.
-	"spec.subsets[].maxReplicas":                         "self <= 2147483647",
+	"spec.subsets[].maxReplicas":                         "s.maxReplicas <= 2147483647",
 	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",
 }
 

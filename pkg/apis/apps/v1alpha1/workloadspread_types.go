@@ -46,6 +46,8 @@ type WorkloadSpreadSpec struct {
 
 	// Subsets are filled in order: a new pod goes to the first subset that is schedulable and has
 	// room.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.maxReplicas) || type(s.maxReplicas) != int || (s.maxReplicas >= 0 && s.maxReplicas <= 2147483647))",message="maxReplicas must be a non-negative 32-bit number or a percentage such as \"34%\""
 	Subsets []WorkloadSpreadSubset `json:"subsets" patchStrategy:"merge" patchMergeKey:"name"`
 
 	// ScheduleStrategy is Fixed (a pod stays in the subset it was given) or Adaptive (a pod that
@@ -129,6 +131,7 @@ type WorkloadSpreadSubset struct {
 
 	// PreferredNodeSelectorTerms are appended to the pod's preferred node affinity.
 	// +optional
+	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(p, p.weight <= 2147483647 && p.weight >= -2147483648)",message="weight must be a 32-bit number"
 	PreferredNodeSelectorTerms []corev1.PreferredSchedulingTerm `json:"preferredNodeSelectorTerms,omitempty"`
 
@@ -139,7 +142,6 @@ type WorkloadSpreadSubset struct {
 	// MaxReplicas is how many pods the subset takes: a count, or a percentage of the workload's
 	// replicas rounded up. Unset: no limit.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 0 && self <= 2147483647) : self.matches('^[0-9]{1,9}%$')",message="must be a non-negative 32-bit number or a percentage such as \"34%\""
 	MaxReplicas *intstr.IntOrString `json:"maxReplicas,omitempty"`
 
 	// Patch is a strategic merge patch applied to the pod (labels, annotations, container
