@@ -65,9 +65,13 @@ type okOptions struct {
 	// controllers are the controllers whose workers must have started before the phase begins;
 	// container-launch-priority-controller when empty.
 	controllers []string
-	// exclude are kruise's mutating webhooks besides its pod webhook (mpod.kb.io) that must
-	// leave the phase's namespace alone while kruise-controller is scaled to 0.
-	exclude []string
+	// exclude and excludeValidating are kruise's mutating webhooks besides its pod webhook
+	// (mpod.kb.io), and its validating webhooks, that must leave the phase's namespace alone while
+	// kruise-controller is scaled to 0.
+	exclude, excludeValidating []string
+	// before are further steps run before kruise-manager starts (after kruise-controller is
+	// scaled to 0 and the namespace excluded); each appends its own undo to ok.undo.
+	before []func(ok *openKruise) startStep
 }
 
 // Names of the benchmark's own objects for the OpenKruise phase.
@@ -124,12 +128,17 @@ func (e *env) startOpenKruiseWith(ctx context.Context, t *testing.T, b openKruis
 		{"scale kruise-controller to 0", ok.scaleKruiseDown},
 		{"exclude the namespace from kruise's pod webhook", ok.excludeFromKruise},
 		{"SidecarSet CRD", ok.installSidecarSetCRD},
+	}
+	for _, f := range o.before {
+		steps = append(steps, f(ok))
+	}
+	steps = append(steps, []startStep{
 		{"certificates", ok.writeSecret},
 		{"network namespace", ok.startNetns},
 		{"webhook configuration", ok.createConfig},
 		{"kruise-manager", ok.startManager},
 		{"webhook answering", ok.waitServing},
-	}
+	}...)
 	return ok, runSteps(ctx, t, "OpenKruise phase", steps)
 }
 
@@ -210,7 +219,12 @@ func (ok *openKruise) scaleKruiseDown(ctx context.Context) error {
 
 func (ok *openKruise) excludeFromKruise(ctx context.Context) error {
 	for _, name := range append([]string{podWebhookName}, ok.exclude...) {
-		if err := ok.excludeFromWebhook(ctx, name); err != nil {
+		if err := ok.excludeFromWebhook(ctx, false, name); err != nil {
+			return err
+		}
+	}
+	for _, name := range ok.excludeValidating {
+		if err := ok.excludeFromWebhook(ctx, true, name); err != nil {
 			return err
 		}
 	}
@@ -218,13 +232,27 @@ func (ok *openKruise) excludeFromKruise(ctx context.Context) error {
 }
 
 // excludeFromWebhook adds the phase's namespace to what the namespaceSelector of kruise's
-// mutating webhook name leaves out, and puts the selector back on undo.
-func (ok *openKruise) excludeFromWebhook(ctx context.Context, name string) error {
-	cfgs := ok.e.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	var saved *metav1.LabelSelector
-	edit := func(ctx context.Context, f func(w *admissionregistrationv1.MutatingWebhook)) error {
+// mutating (or, with validating, validating) webhook name leaves out, and puts the selector back
+// on undo.
+func (ok *openKruise) excludeFromWebhook(ctx context.Context, validating bool, name string) error {
+	adm := ok.e.client.AdmissionregistrationV1()
+	// edit applies f to the webhook's namespaceSelector, on the latest configuration.
+	edit := func(ctx context.Context, f func(**metav1.LabelSelector)) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c, err := cfgs.Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
+			if validating {
+				c, err := adm.ValidatingWebhookConfigurations().Get(ctx, certs.ValidatingWebhookConfigurationName, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == name })
+				if i < 0 {
+					return fmt.Errorf("%s has no webhook %s", c.Name, name)
+				}
+				f(&c.Webhooks[i].NamespaceSelector)
+				_, err = adm.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+				return err
+			}
+			c, err := adm.MutatingWebhookConfigurations().Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -232,26 +260,27 @@ func (ok *openKruise) excludeFromWebhook(ctx context.Context, name string) error
 			if i < 0 {
 				return fmt.Errorf("%s has no webhook %s", c.Name, name)
 			}
-			f(&c.Webhooks[i])
-			_, err = cfgs.Update(ctx, c, metav1.UpdateOptions{})
+			f(&c.Webhooks[i].NamespaceSelector)
+			_, err = adm.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
 			return err
 		})
 	}
-	err := edit(ctx, func(w *admissionregistrationv1.MutatingWebhook) {
-		saved = w.NamespaceSelector.DeepCopy()
-		sel := w.NamespaceSelector.DeepCopy()
-		if sel == nil {
-			sel = &metav1.LabelSelector{}
+	var saved *metav1.LabelSelector
+	err := edit(ctx, func(sel **metav1.LabelSelector) {
+		saved = (*sel).DeepCopy()
+		next := (*sel).DeepCopy()
+		if next == nil {
+			next = &metav1.LabelSelector{}
 		}
-		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		next.MatchExpressions = append(next.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ok.ns}})
-		w.NamespaceSelector = sel
+		*sel = next
 	})
 	if err != nil {
 		return err
 	}
 	ok.undo = append(ok.undo, func(ctx context.Context) error {
-		return edit(ctx, func(w *admissionregistrationv1.MutatingWebhook) { w.NamespaceSelector = saved })
+		return edit(ctx, func(sel **metav1.LabelSelector) { *sel = saved })
 	})
 	return nil
 }
