@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
+	"github.com/nodekruise/kruise/pkg/controller/workloadspread"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
@@ -79,6 +80,9 @@ var builders = []Entry{
 	// PodUnavailableBudget's status: runs when either of its gates is on (Entry gates are all
 	// required, so the builder decides).
 	{Name: podunavailablebudget.Name, Build: buildPodUnavailableBudget},
+	// WorkloadSpread's status, deletion costs, adoption and Adaptive rescheduling (gate
+	// WorkloadSpread, as OpenKruise's controller and webhook).
+	{Name: workloadspread.Name, Gates: []featuregate.Feature{features.WorkloadSpread}, Build: buildWorkloadSpread},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -337,6 +341,26 @@ func buildPodUnavailableBudget(d Deps) (Controller, error) {
 		ReplicaSets:          apps.ReplicaSets(),
 		Deployments:          apps.Deployments(),
 		StatefulSets:         apps.StatefulSets(),
+		CloneSets:            kruiseApps.CloneSets(),
+		AdvancedStatefulSets: kruiseApps.StatefulSets(),
+		Scale:                podunavailablebudget.NewScaleFunc(d.Client.Discovery()),
+	})
+}
+
+// buildWorkloadSpread adapts Deps to the WorkloadSpread controller. It shares the budget
+// controller's workload informers and reads other kinds' replicas through their scale subresource.
+func buildWorkloadSpread(d Deps) (Controller, error) {
+	apps := d.InformerFactory.Apps().V1()
+	kruiseApps := d.KruiseInformerFactory.Apps().V1beta1()
+	return workloadspread.New(workloadspread.Config{
+		Config:               d.base(),
+		WorkloadSpreads:      d.KruiseInformerFactory.Apps().V1alpha1().WorkloadSpreads(),
+		Pods:                 d.InformerFactory.Core().V1().Pods(),
+		Nodes:                d.InformerFactory.Core().V1().Nodes(),
+		ReplicaSets:          apps.ReplicaSets(),
+		Deployments:          apps.Deployments(),
+		StatefulSets:         apps.StatefulSets(),
+		Jobs:                 d.InformerFactory.Batch().V1().Jobs(),
 		CloneSets:            kruiseApps.CloneSets(),
 		AdvancedStatefulSets: kruiseApps.StatefulSets(),
 		Scale:                podunavailablebudget.NewScaleFunc(d.Client.Discovery()),

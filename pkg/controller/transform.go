@@ -94,7 +94,7 @@ func stripManagedFields(obj any, owned bool) any {
 // controller read the virtual-kubelet label "type"), owner references and
 // finalizers (small, kept for whoever needs ownership), and kruise's own
 // annotations (the sidecar terminator compares
-// apps.kruise.io/sidecar-terminated-at, which it writes). Other annotations
+// apps.kruise.io/sidecar-terminated-at, which it writes) and pod-deletion-cost. Other annotations
 // (last-applied-configuration, CNI and CSI node annotations, ...) and
 // managedFields are dropped; generateName is kept (pubscope's eviction name
 // patterns).
@@ -110,18 +110,19 @@ func leanMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 		DeletionTimestamp:          in.DeletionTimestamp,
 		DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
 		Labels:                     in.Labels,
-		Annotations:                kruiseAnnotations(in.Annotations),
+		Annotations:                keptAnnotations(in.Annotations),
 		OwnerReferences:            in.OwnerReferences,
 		Finalizers:                 in.Finalizers,
 	}
 }
 
-// kruiseAnnotations returns the annotations in a kruise.io domain
-// (apps.kruise.io/..., kruise.io/...), nil when there are none.
-func kruiseAnnotations(in map[string]string) map[string]string {
+// keptAnnotations returns the annotations in a kruise.io domain
+// (apps.kruise.io/..., kruise.io/...) and controller.kubernetes.io/pod-deletion-cost (the
+// WorkloadSpread controller writes it only where it differs), nil when there are none.
+func keptAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if !isKruiseKey(k) {
+		if !isKruiseKey(k) && k != corev1.PodDeletionCost {
 			continue
 		}
 		if out == nil {
@@ -176,6 +177,9 @@ func isKruiseKey(key string) bool {
 //     owner references, kruise's annotations (kruise.io/related-pub, the in-place update state),
 //     uid, creation and deletion, status.phase and status.conditions (Ready,
 //     InPlaceUpdateReady); the container statuses of a pod under an in-place update (kept whole).
+//   - WorkloadSpread: labels, owner references, the matched-workloadspread and pod-deletion-cost
+//     annotations, uid, creation and deletion, spec.nodeName, status.phase and status.conditions
+//     (Ready, PodScheduled); the pods it adopts it reads whole from the API server.
 //
 // Dropped: init and ephemeral containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,

@@ -74,6 +74,7 @@ func fullPod() *corev1.Pod {
 				"prometheus.io/scrape":                             "true",
 				"cni.projectcalico.org/podIP":                      "10.1.2.3/32",
 				"notkruise.io/x":                                   "dropped: not a kruise.io domain",
+				corev1.PodDeletionCost:                             "-100",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "batch-42", UID: "job-uid-1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 			Finalizers:      []string{"batch.kubernetes.io/job-tracking"},
@@ -253,6 +254,7 @@ var podKept = []field[*corev1.Pod]{
 		return p.Annotations[sidecarterminator.AnnotationTerminatedAt]
 	}},
 	{"metadata.annotations[kruise.io/*]", "kruise's own", func(p *corev1.Pod) any { return p.Annotations["kruise.io/some-flag"] }},
+	{"metadata.annotations[pod-deletion-cost]", "workloadspread (writes it only where it differs)", func(p *corev1.Pod) any { return p.Annotations[corev1.PodDeletionCost] }},
 	{"metadata.ownerReferences", "ownership (small)", func(p *corev1.Pod) any { return p.OwnerReferences }},
 	{"metadata.generateName", "pubscope eviction name patterns (small)", func(p *corev1.Pod) any { return p.GenerateName }},
 	{"metadata.finalizers", "ownership (small)", func(p *corev1.Pod) any { return p.Finalizers }},
@@ -431,6 +433,7 @@ func TestTransformPod(t *testing.T) {
 			Labels: full.Labels,
 			Annotations: map[string]string{
 				sidecarterminator.AnnotationTerminatedAt: full.Annotations[sidecarterminator.AnnotationTerminatedAt],
+				corev1.PodDeletionCost:                   "-100",
 				"kruise.io/some-flag":                    "on",
 			},
 			OwnerReferences: full.OwnerReferences, Finalizers: full.Finalizers,
@@ -895,6 +898,11 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// and deletion, status.phase and status.conditions (all kept), and, of pods an in-place
 		// update touched (a kruise workload's, kept whole), the update state and container statuses.
 		"podunavailablebudget": true,
+		// workloadspread reads labels, owner references, kruise's annotations (matched-workloadspread)
+		// and pod-deletion-cost, uid, creation and deletion, spec.nodeName, status.phase and
+		// status.conditions (Ready, PodScheduled): all kept. Adoption reads the few pods it adopts
+		// whole from the API server.
+		"workloadspread": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

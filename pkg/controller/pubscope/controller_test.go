@@ -73,10 +73,10 @@ func newFixture(t *testing.T, kube []runtime.Object, budgets ...runtime.Object) 
 	f.ctx = ctx
 	kf.Start(ctx.Done())
 	cf.Start(ctx.Done())
-	go ctrl.configInformer.RunWithContext(ctx)
+	go ctrl.scope.Informer().RunWithContext(ctx)
 	kf.WaitForCacheSync(ctx.Done())
 	cf.WaitForCacheSync(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), ctrl.configInformer.HasSynced)
+	cache.WaitForCacheSync(ctx.Done(), ctrl.scope.Informer().HasSynced)
 	return f
 }
 
@@ -85,9 +85,10 @@ func (f *fixture) sync(t *testing.T) time.Duration {
 	t.Helper()
 	stored := f.stored(t)
 	require.Eventually(t, func() bool {
-		c, err := f.ctrl.configs.Get(DefaultConfiguration)
+		obj, ok, err := f.ctrl.scope.Informer().GetStore().GetByKey(DefaultConfiguration)
+		c, _ := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 		// The fake tracker keeps no resourceVersions: compare what sync reads.
-		return err == nil && equality.Semantic.DeepEqual(c.Annotations, stored.Annotations) && equality.Semantic.DeepEqual(c.Webhooks, stored.Webhooks)
+		return err == nil && ok && equality.Semantic.DeepEqual(c.Annotations, stored.Annotations) && equality.Semantic.DeepEqual(c.Webhooks, stored.Webhooks)
 	}, 5*time.Second, 10*time.Millisecond)
 	next, err := f.ctrl.sync(f.ctx, key)
 	require.NoError(t, err)

@@ -5,19 +5,15 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 	pubclient "github.com/nodekruise/kruise/pkg/client/clientset/versioned/typed/policy/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 )
-
-// includeAttempts bounds the retries of Include when another writer changed the configuration.
-const includeAttempts = 5
 
 // Includer widens the pod webhooks' conditions to a budget being admitted, before it is stored.
 // Why at admission: a budget applied right before a drain (or with its workload) must protect
@@ -39,10 +35,6 @@ type Includer struct {
 // serves that configuration from its cache, which its admission reads. A configuration without
 // the two entries (webhooks installed otherwise) is left alone.
 func (in *Includer) Include(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget) error {
-	configuration := in.Configuration
-	if configuration == "" {
-		configuration = DefaultConfiguration
-	}
 	var clk clock.PassiveClock = clock.RealClock{}
 	if in.Clock != nil {
 		clk = in.Clock
@@ -61,44 +53,29 @@ func (in *Includer) Include(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 		}
 	}
 	terms := BudgetTerms(pub, pods)
-	configs := in.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	for range includeAttempts {
-		cfg, err := configs.Get(ctx, configuration, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", configuration, err)
-		}
-		current, found := currentExpressions(cfg)
-		if !found {
-			return nil
-		}
-		pend, err := parsePending(cfg.Annotations)
+	return target(in.Configuration).Include(ctx, in.Client, func(ctx context.Context, current webhookscope.State) (webhookscope.Scope, string, bool, error) {
+		pend, err := webhookscope.ParsePending[pendingEntry](current.Pending)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Dropping the pending PodUnavailableBudgets of the webhook configuration")
 		}
 		now := clk.Now()
-		pend, _ = pend.settle(nil, now)
-		pend[pub.Namespace+"/"+pub.Name] = pending{Terms: terms, Since: metav1.NewTime(now)}
-		want := scope{pod: withTerm(current.pod, "oldObject != null && ", terms.Pod), eviction: withTerm(current.eviction, "", terms.Eviction)}
-		if len(want.pod) > MaxExpressionLength || len(want.eviction) > MaxExpressionLength {
-			coarse, err := in.namespaces(ctx, pub.Namespace, pend)
+		kept, _ := pendingSet(pend).settle(nil, now)
+		kept[pub.Namespace+"/"+pub.Name] = pendingEntry{Terms: terms, Since: metav1.NewTime(now)}
+		pod := withTerm(current.Scope[PodWebhook], "oldObject != null && ", terms.Pod)
+		eviction := withTerm(current.Scope[EvictionWebhook], "", terms.Eviction)
+		if len(pod) > MaxExpressionLength || len(eviction) > MaxExpressionLength {
+			coarse, err := in.namespaces(ctx, pub.Namespace, kept)
 			if err != nil {
-				return err
+				return nil, "", false, err
 			}
-			want = scope{pod: coarse, eviction: coarse}
+			pod, eviction = coarse, coarse
 		}
-		written, err := writeScope(ctx, in.Client, configuration, want, pend, cfg.ResourceVersion)
-		if apierrors.IsConflict(err) {
-			continue
-		}
+		encoded, err := kept.encode()
 		if err != nil {
-			return err
+			return nil, "", false, err
 		}
-		return waitServed(ctx, in.Client, configuration, written.ResourceVersion)
-	}
-	return fmt.Errorf("ValidatingWebhookConfiguration %s kept changing while PodUnavailableBudget %s/%s was added to it", configuration, pub.Namespace, pub.Name)
+		return webhookscope.Scope{PodWebhook: pod, EvictionWebhook: eviction}, encoded, true, nil
+	})
 }
 
 // namespaces is the coarse condition: the namespaces of the stored and pending budgets and ns.
@@ -126,20 +103,4 @@ func withTerm(current, prefix, term string) string {
 		return prefix + "(" + term + ")"
 	}
 	return "(" + current + ") || (" + prefix + term + ")"
-}
-
-// waitServed returns once the API server's cache serves the configuration at resourceVersion or
-// later: a list at that resourceVersion with NotOlderThan is answered from the watch cache once
-// it has caught up, and the API server's admission reads the configurations through an informer
-// fed by that same cache.
-func waitServed(ctx context.Context, client kubernetes.Interface, configuration, resourceVersion string) error {
-	_, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{
-		FieldSelector:        fields.OneTermEqualSelector(metav1.ObjectNameField, configuration).String(),
-		ResourceVersion:      resourceVersion,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the API server to serve ValidatingWebhookConfiguration %s at %s: %w", configuration, resourceVersion, err)
-	}
-	return nil
 }

@@ -1,12 +1,12 @@
 package pubscope
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 )
 
 // PendingAnnotation, on the validating configuration, holds the budgets admitted (Includer) that
@@ -18,56 +18,31 @@ const PendingAnnotation = "pub.kruise.io/pending-scope"
 // admission, or it was deleted at once) stays in the conditions.
 const PendingTTL = 2 * time.Minute
 
-// pending is one admitted budget's terms and when it was admitted.
-type pending struct {
+// pendingEntry is one admitted budget's terms and when it was admitted.
+type pendingEntry struct {
 	Terms `json:",inline"`
 	Since metav1.Time `json:"since"`
 }
 
 // pendingSet is keyed by "<namespace>/<name>".
-type pendingSet map[string]pending
+type pendingSet map[string]pendingEntry
 
 func parsePending(annotations map[string]string) (pendingSet, error) {
-	raw := annotations[PendingAnnotation]
-	if raw == "" {
-		return pendingSet{}, nil
-	}
-	var out pendingSet
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return pendingSet{}, fmt.Errorf("annotation %s: %w", PendingAnnotation, err)
-	}
-	if out == nil {
-		out = pendingSet{}
-	}
-	return out, nil
+	p, err := webhookscope.ParsePending[pendingEntry](annotations[PendingAnnotation])
+	return pendingSet(p), err
 }
 
-func (p pendingSet) encode() (string, error) {
-	if len(p) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", fmt.Errorf("encoding annotation %s: %w", PendingAnnotation, err)
-	}
-	return string(b), nil
-}
+func (p pendingSet) encode() (string, error) { return webhookscope.EncodePending(p) }
 
 // settle is p without the budgets cached shows and those older than PendingTTL, and when the
 // oldest kept one expires (0 with none).
 func (p pendingSet) settle(cached map[string]bool, now time.Time) (pendingSet, time.Duration) {
-	kept := pendingSet{}
-	var next time.Duration
-	for name, e := range p {
-		left := e.Since.Add(PendingTTL).Sub(now)
-		if cached[name] || left <= 0 {
-			continue
+	kept, next := webhookscope.Settle(p, now, func(name string, e pendingEntry) time.Time {
+		if cached[name] {
+			return time.Time{}
 		}
-		kept[name] = e
-		if next == 0 || left < next {
-			next = left
-		}
-	}
+		return e.Since.Add(PendingTTL)
+	})
 	return kept, next
 }
 

@@ -65,9 +65,9 @@ func newFixture(t *testing.T, kube []runtime.Object, sets ...runtime.Object) *fi
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(func() { cancel(); sf.Shutdown() })
 	sf.Start(ctx.Done())
-	go ctrl.configInformer.RunWithContext(ctx)
+	go ctrl.scope.Informer().RunWithContext(ctx)
 	sf.WaitForCacheSync(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), ctrl.configInformer.HasSynced)
+	cache.WaitForCacheSync(ctx.Done(), ctrl.scope.Informer().HasSynced)
 	// sync runs the controller once and returns the Events it recorded.
 	f.sync = func() []string {
 		_, err := ctrl.sync(ctx, key)
@@ -146,13 +146,13 @@ func TestSyncWithoutTheEntry(t *testing.T) {
 
 func TestEventsQueueTheKey(t *testing.T) {
 	f := newFixture(t, []runtime.Object{chartConfiguration()})
-	require.Eventually(t, func() bool { return f.ctrl.queue.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return f.ctrl.scope.Len() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the configuration's add queued the key")
 	other := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}}
 	_, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), other, metav1.CreateOptions{})
 	require.NoError(t, err)
 	assert.True(t, cache.WaitForCacheSync(context.Background().Done(), func() bool { _, err := f.ctrl.configs.Get("someone-else"); return err == nil }))
-	assert.Equal(t, 1, f.ctrl.queue.Len(), "one key however many events")
+	assert.Equal(t, 1, f.ctrl.scope.Len(), "one key however many events")
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }
