@@ -21,6 +21,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
+	"github.com/nodekruise/kruise/pkg/controller/spreadscope"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
@@ -72,6 +73,9 @@ var builders = []Entry{
 	// budgets, so only pods some budget may cover are sent. It runs when either PUB gate is on
 	// (as OpenKruise's budget controller); it idles otherwise and with the webhooks off.
 	{Name: pubscope.Name, Build: buildPUBScope},
+	// WorkloadSpread's scope: its pod webhooks' matchConditions follow the WorkloadSpreads, so
+	// only pods of the workloads some WorkloadSpread targets are sent. It idles with the webhooks off.
+	{Name: spreadscope.Name, Gates: []featuregate.Feature{features.WorkloadSpread}, Build: buildSpreadScope},
 	// The rollout gauges of the four workloads above, read from their caches at scrape time.
 	{Name: workloadmetrics.Name, Build: buildWorkloadMetrics},
 	// Objects stored in an older version (an older kruise, OpenKruise) are rewritten in the storage
@@ -292,6 +296,20 @@ func buildPUBScope(d Deps) (Controller, error) {
 		Budgets:       d.KruiseInformerFactory.Policy().V1alpha1().PodUnavailableBudgets(),
 		Pods:          d.InformerFactory.Core().V1().Pods(),
 		Configuration: certs.ValidatingWebhookConfigurationName,
+	})
+}
+
+// buildSpreadScope adapts Deps to the controller that keeps WorkloadSpread's pod webhooks'
+// matchConditions, in both configurations.
+func buildSpreadScope(d Deps) (Controller, error) {
+	if !d.Options.WebhookEnabled {
+		return idle{name: spreadscope.Name, why: "the webhooks are off"}, nil
+	}
+	return spreadscope.New(spreadscope.Config{
+		Client:                  d.Client,
+		Spreads:                 d.KruiseInformerFactory.Apps().V1alpha1().WorkloadSpreads(),
+		MutatingConfiguration:   certs.MutatingWebhookConfigurationName,
+		ValidatingConfiguration: certs.ValidatingWebhookConfigurationName,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -83,6 +84,9 @@ func Run(ctx context.Context, o *Options) error {
 	if d.webhookMetadata, err = metadata.NewForConfig(whCfg); err != nil {
 		return fmt.Errorf("creating the webhook metadata client: %w", err)
 	}
+	if d.webhookDynamic, err = dynamic.NewForConfig(whCfg); err != nil {
+		return fmt.Errorf("creating the webhook dynamic client: %w", err)
+	}
 	if d.crdClient, err = newCRDClient(cfg); err != nil {
 		return fmt.Errorf("creating apiextensions client: %w", err)
 	}
@@ -122,6 +126,9 @@ type deps struct {
 	webhookKruiseClient versioned.Interface
 	// webhookMetadata lists a CRD's objects for deletion protection (nil: migrationClient).
 	webhookMetadata metadata.Interface
+	// webhookDynamic reads WorkloadSpread targets of any kind (nil: percentages of maxReplicas
+	// count 0 replicas and patches are not tried at admission; tests).
+	webhookDynamic dynamic.Interface
 	// webhookClock is the certificate manager's; nil is the real clock.
 	webhookClock clock.WithTicker
 	// webhookListening, if set, is told the bound webhook address.

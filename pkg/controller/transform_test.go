@@ -890,6 +890,8 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// podunavailablebudget-scope reads a pod's namespace, name, generateName, labels and owner
 		// references (all in podKept).
 		"podunavailablebudget-scope": true,
+		// workloadspread-scope reads WorkloadSpreads and the webhook configurations only, no Pod or Node.
+		"workloadspread-scope": true,
 		// workloadmetrics reads CloneSets, StatefulSets, DaemonSets and SidecarSets only, no Pod or Node.
 		"workloadmetrics": true,
 		// storage-version-migrator reads CRDs and lists object metadata from the API server, no cache.

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/spreadinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -41,6 +42,9 @@ type webhooks struct {
 	// budgets are what the pod disruption webhook asks (nil with both PodUnavailableBudget gates
 	// off); their cache runs with the server.
 	budgets *podBudgets
+	// spreads are what WorkloadSpread's pod webhooks read (nil with gate WorkloadSpread off);
+	// their caches run with the server.
+	spreads *spreadCaches
 }
 
 // newWebhooks builds the certificate manager and the webhook server with
@@ -49,7 +53,8 @@ type webhooks struct {
 // ImagePullJobs, ImageListPullJobs, the workloads and SidecarSets (which list
 // SidecarSets and their ControllerRevisions in namespace at each request), with
 // ResourcesDeletionProtection the deletion protection of Namespaces and CRDs
-// (which lists their pods, claims or objects at each request), and /convert. Admission reads with the webhook clients (d.webhookClients), whose
+// (which lists their pods, claims or objects at each request), WorkloadSpreads (validation
+// always; with gate WorkloadSpread the pod create placement and delete accounting), and /convert. Admission reads with the webhook clients (d.webhookClients), whose
 // rate limit is not the controllers': a busy controller never delays an
 // answer to the API server. It does not call the API
 // server.
@@ -134,6 +139,14 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if budgets != nil {
 		paths = append(paths, disruption.Path)
 	}
+	spreads, err := handleWorkloadSpreads(o, srv, client, kruiseClient, d.webhookDynamic, namespace)
+	if err != nil {
+		return nil, err
+	}
+	paths = append(paths, validate.WorkloadSpreadPath)
+	if spreads != nil {
+		paths = append(paths, spreadinjection.Path, spreadinjection.DeletePath)
+	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err
@@ -141,7 +154,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if err := srv.Handle(conversion.Path, convert); err != nil {
 		return nil, err
 	}
-	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, budgets: budgets, paths: append(paths, conversion.Path)}, nil
+	return &webhooks{certs: mgr, server: srv, sidecars: sidecars, budgets: budgets, spreads: spreads, paths: append(paths, conversion.Path)}, nil
 }
 
 // handlePodUnavailableBudgets mounts the budget's validating webhook (always: with both gates off
@@ -214,6 +227,14 @@ func (w *webhooks) run(ctx context.Context, start func(func() error)) {
 			w.budgets.start(ctx)
 			<-ctx.Done()
 			w.budgets.shutdown()
+			return nil
+		})
+	}
+	if w.spreads != nil {
+		start(func() error {
+			w.spreads.start(ctx)
+			<-ctx.Done()
+			w.spreads.shutdown()
 			return nil
 		})
 	}

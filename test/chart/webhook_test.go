@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
+	"github.com/nodekruise/kruise/pkg/controller/spreadscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
@@ -35,7 +36,16 @@ const (
 // A test CA (PEM); the chart only checks its shape and base64-encodes it.
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIBATAKBggqhkjOPQQDAjAAMB4XDTI1MDEwMTAwMDAwMFoX\n-----END CERTIFICATE-----\n"
 
+// mutating is the mutating configuration without the WorkloadSpread entry (checked in
+// spread_webhook_test.go, with mutatingWithSpread).
 func (r rendered) mutating(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	m := r.mutatingWithSpread(t).DeepCopy()
+	m.Webhooks = slices.DeleteFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == spreadscope.CreateWebhook })
+	return m
+}
+
+func (r rendered) mutatingWithSpread(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
 	obj, ok := r[mutatingKey]
 	require.True(t, ok, "no mutating configuration in %v", r.keys())
@@ -192,6 +202,9 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	assert.EqualValues(t, 3, *objs.mutating(t).Webhooks[0].TimeoutSeconds)
 	assert.EqualValues(t, 3, *w.TimeoutSeconds)
 	for _, v := range objs.validating(t).Webhooks {
+		if v.Name == spreadscope.DeleteWebhook || v.Name == spreadscope.EvictionWebhook {
+			continue // always Ignore: accounting that never refuses
+		}
 		assert.Equal(t, admissionregistrationv1.Fail, *v.FailurePolicy, "%s: each group has its own value", v.Name)
 		assert.EqualValues(t, 3, *v.TimeoutSeconds, v.Name)
 	}
@@ -213,7 +226,7 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 		objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{name: admissionregistrationv1.Ignore})
 	}
 
-	for _, group := range []string{"pod", "sidecarSetInjection", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet", "sidecarSet"} {
+	for _, group := range []string{"pod", "sidecarSetInjection", "containerRecreateRequest", "imagePullJob", "cloneSet", "statefulSet", "daemonSet", "sidecarSet", "workloadSpread"} {
 		out, err := runHelm(t, "template", "kruise", chartDir(t), "--kube-version", kubeVersion,
 			"--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+group+"=ignore")
 		require.Error(t, err, group)
@@ -259,8 +272,9 @@ func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWe
 func (r rendered) checkValidating(t *testing.T, policies map[string]admissionregistrationv1.FailurePolicyType) {
 	t.Helper()
 	v := r.validating(t).DeepCopy()
-	// The PodUnavailableBudget entries (pods, policy.kruise.io) are checked in pub_webhook_test.go.
-	v.Webhooks = slices.DeleteFunc(v.Webhooks, isPUBWebhook)
+	// The PodUnavailableBudget entries (pods, policy.kruise.io) are checked in pub_webhook_test.go,
+	// WorkloadSpread's in spread_webhook_test.go.
+	v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return isPUBWebhook(w) || isSpreadWebhook(w) })
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	want := []struct {
@@ -485,6 +499,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		switch {
 		case isPUBWebhook(w):
 			checkPUBConditions(t, w, "ops")
+		case isSpreadWebhook(w):
+			checkSpreadConditions(t, w, "ops")
 		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io":
 			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 		case w.Name == "vsidecarset.kb.io":

@@ -47,7 +47,7 @@ func TestSpreadTerms(t *testing.T) {
 		{name: "any kind, a long name: evictions by namespace", ws: ws("team", "s", "example.com/v1", "Thing", strings.Repeat("x", 60)),
 			evicted: "(request.namespace == 'team')"},
 		{name: "core group", ws: ws("team", "s", "v1", "ReplicationController", "rc"),
-			create: "(request.namespace == 'team' && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.apiVersion == 'v1' && r.kind == 'ReplicationController' && r.name == 'rc'))",
+			create:  "(request.namespace == 'team' && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.apiVersion == 'v1' && r.kind == 'ReplicationController' && r.name == 'rc'))",
 			evicted: "(request.namespace == 'team' && request.name.matches('^rc-[a-z0-9]{5}$'))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -162,4 +162,3 @@ func spreadConflict(ws *appsv1alpha1.WorkloadSpread, others []appsv1alpha1.Workl
 	}
 	return nil
 }
-

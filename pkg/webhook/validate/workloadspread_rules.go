@@ -22,9 +22,9 @@ import (
 )
 
 // MaxSpreadSubsets bounds the work one admission does (each subset's terms parsed and patch
-// tried). OpenKruise sets no bound; a spread is a handful of zones or pools, so this refuses
-// nothing real.
-const MaxSpreadSubsets = 500
+// tried): the CRD's bound (maxItems), checked again here for a spread the schema did not see.
+// OpenKruise sets no bound; a spread is a handful of zones or pools, so this refuses nothing real.
+const MaxSpreadSubsets = 1000
 
 // maxScheduleFailedSeconds is how long an Adaptive subset stays unschedulable (OpenKruise's 300 s):
 // rescheduleCriticalSeconds times the subsets a pod may pass through must stay below it, less 5 s

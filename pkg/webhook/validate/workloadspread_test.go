@@ -151,7 +151,7 @@ func TestWorkloadSpreadRefusals(t *testing.T) {
 			ws: mod(ref["zones"], func(ws *appsv1alpha1.WorkloadSpread) { ws.Spec.TargetReference.APIVersion = "a/b/c" })},
 		{name: "no subset", reason: ReasonInvalidSubsets, message: "at least one subset",
 			ws: mod(ref["zones"], func(ws *appsv1alpha1.WorkloadSpread) { ws.Spec.Subsets = nil })},
-		{name: "too many subsets", reason: ReasonInvalidSubsets, message: "must have at most 500 items",
+		{name: "too many subsets", reason: ReasonInvalidSubsets, message: "must have at most 1000 items",
 			ws: mod(ref["one subset"], func(ws *appsv1alpha1.WorkloadSpread) {
 				ws.Spec.Subsets = make([]appsv1alpha1.WorkloadSpreadSubset, MaxSpreadSubsets+1)
 			})},
