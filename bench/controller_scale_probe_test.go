@@ -113,7 +113,10 @@ func sum(m map[string]float64) float64 {
 	return t
 }
 
-var queueLabel = regexp.MustCompile(`name="([^"]*)"`)
+var (
+	queueLabel      = regexp.MustCompile(`name="([^"]*)"`)
+	controllerLabel = regexp.MustCompile(`controller="([^"]*)"`)
+)
 
 // scrape reads the controller's /metrics.
 func (p *leaderProbe) scrape(ctx context.Context) (queueMetrics, error) {
@@ -154,6 +157,12 @@ func (p *leaderProbe) scrape(ctx context.Context) (queueMetrics, error) {
 		switch name {
 		case "workqueue_work_duration_seconds_count":
 			m.processed[queue] = v
+		case "controller_runtime_reconcile_total":
+			// controller-runtime's (OpenKruise's kruise-manager), which registers no workqueue
+			// metrics: one reconcile per finished key, summed over its results.
+			if g := controllerLabel.FindStringSubmatch(labels); g != nil {
+				m.processed[g[1]] += v
+			}
 		case "workqueue_adds_total":
 			m.adds[queue] = v
 		case "workqueue_depth":

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -44,10 +45,8 @@ var (
 
 const (
 	wsScaleImage = "registry.bench.invalid/ws/app:v1"
-	// The namespaces of kruise's and OpenKruise's WorkloadSpreads: each has its own pods, so
-	// that neither controller finds the other's deletion costs already written.
-	wsScaleNS   = "bench-ws-kruise"
-	wsScaleOKNS = "bench-ws-openkruise"
+	// wsScaleNS holds the pods and WorkloadSpreads of both runs in turn.
+	wsScaleNS = "bench-ws-scale"
 	// okWSController is OpenKruise's WorkloadSpread controller (its workqueue's name).
 	okWSController = "workloadspread-controller"
 )
@@ -70,9 +69,9 @@ var (
 // kruise-controller runs first as a host process (webhooks off: nothing is admitted here);
 // windows: the WorkloadSpreads' creation until every status is correct and the controller
 // quiet, then idle (asserted: no reconcile, no API request but Lease renewals). Then it is
-// stopped, its WorkloadSpreads deleted, and OpenKruise v1.9.0's kruise-manager runs the same
-// windows on a second namespace of the same shape (its own pods, so that it finds no deletion
-// cost written by kruise).
+// stopped, its WorkloadSpreads deleted and the deletion costs it wrote removed from the pods, and
+// OpenKruise v1.9.0's kruise-manager runs the same windows on the same pods, on its own
+// WorkloadSpread CRD (ws_openkruise_test.go).
 func TestWSScale(t *testing.T) {
 	dir := os.Getenv("BENCH_WS_SCALE_DIR")
 	if dir == "" {
@@ -105,28 +104,17 @@ func TestWSScale(t *testing.T) {
 	c.createNodesLabelled(t, wsScaleNodes, func(i int) map[string]string {
 		return map[string]string{corev1.LabelTopologyZone: wsZones[i%len(wsZones)]}
 	})
-	var namespaces []string
-	if wsScaleKruise {
-		namespaces = append(namespaces, wsScaleNS)
-	}
-	if wsScaleOpenKruise {
-		namespaces = append(namespaces, wsScaleOKNS)
-	}
-	for _, ns := range append([]string{controller.DefaultNamespace}, namespaces...) {
+	for _, ns := range []string{controller.DefaultNamespace, wsScaleNS} {
 		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := time.Now()
-	for _, ns := range namespaces {
-		if err := createReplicaSetPods(ctx, c, ns, wsScaleSets, wsScalePods, wsSetName, wsScaleImage, wsAdmitted); err != nil {
-			t.Fatal(err)
-		}
+	if err := createReplicaSetPods(ctx, c, wsScaleNS, wsScaleSets, wsScalePods, wsSetName, wsScaleImage, wsAdmitted); err != nil {
+		t.Fatal(err)
 	}
-	for _, ns := range namespaces {
-		waitPodsReady(ctx, t, c, ns, total, wsScaleTimeout)
-	}
-	t.Logf("%d pods created and Ready in %s", total*len(namespaces), time.Since(start).Round(time.Second))
+	waitPodsReady(ctx, t, c, wsScaleNS, total, wsScaleTimeout)
+	t.Logf("%d pods created and Ready in %s", total, time.Since(start).Round(time.Second))
 
 	var rows []string
 	var ours, theirs wsRun
@@ -145,7 +133,7 @@ func TestWSScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		theirs = runWSWindows(ctx, t, c, okWS{dyn}, okProbe, "OpenKruise v1.9.0", wsScaleOKNS)
+		theirs = runWSWindows(ctx, t, c, okWS{dyn}, okProbe, "OpenKruise v1.9.0", wsScaleNS)
 		rows = append(rows, theirs.rows()...)
 	}
 	if wsScaleKruise && wsScaleOpenKruise {
@@ -184,6 +172,11 @@ func runKruiseWS(ctx context.Context, t *testing.T, c *kwokCluster, dir string) 
 		if err := c.kruise.AppsV1alpha1().WorkloadSpreads(wsScaleNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
+		if err := stripDeletionCosts(ctx, c, wsScaleNS); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kruise's deletion costs removed from the pods in %s", time.Since(start).Round(time.Second))
 	}
 	return ours
 }
@@ -355,6 +348,29 @@ func countDeletionCosts(ctx context.Context, t *testing.T, c *kwokCluster, ns st
 		}
 	}
 	return n
+}
+
+// stripDeletionCosts removes the deletion cost from every pod of ns that has one, so that the
+// next controller finds the pods as the first did.
+func stripDeletionCosts(ctx context.Context, c *kwokCluster, ns string) error {
+	list, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return err
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, appsv1alpha1.PodDeletionCostAnnotation))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i := range list.Items {
+		if _, ok := list.Items[i].Annotations[appsv1alpha1.PodDeletionCostAnnotation]; !ok {
+			continue
+		}
+		name := list.Items[i].Name
+		g.Go(func() error {
+			_, err := c.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // stopHostController stops the kruise-controller of probe (SIGTERM) and waits until it is gone.
