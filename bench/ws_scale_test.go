@@ -88,7 +88,7 @@ func TestWSScale(t *testing.T) {
 		})
 	}
 	total := wsScaleSets * wsScalePods
-	t.Logf("shape: %d ReplicaSets x %d pods = %d pods (per controller) on %d kwok nodes in %d zones, one WorkloadSpread each (%s); QPS %d; idle %s; OpenKruise %t; dir %s",
+	t.Logf("shape: %d ReplicaSets x %d pods = %d pods (both controllers in turn) on %d kwok nodes in %d zones, one WorkloadSpread each (%s); QPS %d; idle %s; OpenKruise %t; dir %s",
 		wsScaleSets, wsScalePods, total, wsScaleNodes, len(wsZones), wsZonesShape, wsScaleQPS, wsScaleIdle, wsScaleOpenKruise, dir)
 	ctx := context.Background()
 	var build openKruiseBuild
