@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -130,6 +130,13 @@ bench-pub: deploy ## PodUnavailableBudget: pod DELETE and eviction latency with 
 bench-pub-scale: deps build ## PodUnavailableBudget controller with 10,000 pods on kwok nodes, private control plane: time to correct status, idle CPU, RSS, reconciles, requests.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
 	  go test -tags bench -count=1 -v -timeout 60m -run TestPUBScale ./bench/...
+
+bench-ws: deploy ## WorkloadSpread: pod create latency added by its webhook, targeted pods and others, kruise vs OpenKruise v1.9.0 vs no webhook (BENCHMARKS.md).
+	$(BENCH_GO_TEST) -timeout 30m -run TestWSLatency ./bench/...
+
+bench-ws-scale: deps build ## WorkloadSpread controllers, 500 spreads over 10,000 pods on kwok nodes in 3 zones, private control plane: time to correct status, idle CPU, RSS, reconciles, requests; kruise vs OpenKruise v1.9.0.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 60m -run TestWSScale ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh

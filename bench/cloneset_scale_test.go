@@ -99,7 +99,7 @@ func TestCloneSetScale(t *testing.T) {
 	before := podUIDs(ctx, t, c, total)
 
 	// 2. Idle: nothing changes.
-	windows = append(windows, measureIdle(ctx, t, probe, "idle"))
+	windows = append(windows, measureIdle(ctx, t, probe, "idle", csIdle))
 
 	// 3. Rollout: every CloneSet's image changes; in place, every pod keeps its UID.
 	peak = watchRSS(probe.pid, 500*time.Millisecond)
@@ -117,7 +117,7 @@ func TestCloneSetScale(t *testing.T) {
 	checkRolledOut(ctx, t, c, before)
 
 	// 4. Idle again, after every pod has changed once.
-	windows = append(windows, measureIdle(ctx, t, probe, "idle after rollout"))
+	windows = append(windows, measureIdle(ctx, t, probe, "idle after rollout", csIdle))
 
 	var rows []string
 	for _, w := range windows {
@@ -163,12 +163,12 @@ func TestCloneSetScale(t *testing.T) {
 	}
 }
 
-// measureIdle measures csIdle of nothing happening.
-func measureIdle(ctx context.Context, t *testing.T, probe *leaderProbe, name string) *window {
+// measureIdle measures d of nothing happening.
+func measureIdle(ctx context.Context, t *testing.T, probe *leaderProbe, name string, d time.Duration) *window {
 	t.Helper()
 	peak := watchRSS(probe.pid, time.Second)
 	from := mustSnapshot(ctx, t, probe)
-	time.Sleep(csIdle)
+	time.Sleep(d) // the window itself: nothing is awaited
 	to := mustSnapshot(ctx, t, probe)
 	return mustMeasure(t, probe, name, from, to, peak.Stop())
 }

@@ -46,6 +46,9 @@ type leaderProbe struct {
 	// auditLog is the API server's audit log to read requests from; "" means the local
 	// cluster's (auditLog).
 	auditLog string
+	// user and lease are the process's user in the audit log and its leader-election Lease's
+	// name; "" means kruise-controller's (controllerUser, controller.DefaultLeaseName).
+	user, lease string
 }
 
 // findLeader finds the pod holding the controller's Lease and its process on this node.
@@ -110,7 +113,10 @@ func sum(m map[string]float64) float64 {
 	return t
 }
 
-var queueLabel = regexp.MustCompile(`name="([^"]*)"`)
+var (
+	queueLabel      = regexp.MustCompile(`name="([^"]*)"`)
+	controllerLabel = regexp.MustCompile(`controller="([^"]*)"`)
+)
 
 // scrape reads the controller's /metrics.
 func (p *leaderProbe) scrape(ctx context.Context) (queueMetrics, error) {
@@ -151,6 +157,12 @@ func (p *leaderProbe) scrape(ctx context.Context) (queueMetrics, error) {
 		switch name {
 		case "workqueue_work_duration_seconds_count":
 			m.processed[queue] = v
+		case "controller_runtime_reconcile_total":
+			// controller-runtime's (OpenKruise's kruise-manager), which registers no workqueue
+			// metrics: one reconcile per finished key, summed over its results.
+			if g := controllerLabel.FindStringSubmatch(labels); g != nil {
+				m.processed[g[1]] += v
+			}
 		case "workqueue_adds_total":
 			m.adds[queue] = v
 		case "workqueue_depth":
@@ -258,8 +270,12 @@ func (p *leaderProbe) measure(name string, from, to snapshot, peak int64) (*wind
 	if path == "" {
 		path = auditLog
 	}
+	user, lease := p.user, p.lease
+	if user == "" {
+		user, lease = controllerUser, controller.DefaultLeaseName
+	}
 	events, err := auditRequestsIn(path, from.at, to.at, func(e *auditEvent) bool {
-		if e.User.Username != controllerUser {
+		if e.User.Username != user {
 			return false
 		}
 		// Both replicas use one service account; the token names the pod.
@@ -272,7 +288,7 @@ func (p *leaderProbe) measure(name string, from, to snapshot, peak int64) (*wind
 	for i := range events {
 		e := &events[i]
 		switch {
-		case e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Name == controller.DefaultLeaseName:
+		case e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Name == lease:
 			w.leaseCalls++
 		case e.Verb == "watch":
 			w.watches++

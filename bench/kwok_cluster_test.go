@@ -53,8 +53,13 @@ const (
 )
 
 // Users of the private API server, each with a static bearer token: all in system:masters. The
-// controller's is the name the audit filter of leaderProbe.measure looks for.
-var kwokClusterUsers = []string{"admin", "kube-scheduler", "kwok", controllerUser}
+// controller's is the name the audit filter of leaderProbe.measure looks for; OpenKruise's
+// kruise-manager, run beside it by some benchmarks, has a name of its own.
+var kwokClusterUsers = []string{"admin", "kube-scheduler", "kwok", controllerUser, openKruiseUser}
+
+// openKruiseUser is OpenKruise's kruise-manager on the private API server (audited as the
+// controller is).
+const openKruiseUser = "openkruise-manager"
 
 // kwokCluster is a running private control plane.
 type kwokCluster struct {
@@ -200,9 +205,9 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  users: [%q]
+  users: [%q, %q]
 - level: None
-`, controllerUser))
+`, controllerUser, openKruiseUser))
 
 	port := freeLoopbackPort(t)
 	c.host = fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -315,12 +320,23 @@ func (c *kwokCluster) installCRDs(t *testing.T, dir string) {
 // createNodes creates n Nodes for kwok to manage and waits until all are Ready.
 func (c *kwokCluster) createNodes(t *testing.T, n int) {
 	t.Helper()
+	c.createNodesLabelled(t, n, nil)
+}
+
+// createNodesLabelled is createNodes with the further labels of node i from labels (nil: none).
+func (c *kwokCluster) createNodesLabelled(t *testing.T, n int, labels func(i int) map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	for i := range n {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:   fmt.Sprintf("kwok-node-%04d", i),
 			Labels: map[string]string{kwokNodeLabel: "true", corev1.LabelHostname: fmt.Sprintf("kwok-node-%04d", i)},
 		}}
+		if labels != nil {
+			for k, v := range labels(i) {
+				node.Labels[k] = v
+			}
+		}
 		if _, err := c.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating node %s: %v", node.Name, err)
 		}

@@ -55,6 +55,23 @@ type openKruise struct {
 	proc    *process
 	undo    []func(context.Context) error // in reverse order
 	webhook string                        // its pod webhook's URL, as the API server calls it
+	okOptions
+}
+
+// okOptions is what a benchmark may change of the phase.
+type okOptions struct {
+	// gates are kruise-manager's feature gates; okDefaultGates when empty.
+	gates string
+	// controllers are the controllers whose workers must have started before the phase begins;
+	// container-launch-priority-controller when empty.
+	controllers []string
+	// exclude and excludeValidating are kruise's mutating webhooks besides its pod webhook
+	// (mpod.kb.io), and its validating webhooks, that must leave the phase's namespace alone while
+	// kruise-controller is scaled to 0.
+	exclude, excludeValidating []string
+	// before are further steps run before kruise-manager starts (after kruise-controller is
+	// scaled to 0 and the namespace excluded); each appends its own undo to ok.undo.
+	before []func(ok *openKruise) startStep
 }
 
 // Names of the benchmark's own objects for the OpenKruise phase.
@@ -90,7 +107,19 @@ const (
 //     webhook is only served when the SidecarSet CRD exists: the benchmark installs
 //     OpenKruise's for the phase if the cluster has none, and removes it.
 func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBuild) (*openKruise, error) {
+	return e.startOpenKruiseWith(ctx, t, b, okOptions{})
+}
+
+// startOpenKruiseWith is startOpenKruise with the options o.
+func (e *env) startOpenKruiseWith(ctx context.Context, t *testing.T, b openKruiseBuild, o okOptions) (*openKruise, error) {
+	if o.gates == "" {
+		o.gates = okDefaultGates
+	}
+	if len(o.controllers) == 0 {
+		o.controllers = []string{"container-launch-priority-controller"}
+	}
 	ok, err := e.newOpenKruise(b)
+	ok.okOptions = o
 	if err != nil {
 		return ok, err
 	}
@@ -99,12 +128,17 @@ func (e *env) startOpenKruise(ctx context.Context, t *testing.T, b openKruiseBui
 		{"scale kruise-controller to 0", ok.scaleKruiseDown},
 		{"exclude the namespace from kruise's pod webhook", ok.excludeFromKruise},
 		{"SidecarSet CRD", ok.installSidecarSetCRD},
+	}
+	for _, f := range o.before {
+		steps = append(steps, f(ok))
+	}
+	steps = append(steps, []startStep{
 		{"certificates", ok.writeSecret},
 		{"network namespace", ok.startNetns},
 		{"webhook configuration", ok.createConfig},
 		{"kruise-manager", ok.startManager},
 		{"webhook answering", ok.waitServing},
-	}
+	}...)
 	return ok, runSteps(ctx, t, "OpenKruise phase", steps)
 }
 
@@ -184,38 +218,69 @@ func (ok *openKruise) scaleKruiseDown(ctx context.Context) error {
 }
 
 func (ok *openKruise) excludeFromKruise(ctx context.Context) error {
-	cfgs := ok.e.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	var saved *metav1.LabelSelector
-	edit := func(ctx context.Context, f func(w *admissionregistrationv1.MutatingWebhook)) error {
+	for _, name := range append([]string{podWebhookName}, ok.exclude...) {
+		if err := ok.excludeFromWebhook(ctx, false, name); err != nil {
+			return err
+		}
+	}
+	for _, name := range ok.excludeValidating {
+		if err := ok.excludeFromWebhook(ctx, true, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// excludeFromWebhook adds the phase's namespace to what the namespaceSelector of kruise's
+// mutating (or, with validating, validating) webhook name leaves out, and puts the selector back
+// on undo.
+func (ok *openKruise) excludeFromWebhook(ctx context.Context, validating bool, name string) error {
+	adm := ok.e.client.AdmissionregistrationV1()
+	// edit applies f to the webhook's namespaceSelector, on the latest configuration.
+	edit := func(ctx context.Context, f func(**metav1.LabelSelector)) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c, err := cfgs.Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
+			if validating {
+				c, err := adm.ValidatingWebhookConfigurations().Get(ctx, certs.ValidatingWebhookConfigurationName, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				i := slices.IndexFunc(c.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == name })
+				if i < 0 {
+					return fmt.Errorf("%s has no webhook %s", c.Name, name)
+				}
+				f(&c.Webhooks[i].NamespaceSelector)
+				_, err = adm.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+				return err
+			}
+			c, err := adm.MutatingWebhookConfigurations().Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			i := slices.IndexFunc(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == podWebhookName })
+			i := slices.IndexFunc(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == name })
 			if i < 0 {
-				return fmt.Errorf("%s has no webhook %s", c.Name, podWebhookName)
+				return fmt.Errorf("%s has no webhook %s", c.Name, name)
 			}
-			f(&c.Webhooks[i])
-			_, err = cfgs.Update(ctx, c, metav1.UpdateOptions{})
+			f(&c.Webhooks[i].NamespaceSelector)
+			_, err = adm.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
 			return err
 		})
 	}
-	err := edit(ctx, func(w *admissionregistrationv1.MutatingWebhook) {
-		saved = w.NamespaceSelector.DeepCopy()
-		sel := w.NamespaceSelector.DeepCopy()
-		if sel == nil {
-			sel = &metav1.LabelSelector{}
+	var saved *metav1.LabelSelector
+	err := edit(ctx, func(sel **metav1.LabelSelector) {
+		saved = (*sel).DeepCopy()
+		next := (*sel).DeepCopy()
+		if next == nil {
+			next = &metav1.LabelSelector{}
 		}
-		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		next.MatchExpressions = append(next.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ok.ns}})
-		w.NamespaceSelector = sel
+		*sel = next
 	})
 	if err != nil {
 		return err
 	}
 	ok.undo = append(ok.undo, func(ctx context.Context) error {
-		return edit(ctx, func(w *admissionregistrationv1.MutatingWebhook) { w.NamespaceSelector = saved })
+		return edit(ctx, func(sel **metav1.LabelSelector) { *sel = saved })
 	})
 	return nil
 }
@@ -307,13 +372,34 @@ func (ok *openKruise) writeSecret(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certPEM, keyPEM, err := servingCert(ca, caKey)
 	if err != nil {
 		return err
 	}
+	// OpenKruise's external-certificate keys (cert-manager's).
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: certs.SecretName, Namespace: ok.ns},
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			"ca.crt":  bundle,
+			"tls.crt": certPEM,
+			"tls.key": keyPEM,
+		},
+	}
+	_, err = ok.e.client.CoreV1().Secrets(ok.ns).Create(ctx, s, metav1.CreateOptions{})
+	return err // deleted with the namespace
+}
+
+// servingCert is a serving certificate for 127.0.0.1 and localhost, valid for a day, signed by
+// ca (key caKey), and its key, both PEM.
+func servingCert(ca *x509.Certificate, caKey any) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
@@ -328,24 +414,13 @@ func (ok *openKruise) writeSecret(ctx context.Context) error {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return fmt.Errorf("signing OpenKruise's serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("signing OpenKruise's serving certificate: %w", err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	// OpenKruise's external-certificate keys (cert-manager's).
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: certs.SecretName, Namespace: ok.ns},
-		Type:       corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			"ca.crt":  bundle,
-			"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		},
-	}
-	_, err = ok.e.client.CoreV1().Secrets(ok.ns).Create(ctx, s, metav1.CreateOptions{})
-	return err // deleted with the namespace
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 func (ok *openKruise) startNetns(ctx context.Context) error {
@@ -417,42 +492,57 @@ func (ok *openKruise) createConfig(ctx context.Context) error {
 }
 
 func (ok *openKruise) startManager(context.Context) error {
-	logPath := filepath.Join(ok.dir, "kruise-manager.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	cmd := ok.netns.command(ok.build.bin,
+	proc, err := startManagerProcess(ok.netns, ok.build.bin, ok.dir, os.Getenv("KUBECONFIG"), ok.ns,
 		"--enable-leader-election=false",
 		"--metrics-addr=0",
-		"--health-probe-addr=127.0.0.1:8000",
-		"--enable-pprof=false",
-		"--protection-log-path="+filepath.Join(ok.dir, "log"),
-		// KruiseDaemon=false: no CRR/NodeImage/ImagePullJob controllers on kruise's objects.
-		// The pod webhook's WorkloadSpread and PodUnavailableBudget steps look up kinds this
-		// cluster does not serve: off.
-		"--feature-gates=KruiseDaemon=false,EnableExternalCerts=true,WorkloadSpread=false,PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
-		"--v=2",
+		"--feature-gates="+ok.gates,
 	)
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+os.Getenv("KUBECONFIG"),
-		"POD_NAMESPACE="+ok.ns,
-		"WEBHOOK_PORT="+okInNetnsPort,
-		"WEBHOOK_CERT_DIR="+filepath.Join(ok.dir, "certs"),
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	proc, err := startProcess(cmd)
 	if err != nil {
-		logFile.Close()
 		return err
 	}
 	ok.proc = proc
 	ok.undo = append(ok.undo, func(context.Context) error {
 		proc.stop(10 * time.Second)
-		logFile.Close()
 		return nil
 	})
 	return nil
+}
+
+// okDefaultGates are the phase's feature gates unless a benchmark sets others. KruiseDaemon=false:
+// no CRR/NodeImage/ImagePullJob controllers on kruise's objects. The pod webhook's WorkloadSpread
+// and PodUnavailableBudget steps are off: the launch-priority phase needs neither.
+const okDefaultGates = "KruiseDaemon=false,EnableExternalCerts=true,WorkloadSpread=false,PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false"
+
+// startManagerProcess starts kruise-manager in n with the arguments every run shares (no pprof,
+// its protection log, a health probe and webhook port of its own inside n, --v=2) and args,
+// talking to the API server of kubeconfig as if it ran in namespace podNS; its log is
+// dir/kruise-manager.log, closed when it ends.
+func startManagerProcess(n *netns, bin, dir, kubeconfig, podNS string, args ...string) (*process, error) {
+	logPath := filepath.Join(dir, "kruise-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := n.command(bin, append([]string{
+		"--health-probe-addr=127.0.0.1:8000",
+		"--enable-pprof=false",
+		"--protection-log-path=" + filepath.Join(dir, "log"),
+		"--v=2",
+	}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+kubeconfig,
+		"POD_NAMESPACE="+podNS,
+		"WEBHOOK_PORT="+okInNetnsPort,
+		"WEBHOOK_CERT_DIR="+filepath.Join(dir, "certs"),
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	proc, err := startProcess(cmd)
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { <-proc.done; logFile.Close() }()
+	return proc, nil
 }
 
 // waitServing waits until a dry-run Create of a prioritised pod in the namespace comes back
@@ -478,18 +568,31 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 	// Its controllers are set up after the webhook, one by one, each after looking its kind up
 	// in discovery; the lookup of a kind this cluster does not serve retries for about 16 s, and
 	// container-launch-priority-controller comes after a dozen of them: wait for its workers.
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if done, err := ok.proc.exited(); done {
+	return waitManagerControllers(ctx, ok.proc, logPath, ok.controllers)
+}
+
+// waitManagerControllers waits until kruise-manager's log (logPath) shows the workers of each of
+// controllers started.
+func waitManagerControllers(ctx context.Context, p *process, logPath string, controllers []string) error {
+	var missing string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if done, err := p.exited(); done {
 			return false, fmt.Errorf("kruise-manager exited: %v", err)
 		}
 		raw, err := os.ReadFile(logPath)
 		if err != nil {
 			return false, err
 		}
-		return strings.Contains(string(raw), `"Starting workers" "controller"="container-launch-priority-controller"`), nil
+		for _, c := range controllers {
+			if !strings.Contains(string(raw), `"Starting workers" "controller"="`+c+`"`) {
+				missing = c
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("OpenKruise's container-launch-priority-controller not started (log %s): %w", logPath, err)
+		return fmt.Errorf("OpenKruise's %s not started (log %s): %w", missing, logPath, err)
 	}
 	return nil
 }

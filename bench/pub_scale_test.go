@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -85,10 +84,10 @@ func TestPUBScale(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := createPUBWorkloads(ctx, c, pubScaleSets, pubScalePods); err != nil {
+	if err := createReplicaSetPods(ctx, c, pubScaleNamespace, pubScaleSets, pubScalePods, pubSetName, pubScaleImage, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitPodsReady(ctx, t, c, total)
+	waitPodsReady(ctx, t, c, pubScaleNamespace, total, pubScaleTimeout)
 	t.Logf("%d pods created and Ready in %s", total, time.Since(start).Round(time.Second))
 
 	probe := startHostController(t, c, dir, pubScaleQPS, "SidecarTerminator=false", "ImagePullJobGate=false")
@@ -108,7 +107,7 @@ func TestPUBScale(t *testing.T) {
 	windows = append(windows, mustMeasure(t, probe, "budgets created", s0, s1, peak.Stop()))
 
 	// 2. Idle: nothing changes.
-	windows = append(windows, measurePUBIdle(ctx, t, probe, "idle"))
+	windows = append(windows, measureIdle(ctx, t, probe, "idle", pubScaleIdle))
 
 	var rows []string
 	for _, w := range windows {
@@ -135,16 +134,6 @@ func TestPUBScale(t *testing.T) {
 	if cpu := idle.cpu(); cpu > targetCPUPercent {
 		t.Logf("NOT MET: idle CPU %.2f%% above %.0f%% of a core", cpu, targetCPUPercent)
 	}
-}
-
-// measurePUBIdle measures pubScaleIdle of nothing happening.
-func measurePUBIdle(ctx context.Context, t *testing.T, probe *leaderProbe, name string) *window {
-	t.Helper()
-	peak := watchRSS(probe.pid, time.Second)
-	from := mustSnapshot(ctx, t, probe)
-	time.Sleep(pubScaleIdle) // the window itself: nothing is awaited
-	to := mustSnapshot(ctx, t, probe)
-	return mustMeasure(t, probe, name, from, to, peak.Stop())
 }
 
 // installCRDFiles creates the CRDs of the files pattern matches and waits until each is
@@ -188,69 +177,6 @@ func (c *kwokCluster) installCRDFiles(t *testing.T, pattern string) {
 }
 
 func pubSetName(i int) string { return fmt.Sprintf("rs-%03d", i) }
-
-// createPUBWorkloads creates sets ReplicaSets of pods replicas and, with nothing to run them,
-// their pods: owned by the ReplicaSet (controller reference), labelled with its selector.
-func createPUBWorkloads(ctx context.Context, c *kwokCluster, sets, pods int) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i := range sets {
-		labels := map[string]string{"app": pubSetName(i)}
-		rs := &appsv1.ReplicaSet{
-			ObjectMeta: metav1.ObjectMeta{Name: pubSetName(i), Namespace: pubScaleNamespace},
-			Spec: appsv1.ReplicaSetSpec{
-				Replicas: ptr.To(int32(pods)),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: pubScaleImage}}},
-				},
-			},
-		}
-		created, err := c.kube.AppsV1().ReplicaSets(pubScaleNamespace).Create(ctx, rs, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating ReplicaSet %s: %w", rs.Name, err)
-		}
-		owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: created.Name, UID: created.UID,
-			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
-		for range pods {
-			g.Go(func() error {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{GenerateName: created.Name + "-", Namespace: pubScaleNamespace,
-						Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}},
-					Spec: *rs.Spec.Template.Spec.DeepCopy(),
-				}
-				if _, err := c.kube.CoreV1().Pods(pubScaleNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("creating a pod of %s: %w", created.Name, err)
-				}
-				return nil
-			})
-		}
-	}
-	return g.Wait()
-}
-
-// waitPodsReady waits until total pods of the namespace are Running and Ready.
-func waitPodsReady(ctx context.Context, t *testing.T, c *kwokCluster, total int) {
-	t.Helper()
-	ready := 0
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, pubScaleTimeout, true, func(ctx context.Context) (bool, error) {
-		list, err := c.kube.CoreV1().Pods(pubScaleNamespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, nil
-		}
-		ready = 0
-		for i := range list.Items {
-			if list.Items[i].Status.Phase == corev1.PodRunning && conditionTrue(&list.Items[i], corev1.PodReady) {
-				ready++
-			}
-		}
-		return ready == total, nil
-	})
-	if err != nil {
-		t.Fatalf("%d of %d pods Running and Ready: %v", ready, total, err)
-	}
-}
 
 // createPUBs creates one budget per ReplicaSet, selecting its pods.
 func createPUBs(ctx context.Context, c *kwokCluster, sets int) error {

@@ -13,7 +13,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
@@ -68,50 +67,16 @@ func TestWebhookLatency(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("%s has no webhook %s", conf.Name, podWebhookName)
 	}
-	saved := *conf.Webhooks[i].DeepCopy()
-	removed := false
-	restore := func() error {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c, err := cfgs.Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if slices.ContainsFunc(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == podWebhookName }) {
-				return nil
-			}
-			c.Webhooks = append(c.Webhooks, saved)
-			_, err = cfgs.Update(ctx, c, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("restoring webhook %s: %w", podWebhookName, err)
-		}
-		removed = false
-		return e.waitWebhookPath(ctx, true)
-	}
+	sw := &mutatingSwitch{cfgs: cfgs, config: certs.MutatingWebhookConfigurationName, name: podWebhookName, wait: e.waitWebhookPath}
 	t.Cleanup(func() {
-		if removed {
-			if err := restore(); err != nil {
+		if sw.removed {
+			if err := sw.restore(context.Background()); err != nil {
 				t.Errorf("%v", err)
 			}
 		}
 	})
-	remove := func() error {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c, err := cfgs.Get(ctx, certs.MutatingWebhookConfigurationName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			c.Webhooks = slices.DeleteFunc(c.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == podWebhookName })
-			_, err = cfgs.Update(ctx, c, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("removing webhook %s: %w", podWebhookName, err)
-		}
-		removed = true
-		return e.waitWebhookPath(ctx, false)
-	}
+	remove := func() error { return sw.remove(ctx) }
+	restore := func() error { return sw.restore(ctx) }
 
 	samples := map[whArm][]podRun{}
 	seq := 0
