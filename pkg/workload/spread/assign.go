@@ -70,6 +70,14 @@ func Assign(ws *appsv1alpha1.WorkloadSpread, pod *corev1.Pod, total int32, now t
 	entries := make([]*appsv1alpha1.WorkloadSpreadSubsetStatus, len(subsets))
 	for i := range subsets {
 		entries[i] = entryOf(list, subsets[i].Name)
+		// The room is recounted from maxReplicas at the workload's replicas now: the stored
+		// missingReplicas was computed for the replicas of the last reconcile, and a workload
+		// that just scaled creates its pods before the controller has seen the new count.
+		limit, unlimited, err := MaxReplicas(&subsets[i], total)
+		if err != nil {
+			return Placement{}, err
+		}
+		entries[i].MissingReplicas = missing(limit, unlimited, *entries[i])
 	}
 	chosen, overflow := -1, false
 	for i := range subsets {
@@ -203,7 +211,7 @@ func leastFilled(ws *appsv1alpha1.WorkloadSpread, entries []*appsv1alpha1.Worklo
 		}
 		fill := math.Inf(1)
 		if max > 0 {
-			fill = float64(entries[i].Replicas+int32(len(entries[i].CreatingPods))) / float64(max)
+			fill = float64(entries[i].Replicas+int32(len(entries[i].CreatingPods))-int32(len(entries[i].DeletingPods))) / float64(max)
 		}
 		if best < 0 || fill < bestFill {
 			best, bestFill = i, fill

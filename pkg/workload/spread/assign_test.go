@@ -38,6 +38,13 @@ func TestAssign(t *testing.T) {
 			after: map[string][]appsv1alpha1.WorkloadSpreadSubsetStatus{ign: {entry("a", 0, 3, "p"), entry("b", 0, 4), entry("c", 0, 4)}},
 		},
 		{
+			name:   "workload scaled since the last count: room recounted at the new replicas (6 -> 9)",
+			ws:     cloneSetWS(sub("a", pct("34%")), sub("b", pct("33%")), sub("c", pct("33%"))),
+			status: map[string][]appsv1alpha1.WorkloadSpreadSubsetStatus{ign: {entry("a", 3, 0), entry("b", 2, 0), entry("c", 1, 1)}},
+			pod:    podNamed("p", nil), total: 9, want: "a", changed: true,
+			after: map[string][]appsv1alpha1.WorkloadSpreadSubsetStatus{ign: {entry("a", 3, 0, "p"), entry("b", 2, 1), entry("c", 1, 2)}},
+		},
+		{
 			name:   "first subset full: next with room",
 			ws:     cloneSetWS(sub("a", cnt(2)), sub("b", nil)),
 			status: map[string][]appsv1alpha1.WorkloadSpreadSubsetStatus{ign: {entry("a", 2, 0), entry("b", 3, -1)}},
