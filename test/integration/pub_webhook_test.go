@@ -29,6 +29,7 @@ import (
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/controller/pubscope"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
 	"github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
@@ -297,7 +298,7 @@ func TestPUBScopeLimitsInAnAPIServer(t *testing.T) {
 	require.Error(t, write(pubscope.PodWebhook, "oldObject.metadata.labels[("), "the API server checks the expressions it is given")
 	assert.NoError(t, write(pubscope.PodWebhook, largest[0]), "largest pod condition")
 	assert.NoError(t, write(pubscope.EvictionWebhook, largest[1]), "largest eviction condition")
-	coarse := pubscope.NamespacesExpression(namespaces)
+	coarse := webhookscope.NamespacesExpression(namespaces)
 	assert.NoError(t, write(pubscope.PodWebhook, coarse), "fallback")
 	assert.NoError(t, write(pubscope.EvictionWebhook, coarse), "fallback")
 }

@@ -290,7 +290,7 @@ func TestSpreadScopeLimitsInAnAPIServer(t *testing.T) {
 	_, err = dt.Write(ctx(t), kube, webhookscope.Scope{spreadscope.DeleteWebhook: largest[spreadscope.DeleteWebhook],
 		spreadscope.EvictionWebhook: largest[spreadscope.EvictionWebhook]}, "", "")
 	assert.NoError(t, err, "largest delete and eviction conditions")
-	coarse := spreadscope.NamespacesExpression(namespaces)
+	coarse := webhookscope.NamespacesExpression(namespaces)
 	_, err = ct.Write(ctx(t), kube, webhookscope.Scope{spreadscope.CreateWebhook: coarse}, "", "")
 	assert.NoError(t, err, "fallback")
 	_, err = dt.Write(ctx(t), kube, webhookscope.Scope{spreadscope.DeleteWebhook: coarse, spreadscope.EvictionWebhook: coarse}, "", "")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 	"github.com/nodekruise/kruise/pkg/process/selectorcel"
 )
 
@@ -18,7 +19,7 @@ import (
 // outage of kruise cannot block its delete, eviction or update, whatever the failurePolicy.
 const (
 	// NoneExpression is the condition with no budget: never call.
-	NoneExpression = "false"
+	NoneExpression = webhookscope.NoneExpression
 	// MaxExpressionLength bounds each condition. The API server limits a matchCondition's size
 	// and cost (estimated when the configuration is written, and per call); an OR over many
 	// budgets grows linearly. Beyond it the condition falls back to the budgets' namespaces
@@ -158,31 +159,12 @@ func Expressions(terms []Terms, namespaces []string) (pod, eviction string, fell
 			evictionTerms = append(evictionTerms, t.Eviction)
 		}
 	}
-	pod, eviction = or("oldObject != null && ", podTerms), or("", evictionTerms)
+	pod, eviction = webhookscope.AnyOf("oldObject != null && ", podTerms), webhookscope.AnyOf("", evictionTerms)
 	if len(pod) <= MaxExpressionLength && len(eviction) <= MaxExpressionLength {
 		return pod, eviction, false
 	}
-	coarse := NamespacesExpression(namespaces)
+	coarse := webhookscope.NamespacesExpression(namespaces)
 	return coarse, coarse, true
-}
-
-// NamespacesExpression holds for requests in any of namespaces.
-func NamespacesExpression(namespaces []string) string {
-	if len(namespaces) == 0 {
-		return NoneExpression
-	}
-	namespaces = slices.Clone(namespaces)
-	slices.Sort(namespaces)
-	return "request.namespace in " + selectorcel.List(slices.Compact(namespaces))
-}
-
-func or(prefix string, terms []string) string {
-	if len(terms) == 0 {
-		return NoneExpression
-	}
-	terms = slices.Clone(terms)
-	slices.Sort(terms)
-	return prefix + "(" + strings.Join(slices.Compact(terms), " || ") + ")"
 }
 
 // selectorParts are the requirements of sel over the stored pod's labels, to be ANDed; ok is

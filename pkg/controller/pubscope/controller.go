@@ -161,7 +161,7 @@ func (c *Controller) want(ctx context.Context, current webhookscope.State, now t
 	kept, next := pendingSet(pending).settle(cached, now)
 	for name, p := range kept {
 		terms = append(terms, p.Terms)
-		namespaces = append(namespaces, namespaceOf(name))
+		namespaces = append(namespaces, webhookscope.NamespaceOf(name))
 	}
 	encoded, err := kept.encode()
 	if err != nil {

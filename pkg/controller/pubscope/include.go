@@ -3,7 +3,6 @@ package pubscope
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -61,8 +60,8 @@ func (in *Includer) Include(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 		now := clk.Now()
 		kept, _ := pendingSet(pend).settle(nil, now)
 		kept[pub.Namespace+"/"+pub.Name] = pendingEntry{Terms: terms, Since: metav1.NewTime(now)}
-		pod := withTerm(current.Scope[PodWebhook], "oldObject != null && ", terms.Pod)
-		eviction := withTerm(current.Scope[EvictionWebhook], "", terms.Eviction)
+		pod := webhookscope.WithTerm(current.Scope[PodWebhook], "oldObject != null && ", terms.Pod)
+		eviction := webhookscope.WithTerm(current.Scope[EvictionWebhook], "", terms.Eviction)
 		if len(pod) > MaxExpressionLength || len(eviction) > MaxExpressionLength {
 			coarse, err := in.namespaces(ctx, pub.Namespace, kept)
 			if err != nil {
@@ -89,18 +88,7 @@ func (in *Includer) namespaces(ctx context.Context, ns string, pend pendingSet) 
 		names = append(names, list.Items[i].Namespace)
 	}
 	for key := range pend {
-		names = append(names, namespaceOf(key))
+		names = append(names, webhookscope.NamespaceOf(key))
 	}
-	return NamespacesExpression(names), nil
-}
-
-// withTerm is current ORed with term (guarded by prefix), unless it has it already.
-func withTerm(current, prefix, term string) string {
-	switch {
-	case term == "" || strings.Contains(current, term):
-		return current
-	case current == "" || current == NoneExpression:
-		return prefix + "(" + term + ")"
-	}
-	return "(" + current + ") || (" + prefix + term + ")"
+	return webhookscope.NamespacesExpression(names), nil
 }

@@ -1,7 +1,6 @@
 package pubscope
 
 import (
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,9 +43,4 @@ func (p pendingSet) settle(cached map[string]bool, now time.Time) (pendingSet, t
 		return e.Since.Add(PendingTTL)
 	})
 	return kept, next
-}
-
-func namespaceOf(key string) string {
-	ns, _, _ := strings.Cut(key, "/")
-	return ns
 }

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 	"github.com/nodekruise/kruise/pkg/process/selectorcel"
 )
 
@@ -16,7 +17,7 @@ import (
 // kruise: an outage of kruise cannot block it, whatever the failurePolicy.
 const (
 	// NoneExpression is the condition with no SidecarSet to inject: never call.
-	NoneExpression = "false"
+	NoneExpression = webhookscope.NoneExpression
 	// AnyLabelExpression is the fallback when the exact condition would be too large: every
 	// SidecarSet needs a non-empty selector, so a pod without labels never needs the webhook.
 	AnyLabelExpression = "object != null && has(object.metadata.labels) && size(object.metadata.labels) > 0"

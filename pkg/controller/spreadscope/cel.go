@@ -2,12 +2,11 @@ package spreadscope
 
 import (
 	"regexp"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/controller/webhookscope"
 	"github.com/nodekruise/kruise/pkg/process/selectorcel"
 )
 
@@ -16,7 +15,7 @@ import (
 // and eviction never wait on kruise, whatever the failurePolicy.
 const (
 	// NoneExpression is the condition with no WorkloadSpread: never call.
-	NoneExpression = "false"
+	NoneExpression = webhookscope.NoneExpression
 	// MaxExpressionLength bounds each condition (the API server limits a matchCondition's size
 	// and cost; an OR over many spreads grows linearly). Beyond it the condition falls back to
 	// the spreads' namespaces: coarser, still scoped. 32 KiB as pubscope and sidecarsetscope.
@@ -96,11 +95,11 @@ func Expressions(terms []Terms, namespaces []string) (create, del, eviction stri
 	for _, t := range terms {
 		c, d, e = appendTerm(c, t.Create), appendTerm(d, t.Delete), appendTerm(e, t.Eviction)
 	}
-	create, del, eviction = or(CreateGuard, c), or(DeleteGuard, d), or(EvictionGuard, e)
+	create, del, eviction = webhookscope.AnyOf(CreateGuard, c), webhookscope.AnyOf(DeleteGuard, d), webhookscope.AnyOf(EvictionGuard, e)
 	if len(create) <= MaxExpressionLength && len(del) <= MaxExpressionLength && len(eviction) <= MaxExpressionLength {
 		return create, del, eviction, false
 	}
-	ns := NamespacesExpression(namespaces)
+	ns := webhookscope.NamespacesExpression(namespaces)
 	return ns, ns, ns, true
 }
 
@@ -109,23 +108,4 @@ func appendTerm(list []string, t string) []string {
 		return list
 	}
 	return append(list, t)
-}
-
-func or(guard string, terms []string) string {
-	if len(terms) == 0 {
-		return NoneExpression
-	}
-	terms = slices.Clone(terms)
-	slices.Sort(terms)
-	return guard + "(" + strings.Join(slices.Compact(terms), " || ") + ")"
-}
-
-// NamespacesExpression holds for requests in any of namespaces.
-func NamespacesExpression(namespaces []string) string {
-	if len(namespaces) == 0 {
-		return NoneExpression
-	}
-	namespaces = slices.Clone(namespaces)
-	slices.Sort(namespaces)
-	return "request.namespace in " + selectorcel.List(slices.Compact(namespaces))
 }

@@ -157,7 +157,7 @@ func (c *Controller) want(t webhookscope.Target) webhookscope.WantFunc {
 		kept, next := settle(pending, cached, now)
 		for key, p := range kept {
 			terms = append(terms, p.Terms)
-			namespaces = append(namespaces, namespaceOf(key))
+			namespaces = append(namespaces, webhookscope.NamespaceOf(key))
 		}
 		encoded, err := webhookscope.EncodePending(kept)
 		if err != nil {
@@ -190,11 +190,6 @@ func settle(p map[string]pendingEntry, cached map[string]bool, now time.Time) (m
 		}
 		return e.Since.Add(PendingTTL)
 	})
-}
-
-func namespaceOf(key string) string {
-	ns, _, _ := strings.Cut(key, "/")
-	return ns
 }
 
 // key is a spread's pending key.

@@ -3,7 +3,6 @@ package spreadscope
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -57,7 +56,7 @@ func (in *Includer) Include(ctx context.Context, ws *appsv1alpha1.WorkloadSpread
 			want := webhookscope.Scope{}
 			over := false
 			add := func(entry, guard, term string) {
-				want[entry] = withTerm(current.Scope[entry], guard, term)
+				want[entry] = webhookscope.WithTerm(current.Scope[entry], guard, term)
 				over = over || len(want[entry]) > MaxExpressionLength
 			}
 			if t.Kind == webhookscope.Mutating {
@@ -98,18 +97,7 @@ func (in *Includer) namespaces(ctx context.Context, ns string, pend map[string]p
 		names = append(names, list.Items[i].Namespace)
 	}
 	for k := range pend {
-		names = append(names, namespaceOf(k))
+		names = append(names, webhookscope.NamespaceOf(k))
 	}
-	return NamespacesExpression(names), nil
-}
-
-// withTerm is current ORed with term (after guard), unless it has it already.
-func withTerm(current, guard, term string) string {
-	switch {
-	case term == "" || strings.Contains(current, term):
-		return current
-	case current == "" || current == NoneExpression:
-		return guard + "(" + term + ")"
-	}
-	return "(" + current + ") || (" + guard + term + ")"
+	return webhookscope.NamespacesExpression(names), nil
 }
