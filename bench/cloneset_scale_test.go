@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,20 +54,7 @@ const (
 // every pod to a new image (timed until every CloneSet reports all replicas updated and
 // available), idle again. Idle must show no reconcile and no API request but Lease renewals.
 func TestCloneSetScale(t *testing.T) {
-	dir := os.Getenv("BENCH_CLONESET_SCALE_DIR")
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "kruise-cloneset-scale-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("logs kept in %s", dir)
-				return
-			}
-			_ = os.RemoveAll(dir)
-		})
-	}
+	dir := runDir(t, "BENCH_CLONESET_SCALE_DIR", "kruise-cloneset-scale-")
 	total := csSets * csPods
 	t.Logf("shape: %d CloneSets x %d pods = %d pods on %d kwok nodes; maxUnavailable %s; controller QPS %d; idle %s; dir %s",
 		csSets, csPods, total, csNodes, csScaleMaxUnavailable, csQPS, csIdle, dir)

@@ -149,6 +149,27 @@ leaderElection:
 	return c
 }
 
+// runDir is the directory a scale benchmark keeps its logs in: $env if set (kept), else a new
+// temporary one, removed when the test passes and kept (and named) when it fails.
+func runDir(t *testing.T, env, prefix string) string {
+	t.Helper()
+	if dir := os.Getenv(env); dir != "" {
+		return dir
+	}
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

@@ -56,20 +56,7 @@ const (
 // creation until every status is correct and the controller quiet; then idle, which must show no
 // reconcile and no API request but Lease renewals.
 func TestPUBScale(t *testing.T) {
-	dir := os.Getenv("BENCH_PUB_SCALE_DIR")
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "kruise-pub-scale-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("logs kept in %s", dir)
-				return
-			}
-			_ = os.RemoveAll(dir)
-		})
-	}
+	dir := runDir(t, "BENCH_PUB_SCALE_DIR", "kruise-pub-scale-")
 	total := pubScaleSets * pubScalePods
 	t.Logf("shape: %d ReplicaSets x %d pods = %d pods on %d kwok nodes, one budget each (maxUnavailable %d); controller QPS %d; idle %s; dir %s",
 		pubScaleSets, pubScalePods, total, pubScaleNodes, pubScaleMaxUnavailable, pubScaleQPS, pubScaleIdle, dir)

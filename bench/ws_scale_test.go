@@ -73,20 +73,7 @@ var (
 // OpenKruise v1.9.0's kruise-manager runs the same windows on the same pods, on its own
 // WorkloadSpread CRD (ws_openkruise_test.go).
 func TestWSScale(t *testing.T) {
-	dir := os.Getenv("BENCH_WS_SCALE_DIR")
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "kruise-ws-scale-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("logs kept in %s", dir)
-				return
-			}
-			_ = os.RemoveAll(dir)
-		})
-	}
+	dir := runDir(t, "BENCH_WS_SCALE_DIR", "kruise-ws-scale-")
 	total := wsScaleSets * wsScalePods
 	t.Logf("shape: %d ReplicaSets x %d pods = %d pods (both controllers in turn) on %d kwok nodes in %d zones, one WorkloadSpread each (%s); QPS %d; idle %s; OpenKruise %t; dir %s",
 		wsScaleSets, wsScalePods, total, wsScaleNodes, len(wsZones), wsZonesShape, wsScaleQPS, wsScaleIdle, wsScaleOpenKruise, dir)
