@@ -18,19 +18,22 @@ type Candidate struct {
 // ChooseDeletes picks the pods a scale pass deletes under d: the pods asked to go, then as many
 // as d.ScaleDown (old-revision pods first, d.ScaleDownOld of them), each in deletion order. An
 // unavailable pod is always deleted when chosen; an available one only while d.DeleteReadyLimit
-// lasts. Pods waiting on their preDelete hook are not chosen again.
+// lasts. A chosen pod held back by that limit still fills its place in the count, as the
+// reference's choose-then-filter does: the pass waits for it rather than deleting another pod in
+// its stead (which at the end of a surge rollout deleted the unready new pod instead of the last
+// old one, and created it again, without end). Pods waiting on their preDelete hook are not
+// chosen again.
 func ChooseDeletes(d Diff, pods []Candidate, order Orderer) []*corev1.Pod {
 	readyLeft := d.DeleteReadyLimit
 	var out []*corev1.Pod
-	take := func(c Candidate) bool {
+	take := func(c Candidate) {
 		if c.Facts.Available {
 			if readyLeft <= 0 {
-				return false
+				return
 			}
 			readyLeft--
 		}
 		out = append(out, c.Pod)
-		return true
 	}
 
 	var asked, olds, news []*corev1.Pod
@@ -50,28 +53,27 @@ func ChooseDeletes(d Diff, pods []Candidate, order Orderer) []*corev1.Pod {
 	for _, p := range order(asked) {
 		take(Candidate{p, facts[p]})
 	}
-	left := d.ScaleDown
-	pick := func(from []*corev1.Pod, n int) int {
-		taken := 0
-		for _, p := range order(from) {
-			if taken == n {
-				break
-			}
-			if take(Candidate{p, facts[p]}) {
-				taken++
-			}
+	// pick chooses the first n of from in deletion order and reports the pods chosen, held back
+	// or not.
+	pick := func(from []*corev1.Pod, n int) []*corev1.Pod {
+		sorted := order(from)
+		chosen := sorted[:min(n, len(sorted))]
+		for _, p := range chosen {
+			take(Candidate{p, facts[p]})
 		}
-		return taken
+		return chosen
 	}
-	left -= pick(olds, min(d.ScaleDownOld, left))
+	left := d.ScaleDown
+	chosenOld := pick(olds, min(d.ScaleDownOld, left))
+	left -= len(chosenOld)
 	if left > 0 {
-		left -= pick(news, left)
+		left -= len(pick(news, left))
 	}
 	if left > 0 {
 		// Fewer new pods than the count wants gone: the rest from the old ones left.
 		var rest []*corev1.Pod
 		for _, p := range olds {
-			if !slices.Contains(out, p) {
+			if !slices.Contains(chosenOld, p) {
 				rest = append(rest, p)
 			}
 		}

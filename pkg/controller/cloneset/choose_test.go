@@ -54,6 +54,16 @@ func TestChooseDeletes(t *testing.T) {
 		pods: []Candidate{cand("a", newPreDeleted), cand("b", newReady)},
 		want: []string{"b"},
 	}, {
+		name: "an old pod held back by the ready limit is not replaced by a new pod",
+		d:    Diff{ScaleDown: 1, ScaleDownOld: 1, DeleteReadyLimit: 0},
+		pods: []Candidate{cand("a", oldReady), cand("b", newUnready)},
+		want: []string{},
+	}, {
+		name: "a held-back pod keeps its place in the count",
+		d:    Diff{ScaleDown: 2, ScaleDownOld: 2, DeleteReadyLimit: 0},
+		pods: []Candidate{cand("a", oldReady), cand("b", oldUnready), cand("c", oldUnready), cand("d", newUnready)},
+		want: []string{"b"},
+	}, {
 		name: "no ready budget: only unavailable pods go",
 		d:    Diff{ScaleDown: 2, DeleteReadyLimit: 0},
 		pods: []Candidate{cand("a", newReady), cand("b", newUnready), cand("c", newReady)},

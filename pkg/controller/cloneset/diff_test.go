@@ -2,9 +2,13 @@ package cloneset
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodekruise/kruise/test/unit/gen"
 )
 
 // pods builds n pods with the given facts.
@@ -211,38 +215,31 @@ func (r *rollout) step(i int) bool {
 		r.check(i, "create")
 		return true
 	}
-	deleted := false
-	readyLimit := d.DeleteReadyLimit
+	// Deletions are ChooseDeletes' own, the newest pods first among equals.
+	cands := make([]Candidate, len(r.pods))
+	index := map[*corev1.Pod]int{}
+	for k, p := range r.pods {
+		cands[k] = Candidate{Pod: gen.Pod(fmt.Sprintf("pod-%d", k)), Facts: p}
+		index[cands[k].Pod] = k
+	}
+	newestFirst := func(pods []*corev1.Pod) []*corev1.Pod {
+		out := slices.Clone(pods)
+		slices.SortStableFunc(out, func(a, b *corev1.Pod) int { return index[b] - index[a] })
+		return out
+	}
+	doomed := map[int]bool{}
+	for _, p := range ChooseDeletes(d, cands, newestFirst) {
+		doomed[index[p]] = true
+	}
+	deleted := len(doomed) > 0
 	var kept []PodFacts
-	for _, p := range r.pods {
-		if p.SpecifiedDelete && (!p.Available || readyLimit > 0) {
-			if p.Available {
-				readyLimit--
-			}
-			r.deleted++
-			deleted = true
-			continue
+	for k, p := range r.pods {
+		if !doomed[k] {
+			kept = append(kept, p)
 		}
-		kept = append(kept, p)
 	}
 	r.pods = kept
-	for n, old := d.ScaleDown, d.ScaleDownOld; n > 0; n-- {
-		for k := len(r.pods) - 1; k >= 0; k-- {
-			p := r.pods[k]
-			if (old > 0) == !p.Updated && (!p.Available || readyLimit > 0) {
-				if p.Available {
-					readyLimit--
-				}
-				if old > 0 {
-					old--
-				}
-				r.pods = append(r.pods[:k], r.pods[k+1:]...)
-				r.deleted++
-				deleted = true
-				break
-			}
-		}
-	}
+	r.deleted += len(doomed)
 	if deleted {
 		r.check(i, "delete")
 		return true
@@ -304,6 +301,7 @@ func TestRolloutKeepsBudgetAndConverges(t *testing.T) {
 		{replicas: 5, surge: 1, unavailable: 0, recreate: false, wantCreated: 1},
 		{replicas: 5, surge: 0, unavailable: 2, recreate: true, wantCreated: 5},
 		{replicas: 5, surge: 2, unavailable: 0, recreate: true, wantCreated: 5},
+		{replicas: 9, surge: 1, unavailable: 0, recreate: true, wantCreated: 9},
 		{replicas: 30, surge: 3, unavailable: 3, recreate: true, wantCreated: 30},
 		{replicas: 30, surge: 0, unavailable: 6, recreate: false, wantCreated: 0},
 	} {
