@@ -1,7 +1,9 @@
 package spread
 
 import (
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +18,9 @@ import (
 // after subset, each up to its maxReplicas at total T (percentages of T). The k-th most valuable
 // pod of a subset (podorder's deletion order read backwards) belongs to the smallest total T from
 // which on fill gives the subset k pods; deleting the pods of the largest T first leaves fill(T)
-// at every count. The cost depends on (subset, k) alone, so adding or deleting the least valuable
-// pod of a subset changes no other pod's cost.
+// at every count. The costs of a subset depend on (subset, k) alone and a pod keeps the one it
+// has while the subset still needs it (dealValues), so adding a pod, a scale-in or a pod deleted
+// out of turn patch one pod or none.
 //
 // Bands, from deleted last to deleted first (all within int32, never 0):
 //
@@ -78,18 +81,56 @@ func slotCosts(ws *appsv1alpha1.WorkloadSpread, groups Groups, latest string, no
 			return nil, nil, err
 		}
 		for pos, i := range order {
-			for k, p := range ranked[i] {
+			values := make([]int, len(ranked[i]))
+			for k := range values {
 				if slots[i][k] > 0 {
-					out[p] = slotBase - min(slots[i][k]*n+pos, keyCap) + shift
+					values[k] = slotBase - min(slots[i][k]*n+pos, keyCap) + shift
 					continue
 				}
 				// Surplus: the later subsets' first, each subset's least valuable first.
 				perSubset := min(keyCap/n, surplusPerSubset)
-				out[p] = surplusBase - 1 - (pos*perSubset + min(k, perSubset-1)) + shift
+				values[k] = surplusBase - 1 - (pos*perSubset + min(k, perSubset-1)) + shift
 			}
+			maps.Copy(out, dealValues(ranked[i], values))
 		}
 	}
 	return out, keys, nil
+}
+
+// dealValues gives a subset's pods (the most valuable first) its values (the same count): a pod
+// keeps a cost it carries that is still one of them, the others get those left, the highest to the
+// most valuable. Which pod of a subset holds which slot does not change the subsets' sequence in a
+// scale-in (the workload's own order still takes unready pods first), so keeping them means a pod
+// deleted out of turn (a node failure) or its replacement patches one pod, not the subset's
+// less valuable half.
+func dealValues(pods []*corev1.Pod, values []int) map[*corev1.Pod]int {
+	free := map[int]int{}
+	for _, v := range values {
+		free[v]++
+	}
+	out := make(map[*corev1.Pod]int, len(pods))
+	var rest []*corev1.Pod
+	for _, p := range pods {
+		cur, err := strconv.Atoi(p.Annotations[appsv1alpha1.PodDeletionCostAnnotation])
+		if err == nil && free[cur] > 0 {
+			free[cur]--
+			out[p] = cur
+			continue
+		}
+		rest = append(rest, p)
+	}
+	var left []int
+	for v, c := range free {
+		for range c {
+			left = append(left, v)
+		}
+	}
+	slices.Sort(left)
+	slices.Reverse(left)
+	for j, p := range rest {
+		out[p] = left[j]
+	}
+	return out
 }
 
 // fillSlots returns, by subset index, the smallest total T from which on fill gives the subset 1,

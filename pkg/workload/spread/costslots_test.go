@@ -212,4 +212,19 @@ func TestCostsStable(t *testing.T) {
 		pods = podorder.ForDeletion(pods, tNow)[1:]
 		assert.Zero(t, writeCosts(t, ws, pods, int32(r), ""), "scaled in to %d", r)
 	}
+	// The most valuable pod of a subset deleted out of turn (a node failure): the pod that held the
+	// subset's last slot takes its slot; its replacement takes the last slot again.
+	order := podorder.ForDeletion(pods, tNow)
+	lost := order[len(order)-1]
+	pods = order[:len(order)-1]
+	assert.Equal(t, 1, writeCosts(t, ws, pods, 90, ""), "a pod deleted out of turn")
+	p := newPod("replacement", SubsetOf(ws, lost))
+	p.UID = "replacement"
+	pods = append(pods, p)
+	assert.Equal(t, 1, writeCosts(t, ws, pods, 90, ""), "its replacement")
+	// And scale-in still follows the spread.
+	for r := 89; r >= 1; r-- {
+		pods = podorder.ForDeletion(pods, tNow)[1:]
+		require.Equal(t, fillOf(t, ws, int32(r)), countBySubset(ws, pods), "at %d", r)
+	}
 }
