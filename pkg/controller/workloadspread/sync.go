@@ -34,8 +34,8 @@ const (
 	ReasonRecovered         = "RecoverSchedulable"
 )
 
-// sync recomputes a WorkloadSpread's status from its workload's pods and writes it when it
-// changed, then adopts the pods created before it, writes the deletion costs that differ and
+// sync adopts the pods created before the WorkloadSpread, recomputes its status from its
+// workload's pods, writes the deletion costs that differ, then the status when it changed, and
 // deletes the pods the Adaptive strategy moves on, at most maxWrites pod writes in all. It asks
 // to look again only when something pending expires, or when pod writes are left.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -87,20 +87,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		logger.Error(err, "Cannot compute the status")
 		return 0, nil
 	}
-	if !equality.Semantic.DeepEqual(ws.Status, res.Status) {
-		next := ws.DeepCopy()
-		next.Status = res.Status
-		if _, err := c.kruiseClient.AppsV1alpha1().WorkloadSpreads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			// A conflict (the webhook charged meanwhile) is retried by the loop with a fresh read.
-			return 0, fmt.Errorf("writing the status of %s: %w", key, err)
-		}
-		logger.V(2).Info("Updated status", "subsets", spread.String(res.Status.SubsetStatuses))
-		c.statusEvents(ws, res)
-	}
 	after := res.Requeue
 	if adoptLeft {
 		after = sooner(after, moreWritesAfter)
 	}
+	// Costs first: a status with the new observedGeneration tells readers (the reference's tests,
+	// rollout tools) that the spec's effects are in place, the pods' costs included.
 	if spread.CostsApply(*ws.Spec.TargetReference) {
 		patches, err := spread.DeletionCosts(ws, groups, replicas, tgt.latest, now)
 		if err != nil {
@@ -113,6 +105,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if left {
 			after = sooner(after, moreWritesAfter)
 		}
+	}
+	if !equality.Semantic.DeepEqual(ws.Status, res.Status) {
+		next := ws.DeepCopy()
+		next.Status = res.Status
+		if _, err := c.kruiseClient.AppsV1alpha1().WorkloadSpreads(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			// A conflict (the webhook charged meanwhile) is retried by the loop with a fresh read.
+			return 0, fmt.Errorf("writing the status of %s: %w", key, err)
+		}
+		logger.V(2).Info("Updated status", "subsets", spread.String(res.Status.SubsetStatuses))
+		c.statusEvents(ws, res)
 	}
 	left, err := c.reschedule(ctx, ws, res.Reschedule, &budget)
 	if err != nil {

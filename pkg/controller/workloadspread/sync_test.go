@@ -295,7 +295,8 @@ func TestSyncUnfitPodReadOnce(t *testing.T) {
 }
 
 // A CloneSet's pods are counted per revision (surge, #834) and the pods of revisions other than
-// its updateRevision rank the subsets in reverse.
+// its updateRevision rank the subsets in reverse, every one below every pod of updateRevision (a
+// surge pod is never deleted before an old one).
 func TestSyncCloneSetVersions(t *testing.T) {
 	ws := spreadOf("")
 	ws.Spec.TargetReference = &appsv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}
@@ -312,5 +313,33 @@ func TestSyncCloneSetVersions(t *testing.T) {
 	f.sync(t)
 	st := f.status(t).Status
 	assert.Len(t, st.VersionedSubsetStatuses, 2)
-	assert.Equal(t, map[string]string{"new-a": "200", "new-b": "100", "old-a": "100", "old-b": "200"}, f.costPatches(t))
+	assert.Equal(t, map[string]string{"new-a": "999999998", "new-b": "498999999", "old-a": "-501000001", "old-b": "-2"}, f.costPatches(t))
+}
+
+// TestSyncSubsetRemoved: when a subset leaves the spec its pods get the cost of pods in no subset
+// (deleted first), written before the status that reports the new generation (the reference's
+// "then deletion subset-b" case reads the costs once observedGeneration caught up).
+func TestSyncSubsetRemoved(t *testing.T) {
+	f := newFixture(t, spreadOf("3"), webObjects(pod("b1", "b"), pod("b2", "b"), pod("b3", "b")), Config{})
+	f.sync(t)
+	assert.Equal(t, map[string]string{"b1": "100", "b2": "100", "b3": "100"}, f.costPatches(t))
+	f.settle(t)
+
+	var order []string
+	record := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			order = append(order, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+		}
+		return false, nil, nil
+	}
+	f.kube.PrependReactor("*", "*", record)
+	f.kruise.PrependReactor("*", "*", record)
+	ws := f.spreads.List()[0].(*appsv1alpha1.WorkloadSpread).DeepCopy()
+	ws.Spec.Subsets = ws.Spec.Subsets[:1]
+	ws.Generation = 2
+	require.NoError(t, f.spreads.Update(ws))
+	f.sync(t)
+	assert.Equal(t, map[string]string{"b1": "-200", "b2": "-200", "b3": "-200"}, f.costPatches(t))
+	assert.Equal(t, int64(2), f.status(t).Status.ObservedGeneration)
+	assert.Equal(t, []string{"patch pods/", "patch pods/", "patch pods/", "update workloadspreads/status"}, order)
 }

@@ -44,22 +44,21 @@ type CostPatch struct {
 }
 
 // DeletionCosts are the pod-deletion-cost values the active pods should carry, for those whose
-// annotation differs. Versions other than latest (the workload's update version, "" when not
-// known) rank the subsets in reverse, so that a rolling update removes old pods from the first
-// subsets first and the new ones fill them (OpenKruise's rule). A subset's surplus over its
-// maxReplicas is its least healthy pods (podorder's deletion order). A pod without the annotation
-// is never given "0", which would change nothing.
+// annotation differs. They order every scale-in, to any smaller count, so that the spread holds
+// (slot costs, costslots.go). Where OpenKruise's values (by subset: within maxReplicas at
+// replicas, surplus, in no subset) already give that order, those are written instead, so that
+// tools reading them see the reference's values. Versions other than latest (the workload's
+// update version, "" when not known) go first and rank the subsets in reverse, so that a rolling
+// update removes old pods from the first subsets first and the new ones fill them (OpenKruise's
+// rule). A pod without the annotation is never given "0", which would change nothing.
 func DeletionCosts(ws *appsv1alpha1.WorkloadSpread, groups Groups, replicas int32, latest string, now time.Time) ([]CostPatch, error) {
 	n := len(ws.Spec.Subsets)
-	var out []CostPatch
-	add := func(pods []*corev1.Pod, cost int) {
-		v := strconv.Itoa(cost)
-		for _, p := range pods {
-			cur, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
-			if (ok && cur == v) || (!ok && v == "0") {
-				continue
-			}
-			out = append(out, CostPatch{Pod: p, Cost: v})
+	reference := map[*corev1.Pod]int{}
+	var pods []*corev1.Pod
+	add := func(active []*corev1.Pod, cost int) {
+		for _, p := range active {
+			reference[p] = cost
+			pods = append(pods, p)
 		}
 	}
 	for _, version := range slices.Sorted(maps.Keys(groups)) {
@@ -86,6 +85,23 @@ func DeletionCosts(ws *appsv1alpha1.WorkloadSpread, groups Groups, replicas int3
 			add(active[surplus:surplus+keep], costStep*(n-rank))
 		}
 		add(activeOf(bySubset[NoSubset]), -costStep*(n+1))
+	}
+	slots, keys, err := slotCosts(ws, groups, latest, now)
+	if err != nil {
+		return nil, err
+	}
+	costs := reference
+	if !ordersAlike(slots, reference, keys) {
+		costs = slots
+	}
+	var out []CostPatch
+	for _, p := range pods {
+		v := strconv.Itoa(costs[p])
+		cur, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
+		if (ok && cur == v) || (!ok && v == "0") {
+			continue
+		}
+		out = append(out, CostPatch{Pod: p, Cost: v})
 	}
 	return out, nil
 }

