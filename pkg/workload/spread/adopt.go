@@ -26,9 +26,15 @@ type Adoption struct {
 }
 
 // NeedsAdoption reports whether pod is a candidate for Adopt: active, bound to a node, and not
-// annotated for one of ws's subsets.
+// annotated for ws (no annotation, another WorkloadSpread's, or no subset in it).
 func NeedsAdoption(ws *appsv1alpha1.WorkloadSpread, pod *corev1.Pod) bool {
-	return Active(pod) && pod.Spec.NodeName != "" && SubsetOf(ws, pod) == NoSubset
+	if !Active(pod) || pod.Spec.NodeName == "" {
+		return false
+	}
+	// A pod this spread placed in a subset since removed is not adopted again (as OpenKruise):
+	// it stays in no subset, first to go at scale-in.
+	m, ok := Matched(pod)
+	return !ok || m.Name != ws.Name || m.Subset == ""
 }
 
 // Room is how many more pods each subset takes, counting the active pods annotated for it

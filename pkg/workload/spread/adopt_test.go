@@ -162,7 +162,9 @@ func TestAdoptPatch(t *testing.T) {
 func TestNeedsAdoption(t *testing.T) {
 	ws := newWS("Deployment", subset("a", ""))
 	assert.True(t, NeedsAdoption(ws, newPod("p", "")))
-	assert.True(t, NeedsAdoption(ws, newPod("removed-subset", "z")))
+	// A pod of a subset since removed stays in no subset, as in OpenKruise (its reference case
+	// "then deletion subset-b" expects the no-subset cost on such pods).
+	assert.False(t, NeedsAdoption(ws, newPod("removed-subset", "z")))
 	assert.False(t, NeedsAdoption(ws, newPod("in-a", "a")))
 	assert.False(t, NeedsAdoption(ws, newPod("unbound", "", func(p *corev1.Pod) { p.Spec.NodeName = "" })))
 	assert.False(t, NeedsAdoption(ws, newPod("done", "", phase(corev1.PodSucceeded))))
