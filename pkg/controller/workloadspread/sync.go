@@ -57,9 +57,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ctx = klog.NewContext(ctx, logger)
 	tgt, err := c.readTarget(ctx, ws)
 	if errors.Is(err, errUnsupported) {
-		// Nothing will change until the WorkloadSpread does: no retry.
-		c.recorder.Eventf(ws, corev1.EventTypeWarning, ReasonUnsupportedTarget, "Target %s %s: %v", ws.Spec.TargetReference.Kind, ws.Spec.TargetReference.Name, err)
-		return 0, nil
+		// Its replicas cannot be read, but its pods can be counted (the pods it controls, as
+		// OpenKruise counts a workload without replicas): count maxReplicas hold, percentages
+		// count 0 replicas. The status is still written, so its observedGeneration moves.
+		c.recorder.Eventf(ws, corev1.EventTypeWarning, ReasonUnsupportedTarget, "Target %s %s: %v; its pods are counted, percentages of its replicas count 0", ws.Spec.TargetReference.Kind, ws.Spec.TargetReference.Name, err)
+		tgt, err = target{workload: &spread.Workload{Ref: *ws.Spec.TargetReference, Selector: labels.Everything()}}, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading the target of %s: %w", key, err)

@@ -224,13 +224,19 @@ func TestSyncBadTargets(t *testing.T) {
 		assert.Zero(t, f.sync(t))
 		assert.Contains(t, <-f.recorder.Events, ReasonTargetNotFound)
 	})
-	t.Run("unknown kind without scale", func(t *testing.T) {
+	t.Run("unknown kind without scale: its pods counted, the status written", func(t *testing.T) {
 		ws := spreadOf("2")
 		ws.Spec.TargetReference = &appsv1alpha1.TargetReference{APIVersion: "example.com/v1", Kind: "Thing", Name: "web"}
-		f := newFixture(t, ws, nil, Config{})
+		p := pod("t1", "a", func(p *corev1.Pod) {
+			p.OwnerReferences[0] = metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Thing", Name: "web", UID: "uid-thing", Controller: ptr.To(true)}
+		})
+		f := newFixture(t, ws, []runtime.Object{p}, Config{})
 		assert.Zero(t, f.sync(t))
 		assert.Contains(t, <-f.recorder.Events, ReasonUnsupportedTarget)
-		assert.Empty(t, f.writes())
+		st := f.status(t).Status
+		assert.Equal(t, ws.Generation, st.ObservedGeneration)
+		assert.Equal(t, int32(1), st.SubsetStatuses[0].Replicas)
+		assert.Equal(t, int32(1), st.SubsetStatuses[0].MissingReplicas, "a count maxReplicas holds without the target's replicas")
 	})
 	t.Run("another kind through its scale subresource", func(t *testing.T) {
 		ws := spreadOf("")
