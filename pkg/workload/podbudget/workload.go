@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // maxOwnerDepth bounds the walk up a pod's controllers (pod → ReplicaSet → Deployment is 2;
@@ -48,8 +48,7 @@ func (f OwnersFunc) ControllerOf(ctx context.Context, namespace string, ref meta
 
 // isReplicaSet reports whether ref names an apps ReplicaSet.
 func isReplicaSet(ref *metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == "apps" && ref.Kind == "ReplicaSet"
+	return ownership.SameKind(ref.APIVersion, ref.Kind, "apps/v1", "ReplicaSet")
 }
 
 // WorkloadOf returns the workload a budget counts pod under: its controller, or, for a
@@ -74,12 +73,7 @@ func WorkloadOf(ctx context.Context, owners Owners, pod *corev1.Pod) (Workload, 
 // sameTarget reports whether ref names the budget's target: same group, kind and name (any
 // version of the group).
 func sameTarget(ref *metav1.OwnerReference, t *policyv1alpha1.TargetReference) bool {
-	if ref.Kind != t.Kind || ref.Name != t.Name {
-		return false
-	}
-	rg, err1 := schema.ParseGroupVersion(ref.APIVersion)
-	tg, err2 := schema.ParseGroupVersion(t.APIVersion)
-	return err1 == nil && err2 == nil && rg.Group == tg.Group
+	return ref.Name == t.Name && ownership.SameKind(ref.APIVersion, ref.Kind, t.APIVersion, t.Kind)
 }
 
 // Covers reports whether budget b covers pod: the pod is in its namespace, and its labels match

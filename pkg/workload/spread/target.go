@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
+	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
 // Workload is what a spread needs of its target, read from the target object (unstructured, any kind).
@@ -177,18 +178,9 @@ func OwnerRef(pod *corev1.Pod, rsOwner func(namespace, name string) *metav1.Owne
 // RefersTo reports whether ws.spec.targetRef names ref (group and kind compared, version ignored).
 func RefersTo(ws *appsv1alpha1.WorkloadSpread, ref appsv1alpha1.TargetReference) bool {
 	t := ws.Spec.TargetReference
-	if t == nil || t.Kind != ref.Kind || t.Name != ref.Name {
-		return false
-	}
-	tg, err1 := schema.ParseGroupVersion(t.APIVersion)
-	rg, err2 := schema.ParseGroupVersion(ref.APIVersion)
-	return err1 == nil && err2 == nil && tg.Group == rg.Group
+	return t != nil && t.Name == ref.Name && ownership.SameKind(t.APIVersion, t.Kind, ref.APIVersion, ref.Kind)
 }
 
 func isKind(apiVersion, kind, group, want string) bool {
-	if kind != want {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	return err == nil && gv.Group == group
+	return ownership.SameKind(apiVersion, kind, group+"/v1", want)
 }
