@@ -415,11 +415,11 @@ func TestRenderControllerRBACForMigrationAndOwners(t *testing.T) {
 		require.NotNil(t, status)
 		assert.ElementsMatch(t, names, status.ResourceNames)
 		assert.Equal(t, []string{"update"}, status.Verbs)
-		for _, kind := range []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages", "clonesets", "daemonsets", "statefulsets", "sidecarsets"} {
+		for _, kind := range []string{"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages", "clonesets", "daemonsets", "statefulsets", "sidecarsets", "broadcastjobs", "advancedcronjobs"} {
 			assert.True(t, allows(rules, "apps.kruise.io", kind, "patch"), "patch %s", kind)
 			assert.True(t, allows(rules, "apps.kruise.io", kind, "list"), "list %s", kind)
 		}
-		for _, owner := range []string{"clonesets", "statefulsets", "daemonsets", "sidecarsets", "imagelistpulljobs"} {
+		for _, owner := range []string{"clonesets", "statefulsets", "daemonsets", "sidecarsets", "imagelistpulljobs", "broadcastjobs", "advancedcronjobs"} {
 			assert.True(t, allows(rules, "apps.kruise.io", owner+"/finalizers", "update"), "update %s/finalizers", owner)
 		}
 		assert.False(t, allows(rules, "", "configmaps", "delete"), "no ConfigMap is deleted")

@@ -291,6 +291,8 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		{"vstatefulset.kb.io", validate.StatefulSetPath, "statefulsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vdaemonset.kb.io", validate.DaemonSetPath, "daemonsets", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vsidecarset.kb.io", validate.SidecarSetPath, "sidecarsets", createUpdate, validate.SidecarSetMatchConditions("kruise-system")},
+		{"vbroadcastjob.kb.io", validate.BroadcastJobPath, "broadcastjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
+		{"vadvancedcronjob.kb.io", validate.AdvancedCronJobPath, "advancedcronjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -501,7 +503,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 			checkPUBConditions(t, w, "ops")
 		case isSpreadWebhook(w):
 			checkSpreadConditions(t, w, "ops")
-		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io":
+		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io" ||
+			w.Name == "vbroadcastjob.kb.io" || w.Name == "vadvancedcronjob.kb.io":
 			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 		case w.Name == "vsidecarset.kb.io":
 			assert.Equal(t, validate.SidecarSetMatchConditions("ops"), w.MatchConditions, w.Name)

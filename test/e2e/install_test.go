@@ -247,6 +247,9 @@ func TestCRDsEstablished(t *testing.T) {
 		"statefulsets.apps.kruise.io":              {"v1alpha1", "v1beta1"},
 		"sidecarsets.apps.kruise.io":               {"v1alpha1", "v1beta1"},
 		"workloadspreads.apps.kruise.io":           {"v1alpha1"},
+		"broadcastjobs.apps.kruise.io":             {"v1alpha1", "v1beta1"},
+		"advancedcronjobs.apps.kruise.io":          {"v1alpha1", "v1beta1"},
+		"ephemeraljobs.apps.kruise.io":             {"v1alpha1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

@@ -93,6 +93,9 @@ func testVersions(t *testing.T, c *cluster) {
 		"statefulsets.apps.kruise.io":              {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"sidecarsets.apps.kruise.io":               {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"workloadspreads.apps.kruise.io":           {[]string{"v1alpha1"}, "v1alpha1"},
+		"broadcastjobs.apps.kruise.io":             {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
+		"advancedcronjobs.apps.kruise.io":          {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
+		"ephemeraljobs.apps.kruise.io":             {[]string{"v1alpha1"}, "v1alpha1"},
 	}
 	for name, w := range want {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})

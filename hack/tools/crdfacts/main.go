@@ -40,6 +40,7 @@ import (
 var recorded = []string{
 	"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages",
 	"clonesets", "statefulsets", "daemonsets", "sidecarsets", "workloadspreads",
+	"broadcastjobs", "advancedcronjobs", "ephemeraljobs",
 }
 
 const header = `# apps.kruise.io CRD schemas of OpenKruise %s

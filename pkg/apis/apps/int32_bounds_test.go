@@ -32,6 +32,9 @@ var celBounded = map[string]string{
 	"spec.burstReplicas": "self <= 2147483647",
 	// Advanced StatefulSet (v1beta1).
 	"spec.reserveOrdinals[]": "o <= 2147483647",
+	// AdvancedCronJob's BroadcastJob and ImageListPullJob templates.
+	"spec.template.broadcastJobTemplate.spec.parallelism":     "self <= 2147483647",
+	"spec.template.imageListPullJobTemplate.spec.parallelism": "self <= 2147483647",
 	// WorkloadSpread.
 	"spec.subsets[].maxReplicas":                         "s.maxReplicas <= 2147483647",
 	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",

@@ -26,12 +26,15 @@ type CRD struct {
 	NeedsWebhook bool
 }
 
-// KruiseCRDs are kruise's CRDs: the image and CRR kinds have the same schema in both versions,
+// KruiseCRDs are kruise's CRDs served in two versions: the image, CRR and job kinds have the same
+// schema in both (AdvancedCronJob's v1alpha1 lacks one template, which the API server prunes),
 // the workloads and NodeImage convert through /convert.
 var KruiseCRDs = []CRD{
 	{Name: "containerrecreaterequests.apps.kruise.io"},
 	{Name: "imagepulljobs.apps.kruise.io"},
 	{Name: "imagelistpulljobs.apps.kruise.io"},
+	{Name: "broadcastjobs.apps.kruise.io"},
+	{Name: "advancedcronjobs.apps.kruise.io"},
 	{Name: "nodeimages.apps.kruise.io", NeedsWebhook: true},
 	{Name: "clonesets.apps.kruise.io", NeedsWebhook: true},
 	{Name: "daemonsets.apps.kruise.io", NeedsWebhook: true},

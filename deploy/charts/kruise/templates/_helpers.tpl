@@ -92,7 +92,7 @@ nodeimages.apps.kruise.io,clonesets.apps.kruise.io,daemonsets.apps.kruise.io,sta
 
 {{/* Every CRD of kruise (pkg/controller/storageversion KruiseCRDs; test/chart checks they agree). */}}
 {{- define "kruise.allCRDs" -}}
-containerrecreaterequests.apps.kruise.io,imagepulljobs.apps.kruise.io,imagelistpulljobs.apps.kruise.io,{{ include "kruise.conversionCRDs" . }}
+containerrecreaterequests.apps.kruise.io,imagepulljobs.apps.kruise.io,imagelistpulljobs.apps.kruise.io,broadcastjobs.apps.kruise.io,advancedcronjobs.apps.kruise.io,{{ include "kruise.conversionCRDs" . }}
 {{- end -}}
 
 {{/* A hook Job running kruise-controller with args (and extra env) as kruise-conversion-hook,

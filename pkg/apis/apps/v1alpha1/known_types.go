@@ -13,5 +13,8 @@ func knownTypes() []runtime.Object {
 		&StatefulSet{}, &StatefulSetList{},
 		&SidecarSet{}, &SidecarSetList{},
 		&WorkloadSpread{}, &WorkloadSpreadList{},
+		&BroadcastJob{}, &BroadcastJobList{},
+		&AdvancedCronJob{}, &AdvancedCronJobList{},
+		&EphemeralJob{}, &EphemeralJobList{},
 	}
 }

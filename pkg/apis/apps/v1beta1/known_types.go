@@ -12,6 +12,8 @@ func knownTypes() []runtime.Object {
 		&DaemonSet{}, &DaemonSetList{},
 		&StatefulSet{}, &StatefulSetList{},
 		&SidecarSet{}, &SidecarSetList{},
+		&BroadcastJob{}, &BroadcastJobList{},
+		&AdvancedCronJob{}, &AdvancedCronJobList{},
 	}
 }
 

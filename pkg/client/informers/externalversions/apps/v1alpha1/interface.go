@@ -24,12 +24,18 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// AdvancedCronJobs returns a AdvancedCronJobInformer.
+	AdvancedCronJobs() AdvancedCronJobInformer
+	// BroadcastJobs returns a BroadcastJobInformer.
+	BroadcastJobs() BroadcastJobInformer
 	// CloneSets returns a CloneSetInformer.
 	CloneSets() CloneSetInformer
 	// ContainerRecreateRequests returns a ContainerRecreateRequestInformer.
 	ContainerRecreateRequests() ContainerRecreateRequestInformer
 	// DaemonSets returns a DaemonSetInformer.
 	DaemonSets() DaemonSetInformer
+	// EphemeralJobs returns a EphemeralJobInformer.
+	EphemeralJobs() EphemeralJobInformer
 	// ImageListPullJobs returns a ImageListPullJobInformer.
 	ImageListPullJobs() ImageListPullJobInformer
 	// ImagePullJobs returns a ImagePullJobInformer.
@@ -55,6 +61,16 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
+// AdvancedCronJobs returns a AdvancedCronJobInformer.
+func (v *version) AdvancedCronJobs() AdvancedCronJobInformer {
+	return &advancedCronJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// BroadcastJobs returns a BroadcastJobInformer.
+func (v *version) BroadcastJobs() BroadcastJobInformer {
+	return &broadcastJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // CloneSets returns a CloneSetInformer.
 func (v *version) CloneSets() CloneSetInformer {
 	return &cloneSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -68,6 +84,11 @@ func (v *version) ContainerRecreateRequests() ContainerRecreateRequestInformer {
 // DaemonSets returns a DaemonSetInformer.
 func (v *version) DaemonSets() DaemonSetInformer {
 	return &daemonSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// EphemeralJobs returns a EphemeralJobInformer.
+func (v *version) EphemeralJobs() EphemeralJobInformer {
+	return &ephemeralJobInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // ImageListPullJobs returns a ImageListPullJobInformer.

@@ -28,9 +28,12 @@ import (
 
 type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	AdvancedCronJobsGetter
+	BroadcastJobsGetter
 	CloneSetsGetter
 	ContainerRecreateRequestsGetter
 	DaemonSetsGetter
+	EphemeralJobsGetter
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
@@ -44,6 +47,14 @@ type AppsV1alpha1Client struct {
 	restClient rest.Interface
 }
 
+func (c *AppsV1alpha1Client) AdvancedCronJobs(namespace string) AdvancedCronJobInterface {
+	return newAdvancedCronJobs(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) BroadcastJobs(namespace string) BroadcastJobInterface {
+	return newBroadcastJobs(c, namespace)
+}
+
 func (c *AppsV1alpha1Client) CloneSets(namespace string) CloneSetInterface {
 	return newCloneSets(c, namespace)
 }
@@ -54,6 +65,10 @@ func (c *AppsV1alpha1Client) ContainerRecreateRequests(namespace string) Contain
 
 func (c *AppsV1alpha1Client) DaemonSets(namespace string) DaemonSetInterface {
 	return newDaemonSets(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) EphemeralJobs(namespace string) EphemeralJobInterface {
+	return newEphemeralJobs(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) ImageListPullJobs(namespace string) ImageListPullJobInterface {

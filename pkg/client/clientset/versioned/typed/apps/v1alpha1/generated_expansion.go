@@ -18,11 +18,17 @@ limitations under the License.
 
 package v1alpha1
 
+type AdvancedCronJobExpansion interface{}
+
+type BroadcastJobExpansion interface{}
+
 type CloneSetExpansion interface{}
 
 type ContainerRecreateRequestExpansion interface{}
 
 type DaemonSetExpansion interface{}
+
+type EphemeralJobExpansion interface{}
 
 type ImageListPullJobExpansion interface{}
 

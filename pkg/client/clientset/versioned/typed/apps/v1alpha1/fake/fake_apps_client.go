@@ -28,6 +28,14 @@ type FakeAppsV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1alpha1) AdvancedCronJobs(namespace string) v1alpha1.AdvancedCronJobInterface {
+	return newFakeAdvancedCronJobs(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) BroadcastJobs(namespace string) v1alpha1.BroadcastJobInterface {
+	return newFakeBroadcastJobs(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) CloneSets(namespace string) v1alpha1.CloneSetInterface {
 	return newFakeCloneSets(c, namespace)
 }
@@ -38,6 +46,10 @@ func (c *FakeAppsV1alpha1) ContainerRecreateRequests(namespace string) v1alpha1.
 
 func (c *FakeAppsV1alpha1) DaemonSets(namespace string) v1alpha1.DaemonSetInterface {
 	return newFakeDaemonSets(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) EphemeralJobs(namespace string) v1alpha1.EphemeralJobInterface {
+	return newFakeEphemeralJobs(c, namespace)
 }
 
 func (c *FakeAppsV1alpha1) ImageListPullJobs(namespace string) v1alpha1.ImageListPullJobInterface {
