@@ -2,8 +2,8 @@ package daemonset
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	schedulinghelpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 )
 
 // nodeNameField is the node field a daemon pod's required node affinity pins it to.
@@ -107,28 +107,13 @@ func TargetNode(pod *corev1.Pod) string {
 }
 
 // NodeEligibility decides whether node should run a pod of template, as the built-in DaemonSet
-// controller decides it: the template's nodeName (if set) must be the node, its nodeSelector and
-// required node affinity must match the node, and every NoSchedule and NoExecute taint of the
-// node must be tolerated by the template's tolerations plus the daemon tolerations. An untolerated
-// NoSchedule taint keeps new pods out but leaves running ones; an untolerated NoExecute one does
-// neither. spec.unschedulable itself is not looked at: the node lifecycle controller taints such
-// a node, and daemon pods tolerate that taint.
+// controller decides it (nodefit.Check): the template's nodeName, nodeSelector and required node
+// affinity, and the node's NoSchedule and NoExecute taints against the template's tolerations
+// plus the daemon tolerations. spec.unschedulable itself is not looked at: the node lifecycle
+// controller taints such a node, and daemon pods tolerate that taint.
 func NodeEligibility(node *corev1.Node, template *corev1.PodTemplateSpec) Eligibility {
-	if template.Spec.NodeName != "" && template.Spec.NodeName != node.Name {
-		return Eligibility{}
-	}
-	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: *template.Spec.DeepCopy()}
-	AddDaemonTolerations(&pod.Spec)
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
-		return Eligibility{}
-	}
-	scheduling := func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}
-	if _, untolerated := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, scheduling); !untolerated {
-		return Eligibility{ShouldRun: true, ShouldContinueRunning: true}
-	}
-	evicting := func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
-	_, evicted := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, evicting)
-	return Eligibility{ShouldContinueRunning: !evicted}
+	// Whether a taint is tolerated does not depend on tolerationSeconds, so the daemon
+	// tolerations are simply added (AddDaemonTolerations' replacing only matters on the pod).
+	fit := nodefit.Check(node, template, daemonTolerations(template.Spec.HostNetwork))
+	return Eligibility{ShouldRun: fit.Schedule, ShouldContinueRunning: fit.Continue}
 }
