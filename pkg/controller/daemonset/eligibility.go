@@ -6,9 +6,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 )
 
-// nodeNameField is the node field a daemon pod's required node affinity pins it to.
-const nodeNameField = "metadata.name"
-
 // Eligibility is what a node means for the DaemonSet's pod.
 type Eligibility struct {
 	// ShouldRun: the node should run the pod; one is created when it has none.
@@ -65,45 +62,6 @@ func AddDaemonTolerations(spec *corev1.PodSpec) {
 			}
 		}
 	}
-}
-
-// PinToNode makes spec's required node affinity select node by name alone, as the built-in
-// controller does: the scheduler then binds the pod to that node and no other. The template's
-// own required terms were checked when the node was found eligible, so they are replaced;
-// preferred terms and other affinities are kept.
-func PinToNode(spec *corev1.PodSpec, node string) {
-	term := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
-		Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
-	}}}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{term},
-	}
-}
-
-// TargetNode is the node a daemon pod is for: its spec.nodeName once bound, else the node its
-// required affinity pins it to; "" when it names none.
-func TargetNode(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, r := range t.MatchFields {
-			if r.Key == nodeNameField && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-				return r.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // NodeEligibility decides whether node should run a pod of template, as the built-in DaemonSet
