@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 	"github.com/nodekruise/kruise/pkg/workload/nodefit"
@@ -370,4 +371,49 @@ func TestBroadcastJobControllerRestartMidRun(t *testing.T) {
 		t.Fatalf("completed job: %s", describeBCJ(job, nil))
 	}
 	r.f.WaitControllerRolledOut(ctx, t, 2*time.Minute)
+}
+
+// The BroadcastJob examples of docs/examples (docs/broadcastjob.md runs them) complete as they
+// are written, on the real node: the report, and the pods with a sidecar, which the job sidecar
+// terminator stops once the main container has ended.
+func TestBroadcastJobExamples(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "bcj-examples")
+	var names []string
+	for _, file := range []string{"all-nodes", "sidecar"} {
+		path := "../../docs/examples/broadcastjob-" + file + ".yaml"
+		objs := exampleObjects(t, path)
+		if len(objs) != 1 {
+			t.Fatalf("%s: want one object, got %d", path, len(objs))
+		}
+		job, ok := objs[0].(*appsv1alpha1.BroadcastJob)
+		if !ok {
+			t.Fatalf("%s: a %T, not a BroadcastJob", path, objs[0])
+		}
+		job.Namespace = ns
+		if _, err := kc.AppsV1alpha1().BroadcastJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		names = append(names, job.Name)
+	}
+	for _, name := range names {
+		framework.WaitFor(ctx, t, 3*time.Minute, "example BroadcastJob "+name+" completes", func(ctx context.Context) (bool, string, error) {
+			job, err := kc.AppsV1beta1().BroadcastJobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", framework.Retry(err)
+			}
+			pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1beta1.BroadcastJobNameLabel + "=" + name})
+			if err != nil {
+				return false, "", framework.Retry(err)
+			}
+			if condition(job, v1beta1.JobFailed) {
+				return false, "", fmt.Errorf("failed: %s", describeBCJ(job, pods.Items))
+			}
+			ok := condition(job, v1beta1.JobComplete) && job.Status.Failed == 0 && job.Status.Succeeded == job.Status.Desired && job.Status.Desired >= 1
+			return ok, describeBCJ(job, pods.Items), nil
+		})
+	}
 }
