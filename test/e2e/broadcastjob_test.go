@@ -335,6 +335,35 @@ func TestBroadcastJobNodeDeletedMidRun(t *testing.T) {
 	}
 }
 
+// A node that turns against the pod mid-run (a NoExecute taint it does not tolerate, as a
+// NotReady node's once its pods' 300 s are up): the pod is deleted, the node leaves desired, no
+// second pod is made there, and the job completes on the others.
+func TestBroadcastJobNodeEvictsMidRun(t *testing.T) {
+	t.Parallel()
+	ctx := framework.Context(t, 4*time.Minute)
+	r := newBCJRun(ctx, t, "bcj-evict", 3)
+	r.create(ctx, t, r.job(false))
+	r.wait(ctx, t, 2*time.Minute, "runs its 3 pods", false, func(j *v1beta1.BroadcastJob, pods []corev1.Pod) bool {
+		return j.Status.Active == 3 && len(pods) == 3
+	})
+	bad := slices.Sorted(maps.Keys(r.sim))[0]
+	node, err := r.f.Client.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "kruise.e2e/bcj-evict", Value: "x", Effect: corev1.TaintEffectNoExecute})
+	if _, err := r.f.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("tainting node %s: %v", bad, err)
+	}
+	job := r.wait(ctx, t, 2*time.Minute, "completes on the other two", true, func(j *v1beta1.BroadcastJob, pods []corev1.Pod) bool {
+		onBad := slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Spec.NodeName == bad })
+		return condition(j, v1beta1.JobComplete) && !onBad
+	})
+	if counts4(job) != [4]int32{2, 0, 2, 0} {
+		t.Fatalf("completed job: %s", describeBCJ(job, nil))
+	}
+}
+
 // The leader kruise-controller is killed while the job runs: the next leader starts from its
 // cache and never gives a node a second pod; the job completes with true counts. Not parallel:
 // the other tests would lose their controller for a while.
