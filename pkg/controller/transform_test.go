@@ -905,6 +905,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// status.conditions (Ready, PodScheduled): all kept. Adoption reads the few pods it adopts
 		// whole from the API server.
 		"workloadspread": true,
+		// advancedcronjob reads AdvancedCronJobs, Jobs, BroadcastJobs and ImageListPullJobs (kept
+		// whole but managedFields), no Pod or Node.
+		"advancedcronjob": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
