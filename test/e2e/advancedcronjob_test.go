@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"os"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
@@ -396,5 +398,35 @@ func TestAdvancedCronJobWebhook(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Fatalf("a template change: got %v, want Forbidden", err)
+	}
+}
+
+// The examples of docs/examples (docs/advancedcronjob.md runs them) are admitted as written, and
+// the controller reads each one's template: created for real in a namespace of the test's, then
+// status.type.
+func TestAdvancedCronJobExamples(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 2*time.Minute)
+	ns := f.NewNamespace(ctx, t, "acj-examples")
+	for file, kind := range map[string]appsv1beta1.TemplateKind{
+		"job": appsv1beta1.JobTemplate, "broadcastjob": appsv1beta1.BroadcastJobTemplate, "imagelistpulljob": appsv1beta1.ImageListPullJobTemplate,
+	} {
+		path := "../../docs/examples/advancedcronjob-" + file + ".yaml"
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acj := &appsv1beta1.AdvancedCronJob{}
+		if err := sigsyaml.UnmarshalStrict(raw, acj); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		acj.Namespace = ns
+		created, err := kc.AppsV1beta1().AdvancedCronJobs(ns).Create(ctx, acj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		waitCronStatus(ctx, t, kc, created, "status.type "+string(kind), func(a *appsv1beta1.AdvancedCronJob) bool { return a.Status.Type == kind })
 	}
 }

@@ -64,7 +64,7 @@ func StateOf(obj Object) State {
 }
 
 // ScheduledAt is the run time a job's apps.kruise.io/scheduled-at annotation records; false
-// when it has none or it does not parse (a job made by hand, say by kubectl kruise create job).
+// when it has none or it does not parse (a job made by hand).
 func ScheduledAt(obj metav1.Object) (time.Time, bool) {
 	raw, ok := obj.GetAnnotations()[v1beta1.ScheduledAtAnnotation]
 	if !ok {
