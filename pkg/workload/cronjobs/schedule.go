@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	// The time zone database, built in: kruise's images have no /usr/share/zoneinfo, and
+	// spec.timeZone and TZ= prefixes name IANA zones.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 
