@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/controller/advancedcronjob"
 	"github.com/nodekruise/kruise/pkg/controller/broadcastjob"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/crr"
@@ -90,6 +91,10 @@ var builders = []Entry{
 	{Name: workloadspread.Name, Gates: []featuregate.Feature{features.WorkloadSpread}, Build: buildWorkloadSpread},
 	// BroadcastJob: no gate, as in OpenKruise. It acts on BroadcastJobs and their pods only.
 	{Name: broadcastjob.Name, Build: buildBroadcastJob},
+	// AdvancedCronJob: no gate, as in OpenKruise. Its ImageListPullJob runs need ImagePullJobGate
+	// and KruiseDaemon, as the ImageListPullJob controller (the builder decides; without them such
+	// a cron job gets an Event and no jobs).
+	{Name: advancedcronjob.Name, Build: buildAdvancedCronJob},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -396,6 +401,21 @@ func buildWorkloadSpread(d Deps) (Controller, error) {
 		AdvancedStatefulSets: kruiseApps.StatefulSets(),
 		Scale:                podunavailablebudget.NewScaleFunc(d.Client.Discovery()),
 	})
+}
+
+// buildAdvancedCronJob adapts Deps to the AdvancedCronJob controller.
+func buildAdvancedCronJob(d Deps) (Controller, error) {
+	apps := d.KruiseInformerFactory.Apps().V1beta1()
+	cfg := advancedcronjob.Config{
+		Config:        d.base(),
+		CronJobs:      apps.AdvancedCronJobs(),
+		Jobs:          d.InformerFactory.Batch().V1().Jobs(),
+		BroadcastJobs: apps.BroadcastJobs(),
+	}
+	if fg := d.Options.featureGate(); fg.Enabled(features.ImagePullJobGate) && fg.Enabled(features.KruiseDaemon) {
+		cfg.ImageListPullJobs = apps.ImageListPullJobs()
+	}
+	return advancedcronjob.New(cfg)
 }
 
 // idle is a controller with nothing to do in this configuration.

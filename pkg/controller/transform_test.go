@@ -910,6 +910,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// broadcastjob reads its own pods (kept whole: an apps.kruise.io controller) and of nodes
 		// the name, labels, taints, spec.unschedulable and status.allocatable (all in nodeKept).
 		"broadcastjob": true,
+		// advancedcronjob reads AdvancedCronJobs, Jobs, BroadcastJobs and ImageListPullJobs (kept
+		// whole but managedFields), no Pod or Node.
+		"advancedcronjob": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

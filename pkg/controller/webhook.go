@@ -149,6 +149,11 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	if spreads != nil {
 		paths = append(paths, spreadinjection.Path, spreadinjection.DeletePath)
 	}
+	// AdvancedCronJob: OpenKruise's checks; it reads nothing.
+	if err := srv.HandleAdmission(validate.AdvancedCronJobWebhook()); err != nil {
+		return nil, err
+	}
+	paths = append(paths, validate.AdvancedCronJobPath)
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err
