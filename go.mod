@@ -7,6 +7,7 @@ require (
 	github.com/google/go-containerregistry v0.20.6
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/client_model v0.6.3
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.9.1
 	github.com/spf13/pflag v1.0.6
 	github.com/stretchr/testify v1.11.1
