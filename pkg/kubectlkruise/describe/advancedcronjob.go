@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/cliutil"
+	"github.com/nodekruise/kruise/pkg/workload/cronjobs"
 )
 
 // childJob is one job an AdvancedCronJob created, whatever its kind.
@@ -32,7 +37,7 @@ func describeAdvancedCronJob(ctx context.Context, o *Options, name string) (stri
 	if err != nil {
 		return "", fmt.Errorf("reading advancedcronjob %s/%s: %w", o.Namespace, name, err)
 	}
-	kind := templateKind(acj.Spec.Template)
+	kind := cronjobs.KindOf(&acj.Spec)
 	children, childrenErr := o.childJobs(ctx, acj, kind)
 	p := newPage(o.now())
 	p.meta(acj.ObjectMeta)
@@ -43,7 +48,7 @@ func describeAdvancedCronJob(ctx context.Context, o *Options, name string) (stri
 		tz = *spec.TimeZone
 	}
 	p.line(0, "Time Zone:\t%s", tz)
-	p.line(0, "Concurrency Policy:\t%s", concurrencyPolicy(spec.ConcurrencyPolicy, kind))
+	p.line(0, "Concurrency Policy:\t%s", concurrencyPolicy(&spec))
 	p.line(0, "Paused:\t%t", spec.Paused != nil && *spec.Paused)
 	p.line(0, "Starting Deadline:\t%s", seconds(spec.StartingDeadlineSeconds, "none"))
 	p.line(0, "Successful Jobs History Limit:\t%s", limit(spec.SuccessfulJobsHistoryLimit))
@@ -54,6 +59,7 @@ func describeAdvancedCronJob(ctx context.Context, o *Options, name string) (stri
 	} else {
 		p.line(0, "Last Schedule Time:\t<none>")
 	}
+	p.line(0, "Next Run:\t%s", p.nextRun(&spec))
 	var active []string
 	for _, ref := range acj.Status.Active {
 		active = append(active, ref.Name)
@@ -76,29 +82,40 @@ func describeAdvancedCronJob(ctx context.Context, o *Options, name string) (stri
 	return p.String(), nil
 }
 
-// templateKind is the kind the template creates ("" when none is set).
-func templateKind(t appsv1beta1.CronJobTemplate) appsv1beta1.TemplateKind {
-	switch {
-	case t.JobTemplate != nil:
-		return appsv1beta1.JobTemplate
-	case t.BroadcastJobTemplate != nil:
-		return appsv1beta1.BroadcastJobTemplate
-	case t.ImageListPullJobTemplate != nil:
-		return appsv1beta1.ImageListPullJobTemplate
+// concurrencyPolicy is the policy in force, marked when it is the default
+// an unset one stands for.
+func concurrencyPolicy(spec *appsv1beta1.AdvancedCronJobSpec) string {
+	policy := string(cronjobs.ConcurrencyOf(spec))
+	if spec.ConcurrencyPolicy == "" {
+		policy += " (unset)"
 	}
-	return ""
+	return policy
 }
 
-// concurrencyPolicy is the policy in force: unset means Allow, or Replace
-// for an ImageListPullJob template.
-func concurrencyPolicy(policy appsv1beta1.ConcurrencyPolicy, kind appsv1beta1.TemplateKind) string {
-	if policy != "" {
-		return string(policy)
+// nextRun is when the schedule fires next after now, read as the
+// controller reads it; a schedule without a time zone is read in UTC, the
+// zone of the controller's image.
+func (p *page) nextRun(spec *appsv1beta1.AdvancedCronJobSpec) string {
+	if spec.Paused != nil && *spec.Paused {
+		return "<none: paused>"
 	}
-	if kind == appsv1beta1.ImageListPullJobTemplate {
-		return string(appsv1beta1.ReplaceConcurrent) + " (unset)"
+	tz := spec.TimeZone
+	if tz == nil && !cronjobs.HasTZPrefix(spec.Schedule) {
+		tz = ptr.To("UTC")
 	}
-	return string(appsv1beta1.AllowConcurrent) + " (unset)"
+	sched, err := cronjobs.ParseSchedule(spec.Schedule, tz)
+	if err != nil {
+		return fmt.Sprintf("<none: %v>", err)
+	}
+	next := sched.Next(p.now)
+	if next.IsZero() {
+		return "<never>"
+	}
+	// In the schedule's own zone, where "0 2 * * *" reads as 02:00.
+	if spec, ok := sched.(*cron.SpecSchedule); ok && spec.Location != nil {
+		next = next.In(spec.Location)
+	}
+	return fmt.Sprintf("%s (in %s)", next.Format(time.RFC1123Z), duration.HumanDuration(next.Sub(p.now)))
 }
 
 func limit(v *int32) string {
@@ -215,16 +232,8 @@ func (o *Options) childJobs(ctx context.Context, acj *appsv1beta1.AdvancedCronJo
 
 // batchJobState is a Job's state as kubectl get jobs words it.
 func batchJobState(j batchv1.Job) string {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return "Complete"
-		case batchv1.JobFailed:
-			return "Failed"
-		}
+	if s := finished(&j); s != "" {
+		return s
 	}
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		return "Suspended"
@@ -233,10 +242,8 @@ func batchJobState(j batchv1.Job) string {
 }
 
 func broadcastJobState(j appsv1beta1.BroadcastJob) string {
-	for _, c := range j.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == appsv1beta1.JobComplete || c.Type == appsv1beta1.JobFailed) {
-			return string(c.Type)
-		}
+	if s := finished(&j); s != "" {
+		return s
 	}
 	if j.Status.Phase == appsv1beta1.PhasePaused || j.Spec.Paused {
 		return "Paused"
@@ -244,17 +251,21 @@ func broadcastJobState(j appsv1beta1.BroadcastJob) string {
 	return "Running"
 }
 
-// imageListPullJobState: finished once it has a completion time, failed
-// then unless every image's job succeeded (as the AdvancedCronJob
-// controller reads it).
 func imageListPullJobState(j appsv1beta1.ImageListPullJob) string {
-	if j.Status.CompletionTime == nil {
-		return "Running"
-	}
-	if j.Status.Succeeded == j.Status.Desired {
+	return orDefault(finished(&j), "Running")
+}
+
+// finished is "Complete" or "Failed" for a job the AdvancedCronJob
+// controller counts as finished (so as its history limits count it), ""
+// for an active one.
+func finished(obj cronjobs.Object) string {
+	switch cronjobs.StateOf(obj) {
+	case cronjobs.Succeeded:
 		return "Complete"
+	case cronjobs.Failed:
+		return "Failed"
 	}
-	return "Failed"
+	return ""
 }
 
 // childJobTable lists the jobs, newest first, with the run each belongs

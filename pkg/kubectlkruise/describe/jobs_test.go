@@ -242,3 +242,24 @@ func TestDescribeEphemeralJob(t *testing.T) {
 	}
 	golden.Assert(t, "ephemeraljob", got)
 }
+
+// The next run is reckoned as the controller reckons it: in the schedule's
+// zone (UTC when it names none), none while paused or unparsable.
+func TestNextRun(t *testing.T) {
+	p := newPage(now) // Sunday 1 March 2026, 12:00 UTC
+	cases := []struct {
+		spec appsv1beta1.AdvancedCronJobSpec
+		want string
+	}{
+		{spec: appsv1beta1.AdvancedCronJobSpec{Schedule: "30 * * * *"}, want: "Sun, 01 Mar 2026 12:30:00 +0000 (in 30m)"},
+		{spec: appsv1beta1.AdvancedCronJobSpec{Schedule: "0 9 * * *", TimeZone: ptr.To("Asia/Tokyo")}, want: "Mon, 02 Mar 2026 09:00:00 +0900 (in 12h)"},
+		{spec: appsv1beta1.AdvancedCronJobSpec{Schedule: "CRON_TZ=America/New_York 0 9 * * *"}, want: "Sun, 01 Mar 2026 09:00:00 -0500 (in 120m)"},
+		{spec: appsv1beta1.AdvancedCronJobSpec{Schedule: "0 9 * * *", Paused: ptr.To(true)}, want: "<none: paused>"},
+		{spec: appsv1beta1.AdvancedCronJobSpec{Schedule: "every day"}, want: "<none: invalid schedule"},
+	}
+	for _, tc := range cases {
+		if got := p.nextRun(&tc.spec); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("nextRun(%q) = %q, want %q", tc.spec.Schedule, got, tc.want)
+		}
+	}
+}
