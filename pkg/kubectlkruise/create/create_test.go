@@ -261,3 +261,21 @@ current-context: c
 	}
 	golden.Assert(t, "create-image-kubectl", out.String())
 }
+
+func TestFromCompletions(t *testing.T) {
+	kruise := kruisefake.NewSimpleClientset(acj(jobTemplate), &appsv1beta1.AdvancedCronJob{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "other"}})
+	names := func() ([]string, error) { return acjNames(context.Background(), kruise, "ns") }
+	for toComplete, want := range map[string]string{
+		"":                 "acj/,cronjob/",
+		"ac":               "acj/,cronjob/",
+		"cronjob/":         "",
+		"acj/":             "acj/nightly",
+		"acj/ni":           "acj/nightly",
+		"advancedcronjob/": "advancedcronjob/nightly",
+	} {
+		got, _ := fromCompletions(toComplete, names)
+		if strings.Join(got, ",") != want {
+			t.Errorf("completions of --from=%s = %v, want %s", toComplete, got, want)
+		}
+	}
+}
