@@ -263,3 +263,31 @@ func TestNextRun(t *testing.T) {
 		}
 	}
 }
+
+// An ImageListPullJob template: its images and nodes, the Replace default,
+// and its jobs finished by their completion time (failed unless every
+// image's job succeeded).
+func TestDescribeAdvancedCronJobImageListTemplate(t *testing.T) {
+	const uid = types.UID("acj-uid")
+	acj := advancedCronJob(uid, appsv1beta1.CronJobTemplate{ImageListPullJobTemplate: &appsv1beta1.ImageListPullJobTemplateSpec{
+		Spec: appsv1beta1.ImageListPullJobSpec{Images: []string{"app:v2", "sidecar:v1"}, ImagePullJobTemplate: appsv1beta1.ImagePullJobTemplate{
+			Selector: &appsv1beta1.ImagePullJobNodeSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "web"}}},
+		}},
+	}})
+	acj.Spec.ConcurrencyPolicy, acj.Spec.Paused = "", ptr.To(true)
+	acj.Status = appsv1beta1.AdvancedCronJobStatus{Type: appsv1beta1.ImageListPullJobTemplate}
+	owned := []metav1.OwnerReference{{Kind: "AdvancedCronJob", Name: "nightly", UID: uid, Controller: ptr.To(true)}}
+	ilpj := func(name string, age time.Duration, st appsv1beta1.ImageListPullJobStatus) *appsv1beta1.ImageListPullJob {
+		return &appsv1beta1.ImageListPullJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: ago(age), OwnerReferences: owned}, Status: st}
+	}
+	kruise := []runtime.Object{acj,
+		ilpj("nightly-1", 3*time.Hour, appsv1beta1.ImageListPullJobStatus{Desired: 2, Succeeded: 2, CompletionTime: ptr.To(ago(2 * time.Hour))}),
+		ilpj("nightly-2", 2*time.Hour, appsv1beta1.ImageListPullJobStatus{Desired: 2, Succeeded: 1, CompletionTime: ptr.To(ago(time.Hour))}),
+		ilpj("nightly-3", time.Hour, appsv1beta1.ImageListPullJobStatus{Desired: 2, Active: 2}),
+	}
+	got, err := run(t, nil, kruise, "acj", "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "advancedcronjob-imagelistpulljob", got)
+}
