@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/create"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/describe"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/migrate"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
@@ -31,9 +32,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-kruise",
 		Short: "Drive kruise workloads and node operations from kubectl",
 		Long: `kubectl kruise manages kruise's workloads (CloneSet, Advanced StatefulSet,
-Advanced DaemonSet) and node operations (container recreate, image pre-pull) with
-the commands OpenKruise users already type. It reads kubeconfig, contexts and
-namespaces as kubectl does.`,
+Advanced DaemonSet), node operations (container recreate, image pre-pull) and jobs
+(describe them; run an AdvancedCronJob's job by hand) with the commands OpenKruise
+users already type. It reads kubeconfig, contexts and namespaces as kubectl does.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Shown as `kubectl kruise` in usage lines when run through kubectl.
@@ -54,6 +55,7 @@ func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Co
 		rollout.NewCmdRollout(f, streams),
 		recreate.NewCmdRecreate(f, streams),
 		pull.NewCmdPull(f, streams),
+		create.NewCmdCreate(f, streams),
 		describe.NewCmdDescribe(f, streams),
 		migrate.NewCmdMigrate(f, streams),
 	}

@@ -1,8 +1,10 @@
 // Package describe is `kubectl kruise describe`: kubectl describe for
 // kruise's objects, with what kubectl's generic view lacks: per-container
 // states of a ContainerRecreateRequest, the failed nodes of an
-// ImagePullJob and why, and a workload's revisions, partition, pods per
-// revision, lifecycle hooks and in-place updates.
+// ImagePullJob and why, a workload's revisions, partition, pods per
+// revision, lifecycle hooks and in-place updates, and the jobs' children:
+// a BroadcastJob's pods per node, an AdvancedCronJob's jobs, an
+// EphemeralJob's containers in each matched pod.
 package describe
 
 import (
@@ -29,7 +31,16 @@ const example = `  # A ContainerRecreateRequest: each container's phase and why 
   # A CloneSet: revisions, partition, pods per revision, hooks, in-place updates
   kubectl kruise describe cloneset web
   kubectl kruise describe asts/db
-  kubectl kruise describe ads/agent`
+  kubectl kruise describe ads/agent
+
+  # A BroadcastJob: counts, conditions and its pods node by node, failed first
+  kubectl kruise describe bcj/clean-disk
+
+  # An AdvancedCronJob: schedule, template, and its jobs (scheduled and manual)
+  kubectl kruise describe acj/nightly-report
+
+  # An EphemeralJob: the matched pods and the state of the containers it added
+  kubectl kruise describe ejob/debug-web`
 
 // describer writes one kind's description.
 type describer func(ctx context.Context, o *Options, name string) (string, error)
@@ -48,6 +59,12 @@ func describerFor(kind string) describer {
 		return describeStatefulSet
 	case "daemonset", "daemonsets", "ads", "daemon":
 		return describeDaemonSet
+	case "broadcastjob", "broadcastjobs", "bcj":
+		return describeBroadcastJob
+	case "advancedcronjob", "advancedcronjobs", "acj":
+		return describeAdvancedCronJob
+	case "ephemeraljob", "ephemeraljobs", "ejob":
+		return describeEphemeralJob
 	}
 	return nil
 }
@@ -76,6 +93,13 @@ func NewCmdDescribe(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobr
   cloneset (clone), statefulset (asts), daemonset (ads): current and update revisions with their
     ControllerRevisions, the partition, the pods of each revision, pods held by a lifecycle hook,
     and each pod's in-place update.
+  broadcastjob (bcj): policies, phase, counts and conditions, and the pods per node with their
+    state, restarts and why they failed (failed first; at most 20 rows, the rest counted).
+  advancedcronjob (acj): schedule, time zone, policies, history limits, the template, the last
+    schedule time, and its jobs newest first with the run each is for ("manual" when created
+    with create job --from).
+  ephemeraljob (ejob): selector, limits, the containers it adds, phase, counts and conditions,
+    and each matched pod with the state of the containers the job added (or "Not Added").
 Recent Events of the object follow, as in kubectl describe.`,
 		Example:           example,
 		Args:              cobra.RangeArgs(1, 2),
@@ -109,7 +133,7 @@ func parseTarget(args []string) (string, string, error) {
 	}
 	kind = strings.TrimSuffix(strings.ToLower(kind), ".apps.kruise.io")
 	if describerFor(kind) == nil {
-		return "", "", fmt.Errorf("cannot describe %q: kubectl kruise describe knows containerrecreaterequest (crr), imagepulljob, cloneset (clone), statefulset (asts) and daemonset (ads); use kubectl describe for other kinds", kind)
+		return "", "", fmt.Errorf("cannot describe %q: kubectl kruise describe knows containerrecreaterequest (crr), imagepulljob, cloneset (clone), statefulset (asts), daemonset (ads), broadcastjob (bcj), advancedcronjob (acj) and ephemeraljob (ejob); use kubectl describe for other kinds", kind)
 	}
 	if name == "" {
 		return "", "", fmt.Errorf("give the name of the %s to describe", kind)

@@ -21,7 +21,7 @@ func completeTargets(f cmdutil.Factory) func(*cobra.Command, []string, string) (
 		}
 		kind, _, found := strings.Cut(toComplete, "/")
 		if !found || describerFor(strings.ToLower(kind)) == nil {
-			return []string{"crr/", "imagepulljob/", "cloneset/", "asts/", "ads/"}, cobra.ShellCompDirectiveNoSpace
+			return []string{"crr/", "imagepulljob/", "cloneset/", "asts/", "ads/", "bcj/", "acj/", "ejob/"}, cobra.ShellCompDirectiveNoSpace
 		}
 		kruise, err := cliutil.KruiseClientset(f)
 		if err != nil {
@@ -71,6 +71,30 @@ func namesOf(ctx context.Context, kruise versioned.Interface, ns, kind string) (
 		}
 	case isKind(kind, "statefulset", "statefulsets", "asts", "sts"):
 		list, err := apps.StatefulSets(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	case isKind(kind, "broadcastjob", "broadcastjobs", "bcj"):
+		list, err := apps.BroadcastJobs(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	case isKind(kind, "advancedcronjob", "advancedcronjobs", "acj"):
+		list, err := apps.AdvancedCronJobs(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range list.Items {
+			names = append(names, o.Name)
+		}
+	case isKind(kind, "ephemeraljob", "ephemeraljobs", "ejob"):
+		list, err := kruise.AppsV1alpha1().EphemeralJobs(ns).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

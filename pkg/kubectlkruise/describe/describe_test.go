@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	"github.com/nodekruise/kruise/test/unit/golden"
@@ -222,6 +223,9 @@ func TestDescribeErrors(t *testing.T) {
 		{args: []string{"crr/gone"}, want: "containerrecreaterequest ns/gone not found: list them with `kubectl get crr -n ns`"},
 		{args: []string{"imagepulljob/gone"}, want: "imagepulljob ns/gone not found"},
 		{args: []string{"cloneset.apps.kruise.io/gone"}, want: "cloneset ns/gone not found"},
+		{args: []string{"bcj/gone"}, want: "broadcastjob ns/gone not found: list them with `kubectl get bcj -n ns`"},
+		{args: []string{"advancedcronjobs/gone"}, want: "advancedcronjob ns/gone not found: list them with `kubectl get acj -n ns`"},
+		{args: []string{"ephemeraljob", "gone"}, want: "ephemeraljob ns/gone not found: list them with `kubectl get ejob -n ns`"},
 	}
 	for _, tc := range cases {
 		if _, err := run(t, nil, nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -235,8 +239,11 @@ func TestNamesOf(t *testing.T) {
 		&appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}},
 		&appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "elsewhere"}},
 		&appsv1beta1.ContainerRecreateRequest{ObjectMeta: metav1.ObjectMeta{Name: "web-0-x", Namespace: "ns"}},
+		&appsv1beta1.BroadcastJob{ObjectMeta: metav1.ObjectMeta{Name: "clean", Namespace: "ns"}},
+		&appsv1beta1.AdvancedCronJob{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"}},
+		&appsv1alpha1.EphemeralJob{ObjectMeta: metav1.ObjectMeta{Name: "debug", Namespace: "ns"}},
 	)
-	for kind, want := range map[string]string{"clone": "web", "crr": "web-0-x", "asts": "", "imagepulljob": ""} {
+	for kind, want := range map[string]string{"clone": "web", "crr": "web-0-x", "asts": "", "imagepulljob": "", "bcj": "clean", "advancedcronjob": "nightly", "ejob": "debug"} {
 		names, err := namesOf(context.Background(), kruise, "ns", kind)
 		if err != nil || strings.Join(names, ",") != want {
 			t.Errorf("namesOf(%s) = %v, %v; want %q", kind, names, err, want)
