@@ -326,8 +326,8 @@ func TestAdvancedCronJobZeroHistoryRunsOnce(t *testing.T) {
 }
 
 // A BroadcastJob template: the run is a BroadcastJob (what it then does is the BroadcastJob
-// controller's). The template's metadata is not tried: the CRD schema prunes it (its metadata is
-// an object without properties, as in OpenKruise's CRD).
+// controller's) carrying the template's labels (kruise's schema keeps the template's metadata,
+// which OpenKruise's prunes).
 func TestAdvancedCronJobBroadcastJob(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -337,6 +337,7 @@ func TestAdvancedCronJobBroadcastJob(t *testing.T) {
 	schedule, at := cronRun()
 	spec := cronJobOf(ns, "sweep", schedule, "", "")
 	spec.Spec.Template = appsv1beta1.CronJobTemplate{BroadcastJobTemplate: &appsv1beta1.BroadcastJobTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "storage"}},
 		Spec: appsv1beta1.BroadcastJobSpec{
 			// No node matches: nothing runs, whichever BroadcastJob controller is deployed.
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -360,6 +361,9 @@ func TestAdvancedCronJobBroadcastJob(t *testing.T) {
 	})
 	if bcj.Annotations[appsv1beta1.ScheduledAtAnnotation] != at.Format(time.RFC3339) {
 		t.Errorf("annotations %v", bcj.Annotations)
+	}
+	if bcj.Labels["team"] != "storage" {
+		t.Errorf("labels %v: the template's are missing", bcj.Labels)
 	}
 	if ref := metav1.GetControllerOf(bcj); ref == nil || ref.UID != acj.UID {
 		t.Errorf("owner references %+v", bcj.OwnerReferences)

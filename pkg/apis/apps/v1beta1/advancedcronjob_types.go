@@ -86,6 +86,9 @@ const (
 
 // BroadcastJobTemplateSpec is the metadata and spec of the BroadcastJobs a run creates.
 type BroadcastJobTemplateSpec struct {
+	// Metadata's labels and annotations go onto each BroadcastJob. Kept as written (OpenKruise's
+	// schema lets the API server prune them, so they never reach the jobs there).
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
@@ -94,6 +97,9 @@ type BroadcastJobTemplateSpec struct {
 
 // ImageListPullJobTemplateSpec is the metadata and spec of the ImageListPullJobs a run creates.
 type ImageListPullJobTemplateSpec struct {
+	// Metadata's labels and annotations go onto each ImageListPullJob, kept as written (as for
+	// BroadcastJobTemplateSpec).
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// +optional
