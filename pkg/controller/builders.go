@@ -10,6 +10,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
+	"github.com/nodekruise/kruise/pkg/controller/ephemeraljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -87,6 +88,9 @@ var builders = []Entry{
 	// WorkloadSpread's status, deletion costs, adoption and Adaptive rescheduling (gate
 	// WorkloadSpread, as OpenKruise's controller and webhook).
 	{Name: workloadspread.Name, Gates: []featuregate.Feature{features.WorkloadSpread}, Build: buildWorkloadSpread},
+	// EphemeralJob: no gate, as in OpenKruise. It adds containers only to pods its requester (the
+	// user its mutating webhook recorded) may exec into, asked per pod.
+	{Name: ephemeraljob.Name, Build: buildEphemeralJob},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -99,6 +103,15 @@ func buildRecreate(d Deps) (Controller, error) {
 		Leases:    d.NamespaceInformerFactory.Coordination().V1().Leases(),
 		Namespace: d.Namespace,
 		Metrics:   d.Metrics,
+	})
+}
+
+// buildEphemeralJob adapts Deps to the EphemeralJob controller.
+func buildEphemeralJob(d Deps) (Controller, error) {
+	return ephemeraljob.New(ephemeraljob.Config{
+		Config: d.base(),
+		Jobs:   d.KruiseInformerFactory.Apps().V1alpha1().EphemeralJobs(),
+		Pods:   d.InformerFactory.Core().V1().Pods(),
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
 	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
+	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -90,7 +91,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	}
 	client, kruiseClient := d.webhookClients()
 	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
-		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath}
+		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath,
+		ejobrequester.Path, validate.EphemeralJobPath}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
@@ -103,6 +105,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CloneSetWebhook(),
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
+		ejobrequester.Webhook(),
+		validate.EphemeralJobWebhook(client),
 		validate.SidecarSetWebhook(kruiseClient.AppsV1beta1(), client.AppsV1(), namespace, &validate.PatchAllowList{
 			ConfigMaps: client.CoreV1(),
 			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),
