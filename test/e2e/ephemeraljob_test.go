@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -383,5 +384,45 @@ func TestEphemeralJobActsOnlyOnPodsTheRequesterMayReach(t *testing.T) {
 	}
 	if r, err := ejobaccess.FromAnnotations(upd.Annotations); err != nil || r.Username != "ejob-p1" {
 		t.Fatalf("after the update the requester is %+v (%v); want ejob-p1", r, err)
+	}
+}
+
+// docs/examples/ephemeraljob-debug.yaml as written: its Deployment's three pods each get the
+// debugger, which prints the app's processes, and the job succeeds.
+func TestEphemeralJobExample(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 4*time.Minute)
+	ns := f.NewNamespace(ctx, t, "ejob-example")
+	var job *appsv1alpha1.EphemeralJob
+	for _, obj := range exampleObjects(t, "../../docs/examples/ephemeraljob-debug.yaml") {
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			o.Namespace = ns
+			if _, err := f.Client.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case *appsv1alpha1.EphemeralJob:
+			job = o
+		}
+	}
+	if job == nil {
+		t.Fatal("docs/examples/ephemeraljob-debug.yaml has no EphemeralJob")
+	}
+	framework.WaitFor(ctx, t, 2*time.Minute, "the Deployment's 3 pods running", func(ctx context.Context) (bool, string, error) {
+		d, err := f.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return d.Status.ReadyReplicas == 3, fmt.Sprintf("%d ready", d.Status.ReadyReplicas), nil
+	})
+	job.Namespace = ns
+	createEJob(ctx, t, kc, job)
+	done := waitEJob(ctx, t, kc, ns, job.Name, 3*time.Minute, "succeeded", func(j *appsv1alpha1.EphemeralJob) bool {
+		return j.Status.Phase == appsv1alpha1.EphemeralJobSucceeded
+	})
+	if done.Status.Succeeded != 3 {
+		t.Fatalf("finished as %s; want 3 succeeded", describeEJob(done))
 	}
 }
