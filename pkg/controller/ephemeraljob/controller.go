@@ -194,13 +194,16 @@ const (
 	addedFor = time.Minute
 )
 
-// memoOf is the job's memo, reset when the job is a new one or its spec changed (a new
-// requester, maybe): the refusals are asked again then.
+// memoOf is the job's memo, new when the job is a new one; when its spec changed (a new
+// requester, maybe) the answers are dropped, to be asked again, but not what was added.
 func (c *Controller) memoOf(key string, job *appsv1alpha1.EphemeralJob) *jobMemo {
 	m := c.memo[key]
-	if m == nil || m.uid != job.UID || m.generation != job.Generation {
+	if m == nil || m.uid != job.UID {
 		m = &jobMemo{uid: job.UID, generation: job.Generation, access: map[types.UID]answer{}, added: map[types.UID]time.Time{}}
 		c.memo[key] = m
+	}
+	if m.generation != job.Generation {
+		m.generation, m.access = job.Generation, map[types.UID]answer{}
 	}
 	return m
 }

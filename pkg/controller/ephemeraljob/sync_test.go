@@ -163,10 +163,53 @@ func TestSyncSkipsPodsTheRequesterMayNotReach(t *testing.T) {
 	assert.Contains(t, findCondition(st.Conditions, appsv1alpha1.EJobFailed).Message, "may not reach ([a])")
 	assert.Contains(t, f.events(), `User "alice" may not reach pod a`)
 
-	// The refusal is remembered for this generation: not asked again.
-	n := f.sars
+}
+
+// A refusal is remembered for the job's generation: the pod is not asked about again, and its
+// slot goes to the next pod; a changed spec (a new generation, maybe a new requester) asks again.
+func TestSyncRemembersRefusalsPerGeneration(t *testing.T) {
+	f := newFixture(t, newJob(withRequester), newPod("a", 2), newPod("b", 1))
+	f.mayExec = map[string]bool{"b": true}
 	f.sync(t)
-	assert.Equal(t, n, f.sars)
+	assert.Equal(t, []string{"b"}, keys(f.patched))
+	assert.Equal(t, 3, f.sars, "a refused at its first question, b allowed at both")
+
+	// b's container finished: the job is done, a still refused without asking.
+	done := withContainer(newPod("b", 1), "job-uid", succeeded)
+	require.NoError(t, f.pods.Core().V1().Pods().Informer().GetIndexer().Update(done))
+	f.sync(t)
+	assert.Equal(t, 3, f.sars)
+	st := f.job(t).Status
+	assert.Equal(t, appsv1alpha1.EphemeralJobFailed, st.Phase, "b succeeded, a refused")
+
+	// A new generation of an unfinished job asks again, and keeps what it added.
+	f2 := newFixture(t, newJob(withRequester, func(j *appsv1alpha1.EphemeralJob) { j.Spec.Parallelism = ptr.To[int32](2) }),
+		newPod("a", 2), newPod("b", 1))
+	f2.mayExec = map[string]bool{"b": true}
+	f2.sync(t)
+	require.Contains(t, f2.patched, "b")
+	n := f2.sars
+	f2.sync(t)
+	assert.Equal(t, n, f2.sars, "same generation: remembered")
+	j := f2.job(t)
+	j.Generation++
+	_, err := f2.kruise.AppsV1alpha1().EphemeralJobs("ns").Update(context.Background(), j, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f2.refreshJob(t)
+	f2.mayExec = map[string]bool{"a": true, "b": true}
+	delete(f2.patched, "b")
+	f2.sync(t)
+	assert.Greater(t, f2.sars, n)
+	assert.Contains(t, f2.patched, "a", "rights granted since, asked again for the new generation")
+	assert.NotContains(t, f2.patched, "b", "b's containers, added but not yet in the cache, not added twice")
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // Without the requester annotation (webhooks off, or a forged empty one), no pod is asked about
