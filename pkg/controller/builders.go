@@ -112,6 +112,8 @@ func buildEphemeralJob(d Deps) (Controller, error) {
 		Config: d.base(),
 		Jobs:   d.KruiseInformerFactory.Apps().V1alpha1().EphemeralJobs(),
 		Pods:   d.InformerFactory.Core().V1().Pods(),
+		// Without the webhooks a user could write the requester annotation: no job acts.
+		WebhooksOff: !d.Options.WebhookEnabled,
 	})
 }
 

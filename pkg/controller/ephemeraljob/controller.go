@@ -8,7 +8,8 @@
 // It acts with its requester's rights, not its own: before adding containers to a pod it asks
 // the API server (SubjectAccessReview) whether the user recorded by the mutating webhook
 // (pkg/contract/ejobaccess) may exec into that pod and add ephemeral containers to it. A pod the
-// requester may not reach counts as failed; a job without a recorded requester acts on no pod.
+// requester may not reach counts as failed; a job without a recorded requester, or any job while
+// kruise's webhooks are off (nothing vouches for the annotation then), acts on no pod.
 //
 // Ephemeral containers cannot be removed from a pod: deleting the job only drops its finalizer.
 package ephemeraljob
@@ -52,6 +53,7 @@ const (
 	ReasonAddFailed    = "CreateFailed"
 	ReasonForbidden    = "RequesterForbidden"
 	ReasonNoRequester  = "NoRequester"
+	ReasonWebhooksOff  = "WebhooksOff"
 	ReasonNotRemovable = "EphemeralContainersKept"
 )
 
@@ -60,6 +62,9 @@ type Config struct {
 	ctrlbase.Config
 	Jobs kruiseinformers.EphemeralJobInformer
 	Pods coreinformers.PodInformer
+	// WebhooksOff: kruise-controller serves no webhooks, so nothing vouches for a job's requester
+	// annotation (a user could have written it); every job then acts on no pod.
+	WebhooksOff bool
 }
 
 // Controller runs EphemeralJobs.
@@ -71,6 +76,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	queue        workqueue.TypedRateLimitingInterface[string]
+	webhooksOff  bool
 
 	mu sync.Mutex
 	// memo is, per job key, what the controller remembers between syncs.
@@ -91,6 +97,7 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
+		webhooksOff:  cfg.WebhooksOff,
 		memo:         map[string]*jobMemo{},
 	}
 	if _, err := cfg.Jobs.Informer().AddEventHandler(ctrlbase.Handlers(c.enqueue, c.enqueue)); err != nil {

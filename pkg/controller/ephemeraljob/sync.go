@@ -24,6 +24,9 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/workers"
 )
 
+var errWebhooksOff = errors.New("kruise's webhooks are off (--webhook-enabled=false): nothing vouches for the requester annotation, " +
+	"which the mutating webhook writes")
+
 // defaultTTL is ttlSecondsAfterFinished when unset (OpenKruise's).
 const defaultTTL = 1800 * time.Second
 
@@ -76,6 +79,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	requester, rerr := ejobaccess.FromAnnotations(job.Annotations)
 	sel, serr := selectorOf(job)
 	switch {
+	case c.webhooksOff:
+		in.blocked, in.blockedReason = errWebhooksOff, ReasonWebhooksOff
 	case serr != nil:
 		in.blocked, in.blockedReason = serr, "InvalidSelector"
 	case rerr != nil:

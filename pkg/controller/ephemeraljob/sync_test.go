@@ -225,6 +225,19 @@ func TestSyncWithoutRequester(t *testing.T) {
 	assert.Contains(t, f.events(), "Acting on no pod")
 }
 
+// With kruise's webhooks off nothing vouches for the annotation (a user may have written it):
+// no pod is asked about or touched.
+func TestSyncWithWebhooksOff(t *testing.T) {
+	f := newFixture(t, newJob(withRequester), newPod("a", 1))
+	f.ctrl.webhooksOff = true
+	f.sync(t)
+	assert.Empty(t, f.patched)
+	assert.Zero(t, f.sars)
+	st := f.job(t).Status
+	assert.Equal(t, appsv1alpha1.EphemeralJobError, st.Phase)
+	assert.Equal(t, ReasonWebhooksOff, findCondition(st.Conditions, appsv1alpha1.EJobError).Reason)
+}
+
 func TestSyncAddsFinalizer(t *testing.T) {
 	job := newJob(withRequester)
 	job.Finalizers = nil
