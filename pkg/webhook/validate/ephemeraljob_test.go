@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -138,4 +139,22 @@ func TestEphemeralJobRequester(t *testing.T) {
 	assert.True(t, allowed, "rights on one matching pod by name")
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "only to the pods the user may exec into")
+}
+
+// An update (of the spec, or of the requester) is judged as a create: its sender must hold the
+// rights, whoever created the job.
+func TestEphemeralJobUpdateJudgesTheEditor(t *testing.T) {
+	client := fake.NewClientset()
+	allowSAR(client, func(user string, _ *authorizationv1.ResourceAttributes) bool { return user == "admin" })
+	req := request(t, "ephemeraljobs", "EphemeralJob", validEJob(), "v1alpha1")
+	req.Operation, req.OldObject = admissionv1.Update, req.Object
+	req.UserInfo = authenticationv1.UserInfo{Username: "nobody"}
+	res := EphemeralJobWebhook(client).Admitter.Admit(context.Background(), req)
+	assert.False(t, res.Allowed)
+	assert.Equal(t, ReasonRequesterForbidden, res.Reason)
+	req.UserInfo = authenticationv1.UserInfo{Username: "admin"}
+	assert.True(t, EphemeralJobWebhook(client).Admitter.Admit(context.Background(), req).Allowed)
+	req.SubResource = "status"
+	req.UserInfo = authenticationv1.UserInfo{Username: "nobody"}
+	assert.True(t, EphemeralJobWebhook(client).Admitter.Admit(context.Background(), req).Allowed, "status is not judged")
 }
