@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -309,6 +310,27 @@ func ejobUser(ctx context.Context, t *testing.T, f *framework.Framework, ns, use
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// RBAC reaches the authorizer through its informers: wait until every rule is in force, so
+	// that neither the create nor kruise's questions meet a binding not yet seen.
+	for _, r := range rules {
+		resource, sub, _ := strings.Cut(r.Resources[0], "/")
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
+		for _, name := range names {
+			attrs := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub, Name: name}
+			framework.WaitFor(ctx, t, time.Minute, fmt.Sprintf("%s allowed to %s %s/%s %s", user, attrs.Verb, resource, sub, name),
+				func(ctx context.Context) (bool, string, error) {
+					res, err := f.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+						Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+					if err != nil {
+						return false, "", err
+					}
+					return res.Status.Allowed, res.Status.Reason, nil
+				})
+		}
 	}
 	kc, err := versioned.NewForConfig(impersonated(f, user))
 	if err != nil {
