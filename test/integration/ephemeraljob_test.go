@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,6 +100,20 @@ func bindRole(t *testing.T, kube kubernetes.Interface, user string, rules ...rba
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// RBAC reaches the authorizer through its informers: wait until the rules are in force.
+	for _, r := range rules {
+		resource, sub, _ := strings.Cut(r.Resources[0], "/")
+		name := ""
+		if len(r.ResourceNames) > 0 {
+			name = r.ResourceNames[0]
+		}
+		attrs := &authorizationv1.ResourceAttributes{Namespace: ejobNS, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub, Name: name}
+		waitFor(t, user+"'s rules in force", func(ctx context.Context) (bool, error) {
+			res, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+			return err == nil && res.Status.Allowed, err
+		})
+	}
 }
 
 // TestEphemeralJobRequesterInAnAPIServer runs the EphemeralJob webhooks, as deploy/base configures
