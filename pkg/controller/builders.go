@@ -12,6 +12,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
+	"github.com/nodekruise/kruise/pkg/controller/ephemeraljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
@@ -95,6 +96,9 @@ var builders = []Entry{
 	// and KruiseDaemon, as the ImageListPullJob controller (the builder decides; without them such
 	// a cron job gets an Event and no jobs).
 	{Name: advancedcronjob.Name, Build: buildAdvancedCronJob},
+	// EphemeralJob: no gate, as in OpenKruise. It adds containers only to pods its requester (the
+	// user its mutating webhook recorded) may exec into, asked per pod.
+	{Name: ephemeraljob.Name, Build: buildEphemeralJob},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -107,6 +111,17 @@ func buildRecreate(d Deps) (Controller, error) {
 		Leases:    d.NamespaceInformerFactory.Coordination().V1().Leases(),
 		Namespace: d.Namespace,
 		Metrics:   d.Metrics,
+	})
+}
+
+// buildEphemeralJob adapts Deps to the EphemeralJob controller.
+func buildEphemeralJob(d Deps) (Controller, error) {
+	return ephemeraljob.New(ephemeraljob.Config{
+		Config: d.base(),
+		Jobs:   d.KruiseInformerFactory.Apps().V1alpha1().EphemeralJobs(),
+		Pods:   d.InformerFactory.Core().V1().Pods(),
+		// Without the webhooks a user could write the requester annotation: no job acts.
+		WebhooksOff: !d.Options.WebhookEnabled,
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
@@ -182,11 +183,13 @@ func isKruiseKey(key string) bool {
 //   - WorkloadSpread: labels, owner references, the matched-workloadspread and pod-deletion-cost
 //     annotations, uid, creation and deletion, spec.nodeName, status.phase and status.conditions
 //     (Ready, PodScheduled); the pods it adopts it reads whole from the API server.
+//   - EphemeralJob: labels, uid, creation and deletion, status.phase, the ephemeral containers'
+//     names and KRUISE_EJOB_ID env (whose they are), and their statuses (name and state).
 //
-// Dropped: init and ephemeral containers, every other container field
+// Dropped: init containers, every other container field
 // (resources, probes, ports, lifecycle, volume mounts, other env vars,
 // envFrom, ...), volumes, affinity, tolerations and the rest of the spec;
-// init and ephemeral container statuses, the containers' image, imageID,
+// init container statuses, the containers' image, imageID,
 // lastState, resources and termination or waiting messages, pod IPs, host
 // IPs, QoS class, and the pod's status reason and message.
 // The containers' ready, started and restartCount are kept although only
@@ -212,14 +215,35 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 			TerminationGracePeriodSeconds: in.Spec.TerminationGracePeriodSeconds,
 			ReadinessGates:                in.Spec.ReadinessGates,
 			Containers:                    leanContainers(in.Spec.Containers),
+			EphemeralContainers:           leanEphemeralContainers(in.Spec.EphemeralContainers),
 		},
 		Status: corev1.PodStatus{
 			Phase:             in.Status.Phase,
 			Conditions:        in.Status.Conditions,
 			StartTime:         in.Status.StartTime,
 			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
+			// The EphemeralJob controller's per-pod state.
+			EphemeralContainerStatuses: leanContainerStatuses(in.Status.EphemeralContainerStatuses),
 		},
 	}
+}
+
+// leanEphemeralContainers keeps each ephemeral container's name and its KRUISE_EJOB_ID env var,
+// the mark of the EphemeralJob that added it.
+func leanEphemeralContainers(in []corev1.EphemeralContainer) []corev1.EphemeralContainer {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.EphemeralContainer, len(in))
+	for i := range in {
+		out[i].Name = in[i].Name
+		for _, e := range in[i].Env {
+			if e.Name == appsv1alpha1.EphemeralContainerEnvKey {
+				out[i].Env = append(out[i].Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+			}
+		}
+	}
+	return out
 }
 
 // injectedBySidecarSet reports whether a SidecarSet injected pod (it records the SidecarSet's

@@ -913,6 +913,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// advancedcronjob reads AdvancedCronJobs, Jobs, BroadcastJobs and ImageListPullJobs (kept
 		// whole but managedFields), no Pod or Node.
 		"advancedcronjob": true,
+		// ephemeraljob reads labels, uid, creation and deletion, status.phase (kept), the ephemeral
+		// containers' names and KRUISE_EJOB_ID and their statuses (TestTransformKeepsEphemeralContainers).
+		"ephemeraljob": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
@@ -930,4 +933,23 @@ func TestTransformKeepsSidecarSetInjectedPodsWhole(t *testing.T) {
 	want := before.DeepCopy()
 	want.ManagedFields = nil
 	assert.Equal(t, want, out, "the SidecarSet controller reads an injected pod's init containers, statuses and image IDs")
+}
+
+// The EphemeralJob controller reads the ephemeral containers' names and ownership mark, and
+// their statuses; nothing else of them is kept.
+func TestTransformKeepsEphemeralContainers(t *testing.T) {
+	full := fullPod()
+	full.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox", Command: []string{"sleep", "1"},
+		Env: []corev1.EnvVar{{Name: "A", Value: "b"}, {Name: "KRUISE_EJOB_ID", Value: "uid-1"}},
+	}, TargetContainerName: "main"}}
+	full.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debugger", Image: "busybox", ImageID: "x",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "long", FinishedAt: tMinAgo}}}}
+	out, err := transformObject(full)
+	require.NoError(t, err)
+	lean := out.(*corev1.Pod)
+	assert.Equal(t, []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Env: []corev1.EnvVar{{Name: "KRUISE_EJOB_ID", Value: "uid-1"}}}}}, lean.Spec.EphemeralContainers)
+	assert.Equal(t, []corev1.ContainerStatus{{Name: "debugger",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, FinishedAt: tMinAgo}}}}, lean.Status.EphemeralContainerStatuses)
 }

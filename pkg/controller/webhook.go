@@ -21,6 +21,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
 	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
+	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -91,7 +92,7 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	client, kruiseClient := d.webhookClients()
 	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
 		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath,
-		validate.BroadcastJobPath}
+		validate.BroadcastJobPath, ejobrequester.Path, validate.EphemeralJobPath}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
@@ -105,6 +106,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.StatefulSetWebhook(),
 		validate.DaemonSetWebhook(),
 		validate.BroadcastJobWebhook(),
+		ejobrequester.Webhook(),
+		validate.EphemeralJobWebhook(client),
 		validate.SidecarSetWebhook(kruiseClient.AppsV1beta1(), client.AppsV1(), namespace, &validate.PatchAllowList{
 			ConfigMaps: client.CoreV1(),
 			Check:      patchAllowCheck(o.featureGate().Enabled(features.SidecarSetPatchPodMetadataDefaultsAllowed)),

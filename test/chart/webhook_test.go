@@ -20,6 +20,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/spreadscope"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/webhook/crrfill"
+	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -130,7 +131,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 4)
+	require.Len(t, m.Webhooks, 5)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -168,6 +169,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Equal(t, []string{"sidecarsets"}, def.Rules[0].Resources)
 	assert.Equal(t, admissionregistrationv1.Equivalent, *def.MatchPolicy, "v1alpha1 SidecarSets are sent as v1beta1")
 	assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), def.MatchConditions, "kruise-controller's writes are not sent")
+	checkEJobMutating(t, m.Webhooks[4], "kruise-system")
 	assert.Empty(t, m.Annotations)
 	policy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	for _, v := range policy.Spec.Validations {
@@ -254,6 +256,24 @@ func checkCRRMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, p
 	assert.Nil(t, w.NamespaceSelector, "every namespace: only CRRs are sent")
 }
 
+// checkEJobMutating checks the EphemeralJob requester stamp: CREATE and UPDATE of v1alpha1
+// EphemeralJobs, failurePolicy Fail whatever the values (a skipped stamp would let a user forge
+// it), kruise-controller's writes and updates that keep the spec and the requester not sent.
+func checkEJobMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, ns string) {
+	t.Helper()
+	assert.Equal(t, "mephemeraljob.kb.io", w.Name)
+	assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
+	assert.Equal(t, ejobrequester.Path, *w.ClientConfig.Service.Path)
+	assert.Equal(t, ns, w.ClientConfig.Service.Namespace)
+	require.Len(t, w.Rules, 1)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, w.Rules[0].Operations)
+	assert.Equal(t, []string{"v1alpha1"}, w.Rules[0].APIVersions)
+	assert.Equal(t, []string{"ephemeraljobs"}, w.Rules[0].Resources)
+	assert.Equal(t, validate.EphemeralJobMatchConditions(ns), w.MatchConditions)
+	assert.Nil(t, w.NamespaceSelector)
+}
+
 func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	t.Helper()
 	obj, ok := r[validatingKey]
@@ -293,6 +313,7 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		{"vsidecarset.kb.io", validate.SidecarSetPath, "sidecarsets", createUpdate, validate.SidecarSetMatchConditions("kruise-system")},
 		{"vbroadcastjob.kb.io", validate.BroadcastJobPath, "broadcastjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vadvancedcronjob.kb.io", validate.AdvancedCronJobPath, "advancedcronjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
+		{"vephemeraljob.kb.io", validate.EphemeralJobPath, "ephemeraljobs", createUpdate, validate.EphemeralJobMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -317,7 +338,12 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		require.Len(t, got.Rules, 1, w.name)
 		assert.Equal(t, w.operations, got.Rules[0].Operations, w.name)
 		assert.Equal(t, []string{"apps.kruise.io"}, got.Rules[0].APIGroups, w.name)
-		assert.Equal(t, []string{"v1beta1"}, got.Rules[0].APIVersions, w.name)
+		version := "v1beta1"
+		if w.resource == "ephemeraljobs" {
+			version = "v1alpha1" // served in v1alpha1 only
+			assert.Equal(t, admissionregistrationv1.Fail, *got.FailurePolicy, "%s: fixed, the requester's gate", w.name)
+		}
+		assert.Equal(t, []string{version}, got.Rules[0].APIVersions, w.name)
 		assert.Equal(t, []string{w.resource}, got.Rules[0].Resources, w.name)
 		scope := admissionregistrationv1.NamespacedScope
 		if w.resource == "sidecarsets" {
@@ -508,6 +534,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 		case w.Name == "vsidecarset.kb.io":
 			assert.Equal(t, validate.SidecarSetMatchConditions("ops"), w.MatchConditions, w.Name)
+		case w.Name == "vephemeraljob.kb.io":
+			assert.Equal(t, validate.EphemeralJobMatchConditions("ops"), w.MatchConditions, w.Name)
 		case len(w.MatchConditions) > 0:
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
 		}
@@ -516,6 +544,10 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		}
 	}
 	for _, w := range objs.mutating(t).Webhooks {
+		if w.Name == "mephemeraljob.kb.io" {
+			checkEJobMutating(t, w, "ops")
+			continue
+		}
 		if w.Rules[0].Resources[0] != "pods" {
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
 			continue

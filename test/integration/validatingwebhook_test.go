@@ -152,7 +152,8 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kru
 	_, sctx := ktesting.NewTestContext(t)
 	return serveWebhooks(t, sctx, validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
 		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
-		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil, nil))
+		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil, nil),
+		validate.BroadcastJobWebhook(), validate.AdvancedCronJobWebhook())
 }
 
 // serveWebhooks serves whs on loopback over TLS, with a self-signed certificate, until the test
@@ -199,12 +200,12 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		// The PodUnavailableBudget and WorkloadSpread entries have their own tests
-		// (pub_webhook_test.go, spread_webhook_test.go).
+		// The PodUnavailableBudget, WorkloadSpread and EphemeralJob entries have their own tests
+		// (pub_webhook_test.go, spread_webhook_test.go, ephemeraljob_test.go).
 		cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
-			return strings.HasPrefix(w.Name, "vpod") || strings.HasPrefix(w.Name, "vworkloadspread")
+			return strings.HasPrefix(w.Name, "vpod") || strings.HasPrefix(w.Name, "vworkloadspread") || w.Name == "vephemeraljob.kb.io"
 		})
-		require.Len(t, cfg.Webhooks, 7)
+		require.Len(t, cfg.Webhooks, 9)
 		for i := range cfg.Webhooks {
 			w := &cfg.Webhooks[i]
 			url := "https://" + addr + *w.ClientConfig.Service.Path

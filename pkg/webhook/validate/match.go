@@ -4,6 +4,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/contract/ejobaccess"
 )
 
 // ControllerServiceAccount is the service account kruise-controller runs as,
@@ -70,4 +71,21 @@ func SidecarSetMatchConditions(namespace string) []admissionregistrationv1.Match
 func annotationOf(obj, key string) string {
 	return "(has(" + obj + ".metadata.annotations) && '" + key + "' in " + obj + ".metadata.annotations ? " +
 		obj + ".metadata.annotations['" + key + "'] : '')"
+}
+
+// SpecOrRequesterChangedConditionName names the matchCondition of the EphemeralJob webhooks that
+// sends an update only when its spec or its requester annotation changes.
+const SpecOrRequesterChangedConditionName = "spec-or-requester-changed"
+
+// EphemeralJobMatchConditions are the matchConditions of both EphemeralJob webhooks:
+// ControllerMatchConditions (its finalizer writes), and an update is sent only when it changes
+// the spec or the requester annotation (apps.kruise.io/ephemeraljob-requester), so that
+// whoever changes what the job does, or who it acts for, is recorded and checked, and nothing
+// else waits on kruise.
+func EphemeralJobMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+	expr := "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || " +
+		annotationOf("object", ejobaccess.RequesterAnnotation) + " != " + annotationOf("oldObject", ejobaccess.RequesterAnnotation)
+	return append(ControllerMatchConditions(namespace), admissionregistrationv1.MatchCondition{
+		Name: SpecOrRequesterChangedConditionName, Expression: expr,
+	})
 }
