@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	"github.com/nodekruise/kruise/pkg/controller/broadcastjob"
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
@@ -87,6 +88,8 @@ var builders = []Entry{
 	// WorkloadSpread's status, deletion costs, adoption and Adaptive rescheduling (gate
 	// WorkloadSpread, as OpenKruise's controller and webhook).
 	{Name: workloadspread.Name, Gates: []featuregate.Feature{features.WorkloadSpread}, Build: buildWorkloadSpread},
+	// BroadcastJob: no gate, as in OpenKruise. It acts on BroadcastJobs and their pods only.
+	{Name: broadcastjob.Name, Build: buildBroadcastJob},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -165,6 +168,16 @@ func buildImageListPullJob(d Deps) (Controller, error) {
 		Config:   d.base(),
 		ListJobs: d.KruiseInformerFactory.Apps().V1beta1().ImageListPullJobs(),
 		Jobs:     d.KruiseInformerFactory.Apps().V1beta1().ImagePullJobs(),
+	})
+}
+
+// buildBroadcastJob adapts Deps to the BroadcastJob controller.
+func buildBroadcastJob(d Deps) (Controller, error) {
+	return broadcastjob.New(broadcastjob.Config{
+		Config: d.base(),
+		Jobs:   d.KruiseInformerFactory.Apps().V1beta1().BroadcastJobs(),
+		Pods:   d.InformerFactory.Core().V1().Pods(),
+		Nodes:  d.InformerFactory.Core().V1().Nodes(),
 	})
 }
 

@@ -171,6 +171,8 @@ func isKruiseKey(key string) bool {
 //     affinity that names a pod's node before it is bound, the in-place update state); of
 //     other pods, those it may adopt, the labels, owner references, deletionTimestamp and
 //     spec.nodeName.
+//   - BroadcastJob: its own pods whole (ownedByKruiseWorkload: the required node affinity
+//     that names a pod's node before it is bound, tolerations, restart counts).
 //   - SidecarSet: the pods a SidecarSet injected whole (see injectedBySidecarSet); of other
 //     pods, the labels and namespace its selectors match.
 //   - PodUnavailableBudget: labels (selectors, unavailable-pod.kruise.io/ and specified-delete),
@@ -318,14 +320,14 @@ func leanState(in corev1.ContainerState) corev1.ContainerState {
 // NodeImage; "type=virtual-kubelet" tells the sidecar terminator and the
 // NodeImage controller that no kruise-daemon runs there) and
 // status.conditions (the NodeImage controller waits for Ready), and
-// spec.taints (the Advanced DaemonSet decides which nodes run its pods from
-// them, with the labels and name for nodeSelector and node affinity). The
-// rest of the spec (podCIDRs, providerID, unschedulable: cordoning is read
-// through its taint, as the built-in DaemonSet controller does, ...) and of
-// the status
-// (images, capacity, allocatable, addresses, nodeInfo, daemonEndpoints,
-// volumesInUse, volumesAttached, config, runtimeHandlers, features) are
-// dropped: no controller reads them.
+// spec.taints (the Advanced DaemonSet and BroadcastJob decide which nodes run
+// their pods from them, with the labels and name for nodeSelector and node
+// affinity), spec.unschedulable and status.allocatable (BroadcastJob, as
+// OpenKruise: a cordoned node only for a template that tolerates it, and the
+// pod's requests must fit the node's allocatable). The rest of the spec
+// (podCIDRs, providerID, ...) and of the status (images, capacity,
+// addresses, nodeInfo, daemonEndpoints, volumesInUse, volumesAttached,
+// config, runtimeHandlers, features) are dropped: no controller reads them.
 func leanNode(in *corev1.Node) *corev1.Node {
 	if in == nil {
 		return nil
@@ -333,7 +335,7 @@ func leanNode(in *corev1.Node) *corev1.Node {
 	return &corev1.Node{
 		TypeMeta:   in.TypeMeta,
 		ObjectMeta: leanMeta(&in.ObjectMeta),
-		Spec:       corev1.NodeSpec{Taints: in.Spec.Taints},
-		Status:     corev1.NodeStatus{Conditions: in.Status.Conditions},
+		Spec:       corev1.NodeSpec{Taints: in.Spec.Taints, Unschedulable: in.Spec.Unschedulable},
+		Status:     corev1.NodeStatus{Conditions: in.Status.Conditions, Allocatable: in.Status.Allocatable},
 	}
 }

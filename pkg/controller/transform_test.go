@@ -211,7 +211,8 @@ func fullNode(n int) *corev1.Node {
 		},
 		Spec: corev1.NodeSpec{
 			PodCIDR: "10.1.2.0/24", PodCIDRs: []string{"10.1.2.0/24"}, ProviderID: "aws:///eu-west-1a/i-0123456789abcdef0",
-			Taints: []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			Taints:        []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			Unschedulable: true,
 		},
 		Status: corev1.NodeStatus{
 			Capacity: res, Allocatable: res,
@@ -376,7 +377,9 @@ var nodeKept = []field[*corev1.Node]{
 	{"metadata.labels", "nodeimage copies them all; type=virtual-kubelet read by nodeimage and sidecarterminator", func(n *corev1.Node) any { return n.Labels }},
 	{"metadata.annotations[apps.kruise.io/*]", "kruise's own", func(n *corev1.Node) any { return n.Annotations["apps.kruise.io/node-note"] }},
 	{"status.conditions", "nodeimage isReady", func(n *corev1.Node) any { return n.Status.Conditions }},
-	{"spec.taints", "daemonset NodeEligibility", func(n *corev1.Node) any { return n.Spec.Taints }},
+	{"spec.taints", "daemonset NodeEligibility, broadcastjob Fits", func(n *corev1.Node) any { return n.Spec.Taints }},
+	{"spec.unschedulable", "broadcastjob Fits (cordoned nodes)", func(n *corev1.Node) any { return n.Spec.Unschedulable }},
+	{"status.allocatable", "broadcastjob Fits (requests)", func(n *corev1.Node) any { return n.Status.Allocatable }},
 }
 
 var nodeDropped = []field[*corev1.Node]{
@@ -386,7 +389,6 @@ var nodeDropped = []field[*corev1.Node]{
 	{"spec.providerID", "", func(n *corev1.Node) any { return n.Spec.ProviderID }},
 	{"status.images", "", func(n *corev1.Node) any { return n.Status.Images }},
 	{"status.capacity", "", func(n *corev1.Node) any { return n.Status.Capacity }},
-	{"status.allocatable", "", func(n *corev1.Node) any { return n.Status.Allocatable }},
 	{"status.addresses", "", func(n *corev1.Node) any { return n.Status.Addresses }},
 	{"status.daemonEndpoints", "", func(n *corev1.Node) any { return n.Status.DaemonEndpoints }},
 	{"status.nodeInfo", "", func(n *corev1.Node) any { return n.Status.NodeInfo }},
@@ -504,8 +506,8 @@ func TestTransformNode(t *testing.T) {
 			Name: "node-a", UID: "node-uid-1", ResourceVersion: "98765", CreationTimestamp: tHourAgo,
 			Labels: full.Labels, Annotations: map[string]string{"apps.kruise.io/node-note": "kept: kruise's own"},
 		},
-		Spec:   corev1.NodeSpec{Taints: full.Spec.Taints},
-		Status: corev1.NodeStatus{Conditions: full.Status.Conditions},
+		Spec:   corev1.NodeSpec{Taints: full.Spec.Taints, Unschedulable: true},
+		Status: corev1.NodeStatus{Conditions: full.Status.Conditions, Allocatable: full.Status.Allocatable},
 	}, lean)
 }
 
@@ -905,6 +907,9 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// status.conditions (Ready, PodScheduled): all kept. Adoption reads the few pods it adopts
 		// whole from the API server.
 		"workloadspread": true,
+		// broadcastjob reads its own pods (kept whole: an apps.kruise.io controller) and of nodes
+		// the name, labels, taints, spec.unschedulable and status.allocatable (all in nodeKept).
+		"broadcastjob": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/controller/daemonset"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
@@ -133,7 +133,7 @@ func eligPods(ctx context.Context, t *testing.T, f *framework.Framework, ns, app
 		for i := range list.Items {
 			p := &list.Items[i]
 			if p.DeletionTimestamp == nil {
-				byNode[daemonset.TargetNode(p)] = p
+				byNode[nodefit.TargetNode(p)] = p
 			}
 		}
 		counts = c

@@ -2,12 +2,9 @@ package daemonset
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	schedulinghelpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-)
 
-// nodeNameField is the node field a daemon pod's required node affinity pins it to.
-const nodeNameField = "metadata.name"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
+)
 
 // Eligibility is what a node means for the DaemonSet's pod.
 type Eligibility struct {
@@ -67,68 +64,14 @@ func AddDaemonTolerations(spec *corev1.PodSpec) {
 	}
 }
 
-// PinToNode makes spec's required node affinity select node by name alone, as the built-in
-// controller does: the scheduler then binds the pod to that node and no other. The template's
-// own required terms were checked when the node was found eligible, so they are replaced;
-// preferred terms and other affinities are kept.
-func PinToNode(spec *corev1.PodSpec, node string) {
-	term := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
-		Key: nodeNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
-	}}}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{term},
-	}
-}
-
-// TargetNode is the node a daemon pod is for: its spec.nodeName once bound, else the node its
-// required affinity pins it to; "" when it names none.
-func TargetNode(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, r := range t.MatchFields {
-			if r.Key == nodeNameField && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-				return r.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
 // NodeEligibility decides whether node should run a pod of template, as the built-in DaemonSet
-// controller decides it: the template's nodeName (if set) must be the node, its nodeSelector and
-// required node affinity must match the node, and every NoSchedule and NoExecute taint of the
-// node must be tolerated by the template's tolerations plus the daemon tolerations. An untolerated
-// NoSchedule taint keeps new pods out but leaves running ones; an untolerated NoExecute one does
-// neither. spec.unschedulable itself is not looked at: the node lifecycle controller taints such
-// a node, and daemon pods tolerate that taint.
+// controller decides it (nodefit.Check): the template's nodeName, nodeSelector and required node
+// affinity, and the node's NoSchedule and NoExecute taints against the template's tolerations
+// plus the daemon tolerations. spec.unschedulable itself is not looked at: the node lifecycle
+// controller taints such a node, and daemon pods tolerate that taint.
 func NodeEligibility(node *corev1.Node, template *corev1.PodTemplateSpec) Eligibility {
-	if template.Spec.NodeName != "" && template.Spec.NodeName != node.Name {
-		return Eligibility{}
-	}
-	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: *template.Spec.DeepCopy()}
-	AddDaemonTolerations(&pod.Spec)
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
-		return Eligibility{}
-	}
-	scheduling := func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}
-	if _, untolerated := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, scheduling); !untolerated {
-		return Eligibility{ShouldRun: true, ShouldContinueRunning: true}
-	}
-	evicting := func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }
-	_, evicted := schedulinghelpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, evicting)
-	return Eligibility{ShouldContinueRunning: !evicted}
+	// Whether a taint is tolerated does not depend on tolerationSeconds, so the daemon
+	// tolerations are simply added (AddDaemonTolerations' replacing only matters on the pod).
+	fit := nodefit.Check(node, template, daemonTolerations(template.Spec.HostNetwork))
+	return Eligibility{ShouldRun: fit.Schedule, ShouldContinueRunning: fit.Continue}
 }

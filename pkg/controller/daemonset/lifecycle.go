@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 )
 
 // removePod takes a pod away through the preDelete hook: a pod holding the hook goes to
@@ -55,7 +56,7 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 		c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
 		return fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(pod), "node", TargetNode(pod))
+	klog.FromContext(ctx).V(2).Info("Deleted pod", "pod", klog.KObj(pod), "node", nodefit.TargetNode(pod))
 	c.recorder.Eventf(p.ds, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %s", pod.Name)
 	return nil
 }

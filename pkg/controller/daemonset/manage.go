@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 )
 
 // createWorkers bounds how many pods are created at once.
@@ -75,7 +76,7 @@ func (c *Controller) manage(ctx context.Context, p *pass) (bool, error) {
 // deleteEnded deletes a node's failed or succeeded pod unless the node is in its backoff; the
 // node gets a new pod once the pod is gone. It reports whether it wrote.
 func (c *Controller) deleteEnded(ctx context.Context, p *pass, pod *corev1.Pod) (bool, error) {
-	key := p.key + "/" + TargetNode(pod)
+	key := p.key + "/" + nodefit.TargetNode(pod)
 	now := c.clock.Now()
 	if c.failedPods.IsInBackOffSinceUpdate(key, now) {
 		p.after(c.failedPods.Get(key))
@@ -83,7 +84,7 @@ func (c *Controller) deleteEnded(ctx context.Context, p *pass, pod *corev1.Pod) 
 	}
 	c.failedPods.Next(key, now)
 	c.recorder.Eventf(p.ds, corev1.EventTypeWarning, ReasonFailedDaemonPod, "Found %s daemon pod %s on node %s, will try to kill it",
-		pod.Status.Phase, pod.Name, TargetNode(pod))
+		pod.Status.Phase, pod.Name, nodefit.TargetNode(pod))
 	return true, c.deletePod(ctx, p, pod)
 }
 

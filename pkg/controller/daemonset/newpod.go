@@ -10,6 +10,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/contract/readinessgate"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 )
 
 // PodRecipe is what a new pod of a DaemonSet is made from.
@@ -34,7 +35,7 @@ func NewPod(r PodRecipe, node string) *corev1.Pod {
 		readinessgate.Declare(t)
 	}
 	AddDaemonTolerations(&t.Spec)
-	PinToNode(&t.Spec, node)
+	nodefit.PinToNode(&t.Spec, node)
 	prefix := r.DaemonSet.Name + "-"
 	if len(prefix) > 58 {
 		prefix = prefix[:58]

@@ -15,6 +15,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/nodefit"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
 )
 
@@ -177,7 +178,7 @@ func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key
 func NodeStates(nodes []*corev1.Node, template *corev1.PodTemplateSpec, pods []*corev1.Pod) []NodeState {
 	byNode := map[string][]*corev1.Pod{}
 	for _, pod := range pods {
-		if n := TargetNode(pod); n != "" {
+		if n := nodefit.TargetNode(pod); n != "" {
 			byNode[n] = append(byNode[n], pod)
 		}
 	}

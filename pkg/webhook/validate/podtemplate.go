@@ -65,6 +65,13 @@ func checkPodTemplate(kind string, template *corev1.PodTemplateSpec) field.Error
 		errs = append(errs, field.Forbidden(path.Child("activeDeadlineSeconds"),
 			fmt.Sprintf("a %s's pods run until they are replaced; a deadline would fail them", kind)))
 	}
+	return append(errs, checkContainers(path, pod)...)
+}
+
+// checkContainers: the pod has at least one container; every container has a unique DNS-label
+// name and an image.
+func checkContainers(path *field.Path, pod *corev1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
 	if len(pod.Containers) == 0 {
 		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
 	}
