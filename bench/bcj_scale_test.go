@@ -68,6 +68,8 @@ func TestBCJScale(t *testing.T) {
 	}
 
 	c := startKWOKCluster(t, dir, filepath.Join("testdata", "kwok-stages.yaml"))
+	// kruise-controller's budget informers wait for these before any controller starts.
+	c.installCRDFiles(t, filepath.Join("..", "deploy", "base", "crds", "policy.kruise.io_*.yaml"))
 	start := time.Now()
 	createTaintedNodes(ctx, t, c, bcjScaleNodes)
 	t.Logf("%d kwok nodes created and Ready in %s", bcjScaleNodes, time.Since(start).Round(time.Second))
