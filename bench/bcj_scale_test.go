@@ -31,6 +31,9 @@ var (
 	// bcjScaleOpenKruise and bcjScaleKruise: "0" leaves that controller out.
 	bcjScaleOpenKruise = envStr("BENCH_BCJ_SCALE_OPENKRUISE", "1") != "0"
 	bcjScaleKruise     = envStr("BENCH_BCJ_SCALE_KRUISE", "1") != "0"
+	// bcjScaleFirst is which runs first when both do: "kruise" or "openkruise" (the machine's
+	// load and etcd's history differ between the two turns; swapping them shows how much).
+	bcjScaleFirst = envStr("BENCH_BCJ_SCALE_FIRST", "kruise")
 )
 
 const (
@@ -49,15 +52,15 @@ const (
 // kwok nodes, on a private control plane (kwok_cluster_test.go); kwok runs each pod and ends it
 // Succeeded a second later. kruise-controller runs first as a host process (webhooks off), then,
 // after it is stopped and its job and pods deleted, OpenKruise v1.9.0's kruise-manager runs the
-// same job in another namespace (on kruise's BroadcastJob CRD: same wire schema, v1beta1 served
+// same job in another namespace (or the other way round: BENCH_BCJ_SCALE_FIRST=openkruise) (on kruise's BroadcastJob CRD: same wire schema, v1beta1 served
 // and stored). For each: the time from the job's create to all its pods created, to all
 // Succeeded and to the job Complete, the controller's CPU seconds, peak RSS, reconciles and API
 // requests by verb and resource over that window, then an idle window (no reconcile and no
 // request but Lease renewals wanted).
 func TestBCJScale(t *testing.T) {
 	dir := runDir(t, "BENCH_BCJ_SCALE_DIR", "kruise-bcj-scale-")
-	t.Logf("shape: one BroadcastJob over %d kwok nodes (tainted %s, tolerated), completionPolicy Always, parallelism unset; controller QPS %d (burst %d); idle %s; kruise %t, OpenKruise %t; dir %s",
-		bcjScaleNodes, kwokTaintKey, bcjScaleQPS, 2*bcjScaleQPS, bcjScaleIdle, bcjScaleKruise, bcjScaleOpenKruise, dir)
+	t.Logf("shape: one BroadcastJob over %d kwok nodes (tainted %s, tolerated), completionPolicy Always, parallelism unset; controller QPS %d (burst %d); idle %s; kruise %t, OpenKruise %t, first %s; dir %s",
+		bcjScaleNodes, kwokTaintKey, bcjScaleQPS, 2*bcjScaleQPS, bcjScaleIdle, bcjScaleKruise, bcjScaleOpenKruise, bcjScaleFirst, dir)
 	ctx := context.Background()
 	var build openKruiseBuild
 	if bcjScaleOpenKruise {
@@ -77,22 +80,24 @@ func TestBCJScale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var runs []*bcjRun
-	if bcjScaleKruise {
+	// Each side is stopped and its job and pods deleted when the other runs after it.
+	runKruise := func(last bool) *bcjRun {
 		probe := startHostController(t, c, dir, bcjScaleQPS, "SidecarTerminator=false", "ImagePullJobGate=false")
 		waitQuiet(ctx, t, probe)
 		r := runBCJWindows(ctx, t, c, probe, "kruise", "bench-bcj-kruise")
-		runs = append(runs, r)
 		if r.idle.reconcileSum != 0 {
 			t.Errorf("kruise idle: %.0f reconciles (%s), want 0", r.idle.reconcileSum, breakdownF(r.idle.reconciles))
 		}
 		if len(r.idle.requests) != 0 {
 			t.Errorf("kruise idle: %d API requests besides Lease renewals and watches (%s), want 0", len(r.idle.requests), requestBreakdown(r.idle))
 		}
-		stopHostController(t, probe)
-		clearBCJ(ctx, t, c, "bench-bcj-kruise")
+		if !last {
+			stopHostController(t, probe)
+			clearBCJ(ctx, t, c, "bench-bcj-kruise")
+		}
+		return r
 	}
-	if bcjScaleOpenKruise {
+	runOpenKruise := func(last bool) *bcjRun {
 		start := time.Now()
 		// The last of its controllers to start (each waits on discovery): none may start inside
 		// the measured window.
@@ -100,14 +105,32 @@ func TestBCJScale(t *testing.T) {
 			"container-launch-priority-controller", "ephemeraljob-controller", "persistentpodstate-controller")
 		waitQuiet(ctx, t, probe)
 		t.Logf("OpenKruise started and quiet in %s", time.Since(start).Round(time.Second))
-		runs = append(runs, runBCJWindows(ctx, t, c, probe, "OpenKruise v1.9.0", "bench-bcj-openkruise"))
+		r := runBCJWindows(ctx, t, c, probe, "OpenKruise v1.9.0", "bench-bcj-openkruise")
+		if !last {
+			stopHostController(t, probe)
+			clearBCJ(ctx, t, c, "bench-bcj-openkruise")
+		}
+		return r
+	}
+	var runs []*bcjRun // kruise's first when both ran
+	switch {
+	case bcjScaleKruise && bcjScaleOpenKruise && bcjScaleFirst == "openkruise":
+		theirs := runOpenKruise(false)
+		runs = []*bcjRun{runKruise(true), theirs}
+	case bcjScaleKruise && bcjScaleOpenKruise:
+		ours := runKruise(false)
+		runs = []*bcjRun{ours, runOpenKruise(true)}
+	case bcjScaleKruise:
+		runs = []*bcjRun{runKruise(true)}
+	case bcjScaleOpenKruise:
+		runs = []*bcjRun{runOpenKruise(true)}
 	}
 
 	var rows []string
 	for _, r := range runs {
 		rows = append(rows, r.rows()...)
 	}
-	t.Logf("Summary (markdown):\n| controller | window | duration | all pods created | all Succeeded | job Complete | CPU seconds (%% of a core) | RSS end / peak | reconciles | API requests (no Lease, no watch) | kube-apiserver CPU |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n%s",
+	t.Logf("Summary (markdown):\n| controller | window | duration | all pods created | all Succeeded | job Complete (after the last Succeeded) | CPU seconds (%% of a core) | RSS end / peak | reconciles | API requests (no Lease, no watch) | kube-apiserver CPU |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n%s",
 		strings.Join(rows, "\n"))
 	for _, r := range runs {
 		t.Logf("%s: API requests by verb and resource, job window: %s; idle: %s", r.who, requestBreakdown(r.run), requestBreakdown(r.idle))
@@ -139,8 +162,8 @@ type bcjRun struct {
 }
 
 func (r *bcjRun) rows() []string {
-	out := []string{fmt.Sprintf("| %s | %s | %.0f s | %.1f s | %.1f s | %.1f s | %.1f s (%.0f%%) | %s / %s | %.0f (%s) | %d | %.0f%% |",
-		r.who, r.run.name, r.run.seconds(), r.created.Seconds(), r.succeeded.Seconds(), r.complete.Seconds(),
+	out := []string{fmt.Sprintf("| %s | %s | %.0f s | %.1f s | %.1f s | %.1f s (+%.2f s) | %.1f s (%.0f%%) | %s / %s | %.0f (%s) | %d | %.0f%% |",
+		r.who, r.run.name, r.run.seconds(), r.created.Seconds(), r.succeeded.Seconds(), r.complete.Seconds(), (r.complete - r.succeeded).Seconds(),
 		cpuSeconds(r.run), r.run.cpu(), mib(r.run.to.proc.rss), mib(r.run.peakRSS), r.run.reconcileSum, breakdownF(r.run.reconciles),
 		len(r.run.requests), cpuPercent(r.run.from.apiserver, r.run.to.apiserver))}
 	w := r.idle
