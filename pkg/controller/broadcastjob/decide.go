@@ -116,8 +116,13 @@ func stillRunning(pod *corev1.Pod) bool {
 // pod already made for the node (the API server may have added some, e.g. the not-ready and
 // unreachable ones of DefaultTolerationSeconds, which the taint manager honours).
 func Fits(node *corev1.Node, template *corev1.PodTemplateSpec, extra []corev1.Toleration) nodefit.Fit {
-	fit := nodefit.Check(node, template, extra)
-	if fit.Schedule && !(nodefit.ToleratesUnschedulable(node, template) && nodefit.RequestsFit(node, template)) {
+	return fitsWith(nodefit.NewChecker(template, nil), node, extra)
+}
+
+// fitsWith is Fits with the template's rules prepared once for every node of a pass.
+func fitsWith(c *nodefit.Checker, node *corev1.Node, extra []corev1.Toleration) nodefit.Fit {
+	fit := c.Check(node, extra)
+	if fit.Schedule && !(c.ToleratesUnschedulable(node) && c.RequestsFit(node)) {
 		fit.Schedule = false
 	}
 	return fit
@@ -208,12 +213,13 @@ func Decide(job *v1beta1.BroadcastJob, nodes []*corev1.Node, pods []*corev1.Pod,
 			failed++
 		}
 	}
+	checker := nodefit.NewChecker(&job.Spec.Template, nil)
 	seen := make(map[string]bool, len(nodes))
 	for _, node := range nodes {
 		seen[node.Name] = true
 		s := byNode[node.Name]
 		if s == nil || len(s.pods) == 0 {
-			if Fits(node, &job.Spec.Template, nil).Schedule {
+			if fitsWith(checker, node, nil).Schedule {
 				desired++
 				undone++
 				candidates = append(candidates, node.Name)
@@ -228,7 +234,7 @@ func Decide(job *v1beta1.BroadcastJob, nodes []*corev1.Node, pods []*corev1.Pod,
 		}
 		// A bound pod stays unless the node stopped matching or evicts it (NoExecute); one
 		// the scheduler has not bound yet must still be schedulable there.
-		fit := Fits(node, &job.Spec.Template, kept.Spec.Tolerations)
+		fit := fitsWith(checker, node, kept.Spec.Tolerations)
 		stays := fit.Continue && (kept.Spec.NodeName != "" || fit.Schedule)
 		if !stays {
 			if stillRunning(kept) {

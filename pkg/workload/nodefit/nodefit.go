@@ -23,23 +23,52 @@ type Fit struct {
 	Continue bool
 }
 
+// Checker is a template's fit rules made ready for many nodes: its required node affinity parsed
+// once, its tolerations and requests gathered once. It reads nothing but its template, which must
+// not change while the Checker is used.
+type Checker struct {
+	nodeName    string
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []corev1.Toleration
+	requests    corev1.ResourceList
+}
+
+// NewChecker prepares template's rules, with extra tolerations besides the template's.
+func NewChecker(template *corev1.PodTemplateSpec, extra []corev1.Toleration) *Checker {
+	// Only the spec is read; the template's own is not copied.
+	pod := &corev1.Pod{Spec: template.Spec}
+	tolerations := template.Spec.Tolerations
+	if len(extra) > 0 {
+		tolerations = append(append(make([]corev1.Toleration, 0, len(tolerations)+len(extra)), tolerations...), extra...)
+	}
+	return &Checker{
+		nodeName:    template.Spec.NodeName,
+		affinity:    nodeaffinity.GetRequiredNodeAffinity(pod),
+		tolerations: tolerations,
+		requests:    resourcehelpers.PodRequests(pod, resourcehelpers.PodResourcesOptions{}),
+	}
+}
+
 // Check decides the node's fit for template's pod: the template's nodeName (if set) must be the
 // node, its nodeSelector and required node affinity must match the node, and every NoSchedule
 // and NoExecute taint of the node must be tolerated by the template's tolerations plus extra.
 // An untolerated NoSchedule taint keeps new pods out but leaves running ones; an untolerated
 // NoExecute one does neither.
 func Check(node *corev1.Node, template *corev1.PodTemplateSpec, extra []corev1.Toleration) Fit {
-	if template.Spec.NodeName != "" && template.Spec.NodeName != node.Name {
+	return NewChecker(template, extra).Check(node, nil)
+}
+
+// Check is the package's Check with the Checker's template and tolerations, plus more.
+func (c *Checker) Check(node *corev1.Node, more []corev1.Toleration) Fit {
+	if c.nodeName != "" && c.nodeName != node.Name {
 		return Fit{}
 	}
-	// Only the spec is read; the template's own is not copied.
-	pod := &corev1.Pod{Spec: template.Spec}
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !ok {
+	if ok, err := c.affinity.Match(node); err != nil || !ok {
 		return Fit{}
 	}
-	tolerations := template.Spec.Tolerations
-	if len(extra) > 0 {
-		tolerations = append(append(make([]corev1.Toleration, 0, len(tolerations)+len(extra)), tolerations...), extra...)
+	tolerations := c.tolerations
+	if len(more) > 0 {
+		tolerations = append(append(make([]corev1.Toleration, 0, len(tolerations)+len(more)), tolerations...), more...)
 	}
 	scheduling := func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
@@ -52,23 +81,14 @@ func Check(node *corev1.Node, template *corev1.PodTemplateSpec, extra []corev1.T
 	return Fit{Continue: !evicted}
 }
 
-// unschedulableTaint is the taint the scheduler reads spec.unschedulable as.
-var unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-
-// ToleratesUnschedulable reports whether a new pod of template may go to node as far as
-// spec.unschedulable goes: the node is schedulable, or the template tolerates the
-// node.kubernetes.io/unschedulable NoSchedule taint (the scheduler's rule).
-func ToleratesUnschedulable(node *corev1.Node, template *corev1.PodTemplateSpec) bool {
-	return !node.Spec.Unschedulable || schedulinghelpers.TolerationsTolerateTaint(template.Spec.Tolerations, &unschedulableTaint)
+// ToleratesUnschedulable is the package's ToleratesUnschedulable with the Checker's tolerations.
+func (c *Checker) ToleratesUnschedulable(node *corev1.Node) bool {
+	return !node.Spec.Unschedulable || schedulinghelpers.TolerationsTolerateTaint(c.tolerations, &unschedulableTaint)
 }
 
-// RequestsFit reports whether the requests of template's pod (the larger of its init
-// containers' and the sum of its containers', plus overhead, as the scheduler counts them) are
-// each at most the node's allocatable. Other pods on the node are not counted: the scheduler,
-// which binds the pod, has the last word.
-func RequestsFit(node *corev1.Node, template *corev1.PodTemplateSpec) bool {
-	requests := resourcehelpers.PodRequests(&corev1.Pod{Spec: template.Spec}, resourcehelpers.PodResourcesOptions{})
-	for name, want := range requests {
+// RequestsFit is the package's RequestsFit with the Checker's requests.
+func (c *Checker) RequestsFit(node *corev1.Node) bool {
+	for name, want := range c.requests {
 		if want.IsZero() {
 			continue
 		}
@@ -78,4 +98,22 @@ func RequestsFit(node *corev1.Node, template *corev1.PodTemplateSpec) bool {
 		}
 	}
 	return true
+}
+
+// unschedulableTaint is the taint the scheduler reads spec.unschedulable as.
+var unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+
+// ToleratesUnschedulable reports whether a new pod of template may go to node as far as
+// spec.unschedulable goes: the node is schedulable, or the template tolerates the
+// node.kubernetes.io/unschedulable NoSchedule taint (the scheduler's rule).
+func ToleratesUnschedulable(node *corev1.Node, template *corev1.PodTemplateSpec) bool {
+	return NewChecker(template, nil).ToleratesUnschedulable(node)
+}
+
+// RequestsFit reports whether the requests of template's pod (the larger of its init
+// containers' and the sum of its containers', plus overhead, as the scheduler counts them) are
+// each at most the node's allocatable. Other pods on the node are not counted: the scheduler,
+// which binds the pod, has the last word.
+func RequestsFit(node *corev1.Node, template *corev1.PodTemplateSpec) bool {
+	return NewChecker(template, nil).RequestsFit(node)
 }
