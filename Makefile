@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -137,6 +137,10 @@ bench-ws: deploy ## WorkloadSpread: pod create latency added by its webhook, tar
 bench-ws-scale: deps build ## WorkloadSpread controllers, 500 spreads over 10,000 pods on kwok nodes in 3 zones, private control plane: time to correct status, idle CPU, RSS, reconciles, requests; kruise vs OpenKruise v1.9.0.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
 	  go test -tags bench -count=1 -v -timeout 60m -run TestWSScale ./bench/...
+
+bench-bcj-scale: deps build ## BroadcastJob controllers, one job over 5,000 kwok nodes (BENCH_BCJ_SCALE_NODES), private control plane: time to all pods created and to Complete, CPU, RSS, requests; kruise vs OpenKruise v1.9.0.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 90m -run TestBCJScale ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh
