@@ -191,8 +191,19 @@ func (c *Controller) podUpdated(oldObj, curObj any) {
 	if podNoise(old, cur) {
 		return
 	}
+	if (old.DeletionTimestamp == nil) == (cur.DeletionTimestamp == nil) && old.Spec.NodeName == cur.Spec.NodeName {
+		// A phase or restart change: counts only. Batched, as the built-in Job controller batches
+		// them, so that pods ending one after another cost one status write a second, not one
+		// each; the queue keeps a single pending entry per job.
+		c.queue.AddAfter(key, podStatusBatch)
+		return
+	}
 	c.queue.Add(key)
 }
+
+// podStatusBatch is how long a pod's phase change waits before its job is synced, gathering the
+// changes of the job's other pods into the same sync.
+const podStatusBatch = time.Second
 
 // podNoise: the update changes nothing Decide reads of a pod (its phase, deletion, node,
 // restarts, tolerations).

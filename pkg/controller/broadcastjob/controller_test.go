@@ -161,3 +161,21 @@ func TestNodeEventsQueueTheJobsWhoseFitChanged(t *testing.T) {
 	fx.ctrl.enqueueForNode(a, notReady)
 	assert.Equal(t, 1, fx.ctrl.queue.Len(), "its fit flipped")
 }
+
+// Pods that end one after another are gathered into one later sync of their job; a pod being
+// deleted (or moved to a node) queues the job at once.
+func TestPodPhaseChangesAreBatched(t *testing.T) {
+	fx := newFixture(t, newJob(), mkNode("a"))
+	running := mkPod("job-a", "a", corev1.PodRunning)
+	running.ResourceVersion = "1"
+	done := running.DeepCopy()
+	done.ResourceVersion, done.Status.Phase = "2", corev1.PodSucceeded
+	fx.ctrl.podUpdated(running, done)
+	assert.Equal(t, 0, fx.ctrl.queue.Len(), "a phase change waits for the batch")
+
+	gone := running.DeepCopy()
+	gone.ResourceVersion = "3"
+	deleting(gone)
+	fx.ctrl.podUpdated(running, gone)
+	assert.Equal(t, 1, fx.ctrl.queue.Len(), "a deletion is synced at once")
+}
