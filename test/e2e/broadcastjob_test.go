@@ -277,7 +277,14 @@ func TestBroadcastJobFailFast(t *testing.T) {
 	failedOne := false
 	job := r.wait(ctx, t, 2*time.Minute, "fails", false, func(j *v1beta1.BroadcastJob, pods []corev1.Pod) bool {
 		if !failedOne {
-			n, err := r.simEnd(ctx, t, corev1.PodFailed, func(*corev1.Pod) bool { return !failedOne })
+			picked := false // one pod only: the first one simEnd offers
+			n, err := r.simEnd(ctx, t, corev1.PodFailed, func(*corev1.Pod) bool {
+				if picked {
+					return false
+				}
+				picked = true
+				return true
+			})
 			failedOne = err == nil && n > 0
 		}
 		live := slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil })
