@@ -97,16 +97,16 @@ func TestWebhooksServed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", certs.ValidatingWebhookConfigurationName, err)
 	}
-	// The validating webhooks of kruise's own kinds carry the CA too, the PodUnavailableBudget and
-	// WorkloadSpread ones and deletion protection's (the local cluster runs with ResourcesDeletionProtection). The
+	// The validating webhooks of kruise's own kinds (the jobs' included) carry the CA too, the
+	// PodUnavailableBudget and WorkloadSpread ones and deletion protection's (the local cluster runs with ResourcesDeletionProtection). The
 	// order is not compared: the API server calls validating webhooks in parallel.
 	var validating []string
 	for _, w := range vwc.Webhooks {
 		validating = append(validating, w.Name)
 	}
 	slices.Sort(validating)
-	if want := []string{"vcloneset.kb.io", "vcontainerrecreaterequest.kb.io", "vdaemonset.kb.io", "vdeletionprotection.kb.io", "vimagelistpulljob-v1beta1.kb.io",
-		"vimagepulljob-v1beta1.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodunavailablebudget.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io",
+	if want := []string{"vadvancedcronjob.kb.io", "vbroadcastjob.kb.io", "vcloneset.kb.io", "vcontainerrecreaterequest.kb.io", "vdaemonset.kb.io",
+		"vdeletionprotection.kb.io", "vephemeraljob.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vimagepulljob-v1beta1.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodunavailablebudget.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io",
 		"vworkloadspread-eviction.kb.io", "vworkloadspread-pod.kb.io", "vworkloadspread.kb.io"}; !slices.Equal(validating, want) {
 		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
 	}
