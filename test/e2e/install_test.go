@@ -250,6 +250,8 @@ func TestCRDsEstablished(t *testing.T) {
 		"broadcastjobs.apps.kruise.io":             {"v1alpha1", "v1beta1"},
 		"advancedcronjobs.apps.kruise.io":          {"v1alpha1", "v1beta1"},
 		"ephemeraljobs.apps.kruise.io":             {"v1alpha1"},
+		"podprobemarkers.apps.kruise.io":           {"v1alpha1"},
+		"nodepodprobes.apps.kruise.io":             {"v1alpha1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

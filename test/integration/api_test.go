@@ -96,6 +96,8 @@ func testVersions(t *testing.T, c *cluster) {
 		"broadcastjobs.apps.kruise.io":             {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"advancedcronjobs.apps.kruise.io":          {[]string{"v1alpha1", "v1beta1"}, "v1beta1"},
 		"ephemeraljobs.apps.kruise.io":             {[]string{"v1alpha1"}, "v1alpha1"},
+		"podprobemarkers.apps.kruise.io":           {[]string{"v1alpha1"}, "v1alpha1"},
+		"nodepodprobes.apps.kruise.io":             {[]string{"v1alpha1"}, "v1alpha1"},
 	}
 	for name, w := range want {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})

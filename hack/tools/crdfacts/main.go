@@ -41,6 +41,7 @@ var recorded = []string{
 	"containerrecreaterequests", "imagepulljobs", "imagelistpulljobs", "nodeimages",
 	"clonesets", "statefulsets", "daemonsets", "sidecarsets", "workloadspreads",
 	"broadcastjobs", "advancedcronjobs", "ephemeraljobs",
+	"podprobemarkers", "nodepodprobes",
 }
 
 const header = `# apps.kruise.io CRD schemas of OpenKruise %s

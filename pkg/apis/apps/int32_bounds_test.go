@@ -35,6 +35,23 @@ var celBounded = map[string]string{
 	// AdvancedCronJob's BroadcastJob and ImageListPullJob templates.
 	"spec.template.broadcastJobTemplate.spec.parallelism":     "self <= 2147483647",
 	"spec.template.imageListPullJobTemplate.spec.parallelism": "self <= 2147483647",
+	// PodProbeMarker and NodePodProbe: the probe (a core Probe).
+	"spec.probes[].probe.initialDelaySeconds":             "self.initialDelaySeconds <= 2147483647",
+	"spec.probes[].probe.timeoutSeconds":                  "self.timeoutSeconds <= 2147483647",
+	"spec.probes[].probe.periodSeconds":                   "self.periodSeconds <= 2147483647",
+	"spec.probes[].probe.successThreshold":                "self.successThreshold <= 2147483647",
+	"spec.probes[].probe.failureThreshold":                "self.failureThreshold <= 2147483647",
+	"spec.probes[].probe.httpGet.port":                    "self.httpGet.port <= 2147483647",
+	"spec.probes[].probe.tcpSocket.port":                  "self.tcpSocket.port <= 2147483647",
+	"spec.probes[].probe.grpc.port":                       "self.grpc.port <= 2147483647",
+	"spec.podProbes[].probes[].probe.initialDelaySeconds": "self.initialDelaySeconds <= 2147483647",
+	"spec.podProbes[].probes[].probe.timeoutSeconds":      "self.timeoutSeconds <= 2147483647",
+	"spec.podProbes[].probes[].probe.periodSeconds":       "self.periodSeconds <= 2147483647",
+	"spec.podProbes[].probes[].probe.successThreshold":    "self.successThreshold <= 2147483647",
+	"spec.podProbes[].probes[].probe.failureThreshold":    "self.failureThreshold <= 2147483647",
+	"spec.podProbes[].probes[].probe.httpGet.port":        "self.httpGet.port <= 2147483647",
+	"spec.podProbes[].probes[].probe.tcpSocket.port":      "self.tcpSocket.port <= 2147483647",
+	"spec.podProbes[].probes[].probe.grpc.port":           "self.grpc.port <= 2147483647",
 	// WorkloadSpread.
 	"spec.subsets[].maxReplicas":                         "s.maxReplicas <= 2147483647",
 	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",

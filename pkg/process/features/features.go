@@ -107,6 +107,23 @@ const (
 	// pod webhook places each new pod of a targeted workload in a subset.
 	// Beta, default true (as in OpenKruise).
 	WorkloadSpread featuregate.Feature = "WorkloadSpread"
+
+	// PodProbeMarkerGate turns on PodProbeMarker and NodePodProbe: kruise-controller lists each
+	// node's probes in its NodePodProbe and marks pods with the results, kruise-daemon runs the
+	// probes. It needs KruiseDaemon. Beta, default true (as in OpenKruise).
+	PodProbeMarkerGate featuregate.Feature = "PodProbeMarkerGate"
+
+	// EnablePodProbeMarkerOnServerless makes PodProbeMarkers reach pods on serverless nodes
+	// (label type=virtual-kubelet): the probes are written on the pod for the virtual node to
+	// run, and the marks follow the conditions it reports. It needs PodProbeMarkerGate and the
+	// webhooks. Alpha, default false (as in OpenKruise).
+	EnablePodProbeMarkerOnServerless featuregate.Feature = "EnablePodProbeMarkerOnServerless"
+
+	// EnhancedLivenessProbe hands the liveness probes of pods annotated
+	// apps.kruise.io/using-enhanced-liveness: "true" from the kubelet to kruise-daemon, and
+	// restarts failed containers through ContainerRecreateRequests within a budget per
+	// workload. It needs KruiseDaemon and the webhooks. Alpha, default false (as in OpenKruise).
+	EnhancedLivenessProbe featuregate.Feature = "EnhancedLivenessProbe"
 )
 
 // specs are the gates kruise implements.
@@ -128,6 +145,9 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	ResourcesDeletionProtection:               {Default: false, PreRelease: featuregate.Beta},
 	DeletionProtectionForCRDCascadingGate:     {Default: false, PreRelease: featuregate.Alpha},
 	WorkloadSpread:                            {Default: true, PreRelease: featuregate.Beta},
+	PodProbeMarkerGate:                        {Default: true, PreRelease: featuregate.Beta},
+	EnablePodProbeMarkerOnServerless:          {Default: false, PreRelease: featuregate.Alpha},
+	EnhancedLivenessProbe:                     {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

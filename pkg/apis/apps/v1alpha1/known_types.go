@@ -16,5 +16,7 @@ func knownTypes() []runtime.Object {
 		&BroadcastJob{}, &BroadcastJobList{},
 		&AdvancedCronJob{}, &AdvancedCronJobList{},
 		&EphemeralJob{}, &EphemeralJobList{},
+		&PodProbeMarker{}, &PodProbeMarkerList{},
+		&NodePodProbe{}, &NodePodProbeList{},
 	}
 }

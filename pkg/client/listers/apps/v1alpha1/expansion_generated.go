@@ -86,6 +86,18 @@ type ImagePullJobNamespaceListerExpansion interface{}
 // NodeImageLister.
 type NodeImageListerExpansion interface{}
 
+// NodePodProbeListerExpansion allows custom methods to be added to
+// NodePodProbeLister.
+type NodePodProbeListerExpansion interface{}
+
+// PodProbeMarkerListerExpansion allows custom methods to be added to
+// PodProbeMarkerLister.
+type PodProbeMarkerListerExpansion interface{}
+
+// PodProbeMarkerNamespaceListerExpansion allows custom methods to be added to
+// PodProbeMarkerNamespaceLister.
+type PodProbeMarkerNamespaceListerExpansion interface{}
+
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
 type SidecarSetListerExpansion interface{}

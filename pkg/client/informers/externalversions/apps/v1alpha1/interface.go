@@ -42,6 +42,10 @@ type Interface interface {
 	ImagePullJobs() ImagePullJobInformer
 	// NodeImages returns a NodeImageInformer.
 	NodeImages() NodeImageInformer
+	// NodePodProbes returns a NodePodProbeInformer.
+	NodePodProbes() NodePodProbeInformer
+	// PodProbeMarkers returns a PodProbeMarkerInformer.
+	PodProbeMarkers() PodProbeMarkerInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() SidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
@@ -104,6 +108,16 @@ func (v *version) ImagePullJobs() ImagePullJobInformer {
 // NodeImages returns a NodeImageInformer.
 func (v *version) NodeImages() NodeImageInformer {
 	return &nodeImageInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// NodePodProbes returns a NodePodProbeInformer.
+func (v *version) NodePodProbes() NodePodProbeInformer {
+	return &nodePodProbeInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// PodProbeMarkers returns a PodProbeMarkerInformer.
+func (v *version) PodProbeMarkers() PodProbeMarkerInformer {
+	return &podProbeMarkerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a SidecarSetInformer.

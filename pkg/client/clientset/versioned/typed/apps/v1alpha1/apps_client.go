@@ -37,6 +37,8 @@ type AppsV1alpha1Interface interface {
 	ImageListPullJobsGetter
 	ImagePullJobsGetter
 	NodeImagesGetter
+	NodePodProbesGetter
+	PodProbeMarkersGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
 	WorkloadSpreadsGetter
@@ -81,6 +83,14 @@ func (c *AppsV1alpha1Client) ImagePullJobs(namespace string) ImagePullJobInterfa
 
 func (c *AppsV1alpha1Client) NodeImages() NodeImageInterface {
 	return newNodeImages(c)
+}
+
+func (c *AppsV1alpha1Client) NodePodProbes() NodePodProbeInterface {
+	return newNodePodProbes(c)
+}
+
+func (c *AppsV1alpha1Client) PodProbeMarkers(namespace string) PodProbeMarkerInterface {
+	return newPodProbeMarkers(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {

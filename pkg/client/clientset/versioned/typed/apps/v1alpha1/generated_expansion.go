@@ -36,6 +36,10 @@ type ImagePullJobExpansion interface{}
 
 type NodeImageExpansion interface{}
 
+type NodePodProbeExpansion interface{}
+
+type PodProbeMarkerExpansion interface{}
+
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}

@@ -64,6 +64,14 @@ func (c *FakeAppsV1alpha1) NodeImages() v1alpha1.NodeImageInterface {
 	return newFakeNodeImages(c)
 }
 
+func (c *FakeAppsV1alpha1) NodePodProbes() v1alpha1.NodePodProbeInterface {
+	return newFakeNodePodProbes(c)
+}
+
+func (c *FakeAppsV1alpha1) PodProbeMarkers(namespace string) v1alpha1.PodProbeMarkerInterface {
+	return newFakePodProbeMarkers(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }
