@@ -106,3 +106,38 @@ func RequesterOf(annotations map[string]string) (ejobaccess.Requester, error) {
 // ExecCheck is what the requester of a marker with exec probes needs on each pod: what
 // kubectl exec needs.
 var ExecCheck = ejobaccess.Check{Verb: "create", Resource: "pods", Subresource: "exec"}
+
+// MarksAnnotation records on a pod, as JSON (map of NodePodProbe probe name to Marks), what
+// kruise-controller has set on it from each probe's results, so that the marks of a probe that
+// is removed, or of a PodProbeMarker that is deleted, are taken off again: their keys are no
+// longer in any spec.
+const MarksAnnotation = "apps.kruise.io/podprobemarker-marks"
+
+// Marks are the pod condition type, label keys and annotation keys one probe has set.
+type Marks struct {
+	Condition   string   `json:"condition,omitempty"`
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// ReadMarks reads the marks a pod's annotations record (empty when none).
+func ReadMarks(annotations map[string]string) (map[string]Marks, error) {
+	out := map[string]Marks{}
+	raw, ok := annotations[MarksAnnotation]
+	if !ok || raw == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return map[string]Marks{}, fmt.Errorf("reading annotation %s: %w", MarksAnnotation, err)
+	}
+	return out, nil
+}
+
+// EncodeMarks is the annotation's value for marks ("" when there are none: remove it).
+func EncodeMarks(marks map[string]Marks) string {
+	if len(marks) == 0 {
+		return ""
+	}
+	raw, _ := json.Marshal(marks) // strings and slices of strings: never fails; keys sorted
+	return string(raw)
+}

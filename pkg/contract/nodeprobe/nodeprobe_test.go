@@ -50,3 +50,14 @@ func TestRequesterOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "alice", r.Username)
 }
+
+func TestMarksRoundTrip(t *testing.T) {
+	m := map[string]Marks{"game#idle": {Condition: "game.io/idle", Labels: []string{"idle"}}}
+	out, err := ReadMarks(map[string]string{MarksAnnotation: EncodeMarks(m)})
+	require.NoError(t, err)
+	assert.Equal(t, m, out)
+	assert.Equal(t, "", EncodeMarks(nil))
+	out, err = ReadMarks(map[string]string{MarksAnnotation: "["})
+	assert.Error(t, err)
+	assert.Empty(t, out)
+}
