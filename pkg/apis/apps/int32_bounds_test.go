@@ -35,26 +35,26 @@ var celBounded = map[string]string{
 	// AdvancedCronJob's BroadcastJob and ImageListPullJob templates.
 	"spec.template.broadcastJobTemplate.spec.parallelism":     "self <= 2147483647",
 	"spec.template.imageListPullJobTemplate.spec.parallelism": "self <= 2147483647",
-	// PodProbeMarker and NodePodProbe: the probe (a core Probe).
-	"spec.probes[].probe.initialDelaySeconds":             "self.initialDelaySeconds <= 2147483647",
-	"spec.probes[].probe.timeoutSeconds":                  "self.timeoutSeconds <= 2147483647",
-	"spec.probes[].probe.periodSeconds":                   "self.periodSeconds <= 2147483647",
-	"spec.probes[].probe.successThreshold":                "self.successThreshold <= 2147483647",
-	"spec.probes[].probe.failureThreshold":                "self.failureThreshold <= 2147483647",
-	"spec.probes[].probe.httpGet.port":                    "self.httpGet.port <= 2147483647",
-	"spec.probes[].probe.tcpSocket.port":                  "self.tcpSocket.port <= 2147483647",
-	"spec.probes[].probe.grpc.port":                       "self.grpc.port <= 2147483647",
-	"spec.podProbes[].probes[].probe.initialDelaySeconds": "self.initialDelaySeconds <= 2147483647",
-	"spec.podProbes[].probes[].probe.timeoutSeconds":      "self.timeoutSeconds <= 2147483647",
-	"spec.podProbes[].probes[].probe.periodSeconds":       "self.periodSeconds <= 2147483647",
-	"spec.podProbes[].probes[].probe.successThreshold":    "self.successThreshold <= 2147483647",
-	"spec.podProbes[].probes[].probe.failureThreshold":    "self.failureThreshold <= 2147483647",
-	"spec.podProbes[].probes[].probe.httpGet.port":        "self.httpGet.port <= 2147483647",
-	"spec.podProbes[].probes[].probe.tcpSocket.port":      "self.tcpSocket.port <= 2147483647",
-	"spec.podProbes[].probes[].probe.grpc.port":           "self.grpc.port <= 2147483647",
+	// PodProbeMarker: the probe (a core Probe).
+	"spec.probes[].probe.initialDelaySeconds": "self.initialDelaySeconds <= 2147483647",
+	"spec.probes[].probe.timeoutSeconds":      "self.timeoutSeconds <= 2147483647",
+	"spec.probes[].probe.periodSeconds":       "self.periodSeconds <= 2147483647",
+	"spec.probes[].probe.successThreshold":    "self.successThreshold <= 2147483647",
+	"spec.probes[].probe.failureThreshold":    "self.failureThreshold <= 2147483647",
+	"spec.probes[].probe.httpGet.port":        "self.httpGet.port <= 2147483647",
+	"spec.probes[].probe.tcpSocket.port":      "self.tcpSocket.port <= 2147483647",
+	"spec.probes[].probe.grpc.port":           "self.grpc.port <= 2147483647",
 	// WorkloadSpread.
 	"spec.subsets[].maxReplicas":                         "s.maxReplicas <= 2147483647",
 	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",
+}
+
+// unbounded are the CRDs exempt, and why.
+var unbounded = map[string]string{
+	// Its spec is written by kruise-controller alone (RBAC gives it to no one else), from
+	// PodProbeMarkers, which are bounded, and from pods' own probes. Its nested lists (pods of a
+	// node, probes of a pod) would put CEL rules far over the API server's cost budget.
+	"nodepodprobes.apps.kruise.io": "written by kruise-controller only, from bounded sources",
 }
 
 // The API server checks an "int32" field of a CRD only as an int64 and stores a larger number,
@@ -62,6 +62,9 @@ var celBounded = map[string]string{
 // So every int32 field, and every int-or-string field (decoded into an int32), must be bounded.
 func TestEveryInt32FieldIsBounded(t *testing.T) {
 	for name, crd := range readOurCRDs(t) {
+		if _, ok := unbounded[name]; ok {
+			continue
+		}
 		for _, v := range crd.Spec.Versions {
 			var problems []string
 			checkInt32Bounds(v.Schema.OpenAPIV3Schema, "", nil, &problems)

@@ -31,7 +31,9 @@ type PodProbeMarkerSpec struct {
 	// Selector chooses the pods, in the PodProbeMarker's namespace.
 	Selector *metav1.LabelSelector `json:"selector"`
 
-	// Probes run in each selected pod.
+	// Probes run in each selected pod. At most 256 (OpenKruise sets no bound; the API server's
+	// budget for the probes' CEL rules needs one).
+	// +kubebuilder:validation:MaxItems=256
 	// +patchMergeKey=name
 	// +patchStrategy=merge
 	Probes []PodContainerProbe `json:"probes" patchStrategy:"merge" patchMergeKey:"name"`
@@ -45,7 +47,15 @@ type PodContainerProbe struct {
 	// ContainerName is the container probed.
 	ContainerName string `json:"containerName"`
 
-	// Probe is what is run: exec, tcpSocket or httpGet, with the kubelet's timing fields.
+	// Probe is what is run: exec, tcpSocket or httpGet, with the kubelet's timing fields. Its
+	// 32-bit numbers are bounded (the API server would store larger ones, which no Go client can
+	// then decode).
+	// +kubebuilder:validation:XValidation:rule="!has(self.initialDelaySeconds) || (self.initialDelaySeconds >= -2147483648 && self.initialDelaySeconds <= 2147483647)",message="initialDelaySeconds must be a 32-bit integer"
+	// +kubebuilder:validation:XValidation:rule="!has(self.timeoutSeconds) || (self.timeoutSeconds >= -2147483648 && self.timeoutSeconds <= 2147483647)",message="timeoutSeconds must be a 32-bit integer"
+	// +kubebuilder:validation:XValidation:rule="!has(self.periodSeconds) || (self.periodSeconds >= -2147483648 && self.periodSeconds <= 2147483647)",message="periodSeconds must be a 32-bit integer"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || (self.successThreshold >= -2147483648 && self.successThreshold <= 2147483647)",message="successThreshold must be a 32-bit integer"
+	// +kubebuilder:validation:XValidation:rule="!has(self.failureThreshold) || (self.failureThreshold >= -2147483648 && self.failureThreshold <= 2147483647)",message="failureThreshold must be a 32-bit integer"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.httpGet) || !has(self.httpGet.port) || type(self.httpGet.port) == string || (self.httpGet.port >= -2147483648 && self.httpGet.port <= 2147483647)) && (!has(self.tcpSocket) || !has(self.tcpSocket.port) || type(self.tcpSocket.port) == string || (self.tcpSocket.port >= -2147483648 && self.tcpSocket.port <= 2147483647)) && (!has(self.grpc) || (self.grpc.port >= -2147483648 && self.grpc.port <= 2147483647))",message="the probe's ports must be 32-bit integers or port names"
 	Probe ContainerProbeSpec `json:"probe"`
 
 	// MarkerPolicy gives the labels and annotations set on the pod while the probe is in a state.
@@ -60,10 +70,7 @@ type PodContainerProbe struct {
 	PodConditionType string `json:"podConditionType,omitempty"`
 }
 
-// ContainerProbeSpec is a container probe as the kubelet's. Its 32-bit numbers are bounded (the
-// API server would store larger ones, which no Go client can then decode).
-// +kubebuilder:validation:XValidation:rule="(!has(self.initialDelaySeconds) || (self.initialDelaySeconds >= -2147483648 && self.initialDelaySeconds <= 2147483647)) && (!has(self.timeoutSeconds) || (self.timeoutSeconds >= -2147483648 && self.timeoutSeconds <= 2147483647)) && (!has(self.periodSeconds) || (self.periodSeconds >= -2147483648 && self.periodSeconds <= 2147483647)) && (!has(self.successThreshold) || (self.successThreshold >= -2147483648 && self.successThreshold <= 2147483647)) && (!has(self.failureThreshold) || (self.failureThreshold >= -2147483648 && self.failureThreshold <= 2147483647))",message="the probe's seconds and thresholds must be 32-bit integers"
-// +kubebuilder:validation:XValidation:rule="(!has(self.httpGet) || !has(self.httpGet.port) || type(self.httpGet.port) == string || (self.httpGet.port >= -2147483648 && self.httpGet.port <= 2147483647)) && (!has(self.tcpSocket) || !has(self.tcpSocket.port) || type(self.tcpSocket.port) == string || (self.tcpSocket.port >= -2147483648 && self.tcpSocket.port <= 2147483647)) && (!has(self.grpc) || (self.grpc.port >= -2147483648 && self.grpc.port <= 2147483647))",message="the probe's ports must be 32-bit integers or port names"
+// ContainerProbeSpec is a container probe as the kubelet's.
 type ContainerProbeSpec struct {
 	corev1.Probe `json:",inline"`
 }
