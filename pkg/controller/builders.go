@@ -17,6 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/podprobemarker"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
 	"github.com/nodekruise/kruise/pkg/controller/pubscope"
@@ -47,6 +48,10 @@ var builders = []Entry{
 	// --sidecar-termination=crr without one.
 	{Name: sidecarterminator.Name, Gates: []featuregate.Feature{features.SidecarTerminator}, Build: buildSidecarTerminator},
 	{Name: nodeimage.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildNodeImage},
+	// Each node's NodePodProbe, which its daemon runs: needs KruiseDaemon and either
+	// PodProbeMarkerGate or EnhancedLivenessProbe (Entry gates are all required, so the builder
+	// decides the second).
+	{Name: podprobemarker.Name, Gates: []featuregate.Feature{features.KruiseDaemon}, Build: buildPodProbeMarker},
 	{Name: pullsecrets.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildPullSecrets},
 	{Name: imagepulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImagePullJob},
 	{Name: imagelistpulljob.Name, Gates: []featuregate.Feature{features.ImagePullJobGate, features.KruiseDaemon}, Build: buildImageListPullJob},
@@ -158,6 +163,30 @@ func buildNodeImage(d Deps) (Controller, error) {
 		Nodes:      d.InformerFactory.Core().V1().Nodes(),
 		NodeImages: d.KruiseInformerFactory.Apps().V1beta1().NodeImages(),
 	})
+}
+
+// buildPodProbeMarker adapts Deps to the NodePodProbe controller. With PodProbeMarkerGate off it
+// lists only the enhanced liveness probes and watches no PodProbeMarker; with
+// EnhancedLivenessProbe off too it idles.
+func buildPodProbeMarker(d Deps) (Controller, error) {
+	fg := d.Options.featureGate()
+	markers, liveness := fg.Enabled(features.PodProbeMarkerGate), fg.Enabled(features.EnhancedLivenessProbe)
+	if !markers && !liveness {
+		return idle{name: podprobemarker.Name, why: "PodProbeMarkerGate and EnhancedLivenessProbe are off"}, nil
+	}
+	cfg := podprobemarker.Config{
+		Config:        d.base(),
+		Pods:          d.InformerFactory.Core().V1().Pods(),
+		Nodes:         d.InformerFactory.Core().V1().Nodes(),
+		NodePodProbes: d.KruiseInformerFactory.Apps().V1alpha1().NodePodProbes(),
+		Liveness:      liveness,
+		// Without the webhooks a user could write the requester annotation: no exec probe runs.
+		WebhooksOff: !d.Options.WebhookEnabled,
+	}
+	if markers {
+		cfg.Markers = d.KruiseInformerFactory.Apps().V1alpha1().PodProbeMarkers()
+	}
+	return podprobemarker.New(cfg)
 }
 
 // buildPullSecrets adapts Deps to the pull-secret copy controller.

@@ -28,7 +28,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -38,23 +38,23 @@ func TestSelectEnabled(t *testing.T) {
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
 		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{
-				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
+				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
 		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{
-				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon,
+				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
 			}},
 		// Gate WorkloadSpread off: its controller is not built (and logged as disabled, as the others).
-		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob"},
+		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread}},
 	}
 	for _, tc := range tests {
@@ -139,6 +139,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "nodeimage", "gate", features.KruiseDaemon},
+		{"controller", "podprobemarker", "gate", features.KruiseDaemon},
 		{"controller", "pullsecrets", "gate", features.KruiseDaemon},
 		{"controller", "imagepulljob", "gate", features.KruiseDaemon},
 		{"controller", "imagelistpulljob", "gate", features.KruiseDaemon},
@@ -187,6 +188,49 @@ func TestPodUnavailableBudgetBuiltWithEitherGate(t *testing.T) {
 			assert.Equal(t, want, !idles)
 		})
 	}
+}
+
+// The NodePodProbe controller runs with PodProbeMarkerGate or EnhancedLivenessProbe (its entry
+// needs KruiseDaemon; its builder decides the rest), and reads PodProbeMarkers only with the first.
+func TestPodProbeMarkerBuiltWithEitherGate(t *testing.T) {
+	for gates, want := range map[string]struct{ runs, markers bool }{
+		"":                         {runs: true, markers: true},
+		"PodProbeMarkerGate=false": {},
+		"PodProbeMarkerGate=false,EnhancedLivenessProbe=true": {runs: true},
+		"EnhancedLivenessProbe=true":                          {runs: true, markers: true},
+	} {
+		t.Run(gates, func(t *testing.T) {
+			o := testOptions()
+			o.Features = gateFrom(t, gates)
+			d := Deps{Client: fake.NewClientset(), KruiseClient: kruisefake.NewSimpleClientset(), Options: o}
+			d.InformerFactory = informers.NewSharedInformerFactory(d.Client, 0)
+			d.KruiseInformerFactory = kruiseinformers.NewSharedInformerFactory(d.KruiseClient, 0)
+			c, err := buildPodProbeMarker(d)
+			require.NoError(t, err)
+			_, idles := c.(idle)
+			assert.Equal(t, want.runs, !idles)
+			if want.runs {
+				assert.Equal(t, map[string]bool{"NodePodProbe": true, "PodProbeMarker": want.markers}, kruiseInformed(t, d.KruiseInformerFactory))
+			}
+		})
+	}
+}
+
+// kruiseInformed starts the factory and reports which of the NodePodProbe and PodProbeMarker
+// informers it made.
+func kruiseInformed(t *testing.T, f kruiseinformers.SharedInformerFactory) map[string]bool {
+	stop := make(chan struct{})
+	defer f.Shutdown()
+	defer close(stop)
+	f.Start(stop)
+	out := map[string]bool{"NodePodProbe": false, "PodProbeMarker": false}
+	for typ, synced := range f.WaitForCacheSync(stop) {
+		require.True(t, synced)
+		if _, ok := out[typ.Elem().Name()]; ok {
+			out[typ.Elem().Name()] = true
+		}
+	}
+	return out
 }
 
 func TestGatedBuilderIsNotCalled(t *testing.T) {

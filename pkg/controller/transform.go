@@ -185,12 +185,16 @@ func isKruiseKey(key string) bool {
 //     (Ready, PodScheduled); the pods it adopts it reads whole from the API server.
 //   - EphemeralJob: labels, uid, creation and deletion, status.phase, the ephemeral containers'
 //     names and KRUISE_EJOB_ID env (whose they are), and their statuses (name and state).
+//   - PodProbeMarker (NodePodProbe specs): labels, uid, deletion, spec.nodeName, status.phase,
+//     status.conditions (Initialized), status.podIP (where TCP and HTTP probes go), the
+//     containers' named ports (name and number: a probe's named port is resolved to its number)
+//     and kruise's annotations (container-probe-context, the marks).
 //
 // Dropped: init containers, every other container field
-// (resources, probes, ports, lifecycle, volume mounts, other env vars,
-// envFrom, ...), volumes, affinity, tolerations and the rest of the spec;
+// (resources, probes, unnamed ports and ports' protocol and host port, lifecycle, volume mounts,
+// other env vars, envFrom, ...), volumes, affinity, tolerations and the rest of the spec;
 // init container statuses, the containers' image, imageID,
-// lastState, resources and termination or waiting messages, pod IPs, host
+// lastState, resources and termination or waiting messages, status.podIPs, host
 // IPs, QoS class, and the pod's status reason and message.
 // The containers' ready, started and restartCount are kept although only
 // the live pod's are read today: they are a few bytes.
@@ -220,6 +224,7 @@ func leanPod(in *corev1.Pod) *corev1.Pod {
 		Status: corev1.PodStatus{
 			Phase:             in.Status.Phase,
 			Conditions:        in.Status.Conditions,
+			PodIP:             in.Status.PodIP,
 			StartTime:         in.Status.StartTime,
 			ContainerStatuses: leanContainerStatuses(in.Status.ContainerStatuses),
 			// The EphemeralJob controller's per-pod state.
@@ -260,15 +265,26 @@ func ownedByKruiseWorkload(pod *corev1.Pod) bool {
 	return ref != nil && strings.HasPrefix(ref.APIVersion, "apps.kruise.io/")
 }
 
-// leanContainers keeps each container's name, image and the env vars some
-// controller reads.
+// leanContainers keeps each container's name, image, named ports (name and number) and the env
+// vars some controller reads.
 func leanContainers(in []corev1.Container) []corev1.Container {
 	if in == nil {
 		return nil
 	}
 	out := make([]corev1.Container, len(in))
 	for i := range in {
-		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, Env: markingEnv(in[i].Env)}
+		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, Ports: namedPorts(in[i].Ports), Env: markingEnv(in[i].Env)}
+	}
+	return out
+}
+
+// namedPorts keeps the name and number of the ports that have a name, nil when none has.
+func namedPorts(in []corev1.ContainerPort) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, p := range in {
+		if p.Name != "" {
+			out = append(out, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort})
+		}
 	}
 	return out
 }

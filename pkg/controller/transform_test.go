@@ -313,6 +313,10 @@ var podKept = []field[*corev1.Pod]{
 	{"status.containerStatuses[].restartCount", "recreate fillContainer (live pod today; kept, tiny)", func(p *corev1.Pod) any {
 		return p.Status.ContainerStatuses[0].RestartCount
 	}},
+	{"status.podIP", "podprobemarker (the NodePodProbe entry's IP)", func(p *corev1.Pod) any { return p.Status.PodIP }},
+	{"spec.containers[].ports[named].name/containerPort", "podprobemarker resolvePorts (a probe's named port)", func(p *corev1.Pod) any {
+		return []any{p.Spec.Containers[0].Ports[0].Name, p.Spec.Containers[0].Ports[0].ContainerPort}
+	}},
 }
 
 // podDropped are fields no controller reads from the cache.
@@ -348,11 +352,10 @@ var podDropped = []field[*corev1.Pod]{
 	}},
 	{"spec.containers[].envFrom", "", func(p *corev1.Pod) any { return p.Spec.Containers[0].EnvFrom }},
 	{"spec.containers[].resources", "", func(p *corev1.Pod) any { return p.Spec.Containers[0].Resources }},
-	{"spec.containers[].ports", "recreate reads them from the live pod", func(p *corev1.Pod) any { return p.Spec.Containers[0].Ports }},
+	{"spec.containers[].ports[].protocol", "recreate reads the ports from the live pod", func(p *corev1.Pod) any { return p.Spec.Containers[0].Ports[0].Protocol }},
 	{"spec.containers[].lifecycle", "recreate reads it from the live pod", func(p *corev1.Pod) any { return p.Spec.Containers[0].Lifecycle }},
 	{"spec.containers[].volumeMounts", "", func(p *corev1.Pod) any { return p.Spec.Containers[0].VolumeMounts }},
 	{"spec.containers[].probes", "", func(p *corev1.Pod) any { return p.Spec.Containers[0].LivenessProbe }},
-	{"status.podIP", "", func(p *corev1.Pod) any { return p.Status.PodIP }},
 	{"status.podIPs", "", func(p *corev1.Pod) any { return p.Status.PodIPs }},
 	{"status.hostIP", "", func(p *corev1.Pod) any { return p.Status.HostIP }},
 	{"status.hostIPs", "", func(p *corev1.Pod) any { return p.Status.HostIPs }},
@@ -442,8 +445,9 @@ func TestTransformPod(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{
-				{Name: "main", Image: "registry.example.com/team/batch:1.2.3", Env: []corev1.EnvVar{lp.BarrierEnv("batch-42-xk2p9-barrier", 0)}},
-				{Name: "proxy", Image: "registry.example.com/mesh/proxy:2.0", Env: []corev1.EnvVar{
+				{Name: "main", Image: "registry.example.com/team/batch:1.2.3", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+					Env: []corev1.EnvVar{lp.BarrierEnv("batch-42-xk2p9-barrier", 0)}},
+				{Name: "proxy", Image: "registry.example.com/mesh/proxy:2.0", Ports: []corev1.ContainerPort{{Name: "admin", ContainerPort: 15000}}, Env: []corev1.EnvVar{
 					{Name: sidecarterminator.EnvTerminateSidecar, Value: "true"},
 					{Name: sidecarterminator.EnvTerminateSidecarWithImage, ValueFrom: full.Spec.Containers[1].Env[3].ValueFrom},
 					{Name: lp.EnvPriority, Value: "1"},
@@ -453,7 +457,7 @@ func TestTransformPod(t *testing.T) {
 			NodeName: "node-a", ReadinessGates: full.Spec.ReadinessGates,
 		},
 		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, Conditions: full.Status.Conditions, StartTime: &tHourAgo,
+			Phase: corev1.PodRunning, Conditions: full.Status.Conditions, StartTime: &tHourAgo, PodIP: full.Status.PodIP,
 			ContainerStatuses: []corev1.ContainerStatus{
 				{
 					Name: "main", ContainerID: "containerd://" + sha(4), RestartCount: 1, Started: ptr.To(false),
@@ -816,6 +820,31 @@ func TestImagePullJobPodSelectorOnTransformedCache(t *testing.T) {
 	assert.Zero(t, images("node-c"), "a finished pod")
 }
 
+// The NodePodProbe controller reads the pod's IP, its Initialized condition and its containers'
+// named ports from the lean cache.
+func TestPodProbeMarkerOnTransformedCache(t *testing.T) {
+	ppm := &appsv1alpha1.PodProbeMarker{
+		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "jobs", Generation: 1},
+		Spec: appsv1alpha1.PodProbeMarkerSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}},
+			Probes: []appsv1alpha1.PodContainerProbe{{Name: "tcp", ContainerName: "main", PodConditionType: "x.io/up",
+				Probe: appsv1alpha1.ContainerProbeSpec{Probe: corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+					TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}}}}}},
+	}
+	x := newTransformed([]runtime.Object{fullPod(), realNode()}, []runtime.Object{ppm})
+	x.run(t, buildPodProbeMarker)
+
+	var npp *appsv1alpha1.NodePodProbe
+	require.Eventually(t, func() bool {
+		var err error
+		npp, err = x.kruise.AppsV1alpha1().NodePodProbes().Get(context.Background(), "node-a", metav1.GetOptions{})
+		return err == nil && len(npp.Spec.PodProbes) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the pod's probe is listed")
+	pp := npp.Spec.PodProbes[0]
+	assert.Equal(t, "10.1.2.3", pp.IP)
+	require.Len(t, pp.Probes, 1)
+	assert.Equal(t, intstr.FromInt32(8080), pp.Probes[0].Probe.TCPSocket.Port, "the named port resolved from the cached container")
+}
+
 // run itself fills the caches through the transform.
 func TestRunCachesLeanObjects(t *testing.T) {
 	client := fake.NewClientset(fullPod(), fullNode(300))
@@ -916,6 +945,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// ephemeraljob reads labels, uid, creation and deletion, status.phase (kept), the ephemeral
 		// containers' names and KRUISE_EJOB_ID and their statuses (TestTransformKeepsEphemeralContainers).
 		"ephemeraljob": true,
+		// podprobemarker reads labels, uid, deletion, spec.nodeName, status.phase, status.conditions,
+		// kruise's annotations (container-probe-context, the marks), status.podIP and the containers'
+		// named ports (podKept); of nodes the name, uid and labels (type=virtual-kubelet).
+		"podprobemarker": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -59,3 +59,19 @@ func TestAsk(t *testing.T) {
 	assert.Equal(t, "patch pods/ephemeralcontainers (no rule)", d.Denied)
 	assert.Equal(t, []string{"exec", "ephemeralcontainers"}, asked)
 }
+
+// AskFor asks only the checks it is given.
+func TestAskFor(t *testing.T) {
+	client := fake.NewClientset()
+	var asked []string
+	client.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		asked = append(asked, sar.Spec.ResourceAttributes.Subresource)
+		sar.Status.Allowed = true
+		return true, sar, nil
+	})
+	d, err := AskFor(context.Background(), client.AuthorizationV1().SubjectAccessReviews(), Requester{Username: "bob"}, Checks[:1], "ns", "p")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, []string{"exec"}, asked)
+}

@@ -50,3 +50,10 @@ func AddContainerResizePolicy(name corev1.ResourceName, policy corev1.ResourceRe
 func SetContainerRestartPolicy(policy corev1.ContainerRestartPolicy) ContainerModifier {
 	return func(c *corev1.Container) { c.RestartPolicy = &policy }
 }
+
+// AddContainerPort appends a TCP port named name (no name: "") to the container's.
+func AddContainerPort(name string, port int32) ContainerModifier {
+	return func(c *corev1.Container) {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+	}
+}
