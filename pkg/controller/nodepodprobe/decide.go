@@ -236,10 +236,11 @@ func (d *desire) apply(cp current, pod *corev1.Pod, serverless bool) {
 		}
 	}
 	for _, pol := range cp.probe.MarkerPolicy {
+		annos := policyAnnotations(pol)
 		if pol.State != cp.state.State {
 			d.dropLabels.Insert(keys(pol.Labels)...)
-			d.dropAnnos.Insert(keys(pol.Annotations)...)
-			d.hidden.Insert(keys(pol.Annotations)...)
+			d.dropAnnos.Insert(keys(annos)...)
+			d.hidden.Insert(keys(annos)...)
 			continue
 		}
 		for k, v := range pol.Labels {
@@ -247,18 +248,34 @@ func (d *desire) apply(cp current, pod *corev1.Pod, serverless bool) {
 				d.labels[k] = v
 			}
 		}
-		for k, v := range pol.Annotations {
+		for k, v := range annos {
 			if _, taken := d.annos[k]; !taken {
 				d.annos[k] = v
 			}
 		}
 		m.Labels = append(m.Labels, keys(pol.Labels)...)
-		m.Annotations = append(m.Annotations, keys(pol.Annotations)...)
+		m.Annotations = append(m.Annotations, keys(annos)...)
 	}
 	if m.Condition != "" || len(m.Labels)+len(m.Annotations) > 0 {
 		m.Labels, m.Annotations = sortedUnique(m.Labels), sortedUnique(m.Annotations)
 		d.record[cp.name] = m
 	}
+}
+
+// policyAnnotations are a policy's annotations but the marks record, which is this controller's
+// alone: a marker that names it could otherwise have listed keys taken off, and its value would
+// flip with every write.
+func policyAnnotations(pol appsv1alpha1.ProbeMarkerPolicy) map[string]string {
+	if _, ok := pol.Annotations[nodeprobe.MarksAnnotation]; !ok {
+		return pol.Annotations
+	}
+	out := make(map[string]string, len(pol.Annotations))
+	for k, v := range pol.Annotations {
+		if k != nodeprobe.MarksAnnotation {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // wantCondition is the condition a result asks for: True iff Succeeded.

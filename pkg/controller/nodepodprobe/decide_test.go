@@ -268,6 +268,15 @@ func TestDecide(t *testing.T) {
 			want: Plan{},
 		},
 		{
+			name: "a policy cannot write the marks record",
+			pod:  pod(),
+			markers: []*appsv1alpha1.PodProbeMarker{marker("game", probe("idle", "",
+				policy(succeeded, "a:"+nodeprobe.MarksAnnotation, `{"x#y":{"labels":["app"]}}`, "a:game.io/state", "idle")))},
+			res: Results{Entry: entry(state("game#idle", succeeded, "", t0))},
+			want: Plan{Annotations: map[string]*string{"game.io/state": str("idle"),
+				nodeprobe.MarksAnnotation: recordOf(map[string]nodeprobe.Marks{"game#idle": {Annotations: []string{"game.io/state"}}})}},
+		},
+		{
 			name:    "a pod being deleted is left alone",
 			pod:     pod(append(idleMarked(), gen.SetPodDeletionTimestamp(t0.Time))...),
 			markers: []*appsv1alpha1.PodProbeMarker{marker("game", idleProbe())},
