@@ -101,7 +101,7 @@ func (f *fixture) refresh(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
-// patches are the pod patches sent, as "<subresource or metadata> <type> <body>".
+// patches are the pod patches sent, in order.
 func (f *fixture) patches() []k8stesting.PatchAction {
 	var out []k8stesting.PatchAction
 	for _, a := range f.kube.Actions() {
