@@ -17,6 +17,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
+	"github.com/nodekruise/kruise/pkg/controller/nodepodprobe"
 	"github.com/nodekruise/kruise/pkg/controller/podprobemarker"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
@@ -104,6 +105,9 @@ var builders = []Entry{
 	// EphemeralJob: no gate, as in OpenKruise. It adds containers only to pods its requester (the
 	// user its mutating webhook recorded) may exec into, asked per pod.
 	{Name: ephemeraljob.Name, Build: buildEphemeralJob},
+	// PodProbeMarker results onto pods: kruise-daemon probes, this marks (as OpenKruise's
+	// NodePodProbe controller, which needs both gates).
+	{Name: nodepodprobe.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.PodProbeMarkerGate}, Build: buildNodePodProbe},
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle
@@ -128,6 +132,21 @@ func buildEphemeralJob(d Deps) (Controller, error) {
 		// Without the webhooks a user could write the requester annotation: no job acts.
 		WebhooksOff: !d.Options.WebhookEnabled,
 	})
+}
+
+// buildNodePodProbe adapts Deps to the controller that marks pods with their probe results; the
+// node informer (virtual-kubelet nodes) only with gate EnablePodProbeMarkerOnServerless.
+func buildNodePodProbe(d Deps) (Controller, error) {
+	cfg := nodepodprobe.Config{
+		Config:        d.base(),
+		Pods:          d.InformerFactory.Core().V1().Pods(),
+		Markers:       d.KruiseInformerFactory.Apps().V1alpha1().PodProbeMarkers(),
+		NodePodProbes: d.KruiseInformerFactory.Apps().V1alpha1().NodePodProbes(),
+	}
+	if d.Options.featureGate().Enabled(features.EnablePodProbeMarkerOnServerless) {
+		cfg.Serverless, cfg.Nodes = true, d.InformerFactory.Core().V1().Nodes()
+	}
+	return nodepodprobe.New(cfg)
 }
 
 // buildPodReadiness adapts Deps to the KruisePodReady condition controller.

@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
+	"github.com/nodekruise/kruise/pkg/contract/nodeprobe"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -119,17 +120,39 @@ func leanMeta(in *metav1.ObjectMeta) metav1.ObjectMeta {
 
 // keptAnnotations returns the annotations in a kruise.io domain
 // (apps.kruise.io/..., kruise.io/...) and controller.kubernetes.io/pod-deletion-cost (the
-// WorkloadSpread controller writes it only where it differs), nil when there are none.
+// WorkloadSpread controller writes it only where it differs), and those a PodProbeMarker set,
+// as the marks record lists them (the nodepodprobe controller compares their values, and takes
+// them off), nil when there are none.
 func keptAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
+	marked := markedAnnotations(in)
 	for k, v := range in {
-		if !isKruiseKey(k) && k != corev1.PodDeletionCost {
+		if !isKruiseKey(k) && k != corev1.PodDeletionCost && !marked[k] {
 			continue
 		}
 		if out == nil {
 			out = map[string]string{}
 		}
 		out[k] = v
+	}
+	return out
+}
+
+// markedAnnotations are the annotation keys the nodeprobe marks record of annotations lists
+// (nil when there is none, or it does not parse).
+func markedAnnotations(in map[string]string) map[string]bool {
+	if _, ok := in[nodeprobe.MarksAnnotation]; !ok {
+		return nil
+	}
+	marks, err := nodeprobe.ReadMarks(in)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, m := range marks {
+		for _, k := range m.Annotations {
+			out[k] = true
+		}
 	}
 	return out
 }
@@ -189,6 +212,9 @@ func isKruiseKey(key string) bool {
 //     status.conditions (Initialized), status.podIP (where TCP and HTTP probes go), the
 //     containers' named ports (name and number: a probe's named port is resolved to its number)
 //     and kruise's annotations (container-probe-context, the marks).
+//   - nodepodprobe (PodProbeMarker marks): labels, the marks record (kruise's annotation) and
+//     the annotations it lists, status.conditions, spec.nodeName, uid, resourceVersion (it
+//     does not send the same patch twice for one version), deletion and status.phase.
 //
 // Dropped: init containers, every other container field
 // (resources, probes, unnamed ports and ports' protocol and host port, lifecycle, volume mounts,

@@ -28,6 +28,7 @@ import (
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
+	"github.com/nodekruise/kruise/pkg/contract/nodeprobe"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -75,6 +76,9 @@ func fullPod() *corev1.Pod {
 				"cni.projectcalico.org/podIP":                      "10.1.2.3/32",
 				"notkruise.io/x":                                   "dropped: not a kruise.io domain",
 				corev1.PodDeletionCost:                             "-100",
+				// A PodProbeMarker set game.io/state and recorded it.
+				nodeprobe.MarksAnnotation: `{"game#idle":{"labels":["type"],"annotations":["game.io/state"]}}`,
+				"game.io/state":           "idle",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "batch-42", UID: "job-uid-1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 			Finalizers:      []string{"batch.kubernetes.io/job-tracking"},
@@ -255,6 +259,8 @@ var podKept = []field[*corev1.Pod]{
 		return p.Annotations[sidecarterminator.AnnotationTerminatedAt]
 	}},
 	{"metadata.annotations[kruise.io/*]", "kruise's own", func(p *corev1.Pod) any { return p.Annotations["kruise.io/some-flag"] }},
+	{"metadata.annotations[podprobemarker-marks]", "nodepodprobe (what it set)", func(p *corev1.Pod) any { return p.Annotations[nodeprobe.MarksAnnotation] }},
+	{"metadata.annotations[recorded marks]", "nodepodprobe (compares and removes the annotations it recorded)", func(p *corev1.Pod) any { return p.Annotations["game.io/state"] }},
 	{"metadata.annotations[pod-deletion-cost]", "workloadspread (writes it only where it differs)", func(p *corev1.Pod) any { return p.Annotations[corev1.PodDeletionCost] }},
 	{"metadata.ownerReferences", "ownership (small)", func(p *corev1.Pod) any { return p.OwnerReferences }},
 	{"metadata.generateName", "pubscope eviction name patterns (small)", func(p *corev1.Pod) any { return p.GenerateName }},
@@ -440,6 +446,8 @@ func TestTransformPod(t *testing.T) {
 				sidecarterminator.AnnotationTerminatedAt: full.Annotations[sidecarterminator.AnnotationTerminatedAt],
 				corev1.PodDeletionCost:                   "-100",
 				"kruise.io/some-flag":                    "on",
+				nodeprobe.MarksAnnotation:                full.Annotations[nodeprobe.MarksAnnotation],
+				"game.io/state":                          "idle",
 			},
 			OwnerReferences: full.OwnerReferences, Finalizers: full.Finalizers,
 		},
@@ -949,11 +957,30 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// kruise's annotations (container-probe-context, the marks), status.podIP and the containers'
 		// named ports (podKept); of nodes the name, uid and labels (type=virtual-kubelet).
 		"podprobemarker": true,
+		// nodepodprobe reads labels, the marks record and the annotations it lists (kept:
+		// TestTransformKeepsOnlyRecordedMarks), status.conditions, spec.nodeName, uid,
+		// resourceVersion, deletion and status.phase of pods, and the labels of nodes (all kept).
+		"nodepodprobe": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
 			"from the cache, add them to podKept/nodeKept, then list it here", e.Name)
 	}
+}
+
+// Of a pod's other annotations only those the marks record lists are kept: the nodepodprobe
+// controller compares their values with its markers' and takes them off again.
+func TestTransformKeepsOnlyRecordedMarks(t *testing.T) {
+	full := fullPod()
+	full.Annotations["game.io/other"] = "not recorded"
+	lean := leanPod(full)
+	assert.Equal(t, "idle", lean.Annotations["game.io/state"])
+	assert.NotContains(t, lean.Annotations, "game.io/other")
+
+	full.Annotations[nodeprobe.MarksAnnotation] = "{not json"
+	lean = leanPod(full)
+	assert.NotContains(t, lean.Annotations, "game.io/state", "a record that does not parse lists nothing")
+	assert.Equal(t, "{not json", lean.Annotations[nodeprobe.MarksAnnotation], "but is kept, to be rewritten")
 }
 
 func TestTransformKeepsSidecarSetInjectedPodsWhole(t *testing.T) {
