@@ -26,9 +26,35 @@ import (
 	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
-// Execer runs a command in a container; cri.Runtime is one.
+// Execer runs a command in a container and lists a pod's containers as the
+// runtime knows them; cri.Runtime is one.
 type Execer interface {
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (cri.ExecResult, error)
+	PodContainers(ctx context.Context, podUID string) ([]cri.Container, error)
+}
+
+// errForeignContainer: the container the pod's status names is not, for the
+// runtime, that container of that pod (a forged or stale status).
+var errForeignContainer = errors.New("refused: the container is not the pod's")
+
+// ownContainer checks with the runtime that the container id (bare) is the
+// named container of the pod with this UID, by the kubelet's labels: the
+// pod's status names the container, and whoever may write a pod's status
+// must not be able to point an exec probe at another pod's container.
+func ownContainer(ctx context.Context, rt Execer, podUID, name, id string) error {
+	cs, err := rt.PodContainers(ctx, podUID)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			if c.Name == name && c.PodUID == podUID {
+				return nil
+			}
+			break
+		}
+	}
+	return errForeignContainer
 }
 
 // Probe kinds, the "type" label of the probes metric.

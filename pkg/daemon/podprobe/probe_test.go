@@ -137,6 +137,12 @@ func TestExecThroughCRI(t *testing.T) {
 	fake.SetExecScript("c1", critest.ExecScript{Err: status.Error(codes.Unavailable, "runtime restarting")})
 	out = runExec(ctx, rt, "c1", []string{"check"}, time.Second)
 	assert.Error(t, out.err, "the probe could not run: no result")
+
+	// The kubelet's labels say whose container it is.
+	assert.NoError(t, ownContainer(ctx, rt, "u1", "main", "c1"))
+	assert.ErrorIs(t, ownContainer(ctx, rt, "u2", "main", "c1"), errForeignContainer, "another pod's")
+	assert.ErrorIs(t, ownContainer(ctx, rt, "u1", "old", "c1"), errForeignContainer, "another container of the pod")
+	assert.ErrorIs(t, ownContainer(ctx, rt, "u1", "main", "gone"), errForeignContainer)
 }
 
 func TestResolvePort(t *testing.T) {

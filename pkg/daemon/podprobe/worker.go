@@ -2,6 +2,7 @@ package podprobe
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"time"
@@ -83,6 +84,8 @@ type worker struct {
 	run         int32
 	// refusedLogged keeps a refused address to one log line per worker.
 	refusedLogged bool
+	// verified is the container ID the runtime has confirmed is the pod's.
+	verified string
 
 	mu       sync.Mutex
 	reported *result
@@ -216,8 +219,24 @@ func (w *worker) runProbe(ctx context.Context, pod *corev1.Pod, kind string) out
 	switch kind {
 	case kindExec:
 		// The container ID comes from the status of the pod with this
-		// UID: the command runs in that pod's container and no other.
-		return runExec(ctx, w.env.runtime, cri.RawContainerID(w.containerID), p.Exec.Command, timeout)
+		// UID, and the runtime confirms it once per instance: the command
+		// runs in that pod's container and no other.
+		id := cri.RawContainerID(w.containerID)
+		if w.verified != id {
+			if err := ownContainer(ctx, w.env.runtime, w.job.uid, w.job.container, id); err != nil {
+				if errors.Is(err, errForeignContainer) {
+					if !w.refusedLogged {
+						w.refusedLogged = true
+						klog.FromContext(ctx).Info("Probe container refused", "pod", klog.KObj(pod), "probe", w.job.probeName,
+							"containerID", id, "reason", err.Error())
+					}
+					return failed("%s", err.Error())
+				}
+				return outcome{err: err}
+			}
+			w.verified = id
+		}
+		return runExec(ctx, w.env.runtime, id, p.Exec.Command, timeout)
 	case kindTCP, kindHTTP:
 		var port intstr.IntOrString
 		if kind == kindTCP {

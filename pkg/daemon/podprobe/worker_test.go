@@ -28,6 +28,9 @@ type fakeExec struct {
 	codes []int32
 	err   error
 	calls []string // container IDs
+	// lists counts PodContainers calls; listErr fails them.
+	lists   int
+	listErr error
 	// called, if set, gets each call's container ID.
 	called chan string
 }
@@ -48,6 +51,29 @@ func (f *fakeExec) ExecSync(_ context.Context, id string, _ []string, _ time.Dur
 		ch <- id
 	}
 	return cri.ExecResult{ExitCode: code, Stdout: []byte("secret-output")}, err
+}
+
+// PodContainers lists "main" of pod uid-1 in each container ID it was
+// asked to exec in or that foreign does not name; foreign IDs belong to
+// another pod.
+func (f *fakeExec) PodContainers(_ context.Context, uid string) ([]cri.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	var out []cri.Container
+	for _, id := range []string{"c1", "c2", "evil"} {
+		owner := "uid-1"
+		if id == "evil" {
+			owner = "uid-other"
+		}
+		if owner == uid {
+			out = append(out, cri.Container{ID: id, Name: "main", PodUID: owner})
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeExec) script(codes ...int32) {
@@ -213,6 +239,31 @@ func TestExecTargetsThePodsContainer(t *testing.T) {
 	h.pod = nil
 	h.tick(time.Second)
 	assert.Len(t, h.exec.calls, 1, "a pod not in the informer is not probed")
+}
+
+// The runtime confirms, once per container instance, that the container
+// the pod's status names is that pod's: a status pointing at another pod's
+// container gets no exec.
+func TestExecVerifiesTheContainerIsThePods(t *testing.T) {
+	h := newHarness(t, execJob(corev1.Probe{}))
+	h.tick(time.Second)
+	h.tick(time.Second)
+	assert.Equal(t, []string{"c1", "c1"}, h.exec.calls)
+	assert.Equal(t, 1, h.exec.lists, "verified once per instance")
+
+	h.pod = probePod("containerd://evil", h.clk.Now().Add(-time.Minute))
+	h.tick(time.Second)
+	r, _ := h.w.current()
+	assert.Equal(t, appsv1alpha1.ProbeFailed, r.state)
+	assert.Equal(t, errForeignContainer.Error(), r.msg)
+	assert.Equal(t, []string{"c1", "c1"}, h.exec.calls, "no exec in another pod's container")
+
+	h2 := newHarness(t, execJob(corev1.Probe{}))
+	h2.exec.listErr = status.Error(codes.Unavailable, "down")
+	h2.tick(time.Second)
+	_, ok := h2.w.current()
+	assert.False(t, ok, "the runtime could not tell: no result")
+	assert.Empty(t, h2.exec.calls)
 }
 
 func TestContainerNotRunningFails(t *testing.T) {
