@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/contract/nodeprobe"
 	"github.com/nodekruise/kruise/pkg/daemon/cri"
 )
 
@@ -81,13 +80,17 @@ func failed(format string, args ...any) outcome {
 	return outcome{state: appsv1alpha1.ProbeFailed, msg: shorten(fmt.Sprintf(format, args...))}
 }
 
-// shorten keeps a message within nodeprobe.MaxMessage bytes, on a rune
-// boundary.
+// maxMessage is nodeprobe.MaxMessage (a test holds them equal): package
+// nodeprobe links the SubjectAccessReview client, which the daemon must not
+// (cmd/kruise-daemon's dependency test).
+const maxMessage = 256
+
+// shorten keeps a message within maxMessage bytes, on a rune boundary.
 func shorten(s string) string {
-	if len(s) <= nodeprobe.MaxMessage {
+	if len(s) <= maxMessage {
 		return s
 	}
-	cut := nodeprobe.MaxMessage
+	cut := maxMessage
 	for cut > 0 && !utf8Start(s[cut]) {
 		cut--
 	}

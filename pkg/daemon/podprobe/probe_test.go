@@ -169,6 +169,7 @@ func TestResolvePort(t *testing.T) {
 }
 
 func TestShorten(t *testing.T) {
+	assert.Equal(t, nodeprobe.MaxMessage, maxMessage)
 	long := strings.Repeat("é", nodeprobe.MaxMessage)
 	s := shorten(long)
 	assert.LessOrEqual(t, len(s), nodeprobe.MaxMessage)
