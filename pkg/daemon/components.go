@@ -32,6 +32,9 @@ var components = []entry{
 	// InPlaceUpdateEnvFromMetadata). It needs no apps.kruise.io client.
 	{name: "envrestart", gated: true, on: withEnvRestart, build: buildEnvRestarter},
 	{name: "imagepull", readyz: true, gated: true, on: withKruise, build: buildImagePuller},
+	// Runs the probes of this node's NodePodProbe (PodProbeMarkers,
+	// enhanced liveness) and reports their results in its status.
+	{name: "podprobe", readyz: true, gated: true, on: withNodeProbes, build: buildNodeProber},
 }
 
 // withKruise is on when the apps.kruise.io client is there (tests leave it

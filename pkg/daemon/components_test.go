@@ -83,3 +83,32 @@ func TestEnvRestarterFollowsItsGate(t *testing.T) {
 		assert.Equal(t, on, slices.Contains(names, "envrestart"), "gate %t: %v", on, names)
 	}
 }
+
+// The node prober runs with the apps.kruise.io client and either of the
+// gates that put probes in a NodePodProbe.
+func TestNodeProberFollowsItsGates(t *testing.T) {
+	kruise := clientset.NewKruise(kruisefake.NewSimpleClientset())
+	for _, tc := range []struct {
+		marker, liveness, client, want bool
+	}{
+		{marker: true, client: true, want: true},
+		{liveness: true, client: true, want: true},
+		{marker: true, liveness: true, client: true, want: true},
+		{client: true, want: false},
+		{marker: true, liveness: true, want: false},
+	} {
+		gate := features.New()
+		require.NoError(t, gate.SetFromMap(map[string]bool{string(features.PodProbeMarkerGate): tc.marker,
+			string(features.EnhancedLivenessProbe): tc.liveness}))
+		d := deps{features: gate}
+		if tc.client {
+			d.kruiseClient = kruise
+		}
+		l := newLoop(components, &env{deps: d, opts: &Options{}})
+		var names []string
+		for _, en := range l.entries {
+			names = append(names, en.name)
+		}
+		assert.Equal(t, tc.want, slices.Contains(names, "podprobe"), "%+v: %v", tc, names)
+	}
+}

@@ -45,6 +45,8 @@ var documentedMetrics = []documentedMetric{
 	{"kruise_daemon_image_pulls_in_flight", gauge, daemon},
 	{"kruise_daemon_image_pull_failures_total", counter, daemon},        // new in issue 23
 	{"kruise_daemon_credential_provider_errors_total", counter, daemon}, // new in issue 23
+	{"kruise_daemon_pod_probes_total", counter, daemon},                 // new in issue 39
+	{"kruise_daemon_pod_probe_status_writes_total", counter, daemon},    // new in issue 39
 
 	// kruise-controller
 	{"kruise_sidecar_terminations_total", counter, controller},

@@ -123,6 +123,40 @@ func TestNodeScope(t *testing.T) {
 		requireNodeScopeDenied(t, "patching the real node's NodeImage status (dry run)", err, otherNode...)
 	})
 
+	t.Run("NodePodProbe status", func(t *testing.T) {
+		// kruise-controller keeps one NodePodProbe per node; the test makes the ones that are
+		// missing (the fake node's, at least) and removes what it made.
+		for _, node := range []string{fake, realNode} {
+			_, err := kc.AppsV1alpha1().NodePodProbes().Create(ctx, &appsv1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: node}},
+				metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					err := kc.AppsV1alpha1().NodePodProbes().Delete(ctx, node, metav1.DeleteOptions{})
+					if err != nil && !apierrors.IsNotFound(err) {
+						t.Logf("deleting NodePodProbe %s: %v", node, err)
+					}
+				})
+			case !apierrors.IsAlreadyExists(err):
+				t.Fatalf("creating NodePodProbe %s: %v", node, err)
+			}
+		}
+		// A result for a pod that does not exist: no daemon probes it, and the test's own.
+		patch := []byte(`{"status":{"podProbeStatuses":[{"name":"none","namespace":"none","uid":"nodescope-` + suffix +
+			`","probeStates":[{"name":"nodescope#` + suffix + `","state":"Succeeded","message":"written by TestNodeScope"}]}]}}`)
+		_, err := d.Kruise.AppsV1alpha1().NodePodProbes().Patch(ctx, fake, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		requireAllowed(t, "patching the fake node's NodePodProbe status", err)
+		if got, err := kc.AppsV1alpha1().NodePodProbes().Get(ctx, fake, metav1.GetOptions{}); err != nil {
+			t.Errorf("reading NodePodProbe %s back: %v", fake, err)
+		} else if s := got.Status.PodProbeStatuses; len(s) != 1 || !strings.Contains(s[0].UID, suffix) {
+			t.Errorf("NodePodProbe %s status = %+v, want the test's", fake, got.Status)
+		}
+		_, err = d.Kruise.AppsV1alpha1().NodePodProbes().Patch(ctx, realNode, types.MergePatchType, patch, dryRunPatch, "status")
+		requireNodeScopeDenied(t, "patching the real node's NodePodProbe status (dry run)", err, otherNode...)
+	})
+
 	t.Run("ContainerRecreateRequest status", func(t *testing.T) {
 		ns := f.NewNamespace(ctx, t, "nodescope")
 		// CRRs for a pod that never starts: kruise-controller completes them at their deadline

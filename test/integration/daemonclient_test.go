@@ -106,6 +106,28 @@ func testDaemonClient(t *testing.T, c *cluster) {
 	require.NoError(t, err)
 	require.Len(t, niList.Items, 1)
 	assert.Equal(t, int32(3), niList.Items[0].Status.Desired)
+
+	// A NodePodProbe's status, through the prober's merge patch: the whole
+	// list replaced, then cleared with null.
+	_, err = c.kruise.AppsV1alpha1().NodePodProbes().Create(cx, &v1alpha1.NodePodProbe{ObjectMeta: metav1.ObjectMeta{Name: "daemon-client-node"}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	probed, err := dc.NodePodProbes().Patch(cx, "daemon-client-node", types.MergePatchType,
+		[]byte(`{"status":{"podProbeStatuses":[{"name":"p","namespace":"ns","uid":"u1","probeStates":[`+
+			`{"name":"m#idle","state":"Succeeded","lastProbeTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}]}}`),
+		metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	require.Len(t, probed.Status.PodProbeStatuses, 1)
+	assert.Equal(t, v1alpha1.ProbeSucceeded, probed.Status.PodProbeStatuses[0].ProbeStates[0].State)
+	nppList, err := dc.NodePodProbes().List(cx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector(metav1.ObjectNameField, "daemon-client-node").String()})
+	require.NoError(t, err)
+	require.Len(t, nppList.Items, 1)
+	require.Len(t, nppList.Items[0].Status.PodProbeStatuses, 1)
+	cleared, err := dc.NodePodProbes().Patch(cx, "daemon-client-node", types.MergePatchType,
+		[]byte(`{"status":{"podProbeStatuses":null}}`), metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	assert.Empty(t, cleared.Status.PodProbeStatuses)
 }
 
 // testDaemonEvents runs the daemon's Event recorder against the API server:

@@ -1,7 +1,7 @@
 // Package kube is kruise-daemon's client for the few resources it uses: its
 // node's pods, its Node, the pull secrets, Events and its heartbeat Lease
-// (core/v1, coordination.k8s.io/v1), and its node's ContainerRecreateRequests
-// and NodeImage (apps.kruise.io).
+// (core/v1, coordination.k8s.io/v1), and its node's ContainerRecreateRequests,
+// NodeImage and NodePodProbe (apps.kruise.io).
 //
 // Why not client-go's clientset and kruise's generated one: the built-in
 // clientset, its typed clients and its informers import
@@ -87,10 +87,23 @@ type NodeImageClient interface {
 		subresources ...string) (*appsv1beta1.NodeImage, error)
 }
 
+// NodePodProbeGetter reaches the NodePodProbe whose probes the prober runs.
+type NodePodProbeGetter interface {
+	NodePodProbes() NodePodProbeClient
+}
+
+// NodePodProbeClient watches NodePodProbes and patches their status.
+type NodePodProbeClient interface {
+	ListerWatcher[*appsv1alpha1.NodePodProbeList]
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (*appsv1alpha1.NodePodProbe, error)
+}
+
 // Kruise is what the daemon reaches in apps.kruise.io.
 type Kruise interface {
 	CRRGetter
 	NodeImageGetter
+	NodePodProbeGetter
 }
 
 // Client implements Interface and Kruise against an API server.
@@ -201,6 +214,13 @@ func (c *Client) NodeImages() NodeImageClient {
 	return newResource(c, c.beta1, "nodeimages", "", false,
 		func() *appsv1beta1.NodeImage { return &appsv1beta1.NodeImage{} },
 		func() *appsv1beta1.NodeImageList { return &appsv1beta1.NodeImageList{} })
+}
+
+// NodePodProbes implements NodePodProbeGetter.
+func (c *Client) NodePodProbes() NodePodProbeClient {
+	return newResource(c, c.alpha1, "nodepodprobes", "", false,
+		func() *appsv1alpha1.NodePodProbe { return &appsv1alpha1.NodePodProbe{} },
+		func() *appsv1alpha1.NodePodProbeList { return &appsv1alpha1.NodePodProbeList{} })
 }
 
 func newResource[T object, L runtime.Object](c *Client, client rest.Interface, plural, namespace string, protobuf bool,

@@ -30,6 +30,10 @@ import (
 //     annotations they read); spec.restartPolicy and
 //     terminationGracePeriodSeconds, status.conditions and each container
 //     status's name, containerID and state.
+//   - the node prober (package podprobe): name, namespace, UID,
+//     spec.nodeName, hostNetwork, each container's name and ports;
+//     status.podIP, podIPs and each container status's name, containerID
+//     and state (its start time).
 //
 // The informer itself needs the resourceVersion. A new reader of the pod
 // cache must add what it reads here; the executor's and the guard's tests
@@ -65,6 +69,7 @@ func SlimPod(obj any) (any, error) {
 		Status: corev1.PodStatus{
 			Phase:      p.Status.Phase,
 			PodIP:      p.Status.PodIP,
+			PodIPs:     p.Status.PodIPs,
 			Conditions: p.Status.Conditions,
 		},
 	}

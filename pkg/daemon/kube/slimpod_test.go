@@ -34,6 +34,7 @@ func TestSlimPodDropsWhatNoReaderUses(t *testing.T) {
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: "10.0.0.1", HostIP: "192.0.2.1",
+			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", ContainerID: "c://1", Image: "img", ImageID: "sha256:x", Ready: true}},
 		},
 	}
@@ -52,6 +53,7 @@ func TestSlimPodDropsWhatNoReaderUses(t *testing.T) {
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", ContainerID: "c://1", Ready: true}},
 		},
 	}

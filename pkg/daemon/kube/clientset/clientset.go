@@ -60,3 +60,7 @@ func (a kruiseAdapter) ContainerRecreateRequests(ns string) kube.CRRClient {
 }
 
 func (a kruiseAdapter) NodeImages() kube.NodeImageClient { return a.c.AppsV1beta1().NodeImages() }
+
+func (a kruiseAdapter) NodePodProbes() kube.NodePodProbeClient {
+	return a.c.AppsV1alpha1().NodePodProbes()
+}
