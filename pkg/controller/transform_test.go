@@ -916,6 +916,11 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// ephemeraljob reads labels, uid, creation and deletion, status.phase (kept), the ephemeral
 		// containers' names and KRUISE_EJOB_ID and their statuses (TestTransformKeepsEphemeralContainers).
 		"ephemeraljob": true,
+		// enhancedliveness reads of the pods whose liveness it carries out (a kruise workload's,
+		// kept whole) kruise's annotations, owner references, uid, resourceVersion, deletion,
+		// spec.nodeName, terminationGracePeriodSeconds, status.phase and the Ready condition (all
+		// kept for any pod); no Node.
+		"enhancedliveness": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
