@@ -50,33 +50,55 @@ func Applies(pod *corev1.Pod) bool {
 
 // Mutate returns the patch that moves the pod's regular containers' liveness probes into the
 // probe context annotation; none when the pod does not apply (Applies) or has no liveness
-// probe. It does not change pod. Called again on its own output (reinvocation) it returns no
-// patch: the probes are gone and the annotation stays as written.
+// probe. It does not change pod. Called again on its own output it returns no patch: the probes
+// are gone and the annotation stays as written. Called again after a later webhook injected a
+// container with a liveness probe (reinvocation), it moves that one too and keeps the entries
+// already there for containers of the pod that have no livenessProbe.
 func Mutate(pod *corev1.Pod) ([]Operation, error) {
 	if !Applies(pod) {
 		return nil, nil
 	}
-	var probes []nodeprobe.ContainerLiveness
+	var moved []nodeprobe.ContainerLiveness
 	var ops []Operation
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if c.LivenessProbe == nil {
 			continue
 		}
-		probes = append(probes, nodeprobe.ContainerLiveness{Name: c.Name, LivenessProbe: c.LivenessProbe})
+		moved = append(moved, nodeprobe.ContainerLiveness{Name: c.Name, LivenessProbe: c.LivenessProbe})
 		ops = append(ops, Operation{Op: "remove", Path: "/spec/containers/" + strconv.Itoa(i) + "/livenessProbe"})
 	}
-	if len(probes) == 0 {
+	if len(moved) == 0 {
 		return nil, nil
 	}
+	probes := kept(pod)
+	probes = append(probes, moved...)
 	raw, err := nodeprobe.EncodeProbeContext(probes)
 	if err != nil {
 		return nil, err
 	}
-	// The pod has annotations: it carries the opt-in one. "add" replaces a value already there
-	// (a context the user wrote is overwritten by the probes the pod really has).
+	// The pod has annotations: it carries the opt-in one. "add" replaces a value already there.
 	ops = append(ops, Operation{Op: "add", Path: "/metadata/annotations/" + escape(appsv1alpha1.ContainerProbeContextAnnotation), Value: raw})
 	return ops, nil
+}
+
+// kept are the entries of the pod's probe context for containers of the pod that have no
+// livenessProbe (moved by an earlier call on the same request); an unreadable context keeps none.
+func kept(pod *corev1.Pod) []nodeprobe.ContainerLiveness {
+	old, err := nodeprobe.ReadProbeContext(pod.Annotations, appsv1alpha1.ContainerProbeContextAnnotation)
+	if err != nil {
+		return nil
+	}
+	var out []nodeprobe.ContainerLiveness
+	for _, e := range old {
+		for i := range pod.Spec.Containers {
+			if c := &pod.Spec.Containers[i]; c.Name == e.Name && c.LivenessProbe == nil && e.LivenessProbe != nil {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // escape is a JSON pointer's escaping of one path element.

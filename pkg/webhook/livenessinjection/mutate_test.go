@@ -119,6 +119,25 @@ func TestMutateLeavesOthersAlone(t *testing.T) {
 	}
 }
 
+// A sidecar injected after the first call (the webhook reinvoked): its probe joins the context,
+// the first container's entry stays.
+func TestMutateReinvokedAfterAnInjection(t *testing.T) {
+	pod := webPod(optIn, cloneSet, ctr("app", probe(80)))
+	ops, err := Mutate(pod)
+	require.NoError(t, err)
+	got := apply(t, pod, ops)
+	got.Spec.Containers = append(got.Spec.Containers, corev1.Container{Name: "mesh", Image: "mesh:1", LivenessProbe: probe(15000)})
+	ops, err = Mutate(got)
+	require.NoError(t, err)
+	got = apply(t, got, ops)
+	ctx, err := nodeprobe.ReadProbeContext(got.Annotations, appsv1alpha1.ContainerProbeContextAnnotation)
+	require.NoError(t, err)
+	assert.Equal(t, []nodeprobe.ContainerLiveness{{Name: "app", LivenessProbe: probe(80)}, {Name: "mesh", LivenessProbe: probe(15000)}}, ctx)
+	assert.Nil(t, got.Spec.Containers[1].LivenessProbe)
+}
+
+// Entries of a context written with the pod for containers it does not have, or that have a
+// livenessProbe of their own, are replaced by what the pod really has.
 func TestMutateOverwritesAUserContext(t *testing.T) {
 	pod := webPod(optIn, cloneSet, gen.AddPodAnnotations(map[string]string{appsv1alpha1.ContainerProbeContextAnnotation: `[{"name":"ghost"}]`}),
 		ctr("app", probe(80)))
