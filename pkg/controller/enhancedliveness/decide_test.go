@@ -221,3 +221,57 @@ func TestDecideContainersOfAPod(t *testing.T) {
 	assert.Equal(t, t0, d.Restart[0].Since)
 	assert.Equal(t, 57*time.Second, d.RequeueAfter)
 }
+
+// TestDecideSimulated measures the rule over time: 20 pods, 8 of them failing (less than half),
+// the default budget (10% of 20 = 2). A restart keeps its request in flight 5 s, then the pod is
+// not Ready for 10 s more, then healthy. Decided every second: never more than 2 pods unavailable
+// at once, every failing pod healed, in 4 rounds of 15 s.
+func TestDecideSimulated(t *testing.T) {
+	budget, err := MaxUnavailable("", 20)
+	require.NoError(t, err)
+	require.Equal(t, 2, budget)
+	w := workload(20, budget)
+	for i := range 8 {
+		fail(&w, i, t0)
+	}
+	restartedAt := map[int]time.Time{}
+	maxUnavailable, healedAt := 0, time.Duration(0)
+	for s := 0; s <= 300; s++ {
+		now := t0.Add(time.Duration(s) * time.Second)
+		unavailable, failing := 0, 0
+		for i := range w.Pods {
+			p := &w.Pods[i]
+			if at, ok := restartedAt[i]; ok {
+				p.Restarting = now.Sub(at) < 5*time.Second
+				p.Ready = now.Sub(at) >= 15*time.Second
+				if !p.Restarting {
+					p.Containers = []Container{{Name: "app", Since: now}} // the daemon reset it; it passes
+				}
+			}
+			if p.Restarting || !p.Ready {
+				unavailable++
+			}
+			if len(p.Containers) > 0 && p.Containers[0].Failed {
+				failing++
+			}
+		}
+		maxUnavailable = max(maxUnavailable, unavailable)
+		if failing == 0 && unavailable == 0 && healedAt == 0 {
+			healedAt = now.Sub(t0)
+		}
+		d := Decide(w, now)
+		assert.False(t, d.SharedOutage)
+		for _, plan := range d.Restart {
+			for i := range w.Pods {
+				if w.Pods[i].UID == plan.Pod {
+					restartedAt[i] = now
+					w.Pods[i].History = map[string]Restart{"app": NextRestart(w.Pods[i].History["app"], now)}
+				}
+			}
+		}
+	}
+	assert.Equal(t, 2, maxUnavailable, "never more than the budget")
+	assert.Len(t, restartedAt, 8, "each failing pod restarted once")
+	assert.Equal(t, 60*time.Second, healedAt, "4 rounds of 2 pods, 15 s each")
+	t.Logf("20 pods, 8 failing, budget %d: at most %d unavailable at once, all healed after %s", budget, maxUnavailable, healedAt)
+}
