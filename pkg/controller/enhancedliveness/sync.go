@@ -3,6 +3,7 @@ package enhancedliveness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -77,7 +78,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	if len(errs) > 0 {
-		return 0, fmt.Errorf("restarting containers of workload %s: %v", key, errs)
+		// Joined with %w: a conflict (a stale pod cache) stays one for the work loop.
+		return 0, fmt.Errorf("restarting containers of workload %s: %w", key, errors.Join(errs...))
 	}
 	return d.RequeueAfter, nil
 }

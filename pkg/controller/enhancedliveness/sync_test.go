@@ -290,3 +290,4 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return out.Gauge.GetValue()
 }
+
