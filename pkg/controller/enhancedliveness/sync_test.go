@@ -290,4 +290,3 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return out.Gauge.GetValue()
 }
-
