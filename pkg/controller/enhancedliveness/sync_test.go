@@ -45,10 +45,6 @@ func newFixture(t *testing.T, pods ...*corev1.Pod) *fixture {
 	t.Helper()
 	f := &fixture{t: t, kruise: kruisefake.NewSimpleClientset(), clock: clocktesting.NewFakeClock(t0),
 		recorder: record.NewFakeRecorder(50), metrics: prometheus.NewRegistry()}
-	var objs []any
-	for _, p := range pods {
-		objs = append(objs, p)
-	}
 	f.kube = fake.NewClientset()
 	for _, p := range pods {
 		require.NoError(t, f.kube.Tracker().Add(p))
