@@ -12,6 +12,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/cloneset"
 	"github.com/nodekruise/kruise/pkg/controller/crr"
 	"github.com/nodekruise/kruise/pkg/controller/daemonset"
+	"github.com/nodekruise/kruise/pkg/controller/enhancedliveness"
 	"github.com/nodekruise/kruise/pkg/controller/ephemeraljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagelistpulljob"
 	"github.com/nodekruise/kruise/pkg/controller/imagepulljob"
@@ -108,6 +109,21 @@ var builders = []Entry{
 	// PodProbeMarker results onto pods: kruise-daemon probes, this marks (as OpenKruise's
 	// NodePodProbe controller, which needs both gates).
 	{Name: nodepodprobe.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.PodProbeMarkerGate}, Build: buildNodePodProbe},
+	// Enhanced liveness: restarts, through ContainerRecreateRequests and within a budget per
+	// workload, the containers whose liveness probe kruise-daemon found failed (gate
+	// EnhancedLivenessProbe; nothing runs the probes without KruiseDaemon).
+	{Name: enhancedliveness.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.EnhancedLivenessProbe}, Build: buildEnhancedLiveness},
+}
+
+// buildEnhancedLiveness adapts Deps to the enhanced liveness restart controller.
+func buildEnhancedLiveness(d Deps) (Controller, error) {
+	return enhancedliveness.New(enhancedliveness.Config{
+		Config:        d.base(),
+		Pods:          d.InformerFactory.Core().V1().Pods(),
+		NodePodProbes: d.KruiseInformerFactory.Apps().V1alpha1().NodePodProbes(),
+		CRRs:          d.KruiseInformerFactory.Apps().V1alpha1().ContainerRecreateRequests(),
+		Metrics:       d.Metrics,
+	})
 }
 
 // buildRecreate adapts Deps to the ContainerRecreateRequest lifecycle

@@ -34,33 +34,37 @@ func TestSelectEnabled(t *testing.T) {
 		enabled  []string
 		disabled map[string]featuregate.Feature
 	}{
-		{gates: "", enabled: all},
-		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all},
+		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
+		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
-				"nodepodprobe": features.KruiseDaemon,
+				"nodepodprobe":     features.KruiseDaemon,
+				"enhancedliveness": features.KruiseDaemon,
 			}},
 		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
+				"enhancedliveness": features.EnhancedLivenessProbe,
 			}},
 		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
-			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator}},
+			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator, "enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
-				"nodepodprobe": features.KruiseDaemon,
+				"nodepodprobe":     features.KruiseDaemon,
+				"enhancedliveness": features.KruiseDaemon,
 			}},
 		// Gate WorkloadSpread off: its controller is not built (and logged as disabled, as the others).
 		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
-			disabled: map[string]featuregate.Feature{"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread}},
+			disabled: map[string]featuregate.Feature{"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
+				"enhancedliveness": features.EnhancedLivenessProbe}},
 		// Gate PodProbeMarkerGate off: no pod is marked (the daemon runs no probe either).
 		{gates: "PodProbeMarkerGate=false", enabled: all[:len(all)-1],
-			disabled: map[string]featuregate.Feature{"nodepodprobe": features.PodProbeMarkerGate}},
+			disabled: map[string]featuregate.Feature{"nodepodprobe": features.PodProbeMarkerGate, "enhancedliveness": features.EnhancedLivenessProbe}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.gates, func(t *testing.T) {
@@ -143,6 +147,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
+		{"controller", "enhancedliveness", "gate", features.KruiseDaemon},
 		{"controller", "nodeimage", "gate", features.KruiseDaemon},
 		{"controller", "podprobemarker", "gate", features.KruiseDaemon},
 		{"controller", "pullsecrets", "gate", features.KruiseDaemon},

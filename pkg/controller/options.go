@@ -116,6 +116,13 @@ func (o *Options) featureGate() featuregate.FeatureGate {
 	return o.Features
 }
 
+// enhancedLiveness says whether the enhanced liveness probe is served: gate EnhancedLivenessProbe,
+// forced off without KruiseDaemon (nothing would run the probes), as in OpenKruise.
+func (o *Options) enhancedLiveness() bool {
+	fg := o.featureGate()
+	return fg.Enabled(features.EnhancedLivenessProbe) && fg.Enabled(features.KruiseDaemon)
+}
+
 // deletionProtection says what of the policy.kruise.io/delete-protection label
 // kruise-controller serves: the webhook of Namespaces and CRDs with
 // ResourcesDeletionProtection, and the Cascading rule of CRDs with

@@ -961,6 +961,11 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// TestTransformKeepsOnlyRecordedMarks), status.conditions, spec.nodeName, uid,
 		// resourceVersion, deletion and status.phase of pods, and the labels of nodes (all kept).
 		"nodepodprobe": true,
+		// enhancedliveness reads of the pods whose liveness it carries out (a kruise workload's,
+		// kept whole) kruise's annotations, owner references, uid, resourceVersion, deletion,
+		// spec.nodeName, terminationGracePeriodSeconds, status.phase and the Ready condition (all
+		// kept for any pod); no Node.
+		"enhancedliveness": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

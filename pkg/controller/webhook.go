@@ -22,6 +22,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/deletionprotection"
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
 	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
+	"github.com/nodekruise/kruise/pkg/webhook/livenessinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
@@ -151,6 +152,14 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	paths = append(paths, validate.WorkloadSpreadPath)
 	if spreads != nil {
 		paths = append(paths, spreadinjection.Path, spreadinjection.DeletePath)
+	}
+	// Enhanced liveness: only with its gate and a daemon to run the probes (the chart renders its
+	// entry likewise); it reads nothing.
+	if o.enhancedLiveness() {
+		if err := srv.HandleAdmission(livenessinjection.Webhook(namespace)); err != nil {
+			return nil, err
+		}
+		paths = append(paths, livenessinjection.Path)
 	}
 	// AdvancedCronJob: OpenKruise's checks; it reads nothing.
 	if err := srv.HandleAdmission(validate.AdvancedCronJobWebhook()); err != nil {
