@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
@@ -332,8 +333,16 @@ func TestPodProbeMarkerRefusals(t *testing.T) {
 	// The TCP probe runs: the user may probe the pod's own port.
 	waitMarks(ctx, t, f.Client, ns, "p0", "marked from the TCP probe", idleMarks(true))
 
-	upd.Spec.Probes[0].Probe = execProbe("true")
-	if _, err := markers.Update(ctx, upd, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "may not create pods/exec") {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := markers.Get(ctx, "tcp", metav1.GetOptions{}) // kruise-controller adds its finalizer meanwhile
+		if err != nil {
+			return err
+		}
+		cur.Spec.Probes[0].Probe = execProbe("true")
+		_, err = markers.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "may not create pods/exec") {
 		t.Fatalf("an update adding an exec probe by a user without pods/exec: %v; want refused", err)
 	}
 
