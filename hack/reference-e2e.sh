@@ -147,6 +147,8 @@ for t in latest 1.32 1.33 1.34 1.35; do push "${docker_repo}/library/busybox:${t
 for t in latest alpine 1.14.2 1.15.1 1.23.1; do
   web "${docker_repo}/library/nginx:${t}" /usr/share/nginx/html 80
 done
+# The PodProbeMarker cases' "main" container runs sleep 999d, and its exec probes sh -c "ps -ef".
+sleeper "${docker_repo}/library/centos:7"
 # One image under two tags, as upstream when the CloneSet case "in-place update images with the
 # same imageID" was written: the update must change the image name but not the image ID.
 STAND_IN=nginx:alpine web "${docker_repo}/library/nginx:mainline-alpine" /usr/share/nginx/html 80

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/livenessinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/probeinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/spreadinjection"
@@ -161,6 +162,11 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		}
 		paths = append(paths, livenessinjection.Path)
 	}
+	ppmPaths, err := handlePodProbeMarkers(o, srv, client, kruiseClient, namespace)
+	if err != nil {
+		return nil, err
+	}
+	paths = append(paths, ppmPaths...)
 	// AdvancedCronJob: OpenKruise's checks; it reads nothing.
 	if err := srv.HandleAdmission(validate.AdvancedCronJobWebhook()); err != nil {
 		return nil, err
@@ -196,6 +202,33 @@ func handlePodUnavailableBudgets(o *Options, srv *wserver.Server, client kuberne
 		return nil, err
 	}
 	return budgets, nil
+}
+
+// handlePodProbeMarkers mounts the PodProbeMarker webhooks: the requester stamp and the
+// validation always (with PodProbeMarkerGate or KruiseDaemon off the validation refuses every
+// marker, as OpenKruise), and with EnablePodProbeMarkerOnServerless (and PodProbeMarkerGate) the
+// serverless pod annotation. It returns the paths it serves.
+func handlePodProbeMarkers(o *Options, srv *wserver.Server, client kubernetes.Interface, kruiseClient versioned.Interface, namespace string) ([]string, error) {
+	fg := o.featureGate()
+	off := ""
+	switch {
+	case !fg.Enabled(features.PodProbeMarkerGate):
+		off = string(features.PodProbeMarkerGate)
+	case !fg.Enabled(features.KruiseDaemon):
+		off = string(features.KruiseDaemon)
+	}
+	whs := []wserver.Webhook{ejobrequester.PodProbeMarkerWebhook(), validate.PodProbeMarkerWebhook(client, off)}
+	if fg.Enabled(features.EnablePodProbeMarkerOnServerless) && fg.Enabled(features.PodProbeMarkerGate) {
+		whs = append(whs, probeinjection.Webhook(kruiseClient.AppsV1alpha1(), client.AuthorizationV1(), namespace))
+	}
+	paths := make([]string, 0, len(whs))
+	for _, wh := range whs {
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, wh.Path)
+	}
+	return paths, nil
 }
 
 // patchAllowCheck judges a SidecarSet's patchPodMetadata against the allow-list's JSON, as pod

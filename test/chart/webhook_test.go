@@ -23,6 +23,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/podscope"
 	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/probeinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
@@ -131,7 +132,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 5)
+	require.Len(t, m.Webhooks, 6)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -170,6 +171,7 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Equal(t, admissionregistrationv1.Equivalent, *def.MatchPolicy, "v1alpha1 SidecarSets are sent as v1beta1")
 	assert.Equal(t, validate.ControllerMatchConditions("kruise-system"), def.MatchConditions, "kruise-controller's writes are not sent")
 	checkEJobMutating(t, m.Webhooks[4], "kruise-system")
+	checkPPMMutating(t, m.Webhooks[5], "kruise-system")
 	assert.Empty(t, m.Annotations)
 	policy := objs["ValidatingAdmissionPolicy//kruise-crr-read-only-fields"].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	for _, v := range policy.Spec.Validations {
@@ -261,17 +263,53 @@ func checkCRRMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, p
 // it), kruise-controller's writes and updates that keep the spec and the requester not sent.
 func checkEJobMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, ns string) {
 	t.Helper()
-	assert.Equal(t, "mephemeraljob.kb.io", w.Name)
-	assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
-	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
-	assert.Equal(t, ejobrequester.Path, *w.ClientConfig.Service.Path)
-	assert.Equal(t, ns, w.ClientConfig.Service.Namespace)
+	checkRequesterMutating(t, w, "mephemeraljob.kb.io", ejobrequester.Path, "ephemeraljobs", validate.EphemeralJobMatchConditions(ns), ns)
+}
+
+// checkPPMMutating checks the PodProbeMarker requester stamp, as the EphemeralJob one.
+func checkPPMMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, ns string) {
+	t.Helper()
+	checkRequesterMutating(t, w, "mpodprobemarker.kb.io", ejobrequester.PodProbeMarkerPath, "podprobemarkers", validate.PodProbeMarkerMatchConditions(ns), ns)
+}
+
+func checkRequesterMutating(t *testing.T, w admissionregistrationv1.MutatingWebhook, name, path, resource string, conds []admissionregistrationv1.MatchCondition, ns string) {
+	t.Helper()
+	assert.Equal(t, name, w.Name)
+	assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, name)
+	assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects, name)
+	assert.Equal(t, path, *w.ClientConfig.Service.Path, name)
+	assert.Equal(t, ns, w.ClientConfig.Service.Namespace, name)
+	require.Len(t, w.Rules, 1, name)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, w.Rules[0].Operations, name)
+	assert.Equal(t, []string{"v1alpha1"}, w.Rules[0].APIVersions, name)
+	assert.Equal(t, []string{resource}, w.Rules[0].Resources, name)
+	assert.Equal(t, conds, w.MatchConditions, name)
+	assert.Nil(t, w.NamespaceSelector, name)
+}
+
+// The serverless pod webhook is rendered only with gate EnablePodProbeMarkerOnServerless (and
+// PodProbeMarkerGate): pods at CREATE outside kube-system and kruise's namespace, failurePolicy
+// Ignore whatever the values (every such pod is sent).
+func TestRenderServerlessProbeWebhook(t *testing.T) {
+	find := func(objs rendered) *admissionregistrationv1.MutatingWebhook {
+		for _, w := range objs.mutating(t).Webhooks {
+			if w.Name == "mpodprobemarker-pod.kb.io" {
+				return &w
+			}
+		}
+		return nil
+	}
+	assert.Nil(t, find(render(t)), "off by default (Alpha)")
+	assert.Nil(t, find(render(t, "--set", "featureGates=EnablePodProbeMarkerOnServerless=true\\,PodProbeMarkerGate=false")))
+	w := find(render(t, "--set", "featureGates=EnablePodProbeMarkerOnServerless=true", "--set", "webhook.failurePolicy.pod=Fail"))
+	require.NotNil(t, w)
+	assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+	assert.Equal(t, probeinjection.Path, *w.ClientConfig.Service.Path)
 	require.Len(t, w.Rules, 1)
-	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, w.Rules[0].Operations)
-	assert.Equal(t, []string{"v1alpha1"}, w.Rules[0].APIVersions)
-	assert.Equal(t, []string{"ephemeraljobs"}, w.Rules[0].Resources)
-	assert.Equal(t, validate.EphemeralJobMatchConditions(ns), w.MatchConditions)
-	assert.Nil(t, w.NamespaceSelector)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
+	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
+	assert.Equal(t, podscope.NamespaceSelector("kruise-system"), w.NamespaceSelector)
+	assert.Equal(t, []admissionregistrationv1.MatchCondition{podscope.Condition("kruise-system")}, w.MatchConditions)
 }
 
 func (r rendered) validating(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
@@ -314,6 +352,7 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		{"vbroadcastjob.kb.io", validate.BroadcastJobPath, "broadcastjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vadvancedcronjob.kb.io", validate.AdvancedCronJobPath, "advancedcronjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vephemeraljob.kb.io", validate.EphemeralJobPath, "ephemeraljobs", createUpdate, validate.EphemeralJobMatchConditions("kruise-system")},
+		{"vpodprobemarker.kb.io", validate.PodProbeMarkerPath, "podprobemarkers", createUpdate, validate.PodProbeMarkerMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -339,7 +378,7 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		assert.Equal(t, w.operations, got.Rules[0].Operations, w.name)
 		assert.Equal(t, []string{"apps.kruise.io"}, got.Rules[0].APIGroups, w.name)
 		version := "v1beta1"
-		if w.resource == "ephemeraljobs" {
+		if w.resource == "ephemeraljobs" || w.resource == "podprobemarkers" {
 			version = "v1alpha1" // served in v1alpha1 only
 			assert.Equal(t, admissionregistrationv1.Fail, *got.FailurePolicy, "%s: fixed, the requester's gate", w.name)
 		}
@@ -536,6 +575,8 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 			assert.Equal(t, validate.SidecarSetMatchConditions("ops"), w.MatchConditions, w.Name)
 		case w.Name == "vephemeraljob.kb.io":
 			assert.Equal(t, validate.EphemeralJobMatchConditions("ops"), w.MatchConditions, w.Name)
+		case w.Name == "vpodprobemarker.kb.io":
+			assert.Equal(t, validate.PodProbeMarkerMatchConditions("ops"), w.MatchConditions, w.Name)
 		case len(w.MatchConditions) > 0:
 			assert.Equal(t, validate.ControllerMatchConditions("ops"), w.MatchConditions, w.Name)
 		}
@@ -546,6 +587,10 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 	for _, w := range objs.mutating(t).Webhooks {
 		if w.Name == "mephemeraljob.kb.io" {
 			checkEJobMutating(t, w, "ops")
+			continue
+		}
+		if w.Name == "mpodprobemarker.kb.io" {
+			checkPPMMutating(t, w, "ops")
 			continue
 		}
 		if w.Rules[0].Resources[0] != "pods" {

@@ -38,6 +38,14 @@ const ejobNS = "ejob"
 // validating) with their webhooks calling the server at addr.
 func installEJobWebhooks(t *testing.T, kube kubernetes.Interface, addr string, ca []byte) {
 	t.Helper()
+	installWebhookPair(t, kube, addr, ca, "mephemeraljob.kb.io", "vephemeraljob.kb.io", "ejob")
+}
+
+// installWebhookPair creates the mutating entry mutating and the validating entry validating of
+// deploy/base/webhook.yaml, in configurations named prefix-mutating and prefix-validating, with
+// their webhooks calling the server at addr.
+func installWebhookPair(t *testing.T, kube kubernetes.Interface, addr string, ca []byte, mutating, validating, prefix string) {
+	t.Helper()
 	raw, err := os.ReadFile("../../deploy/base/webhook.yaml")
 	require.NoError(t, err)
 	client := func(path string) admissionregistrationv1.WebhookClientConfig {
@@ -61,13 +69,13 @@ func installEJobWebhooks(t *testing.T, kube kubernetes.Interface, addr string, c
 			require.NoError(t, json.Unmarshal(doc, &cfg))
 			var keep []admissionregistrationv1.MutatingWebhook
 			for _, w := range cfg.Webhooks {
-				if w.Name == "mephemeraljob.kb.io" {
+				if w.Name == mutating {
 					w.ClientConfig = client(*w.ClientConfig.Service.Path)
 					keep = append(keep, w)
 				}
 			}
 			require.Len(t, keep, 1)
-			cfg.Webhooks, cfg.ObjectMeta = keep, metav1.ObjectMeta{Name: "ejob-mutating"}
+			cfg.Webhooks, cfg.ObjectMeta = keep, metav1.ObjectMeta{Name: prefix + "-mutating"}
 			_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
 			require.NoError(t, err)
 			found++
@@ -76,13 +84,13 @@ func installEJobWebhooks(t *testing.T, kube kubernetes.Interface, addr string, c
 			require.NoError(t, json.Unmarshal(doc, &cfg))
 			var keep []admissionregistrationv1.ValidatingWebhook
 			for _, w := range cfg.Webhooks {
-				if w.Name == "vephemeraljob.kb.io" {
+				if w.Name == validating {
 					w.ClientConfig = client(*w.ClientConfig.Service.Path)
 					keep = append(keep, w)
 				}
 			}
 			require.Len(t, keep, 1)
-			cfg.Webhooks, cfg.ObjectMeta = keep, metav1.ObjectMeta{Name: "ejob-validating"}
+			cfg.Webhooks, cfg.ObjectMeta = keep, metav1.ObjectMeta{Name: prefix + "-validating"}
 			_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &cfg, metav1.CreateOptions{})
 			require.NoError(t, err)
 			found++

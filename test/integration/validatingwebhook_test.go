@@ -200,8 +200,9 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		// The PodUnavailableBudget, WorkloadSpread and EphemeralJob entries have their own tests
-		// (pub_webhook_test.go, spread_webhook_test.go, ephemeraljob_test.go).
+		// The PodUnavailableBudget, WorkloadSpread, EphemeralJob and PodProbeMarker entries have
+		// their own tests (pub_webhook_test.go, spread_webhook_test.go, ephemeraljob_test.go,
+		// podprobemarker_webhook_test.go).
 		cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
 			return strings.HasPrefix(w.Name, "vpod") || strings.HasPrefix(w.Name, "vworkloadspread") || w.Name == "vephemeraljob.kb.io"
 		})

@@ -5,6 +5,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/contract/ejobaccess"
+	"github.com/nodekruise/kruise/pkg/contract/nodeprobe"
 )
 
 // ControllerServiceAccount is the service account kruise-controller runs as,
@@ -83,8 +84,20 @@ const SpecOrRequesterChangedConditionName = "spec-or-requester-changed"
 // whoever changes what the job does, or who it acts for, is recorded and checked, and nothing
 // else waits on kruise.
 func EphemeralJobMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+	return requesterMatchConditions(namespace, ejobaccess.RequesterAnnotation)
+}
+
+// PodProbeMarkerMatchConditions are the matchConditions of both PodProbeMarker webhooks, as the
+// EphemeralJob ones with the requester annotation apps.kruise.io/podprobemarker-requester:
+// kruise-controller's writes (its finalizer) and updates that keep the spec and the requester
+// are not sent.
+func PodProbeMarkerMatchConditions(namespace string) []admissionregistrationv1.MatchCondition {
+	return requesterMatchConditions(namespace, nodeprobe.RequesterAnnotation)
+}
+
+func requesterMatchConditions(namespace, key string) []admissionregistrationv1.MatchCondition {
 	expr := "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec || " +
-		annotationOf("object", ejobaccess.RequesterAnnotation) + " != " + annotationOf("oldObject", ejobaccess.RequesterAnnotation)
+		annotationOf("object", key) + " != " + annotationOf("oldObject", key)
 	return append(ControllerMatchConditions(namespace), admissionregistrationv1.MatchCondition{
 		Name: SpecOrRequesterChangedConditionName, Expression: expr,
 	})
