@@ -116,7 +116,9 @@ func checkProbe(path *field.Path, p *corev1.Probe) field.ErrorList {
 			errs = append(errs, checkProbePort(path.Child("tcpSocket", "port"), h.Port)...)
 		}
 	}
-	if p.GRPC != nil {
+	// gRPC alone is refused; beside another handler it is ignored, as OpenKruise does (kruise-daemon
+	// runs the other one).
+	if handlers == 0 && p.GRPC != nil {
 		errs = append(errs, field.Forbidden(path.Child("grpc"), "kruise-daemon runs exec, httpGet and tcpSocket probes only"))
 	} else if handlers == 0 {
 		errs = append(errs, field.Required(path, "one of exec, httpGet and tcpSocket"))

@@ -155,6 +155,9 @@ func TestPodProbeMarkerAdmitsWhatOpenKruiseAdmits(t *testing.T) {
 			m.Spec.Probes[0].Probe.HTTPGet = &corev1.HTTPGetAction{Path: "/healthz?x=1", Port: intstr.FromInt32(8443), Scheme: corev1.URISchemeHTTPS,
 				HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "1"}}}
 		},
+		"grpc beside exec (ignored)": func(m *appsv1alpha1.PodProbeMarker) {
+			m.Spec.Probes[0].Probe.GRPC = &corev1.GRPCAction{Port: 9090}
+		},
 		"reserved condition type as condition": func(m *appsv1alpha1.PodProbeMarker) { m.Spec.Probes[0].PodConditionType = "Ready" },
 		"many probes": func(m *appsv1alpha1.PodProbeMarker) {
 			p := m.Spec.Probes[0]
