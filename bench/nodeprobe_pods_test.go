@@ -40,6 +40,9 @@ func probePod(ns, set string, i int, kubeletProbes bool) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
+			// The node has no cluster DNS: with ClusterFirst the kubelet would write a
+			// MissingClusterDNS Event at every sync of every pod, counted among the writes.
+			DNSPolicy: corev1.DNSDefault,
 		},
 	}
 	for _, name := range []string{"c0", "c1"} {
