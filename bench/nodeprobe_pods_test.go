@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,7 @@ func probePod(ns, set string, i int, kubeletProbes bool) *corev1.Pod {
 
 // createProbePods creates probesPods pods of set on the node, waits until all are Ready and
 // returns them. Pods of an earlier set or run may still be terminating: it waits for room first.
-func (e *env) createProbePods(ctx context.Context, t testingT, set string, kubeletProbes bool) []*corev1.Pod {
+func (e *env) createProbePods(ctx context.Context, t *testing.T, set string, kubeletProbes bool) []*corev1.Pod {
 	t.Helper()
 	if err := e.waitNodeRoom(ctx, probesPods); err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func cmpString(a, b string) int {
 }
 
 // deleteProbePods deletes the pods of set and waits until they are gone.
-func (e *env) deleteProbePods(ctx context.Context, t testingT, set string) {
+func (e *env) deleteProbePods(ctx context.Context, t *testing.T, set string) {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: probesLabel + "=" + set}
 	if err := e.client.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
@@ -148,14 +149,6 @@ func (e *env) waitNodeRoom(ctx context.Context, n int) error {
 		return fmt.Errorf("node %s runs %d pods and allows %d: no room for %d more (BENCH_PROBES_PODS): %w", footprintNode, active, maxPods, n, err)
 	}
 	return nil
-}
-
-// testingT is the part of *testing.T the helpers use.
-type testingT interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Logf(format string, args ...any)
 }
 
 // condWatch follows the benchmark's pods by an informer and records, per pod and condition
