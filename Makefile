@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale bench-probes
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -119,6 +119,9 @@ bench-sidecarset: deploy ## SidecarSet: a sidecar upgraded in place across 30 po
 
 bench-predownload: deploy ## Image pre-download: a CloneSet rollout and an Advanced DaemonSet pod's downtime, in place to an image not on the node, gate off vs on (restarts the controller).
 	$(BENCH_GO_TEST) -timeout 60m -run 'TestCloneSetPreDownloadLatency|TestDaemonSetPreDownloadLatency' ./bench/...
+
+bench-probes: deploy ## Node probes, 100 pods x 2 exec probes at 1 s: the kubelet's readiness probes vs kruise's PodProbeMarker vs OpenKruise v1.9.0's: CPU, RSS, flip → condition latency, API writes (BENCHMARKS.md; hold /tmp/kruise-cluster.lock).
+	$(BENCH_GO_TEST) -timeout 60m -run TestNodeProbes ./bench/...
 
 bench-cloneset-scale: deps build ## CloneSets at scale (500 x 20 pods) on kwok nodes, private control plane: idle CPU, RSS, reconciles, in-place rollout time.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \

@@ -28,13 +28,16 @@ type apiMetrics struct {
 	watchEvents map[string]float64
 	// requests: requests served so far, by verb (apiserver_request_total).
 	requests map[string]float64
+	// writes: write requests (POST, PUT, PATCH, APPLY, DELETE, DELETECOLLECTION) served so far,
+	// by "VERB group/resource[/subresource]" (apiserver_request_total).
+	writes map[string]float64
 }
 
 var promLabel = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
 
 // scrapeAPIServer reads the API server's /metrics with client's (admin) credentials.
 func scrapeAPIServer(ctx context.Context, client kubernetes.Interface) (apiMetrics, error) {
-	m := apiMetrics{watches: map[string]float64{}, watchEvents: map[string]float64{}, requests: map[string]float64{}}
+	m := apiMetrics{watches: map[string]float64{}, watchEvents: map[string]float64{}, requests: map[string]float64{}, writes: map[string]float64{}}
 	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return m, fmt.Errorf("reading the API server's /metrics: %w", err)
@@ -80,6 +83,14 @@ func scrapeAPIServer(ctx context.Context, client kubernetes.Interface) (apiMetri
 			dst[labels["group"]+"/"+labels["resource"]] += v
 		case "apiserver_request_total":
 			dst[labels["verb"]] += v
+			switch labels["verb"] {
+			case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+				r := labels["group"] + "/" + labels["resource"]
+				if labels["subresource"] != "" {
+					r += "/" + labels["subresource"]
+				}
+				m.writes[labels["verb"]+" "+r] += v
+			}
 		}
 	}
 	return m, sc.Err()
