@@ -275,3 +275,58 @@ func TestEnhancedLivenessSharedOutage(t *testing.T) {
 		}
 	}
 }
+
+// The budget: the example's CloneSet scaled to 5 (maxUnavailable 1), /tmp/healthy removed in 2
+// pods (2 of 5 is no shared outage): both are restarted, one at a time: the second request is
+// created no earlier than the first one completed (second resolution, as the API keeps times).
+// Should the first restart finish before the second file is removed, the order holds all the
+// more.
+func TestEnhancedLivenessBudget(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	kc := f.KruiseClient(t)
+	ctx := framework.Context(t, 5*time.Minute)
+	ns := f.NewNamespace(ctx, t, "liveness-budget")
+	const app = "web-liveness"
+	for _, obj := range exampleObjects(t, "../../docs/examples/enhancedliveness.yaml") {
+		if cs, ok := obj.(*appsv1alpha1.CloneSet); ok {
+			cs.Namespace = ns
+			cs.Spec.Replicas = ptr.To[int32](5)
+			createCloneSet(ctx, t, kc, cs)
+		}
+	}
+	pods := podList(waitPodsSettled(ctx, t, f, kc, ns, app, 5))
+	waitLiveness(ctx, t, kc, pods, appsv1alpha1.ProbeSucceeded, time.Time{})
+	failing := pods[:2]
+	for _, p := range failing {
+		kubectlExec(ctx, t, ns, p.Name, "rm", "/tmp/healthy")
+	}
+	var crrs []appsv1alpha1.ContainerRecreateRequest
+	framework.WaitFor(ctx, t, 2*livenessTimeout, "both failing pods' CRRs completed", func(ctx context.Context) (bool, string, error) {
+		crrs = livenessCRRs(ctx, t, kc, ns)
+		var desc []string
+		done := 0
+		for _, c := range crrs {
+			desc = append(desc, fmt.Sprintf("%s for %s: %s", c.Name, c.Spec.PodName, c.Status.Phase))
+			if c.Status.CompletionTime != nil {
+				done++
+			}
+		}
+		return len(crrs) == 2 && done == 2, strings.Join(desc, ", "), nil
+	})
+	sort.Slice(crrs, func(i, j int) bool { return crrs[i].Status.CompletionTime.Before(crrs[j].Status.CompletionTime) })
+	if crrs[0].Spec.PodName == crrs[1].Spec.PodName {
+		t.Fatalf("two CRRs for pod %s; want one for each failing pod", crrs[0].Spec.PodName)
+	}
+	first, second := crrs[0], crrs[1]
+	if second.CreationTimestamp.Time.Before(first.Status.CompletionTime.Time) {
+		t.Errorf("CRR %s created at %s, before %s completed at %s: two restarts at once with maxUnavailable 1",
+			second.Name, second.CreationTimestamp.Format(time.RFC3339), first.Name, first.Status.CompletionTime.Format(time.RFC3339))
+	}
+	for _, c := range crrs {
+		if c.Spec.PodName != failing[0].Name && c.Spec.PodName != failing[1].Name {
+			t.Errorf("CRR %s for pod %s, which did not fail", c.Name, c.Spec.PodName)
+		}
+	}
+	waitLiveness(ctx, t, kc, failing, appsv1alpha1.ProbeSucceeded, first.CreationTimestamp.Time)
+}
