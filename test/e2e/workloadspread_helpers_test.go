@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -472,4 +473,64 @@ func (w *spreadWorkload) podOwner(ctx context.Context) (*metav1.OwnerReference, 
 		}
 	}
 	return nil, nil
+}
+
+// waitCostsOrdered waits until kruise-controller has written the deletion costs that make a
+// scale-in keep the earlier subsets: every pod carries controller.kubernetes.io/pod-deletion-cost
+// and each subset's pods cost more than every later subset's. A scale-in right after a rollout
+// must wait for it: the workload controller reads the costs of the new pods as they are when it
+// deletes, and kruise writes them only once it has seen those pods (as OpenKruise does).
+func waitCostsOrdered(ctx context.Context, t *testing.T, f *framework.Framework, kc versioned.Interface, w *spreadWorkload,
+	wsName, key string, subsets []spreadSubset) {
+	t.Helper()
+	framework.WaitFor(ctx, t, wsTimeout, fmt.Sprintf("%s %s: deletion costs ordered by subset", w.kind, w.name), func(ctx context.Context) (bool, string, error) {
+		v, err := observeSpread(ctx, f, kc, w, wsName, key)
+		if err != nil {
+			return false, "", err
+		}
+		rank := map[string]int{}
+		for i, s := range subsets {
+			rank[s.name] = i
+		}
+		lowest := make([]int, len(subsets))  // per subset, its cheapest pod
+		highest := make([]int, len(subsets)) // per subset, its dearest pod
+		seen := make([]bool, len(subsets))
+		for i := range v.pods {
+			p := &v.pods[i]
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			m, err := matchedSubset(p)
+			if err != nil {
+				return false, "", err
+			}
+			raw, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
+			if m == nil || !ok {
+				return false, fmt.Sprintf("pod %s has no subset or no deletion cost yet; %s", p.Name, v.describe()), nil
+			}
+			cost, err := strconv.Atoi(raw)
+			if err != nil {
+				return false, "", fmt.Errorf("pod %s: deletion cost %q: %w", p.Name, raw, err)
+			}
+			r, ok := rank[m.Subset]
+			if !ok {
+				continue
+			}
+			if !seen[r] || cost < lowest[r] {
+				lowest[r] = cost
+			}
+			if !seen[r] || cost > highest[r] {
+				highest[r] = cost
+			}
+			seen[r] = true
+		}
+		for i := range subsets {
+			for j := i + 1; j < len(subsets); j++ {
+				if seen[i] && seen[j] && lowest[i] <= highest[j] {
+					return false, fmt.Sprintf("subset %s's pods do not all cost more than %s's; %s", subsets[i].name, subsets[j].name, v.describe()), nil
+				}
+			}
+		}
+		return true, v.describe(), nil
+	})
 }

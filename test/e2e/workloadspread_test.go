@@ -87,6 +87,7 @@ func TestWorkloadSpreadSpotOverflow(t *testing.T) {
 			waitSpread(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets, map[string]int{"ordinary": 2, "spot": 5}, 7)
 			w.rollout(ctx, t, "2")
 			waitSpread(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets, map[string]int{"ordinary": 2, "spot": 5}, 7)
+			waitCostsOrdered(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets)
 			w.scale(ctx, t, 3)
 			waitSpread(ctx, t, f, kc, w, "spot", wsPoolLabel, subsets, map[string]int{"ordinary": 2, "spot": 1}, 3)
 			w.scale(ctx, t, 1)
