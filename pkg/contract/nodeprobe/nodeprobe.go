@@ -1,12 +1,14 @@
 package nodeprobe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 
 	"github.com/nodekruise/kruise/pkg/contract/ejobaccess"
 )
@@ -140,4 +142,11 @@ func EncodeMarks(marks map[string]Marks) string {
 	}
 	raw, _ := json.Marshal(marks) // strings and slices of strings: never fails; keys sorted
 	return string(raw)
+}
+
+// AskExec asks the API server whether r may create pods/exec on the pod name in namespace (on
+// every pod of it when name is empty): the question the PodProbeMarker webhooks and
+// kruise-controller ask before an exec probe may reach a pod.
+func AskExec(ctx context.Context, sars authorizationv1client.SubjectAccessReviewInterface, r ejobaccess.Requester, namespace, name string) (ejobaccess.Decision, error) {
+	return ejobaccess.AskFor(ctx, sars, r, []ejobaccess.Check{ExecCheck}, namespace, name)
 }

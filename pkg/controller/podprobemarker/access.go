@@ -9,7 +9,6 @@ import (
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/nodekruise/kruise/pkg/contract/ejobaccess"
 	"github.com/nodekruise/kruise/pkg/contract/nodeprobe"
 )
 
@@ -71,7 +70,7 @@ func (g *gate) answer(ctx context.Context, qs []question) (map[execKey]verdict, 
 		c, ok := g.answers[k]
 		g.mu.Unlock()
 		if !ok || !c.expires.After(now.Add(refreshAhead)) {
-			d, err := ejobaccess.AskFor(ctx, g.sars, q.requester, []ejobaccess.Check{nodeprobe.ExecCheck}, q.namespace, q.pod)
+			d, err := nodeprobe.AskExec(ctx, g.sars, q.requester, q.namespace, q.pod)
 			if err != nil {
 				return nil, 0, err
 			}

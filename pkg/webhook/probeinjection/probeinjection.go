@@ -102,11 +102,11 @@ func (w *webhook) mayExec(ctx context.Context, m *appsv1alpha1.PodProbeMarker, n
 		targets = append(targets, name)
 	}
 	for _, target := range targets {
-		res, err := w.sars.SubjectAccessReviews().Create(ctx, r.Review(nodeprobe.ExecCheck, namespace, target), metav1.CreateOptions{})
+		d, err := nodeprobe.AskExec(ctx, w.sars.SubjectAccessReviews(), r, namespace, target)
 		if err != nil {
-			return false, fmt.Errorf("asking whether %s may %s: %w", r.Username, nodeprobe.ExecCheck, err)
+			return false, err
 		}
-		if res.Status.Allowed && !res.Status.Denied {
+		if d.Allowed {
 			return true, nil
 		}
 	}

@@ -141,16 +141,6 @@ func (v *ppmValidator) requesterMayExec(ctx context.Context, namespace string, r
 
 // mayExec asks whether r may create pods/exec on the pod name (every pod when "").
 func (v *ppmValidator) mayExec(ctx context.Context, r ejobaccess.Requester, namespace, name string) (bool, string, error) {
-	res, err := v.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, r.Review(nodeprobe.ExecCheck, namespace, name), metav1.CreateOptions{})
-	if err != nil {
-		return false, "", fmt.Errorf("asking whether %s may %s: %w", r.Username, nodeprobe.ExecCheck, err)
-	}
-	if res.Status.Allowed && !res.Status.Denied {
-		return true, "", nil
-	}
-	why := nodeprobe.ExecCheck.String()
-	if res.Status.Reason != "" {
-		why += " (" + res.Status.Reason + ")"
-	}
-	return false, why, nil
+	d, err := nodeprobe.AskExec(ctx, v.client.AuthorizationV1().SubjectAccessReviews(), r, namespace, name)
+	return d.Allowed, d.Denied, err
 }
