@@ -42,17 +42,12 @@ import (
 	kruiselisters "github.com/nodekruise/kruise/pkg/client/listers/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 )
 
 // Name is the controller's name in logs, metrics and the queue.
 const Name = "nodeimage"
-
-// VirtualKubeletLabel/Value mark a virtual-kubelet node, where no
-// kruise-daemon runs and so no NodeImage is kept.
-const (
-	VirtualKubeletLabel = "type"
-	VirtualKubeletValue = "virtual-kubelet"
-)
 
 // Config is what the controller is built from.
 type Config struct {
@@ -184,5 +179,5 @@ func isReady(node *corev1.Node) bool {
 
 // isVirtual reports whether the node is a virtual-kubelet node.
 func isVirtual(node *corev1.Node) bool {
-	return node.Labels[VirtualKubeletLabel] == VirtualKubeletValue
+	return node.Labels[appsv1alpha1.VirtualKubeletLabel] == appsv1alpha1.VirtualKubeletValue
 }

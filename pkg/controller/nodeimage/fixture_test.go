@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
@@ -49,7 +50,7 @@ var (
 	// notReady makes the node's Ready condition Unknown.
 	notReady = gen.SetNodeCondition(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastHeartbeatTime: metav1.NewTime(now)})
 	// virtual labels the node as a virtual-kubelet one.
-	virtual = gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)
+	virtual = gen.AddNodeLabel(appsv1alpha1.VirtualKubeletLabel, appsv1alpha1.VirtualKubeletValue)
 )
 
 // ---- NodeImages ----

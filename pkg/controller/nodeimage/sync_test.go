@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	kruisefake "github.com/nodekruise/kruise/pkg/client/clientset/versioned/fake"
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
@@ -342,7 +343,7 @@ func TestNodeUpdated(t *testing.T) {
 	for name, mut := range map[string]func(*corev1.Node){
 		"label changed":  func(n *corev1.Node) { n.Labels = map[string]string{"zone": "b"} },
 		"not ready":      func(n *corev1.Node) { n.Status.Conditions[1].Status = corev1.ConditionFalse },
-		"virtual":        func(n *corev1.Node) { n.Labels[VirtualKubeletLabel] = VirtualKubeletValue },
+		"virtual":        func(n *corev1.Node) { n.Labels[appsv1alpha1.VirtualKubeletLabel] = appsv1alpha1.VirtualKubeletValue },
 		"Ready vanished": func(n *corev1.Node) { n.Status.Conditions = n.Status.Conditions[:1] },
 	} {
 		cur := base.DeepCopy()

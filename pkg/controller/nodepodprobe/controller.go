@@ -42,12 +42,6 @@ import (
 // Name is the controller's name in logs, metrics and the queue.
 const Name = "nodepodprobe"
 
-// Node label of serverless (virtual-kubelet) nodes, where no kruise-daemon runs.
-const (
-	VirtualKubeletKey   = "type"
-	VirtualKubeletValue = "virtual-kubelet"
-)
-
 // Config is what the controller is built from.
 type Config struct {
 	ctrlbase.Config

@@ -290,7 +290,7 @@ func TestResultsOfMatchesUID(t *testing.T) {
 }
 
 func TestSyncServerless(t *testing.T) {
-	virtual := gen.Node("node-a", gen.AddNodeLabel(VirtualKubeletKey, VirtualKubeletValue))
+	virtual := gen.Node("node-a", gen.AddNodeLabel(appsv1alpha1.VirtualKubeletLabel, appsv1alpha1.VirtualKubeletValue))
 	served := pod(gen.SetPodCondition(corev1.PodCondition{Type: "game.io/idle", Status: corev1.ConditionTrue, LastTransitionTime: t0}))
 	for _, on := range []bool{true, false} {
 		f := newFixture(t, setup{pods: []*corev1.Pod{served}, markers: []*appsv1alpha1.PodProbeMarker{marker("game", idleProbe())},

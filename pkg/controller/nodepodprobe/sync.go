@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 )
 
 // sync marks the pod named by key: reads its markers and results from the caches, decides, and
@@ -77,7 +79,7 @@ func (c *Controller) resultsOf(pod *corev1.Pod) Results {
 		return Results{}
 	}
 	if c.serverless {
-		if n, err := c.nodes.Get(node); err == nil && n.Labels[VirtualKubeletKey] == VirtualKubeletValue {
+		if n, err := c.nodes.Get(node); err == nil && n.Labels[appsv1alpha1.VirtualKubeletLabel] == appsv1alpha1.VirtualKubeletValue {
 			return Results{Serverless: true}
 		}
 	}

@@ -55,13 +55,6 @@ import (
 // Name is the controller's name in logs, metrics and the queue.
 const Name = "podprobemarker"
 
-// VirtualKubeletLabel/Value mark a virtual-kubelet node: no kruise-daemon runs there, so it has
-// no NodePodProbe (its pods' markers are another controller's).
-const (
-	VirtualKubeletLabel = "type"
-	VirtualKubeletValue = "virtual-kubelet"
-)
-
 // nodeIndex indexes pods by spec.nodeName (prefixed: the pod informer is shared).
 const nodeIndex = "podprobemarker.apps.kruise.io/node"
 
@@ -412,5 +405,5 @@ func markersListed(spec appsv1alpha1.NodePodProbeSpec) map[string]bool {
 
 // isVirtual reports whether the node is a virtual-kubelet node.
 func isVirtual(node *corev1.Node) bool {
-	return node.Labels[VirtualKubeletLabel] == VirtualKubeletValue
+	return node.Labels[appsv1alpha1.VirtualKubeletLabel] == appsv1alpha1.VirtualKubeletValue
 }

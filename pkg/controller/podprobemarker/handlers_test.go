@@ -108,7 +108,7 @@ func TestNodeEventsQueue(t *testing.T) {
 	assert.Equal(t, []string{nodeName}, f.queued())
 	f.ctrl.nodeUpdated(n, gen.NodeFrom(n, gen.SetNodeResourceVersion("7"), gen.SetNodeCondition(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse})))
 	assert.Empty(t, f.queued())
-	f.ctrl.nodeUpdated(n, gen.NodeFrom(n, gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)))
+	f.ctrl.nodeUpdated(n, gen.NodeFrom(n, gen.AddNodeLabel(appsv1alpha1.VirtualKubeletLabel, appsv1alpha1.VirtualKubeletValue)))
 	assert.Equal(t, []string{nodeName}, f.queued())
 }
 

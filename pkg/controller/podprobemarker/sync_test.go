@@ -57,7 +57,7 @@ func TestNodeWithoutPodsGetsAnEmptyOne(t *testing.T) {
 // A virtual-kubelet node has none (its pods are served from their own conditions): one it has
 // is deleted.
 func TestVirtualNodeHasNone(t *testing.T) {
-	virtual := gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)
+	virtual := gen.AddNodeLabel(appsv1alpha1.VirtualKubeletLabel, appsv1alpha1.VirtualKubeletValue)
 	f := newFixture(t, objects{nodes: []*corev1.Node{realNode(virtual)}, pods: []*corev1.Pod{probedPod("web-1", "u1", "10.0.0.1")},
 		markers: []*appsv1alpha1.PodProbeMarker{webMarker("m", tcpProbe("tcp", intstr.FromInt32(80)))}})
 	f.sync(t, nodeName)

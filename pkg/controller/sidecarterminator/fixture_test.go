@@ -143,7 +143,7 @@ func withRecorded(at time.Time) gen.PodModifier { return withCondition(corev1.Co
 // ---- nodes ----
 
 // virtualKubelet labels a node as a virtual-kubelet one.
-var virtualKubelet = gen.AddNodeLabel(VirtualKubeletLabel, VirtualKubeletValue)
+var virtualKubelet = gen.AddNodeLabel(appsv1alpha1.VirtualKubeletLabel, appsv1alpha1.VirtualKubeletValue)
 
 // ---- fixture ----
 

@@ -32,10 +32,6 @@ const (
 	AnnotationTerminatedAt = "apps.kruise.io/sidecar-terminated-at"
 	// LabelSidecarTermination marks the CRRs this controller creates.
 	LabelSidecarTermination = "apps.kruise.io/sidecar-termination"
-	// VirtualKubeletLabel/Value mark a virtual-kubelet node, where no
-	// kruise-daemon and no kubelet of ours runs.
-	VirtualKubeletLabel = "type"
-	VirtualKubeletValue = "virtual-kubelet"
 )
 
 // Condition reasons.
@@ -108,7 +104,7 @@ func (c *Controller) terminate(ctx context.Context, pod *corev1.Pod, p plan) (ti
 		// there, if any, still honours a recorded phase.
 	case err != nil:
 		return 0, err
-	case node.Labels[VirtualKubeletLabel] == VirtualKubeletValue:
+	case node.Labels[appsv1alpha1.VirtualKubeletLabel] == appsv1alpha1.VirtualKubeletValue:
 		return 0, c.replaceImages(ctx, pod, p)
 	}
 	if c.mechanism == MechanismCRR {

@@ -5,6 +5,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// VirtualKubeletLabel=VirtualKubeletValue marks, as in OpenKruise, a serverless (virtual-kubelet)
+// node: no kruise-daemon runs there, so it has no NodeImage and no NodePodProbe, and the sidecar
+// terminator cannot restart containers on it.
+const (
+	VirtualKubeletLabel = "type"
+	VirtualKubeletValue = "virtual-kubelet"
+)
+
 // Annotations and the finalizer OpenKruise gives these names; kruise keeps them so that
 // objects and tools written for OpenKruise work unchanged.
 const (
