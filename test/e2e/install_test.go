@@ -252,6 +252,9 @@ func TestCRDsEstablished(t *testing.T) {
 		"ephemeraljobs.apps.kruise.io":             {"v1alpha1"},
 		"podprobemarkers.apps.kruise.io":           {"v1alpha1"},
 		"nodepodprobes.apps.kruise.io":             {"v1alpha1"},
+		"uniteddeployments.apps.kruise.io":         {"v1alpha1"},
+		"persistentpodstates.apps.kruise.io":       {"v1alpha1"},
+		"resourcedistributions.apps.kruise.io":     {"v1alpha1"},
 	}
 	for name, versions := range want {
 		crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})

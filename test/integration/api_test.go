@@ -98,6 +98,9 @@ func testVersions(t *testing.T, c *cluster) {
 		"ephemeraljobs.apps.kruise.io":             {[]string{"v1alpha1"}, "v1alpha1"},
 		"podprobemarkers.apps.kruise.io":           {[]string{"v1alpha1"}, "v1alpha1"},
 		"nodepodprobes.apps.kruise.io":             {[]string{"v1alpha1"}, "v1alpha1"},
+		"uniteddeployments.apps.kruise.io":         {[]string{"v1alpha1"}, "v1alpha1"},
+		"persistentpodstates.apps.kruise.io":       {[]string{"v1alpha1"}, "v1alpha1"},
+		"resourcedistributions.apps.kruise.io":     {[]string{"v1alpha1"}, "v1alpha1"},
 	}
 	for name, w := range want {
 		crd, err := c.apiext.ApiextensionsV1().CustomResourceDefinitions().Get(cx, name, metav1.GetOptions{})

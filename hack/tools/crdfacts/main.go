@@ -42,6 +42,7 @@ var recorded = []string{
 	"clonesets", "statefulsets", "daemonsets", "sidecarsets", "workloadspreads",
 	"broadcastjobs", "advancedcronjobs", "ephemeraljobs",
 	"podprobemarkers", "nodepodprobes",
+	"uniteddeployments", "persistentpodstates", "resourcedistributions",
 }
 
 const header = `# apps.kruise.io CRD schemas of OpenKruise %s

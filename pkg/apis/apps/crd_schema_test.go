@@ -91,6 +91,10 @@ var kruiseExtensions = map[string][]string{
 	// which kruise reads too); the field wins over the annotation (docs/cloneset.md).
 	"statefulsets.apps.kruise.io/v1beta1": imagePreDownload("spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy"),
 	"clonesets.apps.kruise.io/v1alpha1":   imagePreDownload("spec.updateStrategy.inPlaceUpdateStrategy"),
+	// The same settings in a UnitedDeployment's CloneSet and Advanced StatefulSet templates.
+	"uniteddeployments.apps.kruise.io/v1alpha1": append(
+		imagePreDownload("spec.template.cloneSetTemplate.spec.updateStrategy.inPlaceUpdateStrategy"),
+		imagePreDownload("spec.template.advancedStatefulSetTemplate.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy")...),
 }
 
 // imagePreDownload are the pre-download fields of the inPlaceUpdateStrategy at path.

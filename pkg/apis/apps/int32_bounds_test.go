@@ -47,6 +47,13 @@ var celBounded = map[string]string{
 	// WorkloadSpread.
 	"spec.subsets[].maxReplicas":                         "s.maxReplicas <= 2147483647",
 	"spec.subsets[].preferredNodeSelectorTerms[].weight": "p.weight <= 2147483647",
+	// UnitedDeployment.
+	"spec.topology.subsets[].replicas":              "s.replicas <= 2147483647",
+	"spec.topology.subsets[].minReplicas":           "s.minReplicas <= 2147483647",
+	"spec.topology.subsets[].maxReplicas":           "s.maxReplicas <= 2147483647",
+	"spec.updateStrategy.manualUpdate.partitions{}": "self[k] <= 2147483647",
+	"status.subsetReplicas{}":                       "self[k] <= 2147483647",
+	"status.updateStatus.currentPartitions{}":       "self[k] <= 2147483647",
 }
 
 // unbounded are the CRDs exempt, and why.
@@ -85,7 +92,7 @@ func checkInt32Bounds(s *apiextensionsv1.JSONSchemaProps, path string, rules []s
 		// Bounded by its schema (an Advanced StatefulSet's partition is an
 		// int32 where CloneSet's, at the same path, is an int-or-string).
 	case s.XIntOrString || (s.Type == "integer" && s.Format == "int32"):
-		if frag, ok := celBounded[path]; ok {
+		if frag, ok := celBounded[templatePath(path)]; ok {
 			if !strings.Contains(strings.Join(rules, "\n"), frag) {
 				*problems = append(*problems, path+": no CEL rule bounding it ("+frag+")")
 			}
@@ -120,6 +127,17 @@ func checkInt32Bounds(s *apiextensionsv1.JSONSchemaProps, path string, rules []s
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		checkInt32Bounds(s.AdditionalProperties.Schema, path+"{}", rules, problems)
 	}
+}
+
+// templatePath is path with a UnitedDeployment's template prefix taken off: its CloneSet and
+// Advanced StatefulSet templates carry those kinds' spec schemas, rules included.
+func templatePath(path string) string {
+	for _, prefix := range []string{"spec.template.cloneSetTemplate.", "spec.template.advancedStatefulSetTemplate."} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok {
+			return rest
+		}
+	}
+	return path
 }
 
 // withinInt32: s has a minimum and a maximum, both within int32.

@@ -124,6 +124,12 @@ const (
 	// restarts failed containers through ContainerRecreateRequests within a budget per
 	// workload. It needs KruiseDaemon and the webhooks. Alpha, default false (as in OpenKruise).
 	EnhancedLivenessProbe featuregate.Feature = "EnhancedLivenessProbe"
+
+	// ResourceDistributionGate turns on ResourceDistribution: kruise-controller copies one Secret
+	// or ConfigMap into the namespaces a ResourceDistribution chooses and keeps the copies in
+	// sync, and its webhook admits ResourceDistributions. Alpha, default false (as in OpenKruise
+	// v1.9.0).
+	ResourceDistributionGate featuregate.Feature = "ResourceDistributionGate"
 )
 
 // specs are the gates kruise implements.
@@ -148,6 +154,7 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PodProbeMarkerGate:                        {Default: true, PreRelease: featuregate.Beta},
 	EnablePodProbeMarkerOnServerless:          {Default: false, PreRelease: featuregate.Alpha},
 	EnhancedLivenessProbe:                     {Default: false, PreRelease: featuregate.Alpha},
+	ResourceDistributionGate:                  {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Implemented lists the gates kruise implements, in no particular order.

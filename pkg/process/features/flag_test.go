@@ -15,7 +15,7 @@ func TestFlag(t *testing.T) {
 	defaults := map[string]bool{"KruiseDaemon": true, "SidecarTerminator": true, "ImagePullJobGate": true, "EnableExternalCerts": false,
 		"InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "SidecarSetPatchPodMetadataDefaultsAllowed": false,
 		"PodUnavailableBudgetDeleteGate": true, "PodUnavailableBudgetUpdateGate": false, "ResourcesDeletionProtection": false, "DeletionProtectionForCRDCascadingGate": false, "WorkloadSpread": true,
-		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false,
+		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false, "ResourceDistributionGate": false,
 		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}
 	with := func(changes map[string]bool) map[string]bool {
 		out := map[string]bool{}
@@ -57,10 +57,10 @@ func TestFlag(t *testing.T) {
 				"StatefulSetAutoDeletePVC": false, "StatefulSetStartOrdinal": false, "PodUnavailableBudgetDeleteGate": false, "WorkloadSpread": false, "PodProbeMarkerGate": false}),
 			str: "AllBeta=false,SidecarTerminator=true"},
 		{name: "AllAlpha=true turns the Alpha gate on", args: []string{"AllAlpha=true"},
-			want: with(map[string]bool{"EnableExternalCerts": true, "CloneSetEventHandlerOptimization": true, "PreDownloadImageForInPlaceUpdate": true, "PreDownloadImageForDaemonSetUpdate": true, "SidecarSetPatchPodMetadataDefaultsAllowed": true, "PodUnavailableBudgetUpdateGate": true, "DeletionProtectionForCRDCascadingGate": true, "EnablePodProbeMarkerOnServerless": true, "EnhancedLivenessProbe": true}), str: "AllAlpha=true"},
+			want: with(map[string]bool{"EnableExternalCerts": true, "CloneSetEventHandlerOptimization": true, "PreDownloadImageForInPlaceUpdate": true, "PreDownloadImageForDaemonSetUpdate": true, "SidecarSetPatchPodMetadataDefaultsAllowed": true, "PodUnavailableBudgetUpdateGate": true, "DeletionProtectionForCRDCascadingGate": true, "EnablePodProbeMarkerOnServerless": true, "EnhancedLivenessProbe": true, "ResourceDistributionGate": true}), str: "AllAlpha=true"},
 		{name: "EnableExternalCerts is implemented, not warned about", args: []string{"EnableExternalCerts=true"},
 			want: with(map[string]bool{"EnableExternalCerts": true}), str: "EnableExternalCerts=true"},
-		{name: "typo", args: []string{"KruiseDeamon=false"}, err: "unknown feature gate KruiseDeamon; kruise's gates are AllAlpha, AllBeta, CloneSetEventHandlerOptimization, DeletionProtectionForCRDCascadingGate, EnableExternalCerts, EnablePodProbeMarkerOnServerless, EnhancedLivenessProbe, ImagePullJobGate, InPlaceUpdateEnvFromMetadata, KruiseDaemon, PodProbeMarkerGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, PreDownloadImageForDaemonSetUpdate, PreDownloadImageForInPlaceUpdate, ResourcesDeletionProtection, SidecarSetPatchPodMetadataDefaultsAllowed, SidecarTerminator, StatefulSetAutoDeletePVC, StatefulSetStartOrdinal, WorkloadSpread"},
+		{name: "typo", args: []string{"KruiseDeamon=false"}, err: "unknown feature gate KruiseDeamon; kruise's gates are AllAlpha, AllBeta, CloneSetEventHandlerOptimization, DeletionProtectionForCRDCascadingGate, EnableExternalCerts, EnablePodProbeMarkerOnServerless, EnhancedLivenessProbe, ImagePullJobGate, InPlaceUpdateEnvFromMetadata, KruiseDaemon, PodProbeMarkerGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, PreDownloadImageForDaemonSetUpdate, PreDownloadImageForInPlaceUpdate, ResourceDistributionGate, ResourcesDeletionProtection, SidecarSetPatchPodMetadataDefaultsAllowed, SidecarTerminator, StatefulSetAutoDeletePVC, StatefulSetStartOrdinal, WorkloadSpread"},
 		{name: "typo next to a good gate changes nothing", args: []string{"KruiseDaemon=false,Nope=true"}, want: defaults, err: "unknown feature gate Nope"},
 		{name: "not a bool", args: []string{"KruiseDaemon=yes"}, err: `feature gate KruiseDaemon has value "yes": want true or false`},
 		{name: "1 is not accepted", args: []string{"PodWebhook=1"}, err: `feature gate PodWebhook has value "1"`},
@@ -109,7 +109,7 @@ func TestFlagLog(t *testing.T) {
 	assert.Equal(t, []any{"featureGates", map[string]bool{"KruiseDaemon": true, "SidecarTerminator": false, "ImagePullJobGate": true, "EnableExternalCerts": false,
 		"InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "SidecarSetPatchPodMetadataDefaultsAllowed": false,
 		"PodUnavailableBudgetDeleteGate": true, "PodUnavailableBudgetUpdateGate": false, "ResourcesDeletionProtection": false, "DeletionProtectionForCRDCascadingGate": false, "WorkloadSpread": true,
-		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false,
+		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false, "ResourceDistributionGate": false,
 		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
 		entries[1].ParameterKVList)
 }
@@ -119,7 +119,7 @@ func TestGateListsAreDisjoint(t *testing.T) {
 		_, ignored := Unimplemented(string(name))
 		assert.False(t, ignored, "%s is both implemented and ignored", name)
 	}
-	assert.Len(t, unimplemented, 17)
+	assert.Len(t, unimplemented, 16)
 	for name, reason := range unimplemented {
 		assert.False(t, strings.ContainsAny(name, " =,"), name)
 		assert.NotEmpty(t, reason, name)
@@ -140,5 +140,5 @@ func TestCollector(t *testing.T) {
 		require.Len(t, m.GetLabel(), 1)
 		got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
 	}
-	assert.Equal(t, map[string]float64{"CloneSetEventHandlerOptimization": 0, "EnableExternalCerts": 0, "ImagePullJobGate": 0, "InPlaceUpdateEnvFromMetadata": 1, "KruiseDaemon": 1, "PreDownloadImageForDaemonSetUpdate": 0, "PreDownloadImageForInPlaceUpdate": 0, "SidecarSetPatchPodMetadataDefaultsAllowed": 0, "PodUnavailableBudgetDeleteGate": 1, "PodUnavailableBudgetUpdateGate": 0, "ResourcesDeletionProtection": 0, "DeletionProtectionForCRDCascadingGate": 0, "SidecarTerminator": 1, "StatefulSetAutoDeletePVC": 1, "StatefulSetStartOrdinal": 1, "WorkloadSpread": 1, "PodProbeMarkerGate": 1, "EnablePodProbeMarkerOnServerless": 0, "EnhancedLivenessProbe": 0}, got)
+	assert.Equal(t, map[string]float64{"CloneSetEventHandlerOptimization": 0, "EnableExternalCerts": 0, "ImagePullJobGate": 0, "InPlaceUpdateEnvFromMetadata": 1, "KruiseDaemon": 1, "PreDownloadImageForDaemonSetUpdate": 0, "PreDownloadImageForInPlaceUpdate": 0, "SidecarSetPatchPodMetadataDefaultsAllowed": 0, "PodUnavailableBudgetDeleteGate": 1, "PodUnavailableBudgetUpdateGate": 0, "ResourcesDeletionProtection": 0, "DeletionProtectionForCRDCascadingGate": 0, "SidecarTerminator": 1, "StatefulSetAutoDeletePVC": 1, "StatefulSetStartOrdinal": 1, "WorkloadSpread": 1, "PodProbeMarkerGate": 1, "EnablePodProbeMarkerOnServerless": 0, "EnhancedLivenessProbe": 0, "ResourceDistributionGate": 0}, got)
 }

@@ -18,7 +18,6 @@ var unimplemented = map[string]string{
 	"CloneSetPartitionRollback":                 notImplemented,
 	"TemplateNoDefaults":                        notImplemented,
 	"PreparingUpdateAsUpdate":                   notImplemented,
-	"ResourceDistributionGate":                  notImplemented,
 	"RecreatePodWhenChangeVCTInCloneSetGate":    notImplemented,
 	"PodIndexLabel":                             notImplemented,
 	"StatefulSetAutoResizePVCGate":              notImplemented,

@@ -18,5 +18,8 @@ func knownTypes() []runtime.Object {
 		&EphemeralJob{}, &EphemeralJobList{},
 		&PodProbeMarker{}, &PodProbeMarkerList{},
 		&NodePodProbe{}, &NodePodProbeList{},
+		&UnitedDeployment{}, &UnitedDeploymentList{},
+		&PersistentPodState{}, &PersistentPodStateList{},
+		&ResourceDistribution{}, &ResourceDistributionList{},
 	}
 }

@@ -90,6 +90,14 @@ type NodeImageListerExpansion interface{}
 // NodePodProbeLister.
 type NodePodProbeListerExpansion interface{}
 
+// PersistentPodStateListerExpansion allows custom methods to be added to
+// PersistentPodStateLister.
+type PersistentPodStateListerExpansion interface{}
+
+// PersistentPodStateNamespaceListerExpansion allows custom methods to be added to
+// PersistentPodStateNamespaceLister.
+type PersistentPodStateNamespaceListerExpansion interface{}
+
 // PodProbeMarkerListerExpansion allows custom methods to be added to
 // PodProbeMarkerLister.
 type PodProbeMarkerListerExpansion interface{}
@@ -97,6 +105,10 @@ type PodProbeMarkerListerExpansion interface{}
 // PodProbeMarkerNamespaceListerExpansion allows custom methods to be added to
 // PodProbeMarkerNamespaceLister.
 type PodProbeMarkerNamespaceListerExpansion interface{}
+
+// ResourceDistributionListerExpansion allows custom methods to be added to
+// ResourceDistributionLister.
+type ResourceDistributionListerExpansion interface{}
 
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
@@ -109,6 +121,14 @@ type StatefulSetListerExpansion interface{}
 // StatefulSetNamespaceListerExpansion allows custom methods to be added to
 // StatefulSetNamespaceLister.
 type StatefulSetNamespaceListerExpansion interface{}
+
+// UnitedDeploymentListerExpansion allows custom methods to be added to
+// UnitedDeploymentLister.
+type UnitedDeploymentListerExpansion interface{}
+
+// UnitedDeploymentNamespaceListerExpansion allows custom methods to be added to
+// UnitedDeploymentNamespaceLister.
+type UnitedDeploymentNamespaceListerExpansion interface{}
 
 // WorkloadSpreadListerExpansion allows custom methods to be added to
 // WorkloadSpreadLister.

@@ -44,12 +44,18 @@ type Interface interface {
 	NodeImages() NodeImageInformer
 	// NodePodProbes returns a NodePodProbeInformer.
 	NodePodProbes() NodePodProbeInformer
+	// PersistentPodStates returns a PersistentPodStateInformer.
+	PersistentPodStates() PersistentPodStateInformer
 	// PodProbeMarkers returns a PodProbeMarkerInformer.
 	PodProbeMarkers() PodProbeMarkerInformer
+	// ResourceDistributions returns a ResourceDistributionInformer.
+	ResourceDistributions() ResourceDistributionInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() SidecarSetInformer
 	// StatefulSets returns a StatefulSetInformer.
 	StatefulSets() StatefulSetInformer
+	// UnitedDeployments returns a UnitedDeploymentInformer.
+	UnitedDeployments() UnitedDeploymentInformer
 	// WorkloadSpreads returns a WorkloadSpreadInformer.
 	WorkloadSpreads() WorkloadSpreadInformer
 }
@@ -115,9 +121,19 @@ func (v *version) NodePodProbes() NodePodProbeInformer {
 	return &nodePodProbeInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
+// PersistentPodStates returns a PersistentPodStateInformer.
+func (v *version) PersistentPodStates() PersistentPodStateInformer {
+	return &persistentPodStateInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // PodProbeMarkers returns a PodProbeMarkerInformer.
 func (v *version) PodProbeMarkers() PodProbeMarkerInformer {
 	return &podProbeMarkerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ResourceDistributions returns a ResourceDistributionInformer.
+func (v *version) ResourceDistributions() ResourceDistributionInformer {
+	return &resourceDistributionInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a SidecarSetInformer.
@@ -128,6 +144,11 @@ func (v *version) SidecarSets() SidecarSetInformer {
 // StatefulSets returns a StatefulSetInformer.
 func (v *version) StatefulSets() StatefulSetInformer {
 	return &statefulSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// UnitedDeployments returns a UnitedDeploymentInformer.
+func (v *version) UnitedDeployments() UnitedDeploymentInformer {
+	return &unitedDeploymentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // WorkloadSpreads returns a WorkloadSpreadInformer.

@@ -38,9 +38,12 @@ type AppsV1alpha1Interface interface {
 	ImagePullJobsGetter
 	NodeImagesGetter
 	NodePodProbesGetter
+	PersistentPodStatesGetter
 	PodProbeMarkersGetter
+	ResourceDistributionsGetter
 	SidecarSetsGetter
 	StatefulSetsGetter
+	UnitedDeploymentsGetter
 	WorkloadSpreadsGetter
 }
 
@@ -89,8 +92,16 @@ func (c *AppsV1alpha1Client) NodePodProbes() NodePodProbeInterface {
 	return newNodePodProbes(c)
 }
 
+func (c *AppsV1alpha1Client) PersistentPodStates(namespace string) PersistentPodStateInterface {
+	return newPersistentPodStates(c, namespace)
+}
+
 func (c *AppsV1alpha1Client) PodProbeMarkers(namespace string) PodProbeMarkerInterface {
 	return newPodProbeMarkers(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) ResourceDistributions() ResourceDistributionInterface {
+	return newResourceDistributions(c)
 }
 
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {
@@ -99,6 +110,10 @@ func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {
 
 func (c *AppsV1alpha1Client) StatefulSets(namespace string) StatefulSetInterface {
 	return newStatefulSets(c, namespace)
+}
+
+func (c *AppsV1alpha1Client) UnitedDeployments(namespace string) UnitedDeploymentInterface {
+	return newUnitedDeployments(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) WorkloadSpreads(namespace string) WorkloadSpreadInterface {

@@ -38,10 +38,16 @@ type NodeImageExpansion interface{}
 
 type NodePodProbeExpansion interface{}
 
+type PersistentPodStateExpansion interface{}
+
 type PodProbeMarkerExpansion interface{}
+
+type ResourceDistributionExpansion interface{}
 
 type SidecarSetExpansion interface{}
 
 type StatefulSetExpansion interface{}
+
+type UnitedDeploymentExpansion interface{}
 
 type WorkloadSpreadExpansion interface{}

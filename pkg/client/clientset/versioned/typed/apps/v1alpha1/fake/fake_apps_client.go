@@ -68,8 +68,16 @@ func (c *FakeAppsV1alpha1) NodePodProbes() v1alpha1.NodePodProbeInterface {
 	return newFakeNodePodProbes(c)
 }
 
+func (c *FakeAppsV1alpha1) PersistentPodStates(namespace string) v1alpha1.PersistentPodStateInterface {
+	return newFakePersistentPodStates(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) PodProbeMarkers(namespace string) v1alpha1.PodProbeMarkerInterface {
 	return newFakePodProbeMarkers(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) ResourceDistributions() v1alpha1.ResourceDistributionInterface {
+	return newFakeResourceDistributions(c)
 }
 
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
@@ -78,6 +86,10 @@ func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 
 func (c *FakeAppsV1alpha1) StatefulSets(namespace string) v1alpha1.StatefulSetInterface {
 	return newFakeStatefulSets(c, namespace)
+}
+
+func (c *FakeAppsV1alpha1) UnitedDeployments(namespace string) v1alpha1.UnitedDeploymentInterface {
+	return newFakeUnitedDeployments(c, namespace)
 }
 
 func (c *FakeAppsV1alpha1) WorkloadSpreads(namespace string) v1alpha1.WorkloadSpreadInterface {
