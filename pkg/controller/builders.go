@@ -30,6 +30,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/spreadscope"
 	"github.com/nodekruise/kruise/pkg/controller/statefulset"
 	"github.com/nodekruise/kruise/pkg/controller/storageversion"
+	"github.com/nodekruise/kruise/pkg/controller/uniteddeployment"
 	"github.com/nodekruise/kruise/pkg/controller/workloadmetrics"
 	"github.com/nodekruise/kruise/pkg/controller/workloadspread"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
@@ -113,6 +114,27 @@ var builders = []Entry{
 	// workload, the containers whose liveness probe kruise-daemon found failed (gate
 	// EnhancedLivenessProbe; nothing runs the probes without KruiseDaemon).
 	{Name: enhancedliveness.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.EnhancedLivenessProbe}, Build: buildEnhancedLiveness},
+	// UnitedDeployment: no gate, as in OpenKruise. It acts only on UnitedDeployments and the
+	// workloads they control.
+	{Name: uniteddeployment.Name, Build: buildUnitedDeployment},
+}
+
+// buildUnitedDeployment adapts Deps to the UnitedDeployment controller; it shares the other
+// controllers' workload, pod and revision informers.
+func buildUnitedDeployment(d Deps) (Controller, error) {
+	apps := d.InformerFactory.Apps().V1()
+	kruiseApps := d.KruiseInformerFactory.Apps().V1beta1()
+	return uniteddeployment.New(uniteddeployment.Config{
+		Config:               d.base(),
+		UnitedDeployments:    d.KruiseInformerFactory.Apps().V1alpha1().UnitedDeployments(),
+		CloneSets:            kruiseApps.CloneSets(),
+		AdvancedStatefulSets: kruiseApps.StatefulSets(),
+		StatefulSets:         apps.StatefulSets(),
+		Deployments:          apps.Deployments(),
+		ReplicaSets:          apps.ReplicaSets(),
+		Pods:                 d.InformerFactory.Core().V1().Pods(),
+		Revisions:            apps.ControllerRevisions(),
+	})
 }
 
 // buildEnhancedLiveness adapts Deps to the enhanced liveness restart controller.

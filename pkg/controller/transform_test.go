@@ -966,6 +966,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// spec.nodeName, terminationGracePeriodSeconds, status.phase and the Ready condition (all
 		// kept for any pod); no Node.
 		"enhancedliveness": true,
+		// uniteddeployment reads of its subsets' pods the labels (subset, revision, reserved),
+		// owner references, creation and deletion, spec.nodeName, status.phase and
+		// status.conditions (Ready, PodScheduled): all kept. No Node.
+		"uniteddeployment": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
