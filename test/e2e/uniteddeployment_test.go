@@ -135,6 +135,47 @@ func udNonZero(m map[string]int) map[string]int {
 func TestUnitedDeployment(t *testing.T) {
 	t.Parallel()
 
+	// docs/examples/uniteddeployment.yaml as written (its namespace aside) on simulated nodes of
+	// zones zone-a, zone-b and zone-c: 50% in zone-a (3), the rest shared, the extra unit to the
+	// greater name (zone-b 1, zone-c 2); zone-c's pods carry its patch's label.
+	t.Run("DocsExample", func(t *testing.T) {
+		t.Parallel()
+		f := framework.New(t)
+		kc := f.KruiseClient(t)
+		ctx := framework.Context(t, 10*time.Minute)
+		ns := f.NewNamespace(ctx, t, "ud-example")
+		var ud *appsv1alpha1.UnitedDeployment
+		for _, obj := range exampleObjects(t, "../../docs/examples/uniteddeployment.yaml") {
+			switch o := obj.(type) {
+			case *corev1.Node:
+				f.SimNodes(ctx, t, "ud-example", 1, map[string]string{corev1.LabelTopologyZone: o.Labels[corev1.LabelTopologyZone]})
+			case *appsv1alpha1.UnitedDeployment:
+				ud = o
+			}
+		}
+		if ud == nil {
+			t.Fatal("docs/examples/uniteddeployment.yaml has no UnitedDeployment")
+		}
+		ud.Namespace = ns
+		if _, err := kc.AppsV1alpha1().UnitedDeployments(ns).Create(ctx, ud, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating the example: %v", err)
+		}
+		zones := map[string]string{"zone-a": "zone-a", "zone-b": "zone-b", "zone-c": "zone-c"}
+		waitZones(ctx, t, f, kc, ns, "web", zones, map[string]int{"zone-a": 3, "zone-b": 1, "zone-c": 2})
+		pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web,tier=canary"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Labels[appsv1alpha1.SubSetNameLabelKey] != "zone-c" {
+				t.Errorf("pod %s of %s carries zone-c's patch", p.Name, p.Labels[appsv1alpha1.SubSetNameLabelKey])
+			}
+		}
+		if len(pods.Items) != 2 {
+			t.Errorf("%d pods carry zone-c's patch, want 2", len(pods.Items))
+		}
+	})
+
 	// Pods land in their subsets' zones; scale up and down keep the even spread.
 	t.Run("ZonesAndScale", func(t *testing.T) {
 		t.Parallel()
