@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -176,7 +177,16 @@ func (c *Controller) revisions(ctx context.Context, ud *appsv1alpha1.UnitedDeplo
 	if ud.Status.CollisionCount != nil {
 		count = *ud.Status.CollisionCount
 	}
-	content := revision.Content{Data: data, Labels: templateMeta(ud).Labels}
+	// The revisions carry the selector's labels as well as the template's, so that the selector
+	// finds them even when the template's metadata names no labels (OpenKruise's CloneSet case).
+	revLabels := maps.Clone(templateMeta(ud).Labels)
+	if revLabels == nil {
+		revLabels = map[string]string{}
+	}
+	if ud.Spec.Selector != nil {
+		maps.Copy(revLabels, ud.Spec.Selector.MatchLabels)
+	}
+	content := revision.Content{Data: data, Labels: revLabels}
 	return c.history.Resolve(ctx, owner, content, ud.Status.CurrentRevision, count)
 }
 

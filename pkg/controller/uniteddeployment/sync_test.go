@@ -541,3 +541,21 @@ func TestSyncReservingLabelsPodsAndNarrowsTheScaleSelector(t *testing.T) {
 		assert.Equal(t, "true", p.Labels[appsv1alpha1.UnitedDeploymentReservedPodLabel], p.Name)
 	}
 }
+
+// A template whose metadata names no labels (OpenKruise's CloneSet examples): its revision still
+// carries the selector's labels, so the next reconcile finds it instead of releasing it.
+func TestSyncRevisionWithoutTemplateLabelsIsKept(t *testing.T) {
+	ud := newUD(kindCloneSet, 3)
+	ud.Spec.Template.CloneSetTemplate.Labels = nil
+	f := newFixture(t, ud)
+	f.sync()
+	f.runCloneSets("")
+	f.sync()
+	_, writes := f.sync()
+	assert.Empty(t, writes)
+	revs, err := f.kube.AppsV1().ControllerRevisions(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, revs.Items, 1)
+	assert.Equal(t, "web", metav1.GetControllerOf(&revs.Items[0]).Name)
+	assert.Equal(t, "web", revs.Items[0].Labels["app"])
+}
