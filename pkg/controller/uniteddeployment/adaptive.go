@@ -101,10 +101,11 @@ type reservation struct {
 //     that.
 //
 // It returns whether the subset was marked unschedulable, whether it is now, its reserved
-// pods and the label changes to write.
+// pods, how many of them are old-revision pods the update timed out on, and the label changes
+// to write.
 func judgeReserving(st *appsv1alpha1.UnitedDeploymentSubsetStatus, pods []*corev1.Pod, updateRevision string,
 	updated *appsv1alpha1.UnitedDeploymentCondition, strategy *appsv1alpha1.UnitedDeploymentScheduleStrategy,
-	now time.Time, t *timer) (marked, unschedulable bool, reserved int32, changes []reservation) {
+	now time.Time, t *timer) (marked, unschedulable bool, reserved, timeouts int32, changes []reservation) {
 	if c := st.GetCondition(appsv1alpha1.UnitedDeploymentSubsetSchedulable); c != nil {
 		marked = c.Status == corev1.ConditionFalse
 	}
@@ -141,6 +142,7 @@ func judgeReserving(st *appsv1alpha1.UnitedDeploymentSubsetStatus, pods []*corev
 		case pod.DeletionTimestamp == nil && updated != nil:
 			if deadline := updated.LastTransitionTime.Add(critical); deadline.Before(now) {
 				is = true
+				timeouts++
 			} else {
 				t.at(deadline.Sub(now))
 			}
@@ -160,7 +162,7 @@ func judgeReserving(st *appsv1alpha1.UnitedDeploymentSubsetStatus, pods []*corev
 		st.SetCondition(appsv1alpha1.UnitedDeploymentSubsetSchedulable, corev1.ConditionTrue, reasonReschedule,
 			"no reserved pods", metav1.NewTime(now))
 	}
-	return marked, unschedulable, reserved, changes
+	return marked, unschedulable, reserved, timeouts, changes
 }
 
 func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {

@@ -25,6 +25,8 @@ type observed struct {
 	marked bool
 	// reserved counts its pods kept as reserved (reserveUnschedulablePods).
 	reserved int32
+	// timeouts counts the reserved pods of an older revision whose update timed out.
+	timeouts int32
 }
 
 // parseReplicas is a subset's replicas, minReplicas or maxReplicas as a count: an int as it is,

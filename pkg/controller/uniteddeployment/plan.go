@@ -18,10 +18,15 @@ type change struct {
 // plan lists, in the topology's order, the subsets whose workload must be created and the
 // workloads that must be updated: those whose revision, replicas, partition or patch differ
 // from what the subset should have (the four things the reference compares, so a steady
-// UnitedDeployment writes nothing).
-func plan(ud *appsv1alpha1.UnitedDeployment, kept map[string]existing, next, parts map[string]int32, rev string) (creates []desired, updates []change) {
+// UnitedDeployment writes nothing), or, under reservation, whose maxUnavailable is not the one
+// an unschedulable subset needs.
+func plan(ud *appsv1alpha1.UnitedDeployment, kept map[string]existing, next, parts map[string]int32, rev string,
+	unavailable map[string]int32) (creates []desired, updates []change) {
 	for _, s := range ud.Spec.Topology.Subsets {
 		want := desired{subset: s.Name, revision: rev, replicas: next[s.Name], partition: parts[s.Name]}
+		if mu, ok := unavailable[s.Name]; ok {
+			want.maxUnavailable = &mu
+		}
 		e, ok := kept[s.Name]
 		if !ok {
 			creates = append(creates, want)
@@ -31,12 +36,15 @@ func plan(ud *appsv1alpha1.UnitedDeployment, kept map[string]existing, next, par
 		if !partitioned(ud) {
 			wantPartition = 0
 		}
-		if e.revision != rev || e.replicas != want.replicas || e.partition != wantPartition || e.patch != string(s.Patch.Raw) {
+		overridden := want.maxUnavailable != nil && !equalPtr(maxUnavailableOf(e.obj), want.maxUnavailable)
+		if e.revision != rev || e.replicas != want.replicas || e.partition != wantPartition || e.patch != string(s.Patch.Raw) || overridden {
 			updates = append(updates, change{cur: e, want: want})
 		}
 	}
 	return creates, updates
 }
+
+func equalPtr(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // partitioned reports whether ud's subset workloads carry a partition: CloneSets always,
 // StatefulSets of either kind under RollingUpdate, Deployments never.

@@ -78,6 +78,8 @@ type desired struct {
 	revision  string
 	replicas  int32
 	partition int32
+	// maxUnavailable, when set, overrides the workload's (see unavailable).
+	maxUnavailable *int32
 }
 
 // subsetOf finds a subset of the topology by name.
@@ -124,6 +126,7 @@ func render(ud *appsv1alpha1.UnitedDeployment, want desired) (workload, error) {
 	switch k {
 	case kindCloneSet:
 		set := appsv1alpha1.CloneSetToV1beta1(&appsv1alpha1.CloneSet{Spec: *ud.Spec.Template.CloneSetTemplate.Spec.DeepCopy()})
+		defer setMaxUnavailable(set, want.maxUnavailable)
 		set.TypeMeta = metav1.TypeMeta{}
 		set.ObjectMeta = mergeMeta(meta, set.ObjectMeta)
 		set.Status = appsv1beta1.CloneSetStatus{}
@@ -139,6 +142,7 @@ func render(ud *appsv1alpha1.UnitedDeployment, want desired) (workload, error) {
 		return set, nil
 	case kindAdvancedStatefulSet:
 		set := &appsv1beta1.StatefulSet{ObjectMeta: meta, Spec: *ud.Spec.Template.AdvancedStatefulSetTemplate.Spec.DeepCopy()}
+		defer setMaxUnavailable(set, want.maxUnavailable)
 		set.Spec.Selector, set.Spec.Replicas = selector, &replicas
 		if set.Spec.UpdateStrategy.Type == "" || set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
 			if set.Spec.UpdateStrategy.RollingUpdate == nil {
@@ -152,6 +156,7 @@ func render(ud *appsv1alpha1.UnitedDeployment, want desired) (workload, error) {
 		return set, nil
 	case kindStatefulSet:
 		set := &appsv1.StatefulSet{ObjectMeta: meta, Spec: *ud.Spec.Template.StatefulSetTemplate.Spec.DeepCopy()}
+		defer setMaxUnavailable(set, want.maxUnavailable)
 		set.Spec.Selector, set.Spec.Replicas = selector, &replicas
 		if set.Spec.UpdateStrategy.Type == "" || set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
 			if set.Spec.UpdateStrategy.RollingUpdate == nil {
@@ -165,6 +170,7 @@ func render(ud *appsv1alpha1.UnitedDeployment, want desired) (workload, error) {
 		return set, nil
 	default:
 		d := &appsv1.Deployment{ObjectMeta: meta, Spec: *ud.Spec.Template.DeploymentTemplate.Spec.DeepCopy()}
+		defer setMaxUnavailable(d, want.maxUnavailable)
 		d.Spec.Selector, d.Spec.Replicas = selector, &replicas
 		if err := renderPod(&d.Spec.Template, sub, want.revision); err != nil {
 			return nil, err

@@ -109,6 +109,6 @@ func TestOnDeleteStatefulSetHasNoPartition(t *testing.T) {
 	w, err := render(ud, desired{subset: "a", revision: "r", replicas: 1, partition: 1})
 	require.NoError(t, err)
 	e, _ := describe(w)
-	_, updates := plan(ud, map[string]existing{"a": e}, map[string]int32{"a": 1}, map[string]int32{"a": 1}, "r")
+	_, updates := plan(ud, map[string]existing{"a": e}, map[string]int32{"a": 1}, map[string]int32{"a": 1}, "r", nil)
 	assert.Empty(t, updates, "a partition it cannot carry must not cause an update every reconcile")
 }

@@ -118,7 +118,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	parts := partitions(ud, next)
-	creates, updates := plan(ud, cls.kept, next, parts, update)
+	creates, updates := plan(ud, cls.kept, next, parts, update, unavailable(ud, cls.kept, obs))
 
 	provisionErr := c.create(ctx, ud, creates)
 	if provisionErr != nil {
@@ -242,7 +242,7 @@ func (c *Controller) judge(ctx context.Context, ud *appsv1alpha1.UnitedDeploymen
 		case ss == nil || !strategy.IsAdaptive():
 		case strategy.ShouldReserveUnschedulablePods():
 			var changes []reservation
-			o.marked, o.unschedulable, o.reserved, changes = judgeReserving(ss, e.pods, update,
+			o.marked, o.unschedulable, o.reserved, o.timeouts, changes = judgeReserving(ss, e.pods, update,
 				getCondition(st, appsv1alpha1.UnitedDeploymentUpdated), strategy, now, t)
 			reserved[name] = o.reserved
 			for _, ch := range changes {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -526,6 +527,11 @@ func TestSyncReservingLabelsPodsAndNarrowsTheScaleSelector(t *testing.T) {
 		_, err := f.kube.CoreV1().Pods(ns).Update(ctx, &p, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
+	for _, cs := range f.cloneSets() {
+		cs.Status.ReadyReplicas = 0
+		_, err := f.kruise.AppsV1beta1().CloneSets(ns).UpdateStatus(ctx, cs, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
 	f.settle()
 	f.clock.Step(11 * time.Second)
 	f.sync()
@@ -539,6 +545,13 @@ func TestSyncReservingLabelsPodsAndNarrowsTheScaleSelector(t *testing.T) {
 	pods, _ = f.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	for _, p := range pods.Items {
 		assert.Equal(t, "true", p.Labels[appsv1alpha1.UnitedDeploymentReservedPodLabel], p.Name)
+	}
+	// The unschedulable subset's update may take down what will never be Ready: replicas - ready.
+	assert.Equal(t, ptr.To(intstr.FromInt32(4)), sets["a"].Spec.UpdateStrategy.RollingUpdate.MaxUnavailable)
+	assert.Nil(t, sets["b"].Spec.UpdateStrategy.RollingUpdate.MaxUnavailable, "schedulable subsets keep the template's")
+	_, writes := f.sync()
+	for _, w := range writes {
+		assert.NotEqual(t, "clonesets", w.GetResource().Resource, "written once, not every reconcile")
 	}
 }
 
