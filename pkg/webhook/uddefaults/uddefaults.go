@@ -1,8 +1,8 @@
 // Package uddefaults is the mutating webhook of UnitedDeployments: at create and update it
 // writes the defaults OpenKruise v1.9.0's webhook writes (v1alpha1.SetDefaultsUnitedDeployment:
 // revisionHistoryLimit, the Manual update strategy, minReplicas 0 under min/max), so that the
-// stored object says what the controller will do. The controller applies the same function to
-// what it reads, so an object stored without the webhook behaves the same.
+// stored object says what the controller will do. The function is pure and below the controllers'
+// tier, so that the controller can read an object stored without the webhook the same way.
 package uddefaults
 
 import (
