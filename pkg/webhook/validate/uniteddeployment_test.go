@@ -234,10 +234,12 @@ func TestUnitedDeploymentCreate(t *testing.T) {
 // value of the wrong type is refused, naming the field: stored, it would break every client.
 func TestUnitedDeploymentUndecodable(t *testing.T) {
 	for name, tc := range map[string]struct{ path, value, want string }{
-		"replicas out of int32": {`"statefulSetTemplate","spec","template","spec","terminationGracePeriodSeconds"`, `1`, ""},
-		"port out of int32":     {`"statefulSetTemplate","spec","template","spec","containers",0,"ports"`, `[{"containerPort":3000000000}]`, "containerPort"},
-		"label not a string":    {`"statefulSetTemplate","metadata","labels"`, `{"app":1}`, "labels"},
-		"minReadySeconds float": {`"statefulSetTemplate","spec","minReadySeconds"`, `1.5`, "minReadySeconds"},
+		"a valid value (control)":      {`"statefulSetTemplate","spec","template","spec","terminationGracePeriodSeconds"`, `1`, ""},
+		"minReadySeconds out of int32": {`"statefulSetTemplate","spec","minReadySeconds"`, `3000000000`, "minReadySeconds"},
+		"replicas a string":            {`"statefulSetTemplate","spec","replicas"`, `"3"`, "replicas"},
+		"port out of int32":            {`"statefulSetTemplate","spec","template","spec","containers",0,"ports"`, `[{"containerPort":3000000000}]`, "containerPort"},
+		"label not a string":           {`"statefulSetTemplate","metadata","labels"`, `{"app":1}`, "labels"},
+		"minReadySeconds float":        {`"statefulSetTemplate","spec","minReadySeconds"`, `1.5`, "minReadySeconds"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			raw, err := json.Marshal(udOf())
