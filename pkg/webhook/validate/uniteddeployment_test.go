@@ -73,6 +73,12 @@ func cloneSetTemplate(ud *appsv1alpha1.UnitedDeployment) {
 		ObjectMeta: metav1.ObjectMeta{Labels: udLabels}, Spec: appsv1alpha1.CloneSetSpec{Template: udPod()}}}
 }
 
+// twoSubsetsOf10 keeps subsets a and b and sets spec.replicas to 10.
+func twoSubsetsOf10(ud *appsv1alpha1.UnitedDeployment) {
+	ud.Spec.Replicas = ptr.To[int32](10)
+	ud.Spec.Topology.Subsets = ud.Spec.Topology.Subsets[:2]
+}
+
 func udRequest(t *testing.T, ud *appsv1alpha1.UnitedDeployment) *admissionv1.AdmissionRequest {
 	return request(t, "uniteddeployments", "UnitedDeployment", ud, "v1alpha1")
 }
@@ -122,6 +128,8 @@ func TestUnitedDeploymentCreate(t *testing.T) {
 			ud.Spec.UpdateStrategy.ManualUpdate = &appsv1alpha1.ManualUpdate{Partitions: map[string]int32{"a": 1, "c": 2}}
 		})},
 		{name: "no subsets", ud: udOf(func(ud *appsv1alpha1.UnitedDeployment) { ud.Spec.Topology.Subsets = nil })},
+		{name: "percentages rounded half up add up (71% + 29% of 10)", ud: udOf(twoSubsetsOf10, replicas(is(intstr.FromString("71%")), is(intstr.FromString("29%"))))},
+		{name: "a count and a percentage add up (1 + 90% of 10)", ud: udOf(twoSubsetsOf10, replicas(one, is(intstr.FromString("90%"))))},
 
 		// What OpenKruise refuses.
 		{name: "negative replicas", ud: udOf(func(ud *appsv1alpha1.UnitedDeployment) { ud.Spec.Replicas = ptr.To[int32](-1) }),
