@@ -28,6 +28,7 @@ import (
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/spreadinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/uddefaults"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
@@ -172,6 +173,13 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	paths = append(paths, validate.AdvancedCronJobPath)
+	// UnitedDeployment: OpenKruise's defaults and checks; they read nothing.
+	for _, wh := range []wserver.Webhook{uddefaults.Webhook(), validate.UnitedDeploymentWebhook()} {
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, wh.Path)
+	}
 	convert, err := conversion.NewHandler(conversion.Options{Metrics: metrics})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	wlp "github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/probeinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/sidecarinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/uddefaults"
 	"github.com/nodekruise/kruise/pkg/webhook/validate"
 )
 
@@ -132,7 +133,14 @@ func TestRenderWebhookOnByDefault(t *testing.T) {
 	assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "webhook", ContainerPort: 9876})
 
 	m := objs.mutating(t)
-	require.Len(t, m.Webhooks, 6)
+	require.Len(t, m.Webhooks, 7)
+	ud := m.Webhooks[6]
+	assert.Equal(t, "muniteddeployment.kb.io", ud.Name)
+	assert.Equal(t, uddefaults.Path, *ud.ClientConfig.Service.Path)
+	assert.Equal(t, admissionregistrationv1.Fail, *ud.FailurePolicy)
+	assert.Equal(t, []string{"uniteddeployments"}, ud.Rules[0].Resources, "UnitedDeployments only: an outage blocks nothing else")
+	assert.Equal(t, []string{"v1alpha1"}, ud.Rules[0].APIVersions)
+	assert.Equal(t, validate.WorkloadMatchConditions("kruise-system"), ud.MatchConditions)
 	inj := m.Webhooks[0]
 	assert.Equal(t, sidecarsetscope.DefaultWebhook, inj.Name, "injection first: launch priority sees the injected containers")
 	assert.Equal(t, admissionregistrationv1.Fail, *inj.FailurePolicy)
@@ -225,7 +233,7 @@ func TestRenderWebhookFailurePolicy(t *testing.T) {
 	objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{
 		"vimagepulljob-v1beta1.kb.io": admissionregistrationv1.Ignore, "vimagelistpulljob-v1beta1.kb.io": admissionregistrationv1.Ignore})
 	for value, name := range map[string]string{"cloneSet": "vcloneset.kb.io", "statefulSet": "vstatefulset.kb.io", "daemonSet": "vdaemonset.kb.io",
-		"sidecarSet": "vsidecarset.kb.io"} {
+		"sidecarSet": "vsidecarset.kb.io", "unitedDeployment": "vuniteddeployment.kb.io"} {
 		objs = render(t, "--set", "webhook.enabled=true", "--set", "webhook.failurePolicy."+value+"=Ignore")
 		objs.checkValidating(t, map[string]admissionregistrationv1.FailurePolicyType{name: admissionregistrationv1.Ignore})
 	}
@@ -353,6 +361,7 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		{"vadvancedcronjob.kb.io", validate.AdvancedCronJobPath, "advancedcronjobs", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 		{"vephemeraljob.kb.io", validate.EphemeralJobPath, "ephemeraljobs", createUpdate, validate.EphemeralJobMatchConditions("kruise-system")},
 		{"vpodprobemarker.kb.io", validate.PodProbeMarkerPath, "podprobemarkers", createUpdate, validate.PodProbeMarkerMatchConditions("kruise-system")},
+		{"vuniteddeployment.kb.io", validate.UnitedDeploymentPath, "uniteddeployments", createUpdate, validate.WorkloadMatchConditions("kruise-system")},
 	}
 	require.Len(t, v.Webhooks, len(want))
 	for i, w := range want {
@@ -381,6 +390,9 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 		if w.resource == "ephemeraljobs" || w.resource == "podprobemarkers" {
 			version = "v1alpha1" // served in v1alpha1 only
 			assert.Equal(t, admissionregistrationv1.Fail, *got.FailurePolicy, "%s: fixed, the requester's gate", w.name)
+		}
+		if w.resource == "uniteddeployments" {
+			version = "v1alpha1" // OpenKruise serves it in v1alpha1 only
 		}
 		assert.Equal(t, []string{version}, got.Rules[0].APIVersions, w.name)
 		assert.Equal(t, []string{w.resource}, got.Rules[0].Resources, w.name)
@@ -569,7 +581,7 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		case isSpreadWebhook(w):
 			checkSpreadConditions(t, w, "ops")
 		case w.Name == "vcloneset.kb.io" || w.Name == "vstatefulset.kb.io" || w.Name == "vdaemonset.kb.io" ||
-			w.Name == "vbroadcastjob.kb.io" || w.Name == "vadvancedcronjob.kb.io":
+			w.Name == "vbroadcastjob.kb.io" || w.Name == "vadvancedcronjob.kb.io" || w.Name == "vuniteddeployment.kb.io":
 			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 		case w.Name == "vsidecarset.kb.io":
 			assert.Equal(t, validate.SidecarSetMatchConditions("ops"), w.MatchConditions, w.Name)
@@ -591,6 +603,10 @@ func TestRenderValidatingWebhooksInAnotherNamespace(t *testing.T) {
 		}
 		if w.Name == "mpodprobemarker.kb.io" {
 			checkPPMMutating(t, w, "ops")
+			continue
+		}
+		if w.Name == "muniteddeployment.kb.io" {
+			assert.Equal(t, validate.WorkloadMatchConditions("ops"), w.MatchConditions, w.Name)
 			continue
 		}
 		if w.Rules[0].Resources[0] != "pods" {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -101,7 +102,7 @@ func TestDeletionProtectionPolicy(t *testing.T) {
 			require.NoError(t, o.del(ns, name))
 		})
 	}
-	for _, o := range objs[:7] { // the workloads
+	for _, o := range objs[:8] { // the workloads
 		t.Run(o.resource+" Cascading", func(t *testing.T) {
 			name := "cascading-" + strings.ToLower(o.kind)
 			o.create(t, ns, name, "Cascading", 2)
@@ -115,7 +116,7 @@ func TestDeletionProtectionPolicy(t *testing.T) {
 			require.NoError(t, o.del(ns, empty), "no replicas left: admitted")
 		})
 	}
-	for _, o := range objs[7:] {
+	for _, o := range objs[8:] {
 		t.Run(o.resource+" Cascading is left to the webhook or ignored", func(t *testing.T) {
 			name := "cascading-" + strings.ToLower(o.kind)
 			o.create(t, ns, name, "Cascading", 0)
@@ -228,6 +229,23 @@ func dpObjects(t *testing.T, c *cluster, kube kubernetes.Interface) []dpObject {
 			del: func(ns, name string) error { return kc.CloneSets(ns).Delete(context.Background(), name, delOpts) },
 			unlabel: func(ns, name string) error {
 				_, err := kc.CloneSets(ns).Patch(context.Background(), name, types.MergePatchType, unlabel, metav1.PatchOptions{})
+				return err
+			}},
+		{kind: "UnitedDeployment", resource: "uniteddeployments.apps.kruise.io", namespaced: true,
+			create: func(t *testing.T, ns, name, value string, n int32) {
+				ud := &appsv1alpha1.UnitedDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(value)},
+					Spec: appsv1alpha1.UnitedDeploymentSpec{Replicas: ptr.To(n), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+						Template: appsv1alpha1.SubsetTemplate{CloneSetTemplate: &appsv1alpha1.CloneSetTemplateSpec{
+							ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}, Spec: appsv1alpha1.CloneSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: *tmpl}}},
+						Topology: appsv1alpha1.Topology{Subsets: []appsv1alpha1.Subset{{Name: "a"}}}}}
+				_, err := c.kruise.AppsV1alpha1().UnitedDeployments(ns).Create(ctx(t), ud, metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			del: func(ns, name string) error {
+				return c.kruise.AppsV1alpha1().UnitedDeployments(ns).Delete(context.Background(), name, delOpts)
+			},
+			unlabel: func(ns, name string) error {
+				_, err := c.kruise.AppsV1alpha1().UnitedDeployments(ns).Patch(context.Background(), name, types.MergePatchType, unlabel, metav1.PatchOptions{})
 				return err
 			}},
 		{kind: "StatefulSet", resource: "statefulsets.apps.kruise.io", namespaced: true,
