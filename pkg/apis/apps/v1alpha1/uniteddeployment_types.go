@@ -110,7 +110,7 @@ type AdvancedStatefulSetTemplateSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec v1beta1.StatefulSetSpec `json:"spec"`
+	Spec              v1beta1.StatefulSetSpec `json:"spec"`
 }
 
 // CloneSetTemplateSpec is a CloneSet's metadata and spec.
@@ -118,7 +118,7 @@ type CloneSetTemplateSpec struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec CloneSetSpec `json:"spec"`
+	Spec              CloneSetSpec `json:"spec"`
 }
 
 // DeploymentTemplateSpec is a Deployment's metadata and spec.
