@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
 	"github.com/nodekruise/kruise/pkg/controller/pubscope"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+	"github.com/nodekruise/kruise/pkg/controller/resourcedistribution"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
@@ -113,6 +114,19 @@ var builders = []Entry{
 	// workload, the containers whose liveness probe kruise-daemon found failed (gate
 	// EnhancedLivenessProbe; nothing runs the probes without KruiseDaemon).
 	{Name: enhancedliveness.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.EnhancedLivenessProbe}, Build: buildEnhancedLiveness},
+	// ResourceDistribution: copies a Secret or ConfigMap into namespaces (gate
+	// ResourceDistributionGate, as OpenKruise's controller and webhook). Its copy caches are its
+	// own, filtered to the objects it labelled.
+	{Name: resourcedistribution.Name, Gates: []featuregate.Feature{features.ResourceDistributionGate}, Build: buildResourceDistribution},
+}
+
+// buildResourceDistribution adapts Deps to the ResourceDistribution controller.
+func buildResourceDistribution(d Deps) (Controller, error) {
+	return resourcedistribution.New(resourcedistribution.Config{
+		Config:        d.base(),
+		Distributions: d.KruiseInformerFactory.Apps().V1alpha1().ResourceDistributions(),
+		Namespaces:    d.InformerFactory.Core().V1().Namespaces(),
+	})
 }
 
 // buildEnhancedLiveness adapts Deps to the enhanced liveness restart controller.

@@ -966,6 +966,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// spec.nodeName, terminationGracePeriodSeconds, status.phase and the Ready condition (all
 		// kept for any pod); no Node.
 		"enhancedliveness": true,
+		// resourcedistribution reads no Pod or Node; of namespaces the name, labels and deletion
+		// (kept). Its copy caches are its own (managed fields dropped; copies are Updated from
+		// them whole but for those).
+		"resourcedistribution": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+
