@@ -293,8 +293,16 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if len(pending) > 0 {
 		return time.Millisecond, nil // the rest in the next pass
 	}
+	if st.Conditions[4].Status == appsv1alpha1.ResourceDistributionConditionTrue {
+		// An object in conflict is not in the copy caches (it is not ours), so its deletion
+		// sends no event: look again now and then while some namespace is in conflict.
+		return ConflictRecheck, nil
+	}
 	return 0, nil
 }
+
+// ConflictRecheck is how often a distribution with a namespace in conflict is looked at again.
+const ConflictRecheck = time.Minute
 
 // retryable is an error when a write or read failed (conflicts and missing namespaces wait for
 // an event instead, as OpenKruise).

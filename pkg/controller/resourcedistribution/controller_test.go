@@ -27,6 +27,7 @@ type harness struct {
 	kruise  *kruisefake.Clientset
 	c       *Controller
 	rdStore cache.Store
+	after   time.Duration // what the last pass asked
 }
 
 func newHarness(t *testing.T, rd *appsv1alpha1.ResourceDistribution, objs ...runtime.Object) *harness {
@@ -56,8 +57,9 @@ func (h *harness) pass() []string {
 	h.t.Helper()
 	h.client.ClearActions()
 	h.kruise.ClearActions()
-	_, err := h.c.sync(h.ctx, "dist")
+	after, err := h.c.sync(h.ctx, "dist")
 	require.NoError(h.t, err)
+	h.after = after
 	var writes []string
 	for _, a := range append(h.client.Actions(), h.kruise.Actions()...) {
 		switch a.GetVerb() {
@@ -128,6 +130,7 @@ func TestSyncDistributesAndKeepsCopies(t *testing.T) {
 	// its create is tried again and refused; that is the only request besides reads).
 	h.settle(2)
 	assert.Equal(t, []string{"create secrets theirs"}, h.pass())
+	assert.Equal(t, ConflictRecheck, h.after, "a conflict is looked at again: its object sends no event")
 
 	// An edited copy is reverted.
 	edited := h.secret("team-a")
@@ -169,6 +172,7 @@ func TestSyncAdoptsUnlabelledCopies(t *testing.T) {
 	assert.Equal(t, "true", h.secret("kept").Labels[CopyLabel])
 	h.settle(1)
 	assert.Empty(t, h.pass())
+	assert.Zero(t, h.after, "nothing to look at again")
 }
 
 // Namespace events queue only the distributions whose targets they change.
