@@ -110,6 +110,7 @@ func New(cfg Config) (*Controller, error) {
 	if _, err := cfg.Distributions.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueDistribution,
 		UpdateFunc: c.distributionUpdated,
+		DeleteFunc: c.forgetDistribution,
 	}); err != nil {
 		return nil, fmt.Errorf("adding the ResourceDistribution event handler: %w", err)
 	}
@@ -172,6 +173,19 @@ func ownerOf(obj any) ([]string, error) {
 func (c *Controller) enqueueDistribution(obj any) {
 	if rd, ok := obj.(*appsv1alpha1.ResourceDistribution); ok {
 		c.queue.Add(rd.Name)
+	}
+}
+
+// forgetDistribution drops what the controller remembers of a deleted distribution; its copies
+// go with it (the garbage collector, through their owner reference).
+func (c *Controller) forgetDistribution(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if rd, ok := obj.(*appsv1alpha1.ResourceDistribution); ok {
+		c.mu.Lock()
+		delete(c.adopted, rd.UID)
+		c.mu.Unlock()
 	}
 }
 

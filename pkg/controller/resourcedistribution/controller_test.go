@@ -195,3 +195,13 @@ func TestNamespaceEventsQueueMatchingDistributions(t *testing.T) {
 	h.c.namespaceChanged(plain, labelled)
 	assert.Equal(t, 1, h.c.queue.Len(), "entering the targets")
 }
+
+// A deleted distribution is forgotten: a new one of the same name looks for copies to adopt again.
+func TestDeletedDistributionForgotten(t *testing.T) {
+	rd := rdWith(secretJSON, appsv1alpha1.ResourceDistributionTargets{AllNamespaces: true})
+	h := newHarness(t, rd)
+	h.pass()
+	assert.True(t, h.c.adopted[rd.UID])
+	h.c.forgetDistribution(cache.DeletedFinalStateUnknown{Key: "dist", Obj: rd})
+	assert.False(t, h.c.adopted[rd.UID])
+}
