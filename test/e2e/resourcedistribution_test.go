@@ -41,6 +41,13 @@ func createRD(ctx context.Context, t *testing.T, kc versioned.Interface, rd *app
 	})
 }
 
+// patchResource replaces spec.resource (a merge patch: the controller writes the status meanwhile).
+func patchResource(ctx context.Context, kc versioned.Interface, name string, resource []byte) error {
+	patch := fmt.Sprintf(`{"spec":{"resource":%s}}`, resource)
+	_, err := kc.AppsV1alpha1().ResourceDistributions().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
 func (s rdScene) labelNamespace(ctx context.Context, t *testing.T, ns string, on bool) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"yes"}}}`, s.label)
@@ -172,12 +179,7 @@ func TestResourceDistribution(t *testing.T) {
 		s.waitCopy(ctx, t, a, "v1")
 	})
 	t.Run("a source change reaches every copy", func(t *testing.T) {
-		rd, err := s.kc.AppsV1alpha1().ResourceDistributions().Get(ctx, s.rdName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd.Spec.Resource.Raw = rdSecret(s.secret, "v2")
-		if _, err := s.kc.AppsV1alpha1().ResourceDistributions().Update(ctx, rd, metav1.UpdateOptions{}); err != nil {
+		if err := patchResource(ctx, s.kc, s.rdName, rdSecret(s.secret, "v2")); err != nil {
 			t.Fatal(err)
 		}
 		s.waitCopy(ctx, t, a, "v2")
@@ -214,12 +216,7 @@ func TestResourceDistributionAdmission(t *testing.T) {
 	createRD(ctx, t, kc, &appsv1alpha1.ResourceDistribution{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1alpha1.ResourceDistributionSpec{Resource: runtime.RawExtension{Raw: rdSecret("s", "v")},
 			Targets: appsv1alpha1.ResourceDistributionTargets{IncludedNamespaces: both}}})
-	rd, err := kc.AppsV1alpha1().ResourceDistributions().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd.Spec.Resource.Raw = rdSecret("renamed", "v")
-	if _, err := kc.AppsV1alpha1().ResourceDistributions().Update(ctx, rd, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "immutable") {
+	if err := patchResource(ctx, kc, name, rdSecret("renamed", "v")); err == nil || !strings.Contains(err.Error(), "immutable") {
 		t.Fatalf("renaming the resource: %v; want refused as immutable", err)
 	}
 }
