@@ -63,7 +63,21 @@ type Controller struct {
 	// adopted holds the distributions (by UID) whose pre-label copies were looked for.
 	mu      sync.Mutex
 	adopted map[types.UID]bool
+	// unseen are the copies created that the caches have not shown yet (by kind/namespace/name;
+	// any event of the object clears its entry): the pass that the creations' own events start
+	// counts them as made instead of creating them again.
+	unseen map[string]created
 }
+
+// created is a copy this controller created, and when.
+type created struct {
+	obj metav1.Object
+	at  time.Time
+}
+
+// unseenFor is how long a created copy counts as made without the cache showing it: an event
+// that came before the entry was written (a race) must not hide a copy deleted meanwhile forever.
+const unseenFor = 30 * time.Second
 
 // New builds the controller and registers its event handlers. It does not call the API server.
 func New(cfg Config) (*Controller, error) {
@@ -80,6 +94,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 		adopted:      map[types.UID]bool{},
+		unseen:       map[string]created{},
 		apis:         map[string]kindAPI{KindSecret: apiFor(cfg.Client, KindSecret), KindConfigMap: apiFor(cfg.Client, KindConfigMap)},
 	}
 	onlyCopies := func(o *metav1.ListOptions) {
@@ -99,10 +114,11 @@ func New(cfg Config) (*Controller, error) {
 		if err := inf.SetTransform(dropManagedFields); err != nil {
 			return nil, fmt.Errorf("setting the %s copy transform: %w", kind, err)
 		}
+		seen := func(obj any) { c.seen(kind, obj) }
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueOwner,
-			UpdateFunc: c.copyUpdated,
-			DeleteFunc: c.enqueueOwner,
+			AddFunc:    func(obj any) { seen(obj); c.enqueueOwner(obj) },
+			UpdateFunc: func(old, cur any) { seen(cur); c.copyUpdated(old, cur) },
+			DeleteFunc: func(obj any) { seen(obj); c.enqueueOwner(obj) },
 		}); err != nil {
 			return nil, fmt.Errorf("adding the %s copy event handler: %w", kind, err)
 		}
@@ -156,6 +172,20 @@ func dropManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+func unseenKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// seen clears a created copy's unseen entry: the cache now shows it (or its deletion).
+func (c *Controller) seen(kind string, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		c.mu.Lock()
+		delete(c.unseen, unseenKey(kind, m.GetNamespace(), m.GetName()))
+		c.mu.Unlock()
+	}
 }
 
 // ownerOf is the name of the distribution controlling a copy, if any.
@@ -349,6 +379,17 @@ func (c *Controller) knownCopies(ctx context.Context, rd *appsv1alpha1.ResourceD
 	}
 	c.mu.Lock()
 	done := c.adopted[rd.UID]
+	now := c.clock.Now()
+	for key, e := range c.unseen {
+		if now.Sub(e.at) > unseenFor {
+			delete(c.unseen, key)
+			continue
+		}
+		ns := e.obj.GetNamespace()
+		if _, cached := out[ns]; !cached && key == unseenKey(src.Kind, ns, src.Name) {
+			out[ns] = e.obj
+		}
+	}
 	c.mu.Unlock()
 	if done {
 		return out, nil
@@ -397,8 +438,11 @@ func (c *Controller) act(ctx context.Context, api kindAPI, rd *appsv1alpha1.Reso
 	logger := klog.FromContext(ctx).WithValues("resourcedistribution", rd.Name, "namespace", a.Namespace, "kind", src.Kind, "name", src.Name)
 	switch a.Op {
 	case OpCreate:
-		err := api.create(ctx, a.Object)
+		made, err := api.create(ctx, a.Object)
 		if err == nil {
+			c.mu.Lock()
+			c.unseen[unseenKey(src.Kind, a.Namespace, src.Name)] = created{obj: made, at: c.clock.Now()}
+			c.mu.Unlock()
 			logger.V(2).Info("Created copy")
 			return nil
 		}

@@ -32,6 +32,13 @@ type harness struct {
 
 func newHarness(t *testing.T, rd *appsv1alpha1.ResourceDistribution, objs ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, true, rd, objs...)
+}
+
+// newHarnessWith runs the copy caches only with runCopies (without, they never show a copy: as if
+// no event of them had arrived yet).
+func newHarnessWith(t *testing.T, runCopies bool, rd *appsv1alpha1.ResourceDistribution, objs ...runtime.Object) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := fake.NewClientset(objs...)
@@ -46,6 +53,9 @@ func newHarness(t *testing.T, rd *appsv1alpha1.ResourceDistribution, objs ...run
 	f.WaitForCacheSync(ctx.Done())
 	kf.WaitForCacheSync(ctx.Done())
 	for _, inf := range c.copies {
+		if !runCopies {
+			break
+		}
 		go inf.RunWithContext(ctx)
 		require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
 	}
@@ -204,4 +214,15 @@ func TestDeletedDistributionForgotten(t *testing.T) {
 	assert.True(t, h.c.adopted[rd.UID])
 	h.c.forgetDistribution(cache.DeletedFinalStateUnknown{Key: "dist", Obj: rd})
 	assert.False(t, h.c.adopted[rd.UID])
+}
+
+// The pass that a creation's own event starts, before the cache shows the copy, does not create
+// it again (nor read it back): the copy counts as made.
+func TestCreatedCopiesNotCreatedAgainBeforeTheCacheShowsThem(t *testing.T) {
+	rd := rdWith(secretJSON, appsv1alpha1.ResourceDistributionTargets{IncludedNamespaces: included("a", "b")})
+	h := newHarnessWith(t, false, rd, namespace("a", nil), namespace("b", nil))
+	assert.ElementsMatch(t, []string{"create secrets a", "create secrets b", "update resourcedistributions/status"}, h.pass())
+	h.settle(0)
+	assert.Empty(t, h.pass())
+	assert.Equal(t, int32(2), h.status().Succeeded)
 }

@@ -14,7 +14,7 @@ import (
 // kindAPI is the few calls the controller makes on copies of one kind.
 type kindAPI interface {
 	get(ctx context.Context, ns, name string) (metav1.Object, error)
-	create(ctx context.Context, obj metav1.Object) error
+	create(ctx context.Context, obj metav1.Object) (metav1.Object, error)
 	update(ctx context.Context, obj metav1.Object) error
 	delete(ctx context.Context, ns, name string, uid types.UID) error
 	// listNamed lists the objects named name in every namespace (adoption, once per distribution).
@@ -42,13 +42,12 @@ func (a secretsAPI) get(ctx context.Context, ns, name string) (metav1.Object, er
 	return a.c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (a secretsAPI) create(ctx context.Context, obj metav1.Object) error {
+func (a secretsAPI) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
-		return fmt.Errorf("not a Secret: %T", obj)
+		return nil, fmt.Errorf("not a Secret: %T", obj)
 	}
-	_, err := a.c.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
-	return err
+	return a.c.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
 }
 
 func (a secretsAPI) update(ctx context.Context, obj metav1.Object) error {
@@ -82,13 +81,12 @@ func (a configMapsAPI) get(ctx context.Context, ns, name string) (metav1.Object,
 	return a.c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (a configMapsAPI) create(ctx context.Context, obj metav1.Object) error {
+func (a configMapsAPI) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
 	c, ok := obj.(*corev1.ConfigMap)
 	if !ok {
-		return fmt.Errorf("not a ConfigMap: %T", obj)
+		return nil, fmt.Errorf("not a ConfigMap: %T", obj)
 	}
-	_, err := a.c.CoreV1().ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
-	return err
+	return a.c.CoreV1().ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
 }
 
 func (a configMapsAPI) update(ctx context.Context, obj metav1.Object) error {
