@@ -18,4 +18,10 @@
 // carry its controller reference but not the label: the first pass over each distribution in a
 // process lists the resource's name across namespaces once (a field selector on metadata.name)
 // and adopts those, so that their namespaces leaving the targets still lose them.
+//
+// Cost: a pass is O(namespaces) in memory and writes at most workers.Burst copies, Parallel at a
+// time within the client's rate limit; copies it created count as made until the cache shows
+// them, so the passes the creations' own events start do not create or read them again. Nothing
+// changing (no spec, namespace or copy event) means no pass at all; only a namespace in conflict
+// is looked at again, every ConflictRecheck, since the object in the way sends no event.
 package resourcedistribution
