@@ -63,9 +63,9 @@ rendered_base() {
   tmp=$(mktemp -d) || return 1
   bash hack/update-deploy.sh "${tmp}/base" "${tmp}/local" 2>/dev/null || { rm -rf "${tmp}"; return 1; }
   local out
-  out=$(diff -r --exclude=crds "${tmp}/base" deploy/base; diff "${tmp}/local/deletion-protection.yaml" deploy/overlays/local/deletion-protection.yaml)
+  out=$(diff -r --exclude=crds "${tmp}/base" deploy/base; diff "${tmp}/local/deletion-protection.yaml" deploy/overlays/local/deletion-protection.yaml; diff "${tmp}/local/resourcedistribution.yaml" deploy/overlays/local/resourcedistribution.yaml)
   rm -rf "${tmp}"
-  [[ -z "${out}" ]] || { echo "deploy/base or deploy/overlays/local/deletion-protection.yaml differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
+  [[ -z "${out}" ]] || { echo "deploy/base or deploy/overlays/local/{deletion-protection,resourcedistribution}.yaml differs from the chart (run hack/update-deploy.sh):"; echo "${out}" | head -40; return 1; }
 }
 # What git sees of the tree: the changes to tracked files and the untracked files.
 tree_state() {

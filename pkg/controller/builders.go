@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
 	"github.com/nodekruise/kruise/pkg/controller/pubscope"
 	"github.com/nodekruise/kruise/pkg/controller/pullsecrets"
+	"github.com/nodekruise/kruise/pkg/controller/resourcedistribution"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarset"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarsetscope"
 	"github.com/nodekruise/kruise/pkg/controller/sidecarterminator"
@@ -117,6 +118,10 @@ var builders = []Entry{
 	// UnitedDeployment: no gate, as in OpenKruise. It acts only on UnitedDeployments and the
 	// workloads they control.
 	{Name: uniteddeployment.Name, Build: buildUnitedDeployment},
+	// ResourceDistribution: copies a Secret or ConfigMap into namespaces (gate
+	// ResourceDistributionGate, as OpenKruise's controller and webhook). Its copy caches are its
+	// own, filtered to the objects it labelled.
+	{Name: resourcedistribution.Name, Gates: []featuregate.Feature{features.ResourceDistributionGate}, Build: buildResourceDistribution},
 }
 
 // buildUnitedDeployment adapts Deps to the UnitedDeployment controller; it shares the other
@@ -533,4 +538,13 @@ func (i idle) Run(ctx context.Context, _ int) error {
 // base is what every controller is built from besides its informers.
 func (d Deps) base() ctrlbase.Config {
 	return ctrlbase.Config{Client: d.Client, KruiseClient: d.KruiseClient}
+}
+
+// buildResourceDistribution adapts Deps to the ResourceDistribution controller.
+func buildResourceDistribution(d Deps) (Controller, error) {
+	return resourcedistribution.New(resourcedistribution.Config{
+		Config:        d.base(),
+		Distributions: d.KruiseInformerFactory.Apps().V1alpha1().ResourceDistributions(),
+		Namespaces:    d.InformerFactory.Core().V1().Namespaces(),
+	})
 }

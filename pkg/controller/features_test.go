@@ -38,21 +38,21 @@ func TestSelectEnabled(t *testing.T) {
 		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"},
-			disabled: map[string]featuregate.Feature{
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 				"nodepodprobe":     features.KruiseDaemon,
 				"enhancedliveness": features.KruiseDaemon,
 			}},
 		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
-			disabled: map[string]featuregate.Feature{
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"enhancedliveness": features.EnhancedLivenessProbe,
 			}},
 		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
-			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator, "enhancedliveness": features.EnhancedLivenessProbe}},
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "sidecarterminator": features.SidecarTerminator, "enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"},
-			disabled: map[string]featuregate.Feature{
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
@@ -61,11 +61,14 @@ func TestSelectEnabled(t *testing.T) {
 			}},
 		// Gate WorkloadSpread off: its controller is not built (and logged as disabled, as the others).
 		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
-			disabled: map[string]featuregate.Feature{"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
 				"enhancedliveness": features.EnhancedLivenessProbe}},
 		// Gate PodProbeMarkerGate off: no pod is marked (the daemon runs no probe either).
 		{gates: "PodProbeMarkerGate=false", enabled: slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == "nodepodprobe" }),
-			disabled: map[string]featuregate.Feature{"nodepodprobe": features.PodProbeMarkerGate, "enhancedliveness": features.EnhancedLivenessProbe}},
+			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "nodepodprobe": features.PodProbeMarkerGate, "enhancedliveness": features.EnhancedLivenessProbe}},
+		// Gate ResourceDistributionGate on (Alpha, off by default): its controller is built.
+		{gates: "ResourceDistributionGate=true", enabled: append(slices.Clone(all), "resourcedistribution"),
+			disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.gates, func(t *testing.T) {
@@ -155,6 +158,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 		{"controller", "imagepulljob", "gate", features.KruiseDaemon},
 		{"controller", "imagelistpulljob", "gate", features.KruiseDaemon},
 		{"controller", "nodepodprobe", "gate", features.KruiseDaemon},
+		{"controller", "resourcedistribution", "gate", features.ResourceDistributionGate},
 	}, logged("Controller disabled by a feature gate"))
 
 	cancel()

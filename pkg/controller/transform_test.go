@@ -970,6 +970,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// owner references, creation and deletion, spec.nodeName, status.phase and
 		// status.conditions (Ready, PodScheduled): all kept. No Node.
 		"uniteddeployment": true,
+		// resourcedistribution reads no Pod or Node; of namespaces the name, labels and deletion
+		// (kept). Its copy caches are its own (managed fields dropped; copies are Updated from
+		// them whole but for those).
+		"resourcedistribution": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

@@ -168,6 +168,13 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	paths = append(paths, ppmPaths...)
+	// ResourceDistribution: always mounted; with gate ResourceDistributionGate off it refuses
+	// every distribution, as OpenKruise (the chart renders its entry only with the gate on).
+	if err := srv.HandleAdmission(validate.ResourceDistributionWebhook(client, namespace,
+		o.featureGate().Enabled(features.ResourceDistributionGate))); err != nil {
+		return nil, err
+	}
+	paths = append(paths, validate.ResourceDistributionPath)
 	// AdvancedCronJob: OpenKruise's checks; it reads nothing.
 	if err := srv.HandleAdmission(validate.AdvancedCronJobWebhook()); err != nil {
 		return nil, err
