@@ -35,8 +35,8 @@ func TestSelectEnabled(t *testing.T) {
 		enabled  []string
 		disabled map[string]featuregate.Feature
 	}{
-		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
-		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
+		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "enhancedliveness": features.EnhancedLivenessProbe}},
+		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
