@@ -111,11 +111,7 @@ func TestRDScale(t *testing.T) {
 	}
 	if rdScaleOpenKruise {
 		start := time.Now()
-		// Its own ResourceDistribution CRD (v1beta1 stored): kruise's is no longer used.
-		c.deleteCRD(t, "resourcedistributions.apps.kruise.io")
-		// And its PersistentPodState CRD (v1beta1 stored), so that its PersistentPodState
-		// controller starts before the windows, as it does in a real install.
-		c.deleteCRD(t, "persistentpodstates.apps.kruise.io")
+		swapOpenKruiseCRDs(t, c, "resourcedistributions", false)
 		probe := startOpenKruiseOnKWOKGates(t, c, build, dir, rdScaleQPS, []string{"ResourceDistributionGate=true"}, okRDController,
 			"container-launch-priority-controller", "ephemeraljob-controller", "persistentpodstate-controller")
 		waitQuiet(ctx, t, probe)
@@ -142,6 +138,21 @@ func TestRDScale(t *testing.T) {
 			ratio(cpuSeconds(k.created), cpuSeconds(o.created)), ratio(k.idle.cpu(), o.idle.cpu()),
 			ratio(float64(k.idle.to.proc.rss), float64(o.idle.to.proc.rss)))
 	}
+}
+
+// swapOpenKruiseCRDs puts OpenKruise's CRDs of plural (its controller reads v1beta1, stored) and
+// of PersistentPodStates (so that its PersistentPodState controller starts before the windows,
+// as in a real install) in place of kruise's (v1alpha1), or, with back, kruise's in place of
+// OpenKruise's. Objects of those kinds go with the CRDs.
+func swapOpenKruiseCRDs(t *testing.T, c *kwokCluster, plural string, back bool) {
+	t.Helper()
+	for _, p := range []string{plural, "persistentpodstates"} {
+		c.deleteCRD(t, p+".apps.kruise.io")
+		if back {
+			c.installCRDFiles(t, filepath.Join("..", "deploy", "base", "crds", "apps.kruise.io_"+p+".yaml"))
+		}
+	}
+	// Without back, startOpenKruiseOnKWOK installs OpenKruise's (installMissingCRDs).
 }
 
 // ratio is a / b to two places, "n/a" when b is 0.

@@ -37,6 +37,9 @@ var (
 	// udScaleOpenKruise and udScaleKruise: "0" leaves that controller out.
 	udScaleOpenKruise = envStr("BENCH_UD_SCALE_OPENKRUISE", "1") != "0"
 	udScaleKruise     = envStr("BENCH_UD_SCALE_KRUISE", "1") != "0"
+	// udScaleFirst is which runs first when both do: "kruise" or "openkruise" (the machine's
+	// load and etcd's history differ between the two turns; swapping them shows how much).
+	udScaleFirst = envStr("BENCH_UD_SCALE_FIRST", "kruise")
 )
 
 const (
@@ -63,7 +66,7 @@ var (
 // (asserted: no reconcile, no API request but Lease renewals). Then it is stopped, its
 // UnitedDeployment, CloneSets and pods deleted (no garbage collector runs here), kruise's
 // UnitedDeployment CRD replaced by OpenKruise's, and OpenKruise v1.9.0's kruise-manager runs the
-// same windows in another namespace.
+// same windows in another namespace (or the other way round: BENCH_UD_SCALE_FIRST=openkruise).
 func TestUDScale(t *testing.T) {
 	dir := runDir(t, "BENCH_UD_SCALE_DIR", "kruise-ud-scale-")
 	t.Logf("shape: one UnitedDeployment of %d pods (CloneSet template) over %d subsets, one per zone of %d kwok nodes; controller QPS %d (burst %d); idle %s; kruise %t, OpenKruise %t; dir %s",
@@ -90,8 +93,8 @@ func TestUDScale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var runs []*udRun
-	if udScaleKruise {
+	// Each side is stopped and its objects deleted when the other runs after it.
+	runKruise := func(last bool) *udRun {
 		probe := startHostController(t, c, dir, udScaleQPS, "SidecarTerminator=false", "ImagePullJobGate=false")
 		waitQuiet(ctx, t, probe)
 		obj, err := kruiseUDObject()
@@ -99,25 +102,21 @@ func TestUDScale(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := runUDWindows(ctx, t, c, dyn.Resource(kruiseUDResource), obj, probe, "kruise", "bench-ud-kruise")
-		runs = append(runs, r)
 		if r.idle.reconcileSum != 0 {
 			t.Errorf("kruise idle: %.0f reconciles (%s), want 0", r.idle.reconcileSum, breakdownF(r.idle.reconciles))
 		}
 		if len(r.idle.requests) != 0 {
 			t.Errorf("kruise idle: %d API requests besides Lease renewals and watches (%s), want 0", len(r.idle.requests), requestBreakdown(r.idle))
 		}
-		if udScaleOpenKruise {
+		if !last {
 			stopHostController(t, probe)
 			clearUD(ctx, t, c, dyn.Resource(kruiseUDResource), "bench-ud-kruise")
 		}
+		return r
 	}
-	if udScaleOpenKruise {
+	runOpenKruise := func(last bool) *udRun {
 		start := time.Now()
-		// Its own UnitedDeployment CRD (v1beta1 stored): kruise's is no longer used.
-		c.deleteCRD(t, "uniteddeployments.apps.kruise.io")
-		// And its PersistentPodState CRD (v1beta1 stored), so that its PersistentPodState
-		// controller starts before the windows, as it does in a real install.
-		c.deleteCRD(t, "persistentpodstates.apps.kruise.io")
+		swapOpenKruiseCRDs(t, c, "uniteddeployments", false)
 		probe := startOpenKruiseOnKWOK(t, c, build, dir, udScaleQPS, okUDController, "cloneset-controller",
 			"container-launch-priority-controller", "ephemeraljob-controller", "persistentpodstate-controller")
 		waitQuiet(ctx, t, probe)
@@ -126,7 +125,26 @@ func TestUDScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs = append(runs, runUDWindows(ctx, t, c, dyn.Resource(okUDResource), obj, probe, "OpenKruise v1.9.0", "bench-ud-openkruise"))
+		r := runUDWindows(ctx, t, c, dyn.Resource(okUDResource), obj, probe, "OpenKruise v1.9.0", "bench-ud-openkruise")
+		if !last {
+			stopHostController(t, probe)
+			clearUD(ctx, t, c, dyn.Resource(okUDResource), "bench-ud-openkruise")
+			swapOpenKruiseCRDs(t, c, "uniteddeployments", true)
+		}
+		return r
+	}
+	var runs []*udRun // kruise's first when both ran
+	switch {
+	case udScaleKruise && udScaleOpenKruise && udScaleFirst == "openkruise":
+		theirs := runOpenKruise(false)
+		runs = []*udRun{runKruise(true), theirs}
+	case udScaleKruise && udScaleOpenKruise:
+		ours := runKruise(false)
+		runs = []*udRun{ours, runOpenKruise(true)}
+	case udScaleKruise:
+		runs = []*udRun{runKruise(true)}
+	case udScaleOpenKruise:
+		runs = []*udRun{runOpenKruise(true)}
 	}
 
 	var rows []string
