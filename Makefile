@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale bench-probes
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale bench-rd-scale bench-ud-scale bench-probes
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -144,6 +144,14 @@ bench-ws-scale: deps build ## WorkloadSpread controllers, 500 spreads over 10,00
 bench-bcj-scale: deps build ## BroadcastJob controllers, one job over 5,000 kwok nodes (BENCH_BCJ_SCALE_NODES), private control plane: time to all pods created and to Complete, CPU, RSS, requests; kruise vs OpenKruise v1.9.0.
 	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
 	  go test -tags bench -count=1 -v -timeout 90m -run TestBCJScale ./bench/...
+
+bench-rd-scale: deps build ## ResourceDistribution controllers, one Secret to 1,000 namespaces (BENCH_RD_SCALE_NAMESPACES), private control plane: time to all copies and to all updated, requests, idle reconciles, CPU, RSS; kruise vs OpenKruise v1.9.0.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 60m -run TestRDScale ./bench/...
+
+bench-ud-scale: deps build ## UnitedDeployment controllers, 500 pods (CloneSet template) over three kwok zones (BENCH_UD_SCALE_PODS), private control plane: time to all Ready, idle reconciles, requests, CPU, RSS; kruise vs OpenKruise v1.9.0.
+	kwok="$$(hack/kwok.sh)" && KRUISE_KWOK="$$kwok" KRUISE_CONTROLLER_BIN=$(CURDIR)/_output/bin/kruise-controller \
+	  go test -tags bench -count=1 -v -timeout 60m -run TestUDScale ./bench/...
 
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh

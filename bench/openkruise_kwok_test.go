@@ -56,6 +56,13 @@ const okLeaseName = "kruise-manager"
 //     forwarder to the API server's loopback address, its metrics come in through another.
 func startOpenKruiseOnKWOK(t *testing.T, c *kwokCluster, b openKruiseBuild, dir string, qps int, controllers ...string) *leaderProbe {
 	t.Helper()
+	return startOpenKruiseOnKWOKGates(t, c, b, dir, qps, nil, controllers...)
+}
+
+// startOpenKruiseOnKWOKGates is startOpenKruiseOnKWOK with further feature gates (e.g.
+// "ResourceDistributionGate=true", for a controller the reference keeps off by default).
+func startOpenKruiseOnKWOKGates(t *testing.T, c *kwokCluster, b openKruiseBuild, dir string, qps int, gates []string, controllers ...string) *leaderProbe {
+	t.Helper()
 	ctx := context.Background()
 	installMissingCRDs(t, c, filepath.Join(b.src, "config", "crd", "bases"))
 	for _, err := range []error{
@@ -95,7 +102,8 @@ func startOpenKruiseOnKWOK(t *testing.T, c *kwokCluster, b openKruiseBuild, dir 
 		fmt.Sprintf("--rest-config-burst=%d", 2*qps),
 		// Its budget controller watches policy.kruise.io/v1beta1, which kruise's CRD does not
 		// serve (its cache never syncs and the manager exits): off, with no budget here.
-		"--feature-gates=KruiseDaemon=false,EnableExternalCerts=true,PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
+		"--feature-gates="+strings.Join(append([]string{"KruiseDaemon=false", "EnableExternalCerts=true",
+			"PodUnavailableBudgetDeleteGate=false", "PodUnavailableBudgetUpdateGate=false"}, gates...), ","),
 	)
 	if err != nil {
 		t.Fatal(err)
