@@ -19,6 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/nodepodprobe"
+	"github.com/nodekruise/kruise/pkg/controller/persistentpodstate"
 	"github.com/nodekruise/kruise/pkg/controller/podprobemarker"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
@@ -113,6 +114,22 @@ var builders = []Entry{
 	// workload, the containers whose liveness probe kruise-daemon found failed (gate
 	// EnhancedLivenessProbe; nothing runs the probes without KruiseDaemon).
 	{Name: enhancedliveness.Name, Gates: []featuregate.Feature{features.KruiseDaemon, features.EnhancedLivenessProbe}, Build: buildEnhancedLiveness},
+	// PersistentPodState: no gate, as in OpenKruise. It records where StatefulSet pods ran for the
+	// PersistentPodStates that ask, and creates the ones StatefulSets ask for by annotation.
+	{Name: persistentpodstate.Name, Build: buildPersistentPodState},
+}
+
+// buildPersistentPodState adapts Deps to the PersistentPodState controller.
+func buildPersistentPodState(d Deps) (Controller, error) {
+	return persistentpodstate.New(persistentpodstate.Config{
+		Config:               d.base(),
+		States:               d.KruiseInformerFactory.Apps().V1alpha1().PersistentPodStates(),
+		StatefulSets:         d.InformerFactory.Apps().V1().StatefulSets(),
+		AdvancedStatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
+		Pods:                 d.InformerFactory.Core().V1().Pods(),
+		Nodes:                d.InformerFactory.Core().V1().Nodes(),
+		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
+	})
 }
 
 // buildEnhancedLiveness adapts Deps to the enhanced liveness restart controller.

@@ -28,7 +28,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "persistentpodstate"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -36,21 +36,21 @@ func TestSelectEnabled(t *testing.T) {
 	}{
 		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"enhancedliveness": features.EnhancedLivenessProbe}},
-		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"},
+		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 				"nodepodprobe":     features.KruiseDaemon,
 				"enhancedliveness": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"enhancedliveness": features.EnhancedLivenessProbe,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"sidecarterminator": features.SidecarTerminator, "enhancedliveness": features.EnhancedLivenessProbe}},
-		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob"},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
@@ -59,11 +59,11 @@ func TestSelectEnabled(t *testing.T) {
 				"enhancedliveness": features.KruiseDaemon,
 			}},
 		// Gate WorkloadSpread off: its controller is not built (and logged as disabled, as the others).
-		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe"},
+		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
 				"enhancedliveness": features.EnhancedLivenessProbe}},
 		// Gate PodProbeMarkerGate off: no pod is marked (the daemon runs no probe either).
-		{gates: "PodProbeMarkerGate=false", enabled: all[:len(all)-1],
+		{gates: "PodProbeMarkerGate=false", enabled: append(append([]string{}, all[:len(all)-2]...), "persistentpodstate"),
 			disabled: map[string]featuregate.Feature{"nodepodprobe": features.PodProbeMarkerGate, "enhancedliveness": features.EnhancedLivenessProbe}},
 	}
 	for _, tc := range tests {
@@ -144,7 +144,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	// Logged once every informer has synced, so every informer that was
 	// started has listed by now.
 	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob"}}}, logged("Started controllers"))
+	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "persistentpodstate"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "enhancedliveness", "gate", features.KruiseDaemon},
@@ -167,8 +167,8 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	for _, a := range kruiseClient.Actions() {
 		kruiseListed[a.GetResource().Resource] = true
 	}
-	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true, "podunavailablebudgets": true, "workloadspreads": true, "broadcastjobs": true, "advancedcronjobs": true, "ephemeraljobs": true}, kruiseListed,
-		"of the kruise kinds only the workloads, the budgets, the spreads and the jobs, which need no daemon")
+	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true, "podunavailablebudgets": true, "workloadspreads": true, "broadcastjobs": true, "advancedcronjobs": true, "ephemeraljobs": true, "persistentpodstates": true}, kruiseListed,
+		"of the kruise kinds only the workloads, the budgets, the spreads, the jobs and the pod states, which need no daemon")
 	listed := map[string]bool{}
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
