@@ -21,7 +21,6 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/ordinals"
 )
 
-
 // Run processes keys with n workers until ctx ends. Caches must be synced.
 func (c *Controller) Run(ctx context.Context, n int) error {
 	return ctrlbase.Run(ctx, c.client, &c.recorder, workers.Loop{Queue: c.queue, Sync: c.sync, KeyName: "key"}, n)

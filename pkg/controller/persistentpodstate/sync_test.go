@@ -64,7 +64,7 @@ func statefulSet(annotations map[string]string) *appsv1.StatefulSet {
 func readyPod(name, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: "uid-" + types.UID(name),
-			Annotations: map[string]string{"ip": "10.0.0." + name[len(name)-1:]},
+			Annotations:     map[string]string{"ip": "10.0.0." + name[len(name)-1:]},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "sts-uid", Controller: ptr.To(true)}}},
 		Spec:   corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
