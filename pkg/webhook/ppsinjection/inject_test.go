@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
