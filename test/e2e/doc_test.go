@@ -48,6 +48,7 @@
 //	simnodes_test.go         simulated nodes (kwok): a pod scheduled there by zone Running and Ready, kept off without the toleration, removed when its grace period ends
 //	workloadspread_test.go   WorkloadSpread on a CloneSet and a Deployment over simulated zones and pools: 34/33/33%, spot overflow, Adaptive elastic pool;
 //	                         workloadspread_helpers_test.go: the workloads, subsets and spread checks; workloadspread_scope_test.go: untargeted pods never sent
+//	persistentpodstate_test.go  PersistentPodState on simulated nodes: the docs' example, a deleted pod back on its node, the node gone (pod not held Pending), the auto-generate annotation
 //	ephemeraljob_test.go     EphemeralJob: success, failure, replicas and parallelism, pause, deadline, TTL, the docs' example;
 //	                         requesters without pods/exec refused, rights on some pods reaching only those, forged requesters overwritten
 //	pub_admission_test.go    PodUnavailableBudget admission: concurrent evictions and deletes under maxUnavailable 1, kubectl drain, uncovered pods never sent, an image update refused;
