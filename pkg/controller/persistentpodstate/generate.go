@@ -70,8 +70,18 @@ const (
 	GenerateConflict
 )
 
-// DecideGenerated compares what the workload (uid) asks for (want, ok from GeneratedSpec) with
-// the existing PersistentPodState of its name (nil when none).
+// KeepRetention is want with the existing object's retention policy: the annotations say nothing
+// about it, so a user may set it on the generated object and it stays (OpenKruise, which looks at
+// the generated object only when the annotations change, keeps it too in practice).
+func KeepRetention(want appsv1alpha1.PersistentPodStateSpec, existing *appsv1alpha1.PersistentPodState) appsv1alpha1.PersistentPodStateSpec {
+	if existing != nil {
+		want.PersistentPodStateRetentionPolicy = existing.Spec.PersistentPodStateRetentionPolicy
+	}
+	return want
+}
+
+// DecideGenerated compares what the workload (uid) asks for (want, ok from GeneratedSpec, with
+// KeepRetention applied) with the existing PersistentPodState of its name (nil when none).
 func DecideGenerated(uid string, want appsv1alpha1.PersistentPodStateSpec, ok bool, existing *appsv1alpha1.PersistentPodState) GenerateAction {
 	if existing == nil {
 		if ok {

@@ -34,6 +34,20 @@ func TestGeneratedSpec(t *testing.T) {
 	}, spec)
 }
 
+func TestKeepRetention(t *testing.T) {
+	want := requiredSpec(zone)
+	existing := &appsv1alpha1.PersistentPodState{Spec: requiredSpec(host)}
+	existing.Spec.PersistentPodStateRetentionPolicy = appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted
+	got := KeepRetention(want, existing)
+	assert.Equal(t, appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted, got.PersistentPodStateRetentionPolicy, "the user's policy stays")
+	assert.Equal(t, want.RequiredPersistentTopology, got.RequiredPersistentTopology)
+	assert.Equal(t, want, KeepRetention(want, nil))
+	// A user's WhenDeleted on the generated object is no reason to update it.
+	existing.Spec = got
+	existing.OwnerReferences = []metav1.OwnerReference{{UID: "u1", Controller: ptr.To(true)}}
+	assert.Equal(t, GenerateNothing, DecideGenerated("u1", KeepRetention(want, existing), true, existing))
+}
+
 func TestDecideGenerated(t *testing.T) {
 	ref := appsv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web"}
 	want := requiredSpec(zone)

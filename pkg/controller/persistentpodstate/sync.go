@@ -214,6 +214,7 @@ func (c *Controller) syncGenerated(ctx context.Context, key string) error {
 		return err
 	}
 	want, asked := GeneratedSpec(ref, meta.Annotations)
+	want = KeepRetention(want, existing)
 	logger := klog.FromContext(ctx).WithValues("workload", klog.KRef(namespace, name), "group", group)
 	api := c.kruiseClient.AppsV1alpha1().PersistentPodStates(namespace)
 	switch DecideGenerated(string(meta.UID), want, asked, existing) {
