@@ -244,7 +244,8 @@ apiVersion: v1
 kind: Node
 metadata:
   name: kwok-ref-${i}
-  labels: {${kwok_label}: ${kwok_value}, type: virtual-kubelet, kubernetes.io/hostname: kwok-ref-${i}}
+  # kubernetes.io/os and arch as a kubelet sets them (the PersistentPodState case records os).
+  labels: {${kwok_label}: ${kwok_value}, type: virtual-kubelet, kubernetes.io/hostname: kwok-ref-${i}, kubernetes.io/os: linux, kubernetes.io/arch: amd64}
 YAML
   done
   wait_for "${kwok_nodes} simulated nodes Ready (is kwok running? hack/cluster.sh status)" 90 sim_nodes_ready ||

@@ -19,6 +19,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/controller/launchpriority"
 	"github.com/nodekruise/kruise/pkg/controller/nodeimage"
 	"github.com/nodekruise/kruise/pkg/controller/nodepodprobe"
+	"github.com/nodekruise/kruise/pkg/controller/persistentpodstate"
 	"github.com/nodekruise/kruise/pkg/controller/podprobemarker"
 	"github.com/nodekruise/kruise/pkg/controller/podreadiness"
 	"github.com/nodekruise/kruise/pkg/controller/podunavailablebudget"
@@ -118,6 +119,9 @@ var builders = []Entry{
 	// UnitedDeployment: no gate, as in OpenKruise. It acts only on UnitedDeployments and the
 	// workloads they control.
 	{Name: uniteddeployment.Name, Build: buildUnitedDeployment},
+	// PersistentPodState: no gate, as in OpenKruise. It records where StatefulSet pods ran for the
+	// PersistentPodStates that ask, and creates the ones StatefulSets ask for by annotation.
+	{Name: persistentpodstate.Name, Build: buildPersistentPodState},
 	// ResourceDistribution: copies a Secret or ConfigMap into namespaces (gate
 	// ResourceDistributionGate, as OpenKruise's controller and webhook). Its copy caches are its
 	// own, filtered to the objects it labelled.
@@ -546,5 +550,18 @@ func buildResourceDistribution(d Deps) (Controller, error) {
 		Config:        d.base(),
 		Distributions: d.KruiseInformerFactory.Apps().V1alpha1().ResourceDistributions(),
 		Namespaces:    d.InformerFactory.Core().V1().Namespaces(),
+	})
+}
+
+// buildPersistentPodState adapts Deps to the PersistentPodState controller.
+func buildPersistentPodState(d Deps) (Controller, error) {
+	return persistentpodstate.New(persistentpodstate.Config{
+		Config:               d.base(),
+		States:               d.KruiseInformerFactory.Apps().V1alpha1().PersistentPodStates(),
+		StatefulSets:         d.InformerFactory.Apps().V1().StatefulSets(),
+		AdvancedStatefulSets: d.KruiseInformerFactory.Apps().V1beta1().StatefulSets(),
+		Pods:                 d.InformerFactory.Core().V1().Pods(),
+		Nodes:                d.InformerFactory.Core().V1().Nodes(),
+		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 	})
 }

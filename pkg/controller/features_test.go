@@ -29,7 +29,7 @@ func gateFrom(t *testing.T, flag string) featuregate.FeatureGate {
 }
 
 func TestSelectEnabled(t *testing.T) {
-	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"}
+	all := []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment", "persistentpodstate"}
 	tests := []struct {
 		gates    string
 		enabled  []string
@@ -37,21 +37,21 @@ func TestSelectEnabled(t *testing.T) {
 	}{
 		{gates: "", enabled: all, disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "enhancedliveness": features.EnhancedLivenessProbe}},
 		{gates: "PodWebhook=false,DaemonWatchingPod=false", enabled: all, disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "enhancedliveness": features.EnhancedLivenessProbe}},
-		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"},
+		{gates: "KruiseDaemon=false", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.KruiseDaemon, "imagepulljob": features.KruiseDaemon, "imagelistpulljob": features.KruiseDaemon,
 				"nodepodprobe":     features.KruiseDaemon,
 				"enhancedliveness": features.KruiseDaemon,
 			}},
-		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
+		{gates: "ImagePullJobGate=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
 				"enhancedliveness": features.EnhancedLivenessProbe,
 			}},
-		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
+		{gates: "SidecarTerminator=false", enabled: []string{"containerrecreaterequest", "podreadiness", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "sidecarterminator": features.SidecarTerminator, "enhancedliveness": features.EnhancedLivenessProbe}},
-		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"},
+		{gates: "AllBeta=false,SidecarTerminator=true", enabled: []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate,
 				"containerrecreaterequest": features.KruiseDaemon, "nodeimage": features.KruiseDaemon, "podprobemarker": features.KruiseDaemon,
 				"pullsecrets": features.ImagePullJobGate, "imagepulljob": features.ImagePullJobGate, "imagelistpulljob": features.ImagePullJobGate,
@@ -60,7 +60,7 @@ func TestSelectEnabled(t *testing.T) {
 				"enhancedliveness": features.KruiseDaemon,
 			}},
 		// Gate WorkloadSpread off: its controller is not built (and logged as disabled, as the others).
-		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment"},
+		{gates: "WorkloadSpread=false", enabled: []string{"containerrecreaterequest", "podreadiness", "sidecarterminator", "nodeimage", "podprobemarker", "pullsecrets", "imagepulljob", "imagelistpulljob", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "broadcastjob", "advancedcronjob", "ephemeraljob", "nodepodprobe", "uniteddeployment", "persistentpodstate"},
 			disabled: map[string]featuregate.Feature{"resourcedistribution": features.ResourceDistributionGate, "workloadspread-scope": features.WorkloadSpread, "workloadspread": features.WorkloadSpread,
 				"enhancedliveness": features.EnhancedLivenessProbe}},
 		// Gate PodProbeMarkerGate off: no pod is marked (the daemon runs no probe either).
@@ -148,7 +148,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	// Logged once every informer has synced, so every informer that was
 	// started has listed by now.
 	require.Eventually(t, func() bool { return len(logged("Started controllers")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment"}}}, logged("Started controllers"))
+	assert.Equal(t, [][]any{{"controllers", []string{"podreadiness", "sidecarterminator", "launchpriority", "cloneset", "daemonset", "statefulset", "sidecarset", "sidecarset-scope", "podunavailablebudget-scope", "workloadspread-scope", "workloadmetrics", "storage-version-migrator", "podunavailablebudget", "workloadspread", "broadcastjob", "advancedcronjob", "ephemeraljob", "uniteddeployment", "persistentpodstate"}}}, logged("Started controllers"))
 	assert.ElementsMatch(t, [][]any{
 		{"controller", "containerrecreaterequest", "gate", features.KruiseDaemon},
 		{"controller", "enhancedliveness", "gate", features.KruiseDaemon},
@@ -172,7 +172,7 @@ func TestDisabledControllersAreNotBuilt(t *testing.T) {
 	for _, a := range kruiseClient.Actions() {
 		kruiseListed[a.GetResource().Resource] = true
 	}
-	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true, "podunavailablebudgets": true, "workloadspreads": true, "broadcastjobs": true, "advancedcronjobs": true, "ephemeraljobs": true, "uniteddeployments": true}, kruiseListed,
+	assert.Equal(t, map[string]bool{"clonesets": true, "daemonsets": true, "statefulsets": true, "sidecarsets": true, "podunavailablebudgets": true, "workloadspreads": true, "broadcastjobs": true, "advancedcronjobs": true, "ephemeraljobs": true, "uniteddeployments": true, "persistentpodstates": true}, kruiseListed,
 		"of the kruise kinds only the workloads, the budgets, the spreads and the jobs, which need no daemon")
 	listed := map[string]bool{}
 	for _, a := range client.Actions() {

@@ -974,6 +974,10 @@ func TestTransformReviewedForEveryController(t *testing.T) {
 		// (kept). Its copy caches are its own (managed fields dropped; copies are Updated from
 		// them whole but for those).
 		"resourcedistribution": true,
+		// persistentpodstate reads of pods the name, namespace, owner references, uid, deletion,
+		// spec.nodeName and the Ready condition (all kept for any pod), the other annotations it
+		// records from the API server; of nodes the name and labels (kept).
+		"persistentpodstate": true,
 	}
 	for _, e := range builders {
 		assert.True(t, reviewed[e.Name], "controller %q is new: keep, in leanPod and leanNode (transform.go), every Pod and Node field it reads "+

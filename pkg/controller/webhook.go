@@ -23,6 +23,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/webhook/disruption"
 	"github.com/nodekruise/kruise/pkg/webhook/ejobrequester"
 	"github.com/nodekruise/kruise/pkg/webhook/livenessinjection"
+	"github.com/nodekruise/kruise/pkg/webhook/ppsinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/priorityinjection"
 	"github.com/nodekruise/kruise/pkg/webhook/probeinjection"
 	wserver "github.com/nodekruise/kruise/pkg/webhook/server"
@@ -175,6 +176,18 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		return nil, err
 	}
 	paths = append(paths, validate.ResourceDistributionPath)
+	// PersistentPodState: OpenKruise's checks (it lists the namespace's PersistentPodStates at a
+	// create), and its pod webhook (no gate, as OpenKruise), which lists them and reads the
+	// recorded node at a StatefulSet pod's create.
+	for _, wh := range []wserver.Webhook{
+		validate.PersistentPodStateWebhook(kruiseClient.AppsV1alpha1()),
+		ppsinjection.Webhook(ppsinjection.Lookups{States: kruiseClient.AppsV1alpha1(), Nodes: client.CoreV1()}, namespace),
+	} {
+		if err := srv.HandleAdmission(wh); err != nil {
+			return nil, err
+		}
+		paths = append(paths, wh.Path)
+	}
 	// AdvancedCronJob: OpenKruise's checks; it reads nothing.
 	if err := srv.HandleAdmission(validate.AdvancedCronJobWebhook()); err != nil {
 		return nil, err

@@ -44,7 +44,10 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIBdTCCARugAwIBAgIBATAKBggqhkjOPQQ
 func (r rendered) mutating(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
 	m := r.mutatingWithSpread(t).DeepCopy()
-	m.Webhooks = slices.DeleteFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == spreadscope.CreateWebhook })
+	// The PersistentPodState pod entry is checked in pps_webhook_test.go.
+	m.Webhooks = slices.DeleteFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
+		return w.Name == spreadscope.CreateWebhook || w.Name == ppsPodWebhook
+	})
 	return m
 }
 
@@ -339,8 +342,10 @@ func (r rendered) checkValidating(t *testing.T, policies map[string]admissionreg
 	t.Helper()
 	v := r.validating(t).DeepCopy()
 	// The PodUnavailableBudget entries (pods, policy.kruise.io) are checked in pub_webhook_test.go,
-	// WorkloadSpread's in spread_webhook_test.go.
-	v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return isPUBWebhook(w) || isSpreadWebhook(w) })
+	// WorkloadSpread's in spread_webhook_test.go, PersistentPodState's in pps_webhook_test.go.
+	v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+		return isPUBWebhook(w) || isSpreadWebhook(w) || w.Name == ppsWebhook
+	})
 	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	want := []struct {

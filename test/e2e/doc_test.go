@@ -49,6 +49,7 @@
 //	workloadspread_test.go   WorkloadSpread on a CloneSet and a Deployment over simulated zones and pools: 34/33/33%, spot overflow, Adaptive elastic pool;
 //	                         workloadspread_helpers_test.go: the workloads, subsets and spread checks; workloadspread_scope_test.go: untargeted pods never sent
 //	uniteddeployment_test.go UnitedDeployment of CloneSets over simulated zones: placement, scale, partitions per subset, Adaptive, the docs' example
+//	persistentpodstate_test.go  PersistentPodState on simulated nodes: the docs' example, a deleted pod back on its node, the node gone (pod not held Pending), the auto-generate annotation
 //	ephemeraljob_test.go     EphemeralJob: success, failure, replicas and parallelism, pause, deadline, TTL, the docs' example;
 //	                         requesters without pods/exec refused, rights on some pods reaching only those, forged requesters overwritten
 //	pub_admission_test.go    PodUnavailableBudget admission: concurrent evictions and deletes under maxUnavailable 1, kubectl drain, uncovered pods never sent, an image update refused;

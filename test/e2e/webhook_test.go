@@ -106,7 +106,7 @@ func TestWebhooksServed(t *testing.T) {
 	}
 	slices.Sort(validating)
 	if want := []string{"vadvancedcronjob.kb.io", "vbroadcastjob.kb.io", "vcloneset.kb.io", "vcontainerrecreaterequest.kb.io", "vdaemonset.kb.io",
-		"vdeletionprotection.kb.io", "vephemeraljob.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vimagepulljob-v1beta1.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodprobemarker.kb.io", "vpodunavailablebudget.kb.io", "vresourcedistribution.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io",
+		"vdeletionprotection.kb.io", "vephemeraljob.kb.io", "vimagelistpulljob-v1beta1.kb.io", "vimagepulljob-v1beta1.kb.io", "vpersistentpodstate.kb.io", "vpod.kb.io", "vpodeviction.kb.io", "vpodprobemarker.kb.io", "vpodunavailablebudget.kb.io", "vresourcedistribution.kb.io", "vsidecarset.kb.io", "vstatefulset.kb.io",
 		"vuniteddeployment.kb.io", "vworkloadspread-eviction.kb.io", "vworkloadspread-pod.kb.io", "vworkloadspread.kb.io"}; !slices.Equal(validating, want) {
 		t.Errorf("%s has webhooks %v, want %v", vwc.Name, validating, want)
 	}
