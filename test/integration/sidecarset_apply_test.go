@@ -40,7 +40,9 @@ func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
 
 	caches := sidecarinjection.NewCaches(kube, c.kruise, "kruise-system", sidecarsetscope.DefaultConfiguration, nil)
 	caches.Start(tctx)
-	t.Cleanup(caches.Shutdown)
+	// Stop the informers before waiting for them: cleanups run last-registered first, and a
+	// failure below would otherwise wait for ever here.
+	t.Cleanup(func() { cancel(); caches.Shutdown() })
 	waitFor(t, "the injection caches synced", func(ctx context.Context) (bool, error) { return caches.WaitSynced(ctx) == nil, nil })
 	includer := &sidecarsetscope.Includer{Client: kube, SidecarSets: c.kruise.AppsV1beta1()}
 	addr, ca := serveWebhooks(t, tctx, caches.Injector().Webhook(), sidecarinjection.SidecarSetWebhook(),

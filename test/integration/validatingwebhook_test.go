@@ -200,11 +200,13 @@ func installValidatingWebhooks(t *testing.T, kube kubernetes.Interface, addr str
 		if cfg.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		// The PodUnavailableBudget, WorkloadSpread, EphemeralJob and PodProbeMarker entries have
-		// their own tests (pub_webhook_test.go, spread_webhook_test.go, ephemeraljob_test.go,
-		// podprobemarker_webhook_test.go).
+		// The PodUnavailableBudget, WorkloadSpread, EphemeralJob, PodProbeMarker, UnitedDeployment
+		// and PersistentPodState entries have their own tests (pub_webhook_test.go,
+		// spread_webhook_test.go, ephemeraljob_test.go, podprobemarker_webhook_test.go,
+		// uniteddeployment_webhook_test.go, pps_webhook_test.go).
 		cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
-			return strings.HasPrefix(w.Name, "vpod") || strings.HasPrefix(w.Name, "vworkloadspread") || w.Name == "vephemeraljob.kb.io"
+			return strings.HasPrefix(w.Name, "vpod") || strings.HasPrefix(w.Name, "vworkloadspread") || w.Name == "vephemeraljob.kb.io" ||
+				w.Name == "vuniteddeployment.kb.io" || w.Name == "vpersistentpodstate.kb.io"
 		})
 		require.Len(t, cfg.Webhooks, 9)
 		for i := range cfg.Webhooks {
