@@ -311,7 +311,7 @@ func TestUnitedDeploymentUpdate(t *testing.T) {
 			ud.Spec.Selector.MatchLabels = map[string]string{"app": "web", "tier": "x"}
 			ud.Spec.Template.StatefulSetTemplate.Labels = ud.Spec.Selector.MatchLabels
 			ud.Spec.Template.StatefulSetTemplate.Spec.Template.Labels = ud.Spec.Selector.MatchLabels
-		}), reason: ReasonForbiddenUpdate, message: []string{"spec.selector: Forbidden"}},
+		})},
 		{name: "a subset's nodeSelectorTerm and tolerations", ud: udOf(func(ud *appsv1alpha1.UnitedDeployment) {
 			ud.Spec.Topology.Subsets[1].NodeSelectorTerm = udZone("x")
 			ud.Spec.Topology.Subsets[2].Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}

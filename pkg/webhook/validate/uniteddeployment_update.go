@@ -84,16 +84,12 @@ func checkUDPartitions(spec *appsv1alpha1.UnitedDeploymentSpec) field.ErrorList 
 // once made.
 var statefulSetTemplateUpdatable = []string{"replicas", "template", "updateStrategy"}
 
-// checkUDUpdate: the selector does not change (every subset workload's selector is made from it
-// and is immutable); a subset keeps its nodeSelectorTerm and tolerations (OpenKruise's rule);
-// a StatefulSet or Advanced StatefulSet template keeps its spec but for replicas, template and
-// updateStrategy.
+// checkUDUpdate: a subset keeps its nodeSelectorTerm and tolerations (OpenKruise's rule); a
+// StatefulSet or Advanced StatefulSet template keeps its spec but for replicas, template and
+// updateStrategy. The selector may change, as in OpenKruise: the controller then recreates the
+// subset workloads, whose selectors are immutable (docs/uniteddeployment.md).
 func checkUDUpdate(spec, old *appsv1alpha1.UnitedDeploymentSpec) field.ErrorList {
 	var errs field.ErrorList
-	if !equality.Semantic.DeepEqual(spec.Selector, old.Selector) {
-		errs = append(errs, field.Forbidden(udSpecPath.Child("selector"),
-			"cannot be updated: every subset workload's selector is made from it, and a workload's selector is immutable"))
-	}
 	oldSubsets := map[string]*appsv1alpha1.Subset{}
 	for i := range old.Topology.Subsets {
 		oldSubsets[old.Topology.Subsets[i].Name] = &old.Topology.Subsets[i]
