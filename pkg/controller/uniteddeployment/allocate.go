@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 )
@@ -27,30 +23,6 @@ type observed struct {
 	reserved int32
 	// timeouts counts the reserved pods of an older revision whose update timed out.
 	timeouts int32
-}
-
-// parseReplicas is a subset's replicas, minReplicas or maxReplicas as a count: an int as it is,
-// a percentage of total rounded half up (OpenKruise's rounding). total < 0 means spec.replicas
-// is unset, where a percentage means nothing.
-func parseReplicas(total int32, v intstr.IntOrString) (int32, error) {
-	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return 0, fmt.Errorf("subset replicas %d is negative", v.IntVal)
-		}
-		return v.IntVal, nil
-	}
-	if total < 0 {
-		return 0, fmt.Errorf("subset replicas %q is a percentage but spec.replicas is unset", v.StrVal)
-	}
-	digits, ok := strings.CutSuffix(v.StrVal, "%")
-	if !ok {
-		return 0, fmt.Errorf("subset replicas %q is neither a number nor a percentage", v.StrVal)
-	}
-	percent, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil || percent < 0 || percent > 100 {
-		return 0, fmt.Errorf("subset replicas %q is not a percentage in [0%%, 100%%]", v.StrVal)
-	}
-	return int32(math.Floor(float64(total)*float64(percent)/100 + 0.5)), nil
 }
 
 // allocate gives each subset of ud its replicas, given the subsets' existing workloads (absent
@@ -90,7 +62,7 @@ func allocateSpecific(ud *appsv1alpha1.UnitedDeployment, existing map[string]obs
 			rest = append(rest, s.Name)
 			continue
 		}
-		n, err := parseReplicas(total, *s.Replicas)
+		n, err := appsv1alpha1.SubsetReplicaCount(total, *s.Replicas)
 		if err != nil {
 			// As the reference: an unparsable subset shares the rest.
 			rest = append(rest, s.Name)
@@ -136,10 +108,10 @@ func bounds(total int32, subsets []appsv1alpha1.Subset) (lo, hi map[string]int32
 	for i, s := range subsets {
 		minR, maxR := int32(0), int32(math.MaxInt32)
 		if s.MinReplicas != nil {
-			minR, _ = parseReplicas(total, *s.MinReplicas)
+			minR, _ = appsv1alpha1.SubsetReplicaCount(total, *s.MinReplicas)
 		}
 		if s.MaxReplicas != nil {
-			maxR, _ = parseReplicas(total, *s.MaxReplicas)
+			maxR, _ = appsv1alpha1.SubsetReplicaCount(total, *s.MaxReplicas)
 		}
 		if minR > maxR {
 			return nil, nil, fmt.Errorf("subsets[%d].maxReplicas (%d) is less than its minReplicas (%d)", i, maxR, minR)

@@ -2,8 +2,6 @@ package validate
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -237,30 +235,6 @@ func checkUDSubsets(spec *appsv1alpha1.UnitedDeploymentSpec) field.ErrorList {
 	return errs
 }
 
-// subsetReplicas is a subset's replicas, minReplicas or maxReplicas against total
-// (spec.replicas, -1 when unset), as the controller reads it: a count, or a percentage of total
-// rounded half up.
-func subsetReplicas(total int32, v intstr.IntOrString) (int32, error) {
-	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return 0, fmt.Errorf("must be greater than or equal to 0")
-		}
-		return v.IntVal, nil
-	}
-	if total < 0 {
-		return 0, fmt.Errorf("a percentage needs spec.replicas")
-	}
-	digits, ok := strings.CutSuffix(v.StrVal, "%")
-	if !ok {
-		return 0, fmt.Errorf("must be a number or a percentage such as \"50%%\"")
-	}
-	pct, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil || pct < 0 || pct > 100 {
-		return 0, fmt.Errorf("must be a percentage from 0%% to 100%%")
-	}
-	return int32(math.Floor(float64(total)*float64(pct)/100 + 0.5)), nil
-}
-
 // unlimitedSubset is what a subset without maxReplicas counts as in OpenKruise's arithmetic.
 const unlimitedSubset = 1000000
 
@@ -286,7 +260,7 @@ func checkUDSubsetReplicas(spec *appsv1alpha1.UnitedDeploymentSpec) field.ErrorL
 			if v == nil {
 				return unset
 			}
-			n, err := subsetReplicas(total, *v)
+			n, err := appsv1alpha1.SubsetReplicaCount(total, *v)
 			if err != nil {
 				errs = append(errs, field.Invalid(p.Child(name), v.String(), err.Error()))
 			}

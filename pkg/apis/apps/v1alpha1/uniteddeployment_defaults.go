@@ -1,6 +1,11 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -56,4 +61,29 @@ func SubsetsUseMinMax(subsets []Subset) bool {
 		}
 	}
 	return minMax
+}
+
+// SubsetReplicaCount is a subset's replicas, minReplicas or maxReplicas as a count: an int as it
+// is, a percentage of total rounded half up (OpenKruise's rounding). total < 0 means spec.replicas
+// is unset, where a percentage means nothing. The validating webhook and the controller both
+// count with it, so what is admitted is what is allocated.
+func SubsetReplicaCount(total int32, v intstr.IntOrString) (int32, error) {
+	if v.Type == intstr.Int {
+		if v.IntVal < 0 {
+			return 0, fmt.Errorf("must be greater than or equal to 0")
+		}
+		return v.IntVal, nil
+	}
+	if total < 0 {
+		return 0, fmt.Errorf("a percentage needs spec.replicas")
+	}
+	digits, ok := strings.CutSuffix(v.StrVal, "%")
+	if !ok {
+		return 0, fmt.Errorf("must be a number or a percentage such as \"50%%\"")
+	}
+	pct, err := strconv.ParseInt(digits, 10, 32)
+	if err != nil || pct < 0 || pct > 100 {
+		return 0, fmt.Errorf("must be a percentage from 0%% to 100%%")
+	}
+	return int32(math.Floor(float64(total)*float64(pct)/100 + 0.5)), nil
 }

@@ -1,9 +1,11 @@
 package v1alpha1
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -63,4 +65,39 @@ func TestSetDefaultsUnitedDeployment(t *testing.T) {
 			assert.False(t, SetDefaultsUnitedDeployment(ud), "defaults are idempotent")
 		})
 	}
+}
+
+func TestSubsetReplicaCount(t *testing.T) {
+	for _, tc := range []struct {
+		total int32
+		v     string
+		want  int32
+		err   bool
+	}{
+		{10, "3", 3, false},
+		{10, "25%", 3, false}, // 2.5 rounds half up
+		{10, "24%", 2, false},
+		{7, "50%", 4, false}, // 3.5
+		{5, "10%", 1, false}, // 0.5
+		{5, "9%", 0, false},  // 0.45
+		{10, "100%", 10, false},
+		{10, "0%", 0, false},
+		{10, "101%", 0, true},
+		{10, "-1%", 0, true},
+		{10, "x%", 0, true},
+		{10, "5x", 0, true},
+		{-1, "50%", 0, true}, // no spec.replicas
+		{-1, "4", 4, false},
+		{math.MaxInt32, "100%", math.MaxInt32, false},
+	} {
+		got, err := SubsetReplicaCount(tc.total, intstr.Parse(tc.v))
+		if tc.err {
+			assert.Error(t, err, "%d %s", tc.total, tc.v)
+			continue
+		}
+		require.NoError(t, err, "%d %s", tc.total, tc.v)
+		assert.Equal(t, tc.want, got, "%d %s", tc.total, tc.v)
+	}
+	_, err := SubsetReplicaCount(10, intstr.FromInt32(-1))
+	assert.Error(t, err)
 }
