@@ -23,9 +23,17 @@ type kindAPI interface {
 
 func apiFor(client kubernetes.Interface, kind string) kindAPI {
 	if kind == KindSecret {
-		return secretsAPI{client}
+		return typedAPI[*corev1.Secret, *corev1.SecretList]{
+			client: func(ns string) typedClient[*corev1.Secret, *corev1.SecretList] { return client.CoreV1().Secrets(ns) },
+			items:  func(l *corev1.SecretList) []metav1.Object { return objects(l.Items) },
+		}
 	}
-	return configMapsAPI{client}
+	return typedAPI[*corev1.ConfigMap, *corev1.ConfigMapList]{
+		client: func(ns string) typedClient[*corev1.ConfigMap, *corev1.ConfigMapList] {
+			return client.CoreV1().ConfigMaps(ns)
+		},
+		items: func(l *corev1.ConfigMapList) []metav1.Object { return objects(l.Items) },
+	}
 }
 
 func deleteOptions(uid types.UID) metav1.DeleteOptions {
@@ -36,80 +44,62 @@ func nameSelector(name string) metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 }
 
-type secretsAPI struct{ c kubernetes.Interface }
-
-func (a secretsAPI) get(ctx context.Context, ns, name string) (metav1.Object, error) {
-	return a.c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+// typedClient is the part of client-go's typed Secret and ConfigMap clients kindAPI needs.
+type typedClient[T metav1.Object, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 }
 
-func (a secretsAPI) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return nil, fmt.Errorf("not a Secret: %T", obj)
-	}
-	return a.c.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+// typedAPI is kindAPI over one kind's typed client.
+type typedAPI[T metav1.Object, L any] struct {
+	client func(ns string) typedClient[T, L]
+	items  func(L) []metav1.Object
 }
 
-func (a secretsAPI) update(ctx context.Context, obj metav1.Object) error {
-	s, ok := obj.(*corev1.Secret)
+func (a typedAPI[T, L]) get(ctx context.Context, ns, name string) (metav1.Object, error) {
+	return a.client(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a typedAPI[T, L]) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
+	o, ok := obj.(T)
 	if !ok {
-		return fmt.Errorf("not a Secret: %T", obj)
+		return nil, fmt.Errorf("not a %T: %T", o, obj)
 	}
-	_, err := a.c.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+	return a.client(o.GetNamespace()).Create(ctx, o, metav1.CreateOptions{})
+}
+
+func (a typedAPI[T, L]) update(ctx context.Context, obj metav1.Object) error {
+	o, ok := obj.(T)
+	if !ok {
+		return fmt.Errorf("not a %T: %T", o, obj)
+	}
+	_, err := a.client(o.GetNamespace()).Update(ctx, o, metav1.UpdateOptions{})
 	return err
 }
 
-func (a secretsAPI) delete(ctx context.Context, ns, name string, uid types.UID) error {
-	return a.c.CoreV1().Secrets(ns).Delete(ctx, name, deleteOptions(uid))
+func (a typedAPI[T, L]) delete(ctx context.Context, ns, name string, uid types.UID) error {
+	return a.client(ns).Delete(ctx, name, deleteOptions(uid))
 }
 
-func (a secretsAPI) listNamed(ctx context.Context, name string) ([]metav1.Object, error) {
-	l, err := a.c.CoreV1().Secrets("").List(ctx, nameSelector(name))
+func (a typedAPI[T, L]) listNamed(ctx context.Context, name string) ([]metav1.Object, error) {
+	l, err := a.client("").List(ctx, nameSelector(name))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]metav1.Object, 0, len(l.Items))
-	for i := range l.Items {
-		out = append(out, &l.Items[i])
-	}
-	return out, nil
+	return a.items(l), nil
 }
 
-type configMapsAPI struct{ c kubernetes.Interface }
-
-func (a configMapsAPI) get(ctx context.Context, ns, name string) (metav1.Object, error) {
-	return a.c.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (a configMapsAPI) create(ctx context.Context, obj metav1.Object) (metav1.Object, error) {
-	c, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return nil, fmt.Errorf("not a ConfigMap: %T", obj)
+// objects are pointers to a list's items, as metav1.Objects.
+func objects[E any, P interface {
+	*E
+	metav1.Object
+}](items []E) []metav1.Object {
+	out := make([]metav1.Object, 0, len(items))
+	for i := range items {
+		out = append(out, P(&items[i]))
 	}
-	return a.c.CoreV1().ConfigMaps(c.Namespace).Create(ctx, c, metav1.CreateOptions{})
-}
-
-func (a configMapsAPI) update(ctx context.Context, obj metav1.Object) error {
-	c, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return fmt.Errorf("not a ConfigMap: %T", obj)
-	}
-	_, err := a.c.CoreV1().ConfigMaps(c.Namespace).Update(ctx, c, metav1.UpdateOptions{})
-	return err
-}
-
-func (a configMapsAPI) delete(ctx context.Context, ns, name string, uid types.UID) error {
-	return a.c.CoreV1().ConfigMaps(ns).Delete(ctx, name, deleteOptions(uid))
-}
-
-func (a configMapsAPI) listNamed(ctx context.Context, name string) ([]metav1.Object, error) {
-	l, err := a.c.CoreV1().ConfigMaps("").List(ctx, nameSelector(name))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]metav1.Object, 0, len(l.Items))
-	for i := range l.Items {
-		out = append(out, &l.Items[i])
-	}
-	return out, nil
+	return out
 }
