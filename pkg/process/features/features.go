@@ -70,12 +70,55 @@ const (
 	StatefulSetAutoDeletePVC featuregate.Feature = "StatefulSetAutoDeletePVC"
 
 	// StatefulSetStartOrdinal makes the Advanced StatefulSet controller number pods from
-	// spec.ordinals.start. Off, ordinals.start is read as 0. Beta, default true: the built-in
-	// StatefulSet has honoured ordinals.start since Kubernetes 1.31 (GA), and a manifest that
-	// only changes apiVersion must keep its pod names. OpenKruise has it Alpha, default false: a
-	// set that carries ordinals.start and ran under OpenKruise without the gate has pods from 0,
-	// so turn the gate off before moving such sets to kruise.
+	// spec.ordinals.start. Off, ordinals.start is read as 0. Alpha, default false, as in
+	// OpenKruise: a set that carries ordinals.start and ran under OpenKruise has its pods from 0,
+	// and a different default would renumber them when the set moves to kruise.
 	StatefulSetStartOrdinal featuregate.Feature = "StatefulSetStartOrdinal"
+
+	// PodIndexLabel makes the Advanced StatefulSet controller label each new pod with its
+	// ordinal (apps.kubernetes.io/pod-index), as the built-in StatefulSet does. Beta, default
+	// true (as in OpenKruise).
+	PodIndexLabel featuregate.Feature = "PodIndexLabel"
+
+	// StatefulSetAutoResizePVCGate makes the Advanced StatefulSet controller act on
+	// volumeClaimUpdateStrategy: a storage request grown in volumeClaimTemplates expands the
+	// existing claims (where their StorageClass allows it), and status.volumeClaims says how many
+	// pods' claims match the templates. Alpha, default false (as in OpenKruise).
+	StatefulSetAutoResizePVCGate featuregate.Feature = "StatefulSetAutoResizePVCGate"
+
+	// RecreatePodWhenChangeVCTInCloneSetGate makes a change of a CloneSet's volumeClaimTemplates
+	// a new revision that recreates the pods (and their claims), unless the update is
+	// InPlaceOnly. Alpha, default false (as in OpenKruise).
+	RecreatePodWhenChangeVCTInCloneSetGate featuregate.Feature = "RecreatePodWhenChangeVCTInCloneSetGate"
+
+	// CloneSetShortHash makes the CloneSet controller write only the hash part of a revision
+	// name in a new pod's controller-revision-hash label (both forms are always read). Alpha,
+	// default false (as in OpenKruise).
+	CloneSetShortHash featuregate.Feature = "CloneSetShortHash"
+
+	// CloneSetPartitionRollback makes a CloneSet whose partition grows bring updated pods back
+	// to the current revision until partition pods are old again. Alpha, default false (as in
+	// OpenKruise).
+	CloneSetPartitionRollback featuregate.Feature = "CloneSetPartitionRollback"
+
+	// PreparingUpdateAsUpdate makes the CloneSet controller count a pod held in the
+	// PreparingUpdate lifecycle state (waiting on its inPlaceUpdate hook) as updated when it
+	// decides how many pods to update, as it counts it for maxUnavailable. Alpha, default false
+	// (as in OpenKruise).
+	PreparingUpdateAsUpdate featuregate.Feature = "PreparingUpdateAsUpdate"
+
+	// InPlaceWorkloadVerticalScaling lets an in-place update change containers' cpu and memory
+	// through the pods/resize subresource (CloneSet, Advanced StatefulSet, Advanced DaemonSet,
+	// SidecarSet). Off, a change of resources is not in-place-able and the pod is recreated (as
+	// OpenKruise does with the gate off). Beta, default true: kruise has resized in place since
+	// its CloneSet's first release, and the end state is the one the manifest asks for either
+	// way. OpenKruise has it Alpha, default false.
+	InPlaceWorkloadVerticalScaling featuregate.Feature = "InPlaceWorkloadVerticalScaling"
+
+	// EnableSortSidecarContainerByName makes the SidecarSet injection order the sidecar
+	// containers it injects by name, so that the order does not depend on the order the
+	// SidecarSets were listed. Alpha, default false (as in OpenKruise).
+	EnableSortSidecarContainerByName featuregate.Feature = "EnableSortSidecarContainerByName"
 
 	// SidecarSetPatchPodMetadataDefaultsAllowed lets a SidecarSet's patchPodMetadata patch any pod
 	// annotation when the allow-list (ConfigMap kruise-configuration, key
@@ -144,7 +187,15 @@ var specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	PreDownloadImageForInPlaceUpdate:          {Default: false, PreRelease: featuregate.Alpha},
 	PreDownloadImageForDaemonSetUpdate:        {Default: false, PreRelease: featuregate.Alpha},
 	StatefulSetAutoDeletePVC:                  {Default: true, PreRelease: featuregate.Beta},
-	StatefulSetStartOrdinal:                   {Default: true, PreRelease: featuregate.Beta},
+	StatefulSetStartOrdinal:                   {Default: false, PreRelease: featuregate.Alpha},
+	PodIndexLabel:                             {Default: true, PreRelease: featuregate.Beta},
+	StatefulSetAutoResizePVCGate:              {Default: false, PreRelease: featuregate.Alpha},
+	RecreatePodWhenChangeVCTInCloneSetGate:    {Default: false, PreRelease: featuregate.Alpha},
+	CloneSetShortHash:                         {Default: false, PreRelease: featuregate.Alpha},
+	CloneSetPartitionRollback:                 {Default: false, PreRelease: featuregate.Alpha},
+	PreparingUpdateAsUpdate:                   {Default: false, PreRelease: featuregate.Alpha},
+	InPlaceWorkloadVerticalScaling:            {Default: true, PreRelease: featuregate.Beta},
+	EnableSortSidecarContainerByName:          {Default: false, PreRelease: featuregate.Alpha},
 	SidecarSetPatchPodMetadataDefaultsAllowed: {Default: false, PreRelease: featuregate.Alpha},
 	PodUnavailableBudgetDeleteGate:            {Default: true, PreRelease: featuregate.Beta},
 	PodUnavailableBudgetUpdateGate:            {Default: false, PreRelease: featuregate.Alpha},

@@ -16,7 +16,8 @@ func TestFlag(t *testing.T) {
 		"InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "SidecarSetPatchPodMetadataDefaultsAllowed": false,
 		"PodUnavailableBudgetDeleteGate": true, "PodUnavailableBudgetUpdateGate": false, "ResourcesDeletionProtection": false, "DeletionProtectionForCRDCascadingGate": false, "WorkloadSpread": true,
 		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false, "ResourceDistributionGate": false,
-		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}
+		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": false,
+		"PodIndexLabel": true, "StatefulSetAutoResizePVCGate": false, "RecreatePodWhenChangeVCTInCloneSetGate": false, "CloneSetShortHash": false, "CloneSetPartitionRollback": false, "PreparingUpdateAsUpdate": false, "InPlaceWorkloadVerticalScaling": true, "EnableSortSidecarContainerByName": false}
 	with := func(changes map[string]bool) map[string]bool {
 		out := map[string]bool{}
 		for k, v := range defaults {
@@ -50,17 +51,18 @@ func TestFlag(t *testing.T) {
 			want: defaults, warnings: []string{"TemplateNoDefaults"}, str: "KruiseDaemon=true,TemplateNoDefaults=true"},
 		{name: "AllBeta=false turns the Beta gates off", args: []string{"AllBeta=false"},
 			want: with(map[string]bool{"KruiseDaemon": false, "SidecarTerminator": false, "ImagePullJobGate": false, "InPlaceUpdateEnvFromMetadata": false,
-				"StatefulSetAutoDeletePVC": false, "StatefulSetStartOrdinal": false, "PodUnavailableBudgetDeleteGate": false, "WorkloadSpread": false, "PodProbeMarkerGate": false}),
+				"StatefulSetAutoDeletePVC": false, "PodIndexLabel": false, "InPlaceWorkloadVerticalScaling": false, "PodUnavailableBudgetDeleteGate": false, "WorkloadSpread": false, "PodProbeMarkerGate": false}),
 			str: "AllBeta=false"},
 		{name: "AllBeta=false but one gate on", args: []string{"AllBeta=false,SidecarTerminator=true"},
 			want: with(map[string]bool{"KruiseDaemon": false, "ImagePullJobGate": false, "InPlaceUpdateEnvFromMetadata": false,
-				"StatefulSetAutoDeletePVC": false, "StatefulSetStartOrdinal": false, "PodUnavailableBudgetDeleteGate": false, "WorkloadSpread": false, "PodProbeMarkerGate": false}),
+				"StatefulSetAutoDeletePVC": false, "PodIndexLabel": false, "InPlaceWorkloadVerticalScaling": false, "PodUnavailableBudgetDeleteGate": false, "WorkloadSpread": false, "PodProbeMarkerGate": false}),
 			str: "AllBeta=false,SidecarTerminator=true"},
 		{name: "AllAlpha=true turns the Alpha gate on", args: []string{"AllAlpha=true"},
-			want: with(map[string]bool{"EnableExternalCerts": true, "CloneSetEventHandlerOptimization": true, "PreDownloadImageForInPlaceUpdate": true, "PreDownloadImageForDaemonSetUpdate": true, "SidecarSetPatchPodMetadataDefaultsAllowed": true, "PodUnavailableBudgetUpdateGate": true, "DeletionProtectionForCRDCascadingGate": true, "EnablePodProbeMarkerOnServerless": true, "EnhancedLivenessProbe": true, "ResourceDistributionGate": true}), str: "AllAlpha=true"},
+			want: with(map[string]bool{"EnableExternalCerts": true, "CloneSetEventHandlerOptimization": true, "PreDownloadImageForInPlaceUpdate": true, "PreDownloadImageForDaemonSetUpdate": true, "SidecarSetPatchPodMetadataDefaultsAllowed": true, "PodUnavailableBudgetUpdateGate": true, "DeletionProtectionForCRDCascadingGate": true, "EnablePodProbeMarkerOnServerless": true, "EnhancedLivenessProbe": true, "ResourceDistributionGate": true,
+				"StatefulSetStartOrdinal": true, "StatefulSetAutoResizePVCGate": true, "RecreatePodWhenChangeVCTInCloneSetGate": true, "CloneSetShortHash": true, "CloneSetPartitionRollback": true, "PreparingUpdateAsUpdate": true, "EnableSortSidecarContainerByName": true}), str: "AllAlpha=true"},
 		{name: "EnableExternalCerts is implemented, not warned about", args: []string{"EnableExternalCerts=true"},
 			want: with(map[string]bool{"EnableExternalCerts": true}), str: "EnableExternalCerts=true"},
-		{name: "typo", args: []string{"KruiseDeamon=false"}, err: "unknown feature gate KruiseDeamon; kruise's gates are AllAlpha, AllBeta, CloneSetEventHandlerOptimization, DeletionProtectionForCRDCascadingGate, EnableExternalCerts, EnablePodProbeMarkerOnServerless, EnhancedLivenessProbe, ImagePullJobGate, InPlaceUpdateEnvFromMetadata, KruiseDaemon, PodProbeMarkerGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, PreDownloadImageForDaemonSetUpdate, PreDownloadImageForInPlaceUpdate, ResourceDistributionGate, ResourcesDeletionProtection, SidecarSetPatchPodMetadataDefaultsAllowed, SidecarTerminator, StatefulSetAutoDeletePVC, StatefulSetStartOrdinal, WorkloadSpread"},
+		{name: "typo", args: []string{"KruiseDeamon=false"}, err: "unknown feature gate KruiseDeamon; kruise's gates are AllAlpha, AllBeta, CloneSetEventHandlerOptimization, CloneSetPartitionRollback, CloneSetShortHash, DeletionProtectionForCRDCascadingGate, EnableExternalCerts, EnablePodProbeMarkerOnServerless, EnableSortSidecarContainerByName, EnhancedLivenessProbe, ImagePullJobGate, InPlaceUpdateEnvFromMetadata, InPlaceWorkloadVerticalScaling, KruiseDaemon, PodIndexLabel, PodProbeMarkerGate, PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate, PreDownloadImageForDaemonSetUpdate, PreDownloadImageForInPlaceUpdate, PreparingUpdateAsUpdate, RecreatePodWhenChangeVCTInCloneSetGate, ResourceDistributionGate, ResourcesDeletionProtection, SidecarSetPatchPodMetadataDefaultsAllowed, SidecarTerminator, StatefulSetAutoDeletePVC, StatefulSetAutoResizePVCGate, StatefulSetStartOrdinal, WorkloadSpread"},
 		{name: "typo next to a good gate changes nothing", args: []string{"KruiseDaemon=false,Nope=true"}, want: defaults, err: "unknown feature gate Nope"},
 		{name: "not a bool", args: []string{"KruiseDaemon=yes"}, err: `feature gate KruiseDaemon has value "yes": want true or false`},
 		{name: "1 is not accepted", args: []string{"PodWebhook=1"}, err: `feature gate PodWebhook has value "1"`},
@@ -110,7 +112,8 @@ func TestFlagLog(t *testing.T) {
 		"InPlaceUpdateEnvFromMetadata": true, "CloneSetEventHandlerOptimization": false, "PreDownloadImageForInPlaceUpdate": false, "PreDownloadImageForDaemonSetUpdate": false, "SidecarSetPatchPodMetadataDefaultsAllowed": false,
 		"PodUnavailableBudgetDeleteGate": true, "PodUnavailableBudgetUpdateGate": false, "ResourcesDeletionProtection": false, "DeletionProtectionForCRDCascadingGate": false, "WorkloadSpread": true,
 		"PodProbeMarkerGate": true, "EnablePodProbeMarkerOnServerless": false, "EnhancedLivenessProbe": false, "ResourceDistributionGate": false,
-		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": true}},
+		"StatefulSetAutoDeletePVC": true, "StatefulSetStartOrdinal": false,
+		"PodIndexLabel": true, "StatefulSetAutoResizePVCGate": false, "RecreatePodWhenChangeVCTInCloneSetGate": false, "CloneSetShortHash": false, "CloneSetPartitionRollback": false, "PreparingUpdateAsUpdate": false, "InPlaceWorkloadVerticalScaling": true, "EnableSortSidecarContainerByName": false}},
 		entries[1].ParameterKVList)
 }
 
@@ -119,7 +122,7 @@ func TestGateListsAreDisjoint(t *testing.T) {
 		_, ignored := Unimplemented(string(name))
 		assert.False(t, ignored, "%s is both implemented and ignored", name)
 	}
-	assert.Len(t, unimplemented, 16)
+	assert.Len(t, unimplemented, 8)
 	for name, reason := range unimplemented {
 		assert.False(t, strings.ContainsAny(name, " =,"), name)
 		assert.NotEmpty(t, reason, name)
@@ -140,5 +143,5 @@ func TestCollector(t *testing.T) {
 		require.Len(t, m.GetLabel(), 1)
 		got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
 	}
-	assert.Equal(t, map[string]float64{"CloneSetEventHandlerOptimization": 0, "EnableExternalCerts": 0, "ImagePullJobGate": 0, "InPlaceUpdateEnvFromMetadata": 1, "KruiseDaemon": 1, "PreDownloadImageForDaemonSetUpdate": 0, "PreDownloadImageForInPlaceUpdate": 0, "SidecarSetPatchPodMetadataDefaultsAllowed": 0, "PodUnavailableBudgetDeleteGate": 1, "PodUnavailableBudgetUpdateGate": 0, "ResourcesDeletionProtection": 0, "DeletionProtectionForCRDCascadingGate": 0, "SidecarTerminator": 1, "StatefulSetAutoDeletePVC": 1, "StatefulSetStartOrdinal": 1, "WorkloadSpread": 1, "PodProbeMarkerGate": 1, "EnablePodProbeMarkerOnServerless": 0, "EnhancedLivenessProbe": 0, "ResourceDistributionGate": 0}, got)
+	assert.Equal(t, map[string]float64{"CloneSetEventHandlerOptimization": 0, "EnableExternalCerts": 0, "ImagePullJobGate": 0, "InPlaceUpdateEnvFromMetadata": 1, "KruiseDaemon": 1, "PreDownloadImageForDaemonSetUpdate": 0, "PreDownloadImageForInPlaceUpdate": 0, "SidecarSetPatchPodMetadataDefaultsAllowed": 0, "PodUnavailableBudgetDeleteGate": 1, "PodUnavailableBudgetUpdateGate": 0, "ResourcesDeletionProtection": 0, "DeletionProtectionForCRDCascadingGate": 0, "SidecarTerminator": 1, "StatefulSetAutoDeletePVC": 1, "StatefulSetStartOrdinal": 0, "PodIndexLabel": 1, "StatefulSetAutoResizePVCGate": 0, "RecreatePodWhenChangeVCTInCloneSetGate": 0, "CloneSetShortHash": 0, "CloneSetPartitionRollback": 0, "PreparingUpdateAsUpdate": 0, "InPlaceWorkloadVerticalScaling": 1, "EnableSortSidecarContainerByName": 0, "WorkloadSpread": 1, "PodProbeMarkerGate": 1, "EnablePodProbeMarkerOnServerless": 0, "EnhancedLivenessProbe": 0, "ResourceDistributionGate": 0}, got)
 }

@@ -42,9 +42,9 @@ func readReferenceGates(t *testing.T) []referenceGate {
 // differentDefaults are the implemented gates whose default or stage is
 // deliberately not OpenKruise's; the doc comment of each gate says why.
 var differentDefaults = map[string]bool{
-	"SidecarTerminator":       true, // on: the terminator is a reason to install kruise
-	"ImagePullJobGate":        true, // on: image pre-pull is one of kruise's two daemon features
-	"StatefulSetStartOrdinal": true, // on: the built-in StatefulSet honours ordinals.start (GA since 1.31)
+	"SidecarTerminator":              true, // on: the terminator is a reason to install kruise
+	"ImagePullJobGate":               true, // on: image pre-pull is one of kruise's two daemon features
+	"InPlaceWorkloadVerticalScaling": true, // on: kruise has resized in place from its first CloneSet; the end state is the same
 }
 
 // afterRelease are gates OpenKruise added after v1.9.0 (master, the module

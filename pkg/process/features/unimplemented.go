@@ -12,18 +12,10 @@ var unimplemented = map[string]string{
 	"PodWebhook": "kruise's pod webhook is turned on by --webhook-enabled (the chart's webhook.enabled) and is only called for pods " +
 		"that need it (matchConditions); " + notImplemented,
 	"DaemonWatchingPod": "kruise-daemon always watches the pods of its own node (spec.nodeName field selector); the gate has nothing to switch",
-	"CloneSetShortHash": notImplemented,
 	"KruisePodReadinessGate": "kruise injects no KruisePodReady readiness gate when pods are created (no pod webhook); " +
 		notImplemented,
-	"CloneSetPartitionRollback":                 notImplemented,
 	"TemplateNoDefaults":                        notImplemented,
-	"PreparingUpdateAsUpdate":                   notImplemented,
-	"RecreatePodWhenChangeVCTInCloneSetGate":    notImplemented,
-	"PodIndexLabel":                             notImplemented,
-	"StatefulSetAutoResizePVCGate":              notImplemented,
 	"ForceDeleteTimeoutExpectationGate":         notImplemented,
-	"InPlaceWorkloadVerticalScaling":            notImplemented,
-	"EnableSortSidecarContainerByName":          notImplemented,
 	"InPlacePodVerticalScaling":                 notImplemented,
 	"DefaultHostNetworkHostPortsInPodTemplates": notImplemented,
 	"DaemonSetPruneIneligibleNodes":             notImplemented,
