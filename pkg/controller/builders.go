@@ -314,6 +314,8 @@ func buildCloneSet(d Deps) (Controller, error) {
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
 		Resize:       d.Resize,
 		Budget:       d.budgetCheck(),
+
+		ClaimTemplates: d.Options.featureGate().Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
@@ -369,6 +371,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+		ResizeClaims:         d.Options.featureGate().Enabled(features.StatefulSetAutoResizePVCGate),
 		Resize:               d.Resize,
 		Budget:               d.budgetCheck(),
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/claimupdate"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -62,6 +63,11 @@ type Config struct {
 	// nothing. A pod a budget holds waits, as does one whose deletion the pod webhook refuses for
 	// a budget.
 	Budget budgetwait.Check
+	// ClaimTemplates acts on changes of volumeClaimTemplates (gate
+	// RecreatePodWhenChangeVCTInCloneSetGate): PVCs are expanded to a larger storage request,
+	// and a pod whose PVCs differ otherwise is recreated rather than updated in place
+	// (volumeclaims.go).
+	ClaimTemplates bool
 }
 
 // Controller runs CloneSets.
@@ -99,6 +105,9 @@ type Controller struct {
 	// it, once per reason.
 	budget      budgetwait.Check
 	budgetWaits *budgetwait.Reporter
+	// claimTemplates is Config's; expander grows PVCs for it.
+	claimTemplates bool
+	expander       *claimupdate.Expander
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -128,6 +137,9 @@ func New(cfg Config) (*Controller, error) {
 		resize:        cfg.Resize,
 		budget:        cfg.Budget,
 		budgetWaits:   budgetwait.NewReporter(),
+
+		claimTemplates: cfg.ClaimTemplates,
+		expander:       &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {
@@ -157,6 +169,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.claimAdded,
+		UpdateFunc: c.claimUpdated,
 		DeleteFunc: c.claimDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding the PVC event handler: %w", err)

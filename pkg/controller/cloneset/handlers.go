@@ -55,6 +55,7 @@ func (c *Controller) claimDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.forgetClaim(m.GetUID())
 	if key, ok := c.podEvents.OwnerKey(m); ok {
 		c.expect.ObserveDeleted(key, expectations.PersistentVolumeClaims, obj)
 		c.queue.Add(key)

@@ -13,6 +13,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/claimupdate"
 )
 
 // writeStatus writes the CloneSet's status from the pass, with the pass's scale and update
@@ -53,6 +54,10 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass, scaleErr, updateE
 	// disrupting pods found none held back.
 	if waits := p.waits.List(); len(waits) > 0 || p.budgetSettled {
 		setFailure(st, appsv1beta1.CloneSetConditionPodUnavailableBudgetWait, budgetwait.ConditionReason(waits), budgetwait.Message(waits), now)
+	}
+
+	if p.claimsChecked {
+		setFailure(st, appsv1beta1.CloneSetConditionType(claimupdate.ConditionType), claimupdate.ConditionType, claimupdate.Message(p.claimRefusals), now)
 	}
 
 	var before Counts

@@ -13,6 +13,7 @@ import (
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/process/durations"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/claimupdate"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
@@ -55,6 +56,9 @@ type pass struct {
 	// got as far as disrupting pods (updating or deleting), so no waits means none are left.
 	waits         budgetwait.Waits
 	budgetSettled bool
+	// claimsChecked: expandClaims ran; claimRefusals are the PVCs it could not expand.
+	claimsChecked bool
+	claimRefusals []claimupdate.Refusal
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (after time.Duration, err error) {
@@ -99,6 +103,8 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	// Pre-download first, so that pulls start before this pass's updates; its errors are
 	// returned after the pass, not in its way.
 	preDownloadErr := c.preDownload(ctx, p)
+	// Claim expansion is no pod update: it neither waits for the rollout nor holds it.
+	claimErr := c.expandClaims(ctx, p)
 	var scaleErr, updateErr error
 	var actAfter time.Duration
 	facts := c.facts(p)
@@ -125,6 +131,9 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	}
 	if preDownloadErr != nil {
 		return 0, preDownloadErr
+	}
+	if claimErr != nil {
+		return 0, claimErr
 	}
 	if !acted {
 		if err := c.history.TruncateHistory(ctx, p.history.Revisions, p.cs.Spec.RevisionHistoryLimit, p.pods); err != nil {
@@ -199,8 +208,8 @@ var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
-	return inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()),
-		inPlaceOptions.WithoutResize(p.noResize))
+	return c.claimRoute(p, pod, inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()),
+		inPlaceOptions.WithoutResize(p.noResize)))
 }
 
 // strategyOf reads the CloneSet's strategy in the terms Resolve takes.

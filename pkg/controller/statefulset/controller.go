@@ -23,6 +23,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/claimupdate"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/ownership"
@@ -49,6 +50,9 @@ type Config struct {
 	// IgnoreClaimRetention leaves persistentVolumeClaimRetentionPolicy unapplied (gate
 	// StatefulSetAutoDeletePVC off): PVCs are created without owners and never re-owned.
 	IgnoreClaimRetention bool
+	// ResizeClaims acts on volumeClaimUpdateStrategy and writes status.volumeClaims (gate
+	// StatefulSetAutoResizePVCGate): see updateClaims.
+	ResizeClaims bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
 	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
@@ -79,7 +83,10 @@ type Controller struct {
 	// ignoreOrdinalsStart and ignoreClaimRetention are Config's.
 	ignoreOrdinalsStart  bool
 	ignoreClaimRetention bool
-	queue                workqueue.TypedRateLimitingInterface[string]
+	// resizeClaims is Config's; expander grows claims for it.
+	resizeClaims bool
+	expander     *claimupdate.Expander
+	queue        workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
@@ -114,6 +121,8 @@ func New(cfg Config) (*Controller, error) {
 
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
+		resizeClaims:         cfg.ResizeClaims,
+		expander:             &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
 		resize:               cfg.Resize,
 		budgetWaits:          budgetwait.NewReporter(),
 	}
@@ -133,6 +142,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if _, err := cfg.Claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.claimAdded,
+		UpdateFunc: c.claimUpdated,
 		DeleteFunc: c.claimDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("adding the PVC event handler: %w", err)

@@ -3,8 +3,11 @@ package statefulset
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
@@ -51,8 +54,26 @@ func (c *Controller) claimAdded(obj any) {
 	}
 }
 
+// claimUpdated follows a claim's expansion (its capacity, its conditions) for
+// status.volumeClaims and the pod update that waits for it; only with ResizeClaims, since
+// without it nothing reads them.
+func (c *Controller) claimUpdated(old, cur any) {
+	if !c.resizeClaims {
+		return
+	}
+	o, ok1 := old.(*corev1.PersistentVolumeClaim)
+	n, ok2 := cur.(*corev1.PersistentVolumeClaim)
+	if !ok1 || !ok2 || (apiequality.Semantic.DeepEqual(o.Status, n.Status) && apiequality.Semantic.DeepEqual(o.Spec.Resources, n.Spec.Resources)) {
+		return
+	}
+	for _, key := range c.claimSets(n) {
+		c.queue.Add(key)
+	}
+}
+
 func (c *Controller) claimDeleted(obj any) {
 	if m, ok := expectations.DeletedObject(obj); ok {
+		c.expander.Forget([]types.UID{m.GetUID()})
 		for _, key := range c.claimSets(m) {
 			c.queue.Add(key)
 		}

@@ -14,6 +14,7 @@ import (
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/claimupdate"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -96,6 +97,9 @@ func (c *Controller) writeStatus(ctx context.Context, p *pass) error {
 	if waits := p.waits.List(); p.rolled || len(waits) > 0 {
 		setCondition(st, appsv1beta1.PodUnavailableBudgetWait, budgetwait.ConditionReason(waits), budgetwait.Message(waits), now)
 	}
+	claimStatus(st, p, func(message string) {
+		setCondition(st, appsv1.StatefulSetConditionType(claimupdate.ConditionType), claimupdate.ConditionType, message, now)
+	})
 	if apiequality.Semantic.DeepEqual(st, &set.Status) {
 		return nil
 	}

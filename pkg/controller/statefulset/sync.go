@@ -65,6 +65,8 @@ type pass struct {
 	// waits are the pods a PodUnavailableBudget held back in this pass (a pass that rolled and
 	// found none ends the wait).
 	waits budgetwait.Waits
+	// claimState is what updateClaims found (volumeclaims.go).
+	claimState volumeClaims
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -135,6 +137,9 @@ func (c *Controller) act(ctx context.Context, p *pass) (time.Duration, error) {
 		return after, err
 	}
 	if err := c.syncClaims(ctx, p); err != nil {
+		return after, err
+	}
+	if err := c.updateClaims(ctx, p); err != nil {
 		return after, err
 	}
 	p.scaled = true

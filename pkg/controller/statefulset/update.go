@@ -53,7 +53,7 @@ func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
 	ru := p.set.Spec.UpdateStrategy.RollingUpdate
 	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
 		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.minReady, Now: p.now,
-		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil }}
+		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil || p.claimState.held[pod.Name] }}
 	if ru != nil && in.Parallel {
 		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
 		if err != nil {
