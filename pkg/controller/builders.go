@@ -314,6 +314,10 @@ func buildCloneSet(d Deps) (Controller, error) {
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
 		Resize:       d.Resize,
 		Budget:       d.budgetCheck(),
+
+		PartitionRollback:       d.Options.featureGate().Enabled(features.CloneSetPartitionRollback),
+		PreparingUpdateAsUpdate: d.Options.featureGate().Enabled(features.PreparingUpdateAsUpdate),
+		ShortHash:               d.Options.featureGate().Enabled(features.CloneSetShortHash),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true

@@ -57,6 +57,15 @@ type Config struct {
 	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
 	// the reason. nil: it does.
 	Resize *inplace.ResizeSupport
+	// PartitionRollback (gate CloneSetPartitionRollback): when the partition grows past the old
+	// pods, updated pods go back to the current revision.
+	PartitionRollback bool
+	// PreparingUpdateAsUpdate (gate PreparingUpdateAsUpdate): the scale pass counts pods in
+	// lifecycle state PreparingUpdate as updated.
+	PreparingUpdateAsUpdate bool
+	// ShortHash (gate CloneSetShortHash): pods' controller-revision-hash label holds only the
+	// revision's hash. Both forms are read whatever it says.
+	ShortHash bool
 	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate) and
 	// before it is marked for recreation (PodUnavailableBudgetDeleteGate); the zero Check asks
 	// nothing. A pod a budget holds waits, as does one whose deletion the pod webhook refuses for
@@ -99,6 +108,8 @@ type Controller struct {
 	// it, once per reason.
 	budget      budgetwait.Check
 	budgetWaits *budgetwait.Reporter
+	// The gates of Config.PartitionRollback, PreparingUpdateAsUpdate and ShortHash.
+	partitionRollback, preparingUpdateAsUpdate, shortHash bool
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -128,6 +139,10 @@ func New(cfg Config) (*Controller, error) {
 		resize:        cfg.Resize,
 		budget:        cfg.Budget,
 		budgetWaits:   budgetwait.NewReporter(),
+
+		partitionRollback:       cfg.PartitionRollback,
+		preparingUpdateAsUpdate: cfg.PreparingUpdateAsUpdate,
+		shortHash:               cfg.ShortHash,
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {
