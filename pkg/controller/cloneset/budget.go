@@ -22,7 +22,8 @@ type Budget struct {
 	// ScaleMaxUnavailable: pods allowed unavailable while scaling out (creation stops there).
 	ScaleMaxUnavailable int
 	// ExcludePreparingDelete: pods waiting on a preDelete hook do not count towards Replicas.
-	ExcludePreparingDelete bool // Rollback: updated pods beyond Replicas-Partition go back to the current revision (gate
+	ExcludePreparingDelete bool
+	// Rollback: updated pods beyond Replicas-Partition go back to the current revision (gate
 	// CloneSetPartitionRollback, and only while the current and update revisions differ).
 	Rollback bool
 }
