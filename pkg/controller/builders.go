@@ -373,6 +373,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+		NoPodIndexLabel:      !d.Options.featureGate().Enabled(features.PodIndexLabel),
 		Resize:               d.Resize,
 		Budget:               d.budgetCheck(),
 	}

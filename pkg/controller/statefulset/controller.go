@@ -49,6 +49,8 @@ type Config struct {
 	// IgnoreClaimRetention leaves persistentVolumeClaimRetentionPolicy unapplied (gate
 	// StatefulSetAutoDeletePVC off): PVCs are created without owners and never re-owned.
 	IgnoreClaimRetention bool
+	// NoPodIndexLabel (gate PodIndexLabel off): new pods get no apps.kubernetes.io/pod-index label.
+	NoPodIndexLabel bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
 	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
@@ -79,6 +81,8 @@ type Controller struct {
 	// ignoreOrdinalsStart and ignoreClaimRetention are Config's.
 	ignoreOrdinalsStart  bool
 	ignoreClaimRetention bool
+	// noPodIndexLabel is Config.NoPodIndexLabel.
+	noPodIndexLabel bool
 	queue                workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
@@ -114,6 +118,7 @@ func New(cfg Config) (*Controller, error) {
 
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
+		noPodIndexLabel:      cfg.NoPodIndexLabel,
 		resize:               cfg.Resize,
 		budgetWaits:          budgetwait.NewReporter(),
 	}
