@@ -83,7 +83,7 @@ type Controller struct {
 	ignoreClaimRetention bool
 	// noPodIndexLabel is Config.NoPodIndexLabel.
 	noPodIndexLabel bool
-	queue                workqueue.TypedRateLimitingInterface[string]
+	queue           workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
