@@ -315,7 +315,10 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Resize:       d.Resize,
 		Budget:       d.budgetCheck(),
 
-		ClaimTemplates: d.Options.featureGate().Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate),
+		ClaimTemplates:          d.Options.featureGate().Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate),
+		PartitionRollback:       d.Options.featureGate().Enabled(features.CloneSetPartitionRollback),
+		PreparingUpdateAsUpdate: d.Options.featureGate().Enabled(features.PreparingUpdateAsUpdate),
+		ShortHash:               d.Options.featureGate().Enabled(features.CloneSetShortHash),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true
@@ -372,6 +375,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
 		ResizeClaims:         d.Options.featureGate().Enabled(features.StatefulSetAutoResizePVCGate),
+		NoPodIndexLabel:      !d.Options.featureGate().Enabled(features.PodIndexLabel),
 		Resize:               d.Resize,
 		Budget:               d.budgetCheck(),
 	}

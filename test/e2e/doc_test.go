@@ -30,6 +30,7 @@
 //	cloneset_priority_test.go  CloneSet: containers updated in place in batches by priority; the state annotation
 //	cloneset_hooks_test.go   CloneSet: preNormal, inPlaceUpdate and preDelete hooks by label and by finalizer
 //	cloneset_seed_test.go    CloneSet: OpenKruise's published manifests (testdata/seeds) applied unchanged
+//	cloneset_rollback_test.go  CloneSet: a raised partition rolls updated pods back in place (gate CloneSetPartitionRollback)
 //	sidecarset_resources_test.go  SidecarSet resourcesPolicy: sidecar resources computed from the app containers (sum, max), a pod without a target refused
 //	sidecarset_upgrade_test.go  SidecarSet: regular and native sidecar images upgraded in place (pod, IP and app container kept), maxUnavailable, partition, a non-image change reported
 //	daemonset_test.go        Advanced DaemonSet on node vm: default tolerations and node pin, Standard recreates, in-place image update, preDelete hook, partition and update selector

@@ -23,6 +23,9 @@ type Budget struct {
 	ScaleMaxUnavailable int
 	// ExcludePreparingDelete: pods waiting on a preDelete hook do not count towards Replicas.
 	ExcludePreparingDelete bool
+	// Rollback: updated pods beyond Replicas-Partition go back to the current revision (gate
+	// CloneSetPartitionRollback, and only while the current and update revisions differ).
+	Rollback bool
 }
 
 // Strategy is what a CloneSet asks, in the API's terms; nil values take the defaults.

@@ -58,6 +58,15 @@ type Config struct {
 	// does not, a cpu or memory change recreates the pods, or is refused under InPlaceOnly, with
 	// the reason. nil: it does.
 	Resize *inplace.ResizeSupport
+	// PartitionRollback (gate CloneSetPartitionRollback): when the partition grows past the old
+	// pods, updated pods go back to the current revision.
+	PartitionRollback bool
+	// PreparingUpdateAsUpdate (gate PreparingUpdateAsUpdate): the scale pass counts pods in
+	// lifecycle state PreparingUpdate as updated.
+	PreparingUpdateAsUpdate bool
+	// ShortHash (gate CloneSetShortHash): pods' controller-revision-hash label holds only the
+	// revision's hash. Both forms are read whatever it says.
+	ShortHash bool
 	// Budget is asked before a pod is updated in place (gate PodUnavailableBudgetUpdateGate) and
 	// before it is marked for recreation (PodUnavailableBudgetDeleteGate); the zero Check asks
 	// nothing. A pod a budget holds waits, as does one whose deletion the pod webhook refuses for
@@ -108,6 +117,8 @@ type Controller struct {
 	// claimTemplates is Config's; expander grows PVCs for it.
 	claimTemplates bool
 	expander       *claimupdate.Expander
+	// The gates of Config.PartitionRollback, PreparingUpdateAsUpdate and ShortHash.
+	partitionRollback, preparingUpdateAsUpdate, shortHash bool
 }
 
 // New builds the controller and registers its indexes and event handlers. It does not call the
@@ -138,8 +149,11 @@ func New(cfg Config) (*Controller, error) {
 		budget:        cfg.Budget,
 		budgetWaits:   budgetwait.NewReporter(),
 
-		claimTemplates: cfg.ClaimTemplates,
-		expander:       &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
+		claimTemplates:          cfg.ClaimTemplates,
+		expander:                &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
+		partitionRollback:       cfg.PartitionRollback,
+		preparingUpdateAsUpdate: cfg.PreparingUpdateAsUpdate,
+		shortHash:               cfg.ShortHash,
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

@@ -110,6 +110,8 @@ type fixtureExtras struct {
 	resize *inplace.ResizeSupport
 	// budget is Config.Budget.
 	budget budgetwait.Check
+	// The gates of Config.PartitionRollback, PreparingUpdateAsUpdate and ShortHash.
+	partitionRollback, preparingUpdateAsUpdate, shortHash bool
 }
 
 func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, x fixtureExtras) *fixture {
@@ -135,6 +137,10 @@ func newFixtureWith(t *testing.T, cs *appsv1beta1.CloneSet, revs []*appsv1.Contr
 		Revisions: inf.Apps().V1().ControllerRevisions(),
 		Resize:    x.resize,
 		Budget:    x.budget,
+
+		PartitionRollback:       x.partitionRollback,
+		PreparingUpdateAsUpdate: x.preparingUpdateAsUpdate,
+		ShortHash:               x.shortHash,
 	})
 	if err != nil {
 		t.Fatal(err)

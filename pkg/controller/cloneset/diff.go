@@ -11,8 +11,9 @@ type PodFacts struct {
 	SpecifiedDelete bool
 	// Available: ready for minReadySeconds, in lifecycle state Normal.
 	Available bool
-	// Recreate: an old pod whose update to the update revision needs a new pod (ReCreate, or a
-	// change that cannot be applied in place). Ignored for updated pods.
+	// Recreate: the pod's move needs a new pod (ReCreate, or a change that cannot be applied in
+	// place): for an old pod its update to the update revision, for an updated pod its rollback
+	// to the current revision (read only when Budget.Rollback).
 	Recreate bool
 }
 
@@ -30,6 +31,9 @@ type Diff struct {
 	// Update: old pods to move to the update revision; UpdateMaxUnavailable bounds how many
 	// pods may be unavailable once they are (the update's own and those already down).
 	Update, UpdateMaxUnavailable int
+	// Rollback: updated pods to move back to the current revision (Budget.Rollback), within
+	// UpdateMaxUnavailable as an update. Never non-zero with Update.
+	Rollback int
 	// Surge: pods above Replicas this pass allows, SurgeOld of them at the current revision.
 	Surge, SurgeOld int
 }
@@ -42,7 +46,7 @@ type counts struct {
 	toDeleteNew, toDeleteOld   int
 	preDeleteNew, preDeleteOld int
 	unavailable                int
-	oldRecreate                int
+	oldRecreate, newRecreate   int
 }
 
 func tally(pods []PodFacts) counts {
@@ -63,8 +67,13 @@ func tally(pods []PodFacts) counts {
 			c.newActive++
 			if p.SpecifiedDelete {
 				c.toDeleteNew++
-			} else if !p.Available {
-				c.unavailable++
+			} else {
+				if !p.Available {
+					c.unavailable++
+				}
+				if p.Recreate {
+					c.newRecreate++
+				}
 			}
 		default:
 			c.oldActive++
@@ -85,19 +94,26 @@ func tally(pods []PodFacts) counts {
 
 // Calculate decides a reconcile's scale and update counts for pods under budget b.
 //
-// The counts are OpenKruise's, so that a CloneSet rolls out the same way, but for one thing: a
-// surge is spent on an update only for old pods that must be recreated (or, with maxUnavailable
-// 0, as the only room there is). An old pod updated in place needs no extra pod; the reference's
-// surge there created pods and deleted old ones that could have been updated (OpenKruise #2369).
+// The counts are OpenKruise's, so that a CloneSet rolls out the same way, but for two things. A
+// surge is spent on an update only for pods that must be recreated (or, with maxUnavailable 0,
+// as the only room there is): a pod updated in place needs no extra pod; the reference's surge
+// there created pods and deleted old ones that could have been updated (OpenKruise #2369). And a
+// rollback (b.Rollback) moves updated pods back only when there are both too few old pods and
+// too many updated ones; the reference's sum also rolls pods back while pods are missing or in
+// excess, which the scale pass that comes first would undo.
 func Calculate(b Budget, pods []PodFacts) Diff {
 	c := tally(pods)
 	var d Diff
 
-	// Old pods beyond the partition go to the update revision; updated pods beyond
-	// replicas-partition would go back, which (as the reference without CloneSetPartitionRollback)
-	// is never done: an updated pod stays updated.
+	// Old pods beyond the partition go to the update revision. Updated pods beyond
+	// replicas-partition go back to the current revision only with b.Rollback; without it (as
+	// the reference without CloneSetPartitionRollback) an updated pod stays updated.
 	updateOld := max(c.oldActive-b.Partition, 0)
 	surplusNew := min(c.newActive-(b.Replicas-b.Partition), 0)
+	rollback := 0
+	if b.Rollback {
+		rollback = min(max(b.Partition-c.oldActive, 0), max(c.newActive-(b.Replicas-b.Partition), 0))
+	}
 
 	if b.MaxSurge > 0 {
 		// Replace pods asked to go before deleting them if deleting first would break
@@ -116,9 +132,18 @@ func Calculate(b Budget, pods []PodFacts) Diff {
 		if b.MaxUnavailable == 0 {
 			updateSurge = min(updateOld, -surplusNew)
 		}
-		if scaleSurge >= updateSurge {
+		// A rollback the same way, the extra pods at the current revision.
+		rollbackSurge := min(rollback, c.newRecreate)
+		if b.MaxUnavailable == 0 {
+			rollbackSurge = rollback
+		}
+		switch {
+		case scaleSurge >= max(updateSurge, rollbackSurge):
 			d.Surge, d.SurgeOld = min(b.MaxSurge, scaleSurge), min(b.MaxSurge, scaleSurgeOld)
-		} else {
+		case rollbackSurge > 0:
+			d.Surge = min(b.MaxSurge, rollbackSurge)
+			d.SurgeOld = d.Surge
+		default:
 			d.Surge = min(b.MaxSurge, updateSurge)
 		}
 	}
@@ -149,7 +174,8 @@ func Calculate(b Budget, pods []PodFacts) Diff {
 	}
 
 	d.Update = min(updateOld, -surplusNew)
-	if d.Update > 0 {
+	d.Rollback = rollback
+	if d.Update > 0 || d.Rollback > 0 {
 		d.UpdateMaxUnavailable = b.MaxUnavailable + c.all - b.Replicas
 	}
 	return d

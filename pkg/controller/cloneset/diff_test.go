@@ -36,6 +36,7 @@ var (
 	oldUnready    = PodFacts{}
 	oldToDelete   = PodFacts{Available: true, SpecifiedDelete: true}
 	newPreDeleted = PodFacts{Updated: true, PreparingDelete: true}
+	newRecreate   = PodFacts{Updated: true, Available: true, Recreate: true}
 )
 
 func TestCalculate(t *testing.T) {
@@ -81,6 +82,50 @@ func TestCalculate(t *testing.T) {
 		name: "a raised partition never rolls updated pods back",
 		b:    Budget{Replicas: 3, Partition: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100},
 		pods: pods(3, newReady),
+	}, {
+		name: "CloneSetPartitionRollback: a raised partition rolls updated pods back",
+		b:    Budget{Replicas: 4, Partition: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(1, oldReady), pods(3, newReady)),
+		want: Diff{Rollback: 2, UpdateMaxUnavailable: 1},
+	}, {
+		name: "CloneSetPartitionRollback: partition 100% rolls every updated pod back",
+		b:    Budget{Replicas: 3, Partition: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: pods(3, newReady),
+		want: Diff{Rollback: 3, UpdateMaxUnavailable: 1},
+	}, {
+		name: "CloneSetPartitionRollback: nothing to roll back when the partition is met",
+		b:    Budget{Replicas: 4, Partition: 2, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(2, oldReady), pods(2, newReady)),
+	}, {
+		name: "CloneSetPartitionRollback: a lowered partition still updates",
+		b:    Budget{Replicas: 4, Partition: 1, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(2, oldReady), pods(2, newReady)),
+		want: Diff{Update: 1, UpdateMaxUnavailable: 1},
+	}, {
+		name: "CloneSetPartitionRollback: missing pods are created at the current revision first, nothing rolled back",
+		b:    Budget{Replicas: 4, Partition: 3, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(1, oldReady), pods(1, newReady)),
+		want: Diff{ScaleUp: 2, ScaleUpOld: 2, ScaleUpLimit: 2},
+	}, {
+		name: "CloneSetPartitionRollback: rolling back counts pods already down",
+		b:    Budget{Replicas: 4, Partition: 4, MaxUnavailable: 2, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(1, oldReady), pods(2, newReady), pods(1, newUnready)),
+		want: Diff{Rollback: 3, UpdateMaxUnavailable: 2},
+	}, {
+		name: "CloneSetPartitionRollback: surge at the current revision for updated pods to be recreated",
+		b:    Budget{Replicas: 4, Partition: 3, MaxSurge: 1, MaxUnavailable: 0, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(1, oldReady), pods(3, newRecreate)),
+		want: Diff{Surge: 1, SurgeOld: 1, ScaleUp: 1, ScaleUpOld: 1, ScaleUpLimit: 1, Rollback: 2},
+	}, {
+		name: "CloneSetPartitionRollback: no surge for a rollback in place",
+		b:    Budget{Replicas: 4, Partition: 3, MaxSurge: 1, MaxUnavailable: 1, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(1, oldReady), pods(3, newReady)),
+		want: Diff{Rollback: 2, UpdateMaxUnavailable: 1},
+	}, {
+		name: "CloneSetPartitionRollback: the surplus pod of a finished rollback surge is a new one",
+		b:    Budget{Replicas: 4, Partition: 3, MaxSurge: 1, MaxUnavailable: 0, ScaleMaxUnavailable: 100, Rollback: true},
+		pods: join(pods(3, oldReady), pods(2, newRecreate)),
+		want: Diff{ScaleDown: 1, DeleteReadyLimit: 1},
 	}, {
 		name: "surge for old pods to be recreated",
 		b:    Budget{Replicas: 4, MaxSurge: 1, MaxUnavailable: 0, ScaleMaxUnavailable: 100},

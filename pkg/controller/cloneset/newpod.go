@@ -31,6 +31,9 @@ type PodRecipe struct {
 	MatchLabels map[string]string
 	// Revision is the ControllerRevision's name (<cloneset>-<hash>) the pod is created at.
 	Revision string
+	// ShortHash (gate CloneSetShortHash): the pod's controller-revision-hash label holds only
+	// the revision's hash, as OpenKruise writes it under that gate.
+	ShortHash bool
 }
 
 // NewPod is the pod with instance ID id, created at r.Revision at time now: the template with
@@ -45,7 +48,7 @@ func NewPod(r PodRecipe, id string, now time.Time) *corev1.Pod {
 	readinessgate.Declare(t)
 	pod := ownership.PodFromTemplate(t, PodName(r.CloneSet, id), r.Namespace, r.Owner)
 	pod.Labels[appsv1beta1.CloneSetInstanceID] = id
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = RevisionLabel(r.CloneSet, r.Revision, r.ShortHash)
 	pod.Labels[PodTemplateHashLabel] = ShortRevision(r.CloneSet, r.Revision)
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)
@@ -63,6 +66,16 @@ func NewClaims(r PodRecipe, id string) []*corev1.PersistentVolumeClaim {
 		out = append(out, c)
 	}
 	return out
+}
+
+// RevisionLabel is the controller-revision-hash label of a pod at revision <cloneset>-<hash>: the
+// name, or with short (gate CloneSetShortHash) the hash alone. Both forms are read everywhere
+// (revision.PodAt), so pods written before and after the gate changes stay at their revision.
+func RevisionLabel(cloneSet, revision string, short bool) string {
+	if short {
+		return ShortRevision(cloneSet, revision)
+	}
+	return revision
 }
 
 // ShortRevision is the hash part of revision <cloneset>-<hash>.

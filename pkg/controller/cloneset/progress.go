@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // Reasons of the Progressing condition (OpenKruise's values).
@@ -37,7 +38,7 @@ func Tally(pods []*corev1.Pod, updateRevision string, minReadySeconds int32, now
 	var c Counts
 	for _, p := range pods {
 		c.Replicas++
-		updated := podstate.Revision(p) == updateRevision
+		updated := revision.PodAt(p, updateRevision)
 		if updated {
 			c.Updated++
 		}

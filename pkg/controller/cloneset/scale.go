@@ -147,7 +147,8 @@ func (c *Controller) createPods(ctx context.Context, p *pass, owned []*corev1.Po
 			t = &p.cs.Spec.Template
 		}
 		return PodRecipe{Owner: *ref, Namespace: p.cs.Namespace, CloneSet: p.cs.Name, Template: t,
-			ClaimTemplates: p.cs.Spec.VolumeClaimTemplates, MatchLabels: p.cs.Spec.Selector.MatchLabels, Revision: rev}
+			ClaimTemplates: p.cs.Spec.VolumeClaimTemplates, MatchLabels: p.cs.Spec.Selector.MatchLabels, Revision: rev,
+			ShortHash: c.shortHash}
 	}
 	type plan struct {
 		pod    *corev1.Pod

@@ -109,7 +109,12 @@ func (c *Controller) sync(ctx context.Context, key string) (after time.Duration,
 	var actAfter time.Duration
 	facts := c.facts(p)
 	d := Calculate(p.budget, facts)
-	acted, scaleErr := c.scale(ctx, p, d, facts)
+	scaleFacts, scaleDiff := facts, d
+	if c.preparingUpdateAsUpdate {
+		scaleFacts = PreparingUpdateAsUpdated(p.pods, facts)
+		scaleDiff = Calculate(p.budget, scaleFacts)
+	}
+	acted, scaleErr := c.scale(ctx, p, scaleDiff, scaleFacts)
 	if !acted && scaleErr == nil {
 		acted, actAfter, updateErr = c.update(ctx, p, d, facts)
 	}
@@ -177,6 +182,8 @@ func (c *Controller) newPass(ctx context.Context, cs *appsv1beta1.CloneSet, key 
 	if err != nil {
 		return nil, err
 	}
+	// Rolling back needs a revision to go back to.
+	budget.Rollback = c.partitionRollback && h.CurrentName() != h.UpdateName()
 	var active []*corev1.Pod
 	for _, pod := range pods {
 		if Active(pod) {
@@ -193,11 +200,15 @@ func (c *Controller) facts(p *pass) []PodFacts {
 	for _, n := range p.cs.Spec.ScaleStrategy.PodsToDelete {
 		toDelete[n] = true
 	}
-	return Facts(p.pods, FactsOptions{
+	o := FactsOptions{
 		UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.cs.Spec.MinReadySeconds, Now: p.now,
 		PodsToDelete: toDelete,
 		Recreate:     func(pod *corev1.Pod) bool { return c.route(p, pod).Recreate },
-	})
+	}
+	if p.budget.Rollback {
+		o.RecreateBack = func(pod *corev1.Pod) bool { return c.routeTo(p, pod, p.history.CurrentName()).Recreate }
+	}
+	return Facts(p.pods, o)
 }
 
 // inPlaceOptions are the changes a CloneSet applies in place beyond images and metadata: cpu and
@@ -208,7 +219,12 @@ var inPlaceOptions = inplace.Options{Resize: true, NativeSidecarImages: true}
 
 // route is how pod reaches the update revision under the CloneSet's policy.
 func (c *Controller) route(p *pass, pod *corev1.Pod) inplace.Route {
-	return c.claimRoute(p, pod, inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(p.history.UpdateName()),
+	return c.routeTo(p, pod, p.history.UpdateName())
+}
+
+// routeTo is how pod reaches revision target (the current revision for a rollback).
+func (c *Controller) routeTo(p *pass, pod *corev1.Pod, target string) inplace.Route {
+	return c.claimRoute(p, pod, inplace.RouteUpdate(p.policy, p.history.Template(podstate.Revision(pod)), p.history.Template(target),
 		inPlaceOptions.WithoutResize(p.noResize)))
 }
 

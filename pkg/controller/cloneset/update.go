@@ -23,8 +23,9 @@ import (
 )
 
 // update moves pods along: first every pod's in-place update and lifecycle state, then, when
-// none of them needed a write, old pods to the update revision as d allows. It reports whether it
-// wrote anything and when to look again.
+// none of them needed a write, old pods to the update revision as d allows, or with d.Rollback
+// updated pods back to the current revision. It reports whether it wrote anything and when to
+// look again.
 func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFacts) (bool, time.Duration, error) {
 	var wait time.Duration
 	for _, pod := range p.pods {
@@ -35,20 +36,26 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	if wait > 0 {
 		return false, wait, nil // a pod's last write is not in the cache yet
 	}
-	acted, after, err := c.refreshPods(ctx, p)
+	// The revision pods are moved to in this pass: a pod waiting in PreparingUpdate is left to
+	// wait only while it is not there yet.
+	to, want := p.history.UpdateName(), d.Update
+	if d.Rollback > 0 {
+		to, want = p.history.CurrentName(), d.Rollback
+	}
+	acted, after, err := c.refreshPods(ctx, p, to)
 	if acted || err != nil {
 		return acted, after, err
 	}
 	// From here on the pass decides every update it can make now: none held back by a budget
 	// means that no pod waits for one.
 	p.budgetSettled = true
-	if why := UnconvertedStrategy(p.cs); why != "" && d.Update > 0 {
+	if why := UnconvertedStrategy(p.cs); why != "" && want > 0 {
 		p.refused = append(p.refused, why)
 		c.recorder.Event(p.cs, corev1.EventTypeWarning, ReasonUnconvertedStrategy, why)
 		return false, after, nil
 	}
 	us := p.cs.Spec.UpdateStrategy
-	if us.Type == appsv1beta1.OnDeleteCloneSetUpdateStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused) || d.Update <= 0 {
+	if us.Type == appsv1beta1.OnDeleteCloneSetUpdateStrategyType || (us.RollingUpdate != nil && us.RollingUpdate.Paused) || want <= 0 {
 		return false, after, nil
 	}
 	var cands []Candidate
@@ -58,7 +65,8 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 		if !f.Available {
 			unavailable++
 		}
-		if f.Updated || f.PreparingDelete || f.SpecifiedDelete {
+		// Old pods for an update, updated ones for a rollback.
+		if f.Updated == (d.Rollback == 0) || f.PreparingDelete || f.SpecifiedDelete {
 			continue
 		}
 		// An unreadable pod (reported by refreshPods) waits, not taking a slot of the step.
@@ -84,7 +92,7 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 		}
 		return sorted
 	}
-	chosen := ChooseUpdates(d, cands, unavailable, order)
+	chosen := ChooseUpdates(Diff{Update: want, UpdateMaxUnavailable: d.UpdateMaxUnavailable}, cands, unavailable, order)
 	if orderErr != nil {
 		c.recorder.Eventf(p.cs, corev1.EventTypeWarning, ReasonInvalidSpec, "updateStrategy.rollingUpdate.priorityStrategy: %v; pods are updated in the default order", orderErr)
 	}
@@ -92,7 +100,7 @@ func (c *Controller) update(ctx context.Context, p *pass, d Diff, facts []PodFac
 	// the step's last pod should not wait for the first one's.
 	outs := make([]podUpdate, len(chosen))
 	workqueue.ParallelizeUntil(ctx, updateWorkers, len(chosen), func(i int) {
-		outs[i] = c.updatePod(ctx, p, chosen[i])
+		outs[i] = c.updatePod(ctx, p, chosen[i], to)
 	})
 	var errs []string
 	for _, o := range outs {
@@ -121,11 +129,11 @@ type podUpdate struct {
 	err     error
 }
 
-// updatePod moves one old pod towards the update revision: through its inPlaceUpdate hook, then
-// in place, or by asking for its deletion when it must be recreated. It runs beside the other
-// pods of its step, so it only reads p.
-func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) podUpdate {
-	r := c.route(p, pod)
+// updatePod moves one pod towards revision to (the update revision, or the current one for a
+// rollback): through its inPlaceUpdate hook, then in place, or by asking for its deletion when it
+// must be recreated. It runs beside the other pods of its step, so it only reads p.
+func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod, to string) podUpdate {
+	r := c.routeTo(p, pod, to)
 	if r.Refused != nil {
 		return podUpdate{refused: fmt.Sprintf("pod %s: %v", pod.Name, r.Refused)}
 	}
@@ -134,7 +142,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 			p.waits.Add(*w) // reported once for the pass (sync)
 			return podUpdate{}
 		}
-		return podUpdate{wrote: true, err: c.markForRecreate(ctx, p, pod)}
+		return podUpdate{wrote: true, err: c.markForRecreate(ctx, p, pod, to)}
 	}
 	dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.cs.Spec.Lifecycle, Want: lifecycle.WantUpdate})
 	switch dec.Action {
@@ -144,12 +152,11 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 	default:
 		return podUpdate{}
 	}
-	update := p.history.UpdateName()
 	target := inplace.Target{
-		Revision: update, RevisionLabelKey: appsv1.ControllerRevisionHashLabelKey, RevisionLabelValue: update,
+		Revision: to, RevisionLabelKey: appsv1.ControllerRevisionHashLabelKey, RevisionLabelValue: RevisionLabel(p.cs.Name, to, c.shortHash),
 		Mutate: func(out *corev1.Pod) {
 			lifecycle.SetState(out, pub.LifecycleStateUpdating, c.clock)
-			out.Labels[PodTemplateHashLabel] = ShortRevision(p.cs.Name, update)
+			out.Labels[PodTemplateHashLabel] = ShortRevision(p.cs.Name, to)
 		},
 	}
 	var grace int32
@@ -169,7 +176,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 		return podUpdate{wrote: res.Pod != nil, err: fmt.Errorf("updating pod %s in place: %w", pod.Name, res.Err)}
 	}
 	c.metrics.podsUpdated.WithLabelValues(modeInPlace).Inc()
-	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateInPlace, "successfully update pod %s in-place (revision %s)", pod.Name, update)
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateInPlace, "successfully update pod %s in-place (revision %s)", pod.Name, to)
 	return podUpdate{wrote: true}
 }
 
@@ -177,7 +184,7 @@ func (c *Controller) updatePod(ctx context.Context, p *pass, pod *corev1.Pod) po
 // reference); the next scale pass replaces it within maxUnavailable and maxSurge. The budget has
 // been asked first (updatePod): a PodUnavailableBudget counts a pod so marked as unavailable, and
 // lets its deletion through uncharged.
-func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.Pod) error {
+func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.Pod, to string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1beta1.SpecifiedDeleteKey: "true"}}})
 	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
@@ -188,12 +195,13 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 		return fmt.Errorf("marking pod %s for recreation: %w", pod.Name, err)
 	}
 	c.metrics.podsUpdated.WithLabelValues(modeRecreate).Inc()
-	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, p.history.UpdateName())
+	c.recorder.Eventf(p.cs, corev1.EventTypeNormal, ReasonSuccessfulUpdateReCreate, "successfully mark pod %s for recreation (revision %s)", pod.Name, to)
 	return nil
 }
 
 // refreshPods moves every pod's in-place update on (next batch, InPlaceUpdateReady) and its
-// lifecycle state (PreparingNormal to Normal, Updating to Normal or Updated, ...).
+// lifecycle state (PreparingNormal to Normal, Updating to Normal or Updated, ...). to is the
+// revision this pass moves pods to: a pod in PreparingUpdate already there needs no update.
 //
 // A pod whose in-place update annotations do not decode (inplace.Unreadable: anyone who may patch
 // pods can write them) is left as it is and reported, not an error of the pass: it is counted as
@@ -201,9 +209,9 @@ func (c *Controller) markForRecreate(ctx context.Context, p *pass, pod *corev1.P
 // annotation may record an update half applied, and deleting pods on a value this controller
 // cannot read would turn a format it does not know (a newer OpenKruise's, say) into recreating
 // every pod. Removing or fixing the annotation lets the rollout take the pod.
-func (c *Controller) refreshPods(ctx context.Context, p *pass) (bool, time.Duration, error) {
+func (c *Controller) refreshPods(ctx context.Context, p *pass, to string) (bool, time.Duration, error) {
 	return lifecycle.RefreshPass{
-		Updater: c.updater, States: c.states(p), UpdateRevision: p.history.UpdateName(),
+		Updater: c.updater, States: c.states(p), UpdateRevision: to,
 		Recorder: c.recorder, Owner: p.cs, Refreshed: c.podVersions.Expect,
 		Ready: func(took time.Duration) { c.metrics.inPlace.Observe(took.Seconds()) },
 	}.Run(ctx, p.pods)

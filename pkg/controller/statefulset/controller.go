@@ -53,6 +53,8 @@ type Config struct {
 	// ResizeClaims acts on volumeClaimUpdateStrategy and writes status.volumeClaims (gate
 	// StatefulSetAutoResizePVCGate): see updateClaims.
 	ResizeClaims bool
+	// NoPodIndexLabel (gate PodIndexLabel off): new pods get no apps.kubernetes.io/pod-index label.
+	NoPodIndexLabel bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
 	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
@@ -86,7 +88,9 @@ type Controller struct {
 	// resizeClaims is Config's; expander grows claims for it.
 	resizeClaims bool
 	expander     *claimupdate.Expander
-	queue        workqueue.TypedRateLimitingInterface[string]
+	// noPodIndexLabel is Config.NoPodIndexLabel.
+	noPodIndexLabel bool
+	queue           workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
@@ -123,6 +127,7 @@ func New(cfg Config) (*Controller, error) {
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
 		resizeClaims:         cfg.ResizeClaims,
 		expander:             &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
+		noPodIndexLabel:      cfg.NoPodIndexLabel,
 		resize:               cfg.Resize,
 		budgetWaits:          budgetwait.NewReporter(),
 	}

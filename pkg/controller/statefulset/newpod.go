@@ -36,6 +36,9 @@ type PodRecipe struct {
 	// Revision is the ControllerRevision's name the pod is created at.
 	Revision  string
 	Lifecycle *pub.Lifecycle
+	// NoIndexLabel (gate PodIndexLabel off): the pod gets no apps.kubernetes.io/pod-index label,
+	// as OpenKruise's pods without the gate.
+	NoIndexLabel bool
 }
 
 // NewPod is the pod of ordinal, created at r.Revision at time now: the template with the
@@ -52,7 +55,9 @@ func NewPod(r PodRecipe, ordinal int, now time.Time) *corev1.Pod {
 	name := PodName(r.Set, ordinal)
 	pod := ownership.PodFromTemplate(t, name, r.Namespace, r.Owner)
 	pod.Labels[PodNameLabel] = name
-	pod.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
+	if !r.NoIndexLabel {
+		pod.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
+	}
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = r.Revision
 	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.UTC().Format(time.RFC3339)

@@ -49,3 +49,17 @@ func TestNewPodIdentity(t *testing.T) {
 	assert.Equal(t, map[string]string{"tier": "db", "app": "web"}, claims[0].Labels)
 	assert.Empty(t, claims[0].OwnerReferences)
 }
+
+// Gate PodIndexLabel off: no apps.kubernetes.io/pod-index label (OpenKruise without the gate);
+// the rest of the identity is the same.
+func TestNewPodWithoutIndexLabel(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}}}}
+	r := PodRecipe{Namespace: "ns", Set: "web", Template: tmpl, Revision: "web-abc"}
+	assert.Equal(t, "2", NewPod(r, 2, t0).Labels[PodIndexLabel], "the default writes it")
+	r.NoIndexLabel = true
+	pod := NewPod(r, 2, t0)
+	assert.NotContains(t, pod.Labels, PodIndexLabel)
+	assert.Equal(t, "web-2", pod.Labels[PodNameLabel])
+	assert.Equal(t, "web-abc", pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+}

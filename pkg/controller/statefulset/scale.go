@@ -164,7 +164,7 @@ func (c *Controller) recipe(p *pass, rev string) PodRecipe {
 	}
 	return PodRecipe{Owner: *metav1.NewControllerRef(p.set, controllerKind), Namespace: p.set.Namespace, Set: p.set.Name,
 		ServiceName: p.set.Spec.ServiceName, Template: t, ClaimTemplates: p.set.Spec.VolumeClaimTemplates,
-		MatchLabels: match, Revision: rev, Lifecycle: p.set.Spec.Lifecycle}
+		MatchLabels: match, Revision: rev, Lifecycle: p.set.Spec.Lifecycle, NoIndexLabel: c.noPodIndexLabel}
 }
 
 // deleteWithHook deletes pod, or moves it to PreparingDelete when a preDelete hook holds it.

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // snapshot is a rollout's progress at one moment: the workload's status
@@ -75,7 +75,7 @@ func takeSnapshot(display string, w workload, pods []*corev1.Pod) snapshot {
 		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != w.GetUID() {
 			continue
 		}
-		if pod.DeletionTimestamp == nil && pod.Labels[appsv1.ControllerRevisionHashLabelKey] == s.counts.updateRevision && podReady(pod) {
+		if pod.DeletionTimestamp == nil && revision.PodAt(pod, s.counts.updateRevision) && podReady(pod) {
 			updatedReady++
 			updatedAvailable++
 		}

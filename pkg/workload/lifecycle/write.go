@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	"github.com/nodekruise/kruise/pkg/workload/inplace"
-	"github.com/nodekruise/kruise/pkg/workload/podstate"
+	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
 // Writer writes the lifecycle states Decide hands out onto one workload's pods: the only part
@@ -103,7 +103,7 @@ func (w Writer) AfterRefresh(ctx context.Context, pod *corev1.Pod, outcome inpla
 		}
 	}
 	dec := Decide(Input{Pod: pod, Lifecycle: w.Lifecycle, Want: want,
-		AtTargetRevision: podstate.Revision(pod) == updateRevision})
+		AtTargetRevision: revision.PodAt(pod, updateRevision)})
 	if dec.Action == ActionSetState {
 		_, err := w.SetState(ctx, pod, dec)
 		return true, err

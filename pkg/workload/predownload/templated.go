@@ -12,7 +12,7 @@ import (
 func TemplatedMove(h *revision.Templated, pods []*corev1.Pod) Move {
 	ready := 0
 	for _, pod := range pods {
-		if podstate.Revision(pod) == h.UpdateName() && podstate.Ready(pod) {
+		if revision.PodAt(pod, h.UpdateName()) && podstate.Ready(pod) {
 			ready++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -49,4 +50,12 @@ func Name(workload, hash string) string {
 // it has no "-".
 func ShortHash(name string) string {
 	return name[strings.LastIndex(name, "-")+1:]
+}
+
+// PodAt is whether obj (a pod) is at the revision named name: its controller-revision-hash label
+// holds the name, or only the name's hash (what OpenKruise's CloneSetShortHash gate writes, and
+// kruise's under the same gate), so pods written either way are read alike.
+func PodAt(obj metav1.Object, name string) bool {
+	v := obj.GetLabels()[PodRevisionLabel]
+	return v != "" && (v == name || v == ShortHash(name))
 }

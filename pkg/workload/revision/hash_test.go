@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
@@ -61,4 +62,28 @@ func TestName(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "abc", ShortHash("abc"), "a name without a dash is its own short hash")
+}
+
+func TestPodAt(t *testing.T) {
+	pod := func(label string) *metav1.ObjectMeta {
+		if label == "" {
+			return &metav1.ObjectMeta{}
+		}
+		return &metav1.ObjectMeta{Labels: map[string]string{PodRevisionLabel: label}}
+	}
+	for _, tc := range []struct {
+		label, name string
+		want        bool
+	}{
+		{"web-696669bfb6", "web-696669bfb6", true},
+		{"696669bfb6", "web-696669bfb6", true}, // CloneSetShortHash
+		{"web-7fb89c44c4", "web-696669bfb6", false},
+		{"7fb89c44c4", "web-696669bfb6", false},
+		{"", "web-696669bfb6", false},
+		{"web", "web-696669bfb6", false},
+	} {
+		if got := PodAt(pod(tc.label), tc.name); got != tc.want {
+			t.Errorf("PodAt(label %q, %q) = %v, want %v", tc.label, tc.name, got, tc.want)
+		}
+	}
 }

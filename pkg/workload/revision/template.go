@@ -52,9 +52,20 @@ type Templated struct {
 func (t *Templated) CurrentName() string { return t.Current.Name }
 func (t *Templated) UpdateName() string  { return t.Update.Name }
 
-// Template is the pod template of revision name; nil when it is not in the history (or does not
+// Template is the pod template of revision name, or of the revision whose hash name is (a pod's
+// label written by the CloneSetShortHash gate); nil when it is not in the history (or does not
 // decode).
-func (t *Templated) Template(name string) *corev1.PodTemplateSpec { return t.Templates[name] }
+func (t *Templated) Template(name string) *corev1.PodTemplateSpec {
+	if tpl, ok := t.Templates[name]; ok || name == "" {
+		return tpl
+	}
+	for full, tpl := range t.Templates {
+		if ShortHash(full) == name {
+			return tpl
+		}
+	}
+	return nil
+}
 
 // ResolveTemplated is ResolveTemplate as one Templated; nil on an error.
 func (h *History) ResolveTemplated(ctx context.Context, owner Owner, template *corev1.PodTemplateSpec, currentName string,

@@ -21,4 +21,8 @@ func TestResolveTemplated(t *testing.T) {
 	assert.Equal(t, "v2", got.Template(got.UpdateName()).Spec.Containers[0].Image)
 	assert.Equal(t, "v1", got.Template(got.CurrentName()).Spec.Containers[0].Image)
 	assert.Nil(t, got.Template("unknown"))
+	// A pod labelled with the hash alone (CloneSetShortHash) finds its revision's template.
+	assert.Equal(t, "v1", got.Template(ShortHash(got.CurrentName())).Spec.Containers[0].Image)
+	assert.Equal(t, "v2", got.Template(ShortHash(got.UpdateName())).Spec.Containers[0].Image)
+	assert.Nil(t, got.Template(""))
 }
