@@ -15,7 +15,7 @@ func TestResizeSupportFollowsItsGate(t *testing.T) {
 	ctx := context.Background()
 	served := inplace.ResizeOff("served answer")
 	for gates, want := range map[string]string{
-		"": "served answer",
+		"":                                     "served answer",
 		"InPlaceWorkloadVerticalScaling=true":  "served answer",
 		"InPlaceWorkloadVerticalScaling=false": resizeGateOff,
 	} {

@@ -49,13 +49,19 @@ func TestSidecarResizeIsUpgradable(t *testing.T) {
 		// want: the agent's new cpu request when upgradable; "" when not.
 		want string
 	}{
-		"cpu and memory":              {cur: sized("1", "80m", "48Mi"), want: "80m"},
-		"cpu, memory and images":      {cur: sized("2", "80m", "48Mi"), want: "80m"},
-		"pods cannot be resized":      {cur: sized("1", "80m", "48Mi"), noResize: "gate off"},
-		"an env var too":              {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}} })},
-		"a resource name added":       {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) { delete(ss.Spec.Containers[0].Resources.Limits, corev1.ResourceMemory) })},
-		"the native sidecar resized":  {cur: sized("1", "50m", "32Mi", func(ss *appsv1beta1.SidecarSet) { ss.Spec.InitContainers[0].Resources = old.Spec.Containers[0].Resources })},
-		"the pod's QoS class changes": {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m") })},
+		"cpu and memory":         {cur: sized("1", "80m", "48Mi"), want: "80m"},
+		"cpu, memory and images": {cur: sized("2", "80m", "48Mi"), want: "80m"},
+		"pods cannot be resized": {cur: sized("1", "80m", "48Mi"), noResize: "gate off"},
+		"an env var too":         {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) { ss.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}} })},
+		"a resource name added": {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) {
+			delete(ss.Spec.Containers[0].Resources.Limits, corev1.ResourceMemory)
+		})},
+		"the native sidecar resized": {cur: sized("1", "50m", "32Mi", func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.InitContainers[0].Resources = old.Spec.Containers[0].Resources
+		})},
+		"the pod's QoS class changes": {cur: sized("1", "80m", "48Mi", func(ss *appsv1beta1.SidecarSet) {
+			ss.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+		})},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// The app container and the native sidecar are Guaranteed too, so the pod is; a
