@@ -249,10 +249,10 @@ func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch 
 		return
 	}
 	shown := names[:min(len(names), maxNamedPods)]
-	logger.Info("Pods differ from the SidecarSet in more than images and cannot be upgraded in place",
+	logger.Info("Pods differ from the SidecarSet in more than images and sidecar cpu and memory, and cannot be upgraded in place",
 		"count", len(names), "pods", shown)
 	c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable,
-		"%d pod(s) differ from the SidecarSet in more than images and are not upgraded in place (only image changes are; recreate them to update): %s",
+		"%d pod(s) differ from the SidecarSet in more than images (and the cpu and memory of sidecars) and are not upgraded in place (recreate them to update): %s",
 		len(names), strings.Join(shown, ", "))
 }
 
