@@ -39,6 +39,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/features"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 )
 
 // builders lists the controllers kruise-controller runs. A new kind's
@@ -312,7 +313,7 @@ func buildCloneSet(d Deps) (Controller, error) {
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Metrics:      d.Metrics,
 		SkipPodNoise: d.Options.featureGate().Enabled(features.CloneSetEventHandlerOptimization),
-		Resize:       d.Resize,
+		Resize:       d.resizeSupport(),
 		Budget:       d.budgetCheck(),
 
 		ClaimTemplates:          d.Options.featureGate().Enabled(features.RecreatePodWhenChangeVCTInCloneSetGate),
@@ -340,6 +341,21 @@ func (d Deps) budgetCheck() budgetwait.Check {
 		Deletes: fg.Enabled(features.PodUnavailableBudgetDeleteGate)}
 }
 
+// resizeGateOff is why cpu and memory changes are not applied in place with gate
+// InPlaceWorkloadVerticalScaling off.
+const resizeGateOff = "gate InPlaceWorkloadVerticalScaling is off, so cpu and memory cannot change in running pods"
+
+// resizeSupport is whether the workloads resize pods in place (CloneSet, Advanced StatefulSet,
+// Advanced DaemonSet, SidecarSet): as the API server allows (Deps.Resize) with gate
+// InPlaceWorkloadVerticalScaling on, never with it off (a cpu or memory change is then not in
+// place, as in OpenKruise without the gate).
+func (d Deps) resizeSupport() *inplace.ResizeSupport {
+	if !d.Options.featureGate().Enabled(features.InPlaceWorkloadVerticalScaling) {
+		return inplace.ResizeOff(resizeGateOff)
+	}
+	return d.Resize
+}
+
 // preDownloadEnabled reports whether a workload's image pre-download, under gate, is on: it
 // needs the ImagePullJob controller and the daemons that carry the pulls out.
 func preDownloadEnabled(fg featuregate.FeatureGate, gate featuregate.Feature) bool {
@@ -355,6 +371,7 @@ func buildDaemonSet(d Deps) (Controller, error) {
 		Nodes:      d.InformerFactory.Core().V1().Nodes(),
 		Revisions:  d.InformerFactory.Apps().V1().ControllerRevisions(),
 		Budget:     d.budgetCheck(),
+		Resize:     d.resizeSupport(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForDaemonSetUpdate) {
 		cfg.PreDownloadImages = true
@@ -376,7 +393,7 @@ func buildStatefulSet(d Deps) (Controller, error) {
 		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
 		ResizeClaims:         d.Options.featureGate().Enabled(features.StatefulSetAutoResizePVCGate),
 		NoPodIndexLabel:      !d.Options.featureGate().Enabled(features.PodIndexLabel),
-		Resize:               d.Resize,
+		Resize:               d.resizeSupport(),
 		Budget:               d.budgetCheck(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
@@ -398,6 +415,7 @@ func buildSidecarSet(d Deps) (Controller, error) {
 		Namespace:   d.Namespace,
 		Metrics:     d.Metrics,
 		Budget:      d.budgetCheck(),
+		Resize:      d.resizeSupport(),
 	})
 }
 

@@ -97,7 +97,11 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 	paths := []string{sidecarinjection.Path, sidecarinjection.SidecarSetPath, priorityinjection.Path, crrfill.Path, validate.CRRPath, validate.ImagePullJobPath,
 		validate.ImageListPullJobPath, validate.CloneSetPath, validate.StatefulSetPath, validate.DaemonSetPath, validate.SidecarSetPath,
 		validate.BroadcastJobPath, ejobrequester.Path, validate.EphemeralJobPath}
+	// InPlaceOnly admits cpu and memory changes where the controllers resize pods (gate
+	// InPlaceWorkloadVerticalScaling), and refuses them as OpenKruise does where they do not.
+	inPlaceRules := validate.InPlaceRules{Resize: o.featureGate().Enabled(features.InPlaceWorkloadVerticalScaling)}
 	sidecars := sidecarinjection.NewCaches(client, kruiseClient, namespace, certs.MutatingWebhookConfigurationName, transformObject)
+	sidecars.Injector().Options = sidecarrules.InjectOptions{SortContainersByName: o.featureGate().Enabled(features.EnableSortSidecarContainerByName)}
 	for _, wh := range []wserver.Webhook{
 		sidecars.Injector().Webhook(),
 		sidecarinjection.SidecarSetWebhook(),
@@ -106,8 +110,8 @@ func newWebhooks(o *Options, d deps, namespace string, metrics prometheus.Regist
 		validate.CRRWebhook(client.CoreV1()),
 		validate.ImagePullJobWebhook(),
 		validate.ImageListPullJobWebhook(),
-		validate.CloneSetWebhook(),
-		validate.StatefulSetWebhook(),
+		validate.CloneSetWebhook(inPlaceRules),
+		validate.StatefulSetWebhook(inPlaceRules),
 		validate.DaemonSetWebhook(),
 		validate.BroadcastJobWebhook(),
 		ejobrequester.Webhook(),

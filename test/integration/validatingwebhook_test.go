@@ -151,7 +151,7 @@ func serveValidatingWebhooks(t *testing.T, kube kubernetes.Interface, kruise kru
 	t.Helper()
 	_, sctx := ktesting.NewTestContext(t)
 	return serveWebhooks(t, sctx, validate.CRRWebhook(kube.CoreV1()), validate.ImagePullJobWebhook(), validate.ImageListPullJobWebhook(),
-		validate.CloneSetWebhook(), validate.StatefulSetWebhook(), validate.DaemonSetWebhook(),
+		validate.CloneSetWebhook(validate.InPlaceRules{Resize: true}), validate.StatefulSetWebhook(validate.InPlaceRules{Resize: true}), validate.DaemonSetWebhook(),
 		validate.SidecarSetWebhook(kruise.AppsV1beta1(), kube.AppsV1(), "kruise-system", nil, nil),
 		validate.BroadcastJobWebhook(), validate.AdvancedCronJobWebhook())
 }

@@ -58,6 +58,9 @@ type Config struct {
 	// the zero Check asks nothing. A pod a budget holds waits, as does one whose deletion the pod
 	// webhook refuses for a budget.
 	Budget budgetwait.Check
+	// Resize says whether pods can be resized in place: nil, they can; set from the API server's
+	// discovery and gate InPlaceWorkloadVerticalScaling (pkg/controller builders).
+	Resize *inplace.ResizeSupport
 }
 
 // Controller runs Advanced DaemonSets.
@@ -83,6 +86,8 @@ type Controller struct {
 	preDownloads *predownload.Jobs
 	// budgetWaits reports pods waiting for a PodUnavailableBudget, once per reason.
 	budgetWaits *budgetwait.Reporter
+	// resize says whether pods can be resized (Config.Resize).
+	resize *inplace.ResizeSupport
 }
 
 // New builds the controller and registers its index and event handlers. It does not call the
@@ -110,6 +115,7 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 		budgetWaits:  budgetwait.NewReporter(),
+		resize:       cfg.Resize,
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -26,6 +27,7 @@ import (
 	kruiseinformers "github.com/nodekruise/kruise/pkg/client/informers/externalversions"
 	"github.com/nodekruise/kruise/pkg/process/ctrlbase"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 	"github.com/nodekruise/kruise/test/unit/gen"
 )
@@ -95,6 +97,8 @@ type fixtureExtras struct {
 	jobs        []*appsv1beta1.ImagePullJob
 	// budget is Config.Budget.
 	budget budgetwait.Check
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSet, nodes []*corev1.Node, revs []*appsv1.ControllerRevision, pods ...*corev1.Pod) *fixture {
@@ -125,6 +129,7 @@ func newFixtureWith(t *testing.T, extras fixtureExtras, ds *appsv1beta1.DaemonSe
 		Nodes:      inf.Core().V1().Nodes(),
 		Revisions:  inf.Apps().V1().ControllerRevisions(),
 		Budget:     extras.budget,
+		Resize:     extras.resize,
 	}
 	if extras.preDownload {
 		cfg.PreDownloadImages, cfg.ImagePullJobs = true, kinf.Apps().V1beta1().ImagePullJobs()
@@ -343,6 +348,35 @@ func TestInPlaceIfPossible(t *testing.T) {
 		f.sync()
 		assert.Equal(t, []string{"delete agent-a"}, f.writes())
 	})
+}
+
+// cpu and memory are resized in place through pods/resize, as a CloneSet's; where pods cannot
+// be resized (gate InPlaceWorkloadVerticalScaling off: inplace.ResizeOff) the pod is recreated.
+func TestInPlaceResize(t *testing.T) {
+	sized := func(cpu string) func(*appsv1beta1.DaemonSet) {
+		return func(ds *appsv1beta1.DaemonSet) {
+			ds.Spec.UpdateStrategy.RollingUpdate.Type = appsv1beta1.InPlaceIfPossibleDaemonSetRollingUpdateType
+			l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+			ds.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+		}
+	}
+	old := daemonSet("agent:1", sized("50m"))
+	oldRev := revisionOf(t, old, 1)
+	for name, tc := range map[string]struct {
+		resize *inplace.ResizeSupport
+		want   []string
+	}{
+		"resized in place": {want: []string{"patch/resize agent-a", "update agent-a"}},
+		"gate off":         {resize: inplace.ResizeOff("gate off"), want: []string{"delete agent-a"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ds := daemonSet("agent:1", sized("80m"))
+			f := newFixtureWith(t, fixtureExtras{resize: tc.resize}, ds, []*corev1.Node{gen.Node("a")},
+				[]*appsv1.ControllerRevision{oldRev}, runningPod(t, old, oldRev, "a"))
+			f.sync()
+			assert.Equal(t, tc.want, f.writes())
+		})
+	}
 }
 
 func TestAdoptsOrphans(t *testing.T) {

@@ -33,6 +33,8 @@ type PreDownloadInput struct {
 	OldTemplates []*corev1.PodTemplateSpec
 	// UpdatedReady counts the pods at Update that are ready.
 	UpdatedReady int
+	// NoResize is why pods cannot be resized, "" when they can (inplace.ResizeSupport).
+	NoResize string
 }
 
 // PlanPreDownload decides whether the DaemonSet's update pre-downloads images, and builds the
@@ -56,7 +58,7 @@ func PlanPreDownload(in PreDownloadInput) predownload.Plan {
 		if old == nil || in.UpdateTemplate == nil {
 			continue
 		}
-		if _, err := inplace.Plan(old, in.UpdateTemplate, inPlaceOptions); err == nil {
+		if _, err := inplace.Plan(old, in.UpdateTemplate, inPlaceOptions.WithoutResize(in.NoResize)); err == nil {
 			inPlace = append(inPlace, old)
 		}
 	}
@@ -79,7 +81,8 @@ func (c *Controller) preDownload(ctx context.Context, p *pass) error {
 		return nil
 	}
 	hash := p.history.updateHash()
-	in := PreDownloadInput{DaemonSet: p.ds, Budget: p.budget, Desired: p.desired, Update: p.history.Update, UpdateTemplate: p.history.template(hash)}
+	in := PreDownloadInput{DaemonSet: p.ds, Budget: p.budget, Desired: p.desired, Update: p.history.Update, UpdateTemplate: p.history.template(hash),
+		NoResize: p.noResize}
 	seen := map[string]bool{}
 	for _, n := range p.nodes {
 		for _, pod := range n.Pods {

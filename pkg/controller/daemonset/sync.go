@@ -48,6 +48,8 @@ type pass struct {
 	// got to the rolling update, so no waits means none are left.
 	waits         budgetwait.Waits
 	budgetSettled bool
+	// noResize is why pods cannot be resized now, "" when they can (Config.Resize).
+	noResize string
 }
 
 func (p *pass) after(d time.Duration) { p.recheck = durations.Shortest(p.recheck, d) }
@@ -169,7 +171,8 @@ func (c *Controller) newPass(ctx context.Context, ds *appsv1beta1.DaemonSet, key
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonInvalidSpec, "%v", err)
 		return nil, nil
 	}
-	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, desired: desired, now: c.clock.Now()}, nil
+	return &pass{ds: ds, key: key, history: h, nodes: states, budget: budget, desired: desired, now: c.clock.Now(),
+		noResize: c.resize.NoResize(ctx)}, nil
 }
 
 // NodeStates pairs every node with its eligibility for template and the pods for it; pods for a

@@ -16,9 +16,12 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
-// inPlaceOptions: what a DaemonSet applies in place beyond images and metadata (OpenKruise's
-// Advanced DaemonSet updates images and metadata only).
-var inPlaceOptions = inplace.Options{}
+// inPlaceOptions: what a DaemonSet applies in place beyond images and metadata: cpu and memory
+// through the pods/resize subresource, as CloneSet and Advanced StatefulSet do (OpenKruise's
+// Advanced DaemonSet does so under gate InPlaceWorkloadVerticalScaling too). Where pods cannot
+// be resized (old API server, gate off) a cpu or memory change recreates the pod, with the
+// reason (Options.WithoutResize).
+var inPlaceOptions = inplace.Options{Resize: true}
 
 // podsSettled reports whether the cache shows the controller's last in-place write to every pod:
 // an update started again from a stale copy would record the new container as the old one.
@@ -82,7 +85,7 @@ func (c *Controller) replacePod(ctx context.Context, p *pass, pod *corev1.Pod) (
 	hash := p.history.updateHash()
 	if inPlaceType(p.ds) {
 		if old, cur := p.history.template(podstate.Revision(pod)), p.history.template(hash); old != nil && cur != nil {
-			spec, err := inplace.Plan(old, cur, inPlaceOptions)
+			spec, err := inplace.Plan(old, cur, inPlaceOptions.WithoutResize(p.noResize))
 			if err == nil && inplace.DeclaresReadinessGate(pod) {
 				return c.updateInPlace(ctx, p, pod, spec)
 			}

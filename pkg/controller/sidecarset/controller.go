@@ -23,6 +23,7 @@ import (
 	"github.com/nodekruise/kruise/pkg/process/workers"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 	"github.com/nodekruise/kruise/pkg/workload/expectations"
+	"github.com/nodekruise/kruise/pkg/workload/inplace"
 	"github.com/nodekruise/kruise/pkg/workload/revision"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// Budget is asked before a pod's sidecars are upgraded or handed over in place (gate
 	// PodUnavailableBudgetUpdateGate); the zero Check asks nothing. A pod a budget holds waits.
 	Budget budgetwait.Check
+	// Resize says whether pods can be resized in place: nil, they can. With it, a change of a
+	// sidecar's cpu and memory is upgraded in place like an image (resize.go).
+	Resize *inplace.ResizeSupport
 }
 
 // Controller runs SidecarSets.
@@ -76,6 +80,8 @@ type Controller struct {
 	// budget is Config.Budget; budgetWaits reports pods waiting for it, once per reason.
 	budget      budgetwait.Check
 	budgetWaits *budgetwait.Reporter
+	// resize is Config.Resize.
+	resize *inplace.ResizeSupport
 }
 
 // New builds the controller and registers its event handlers. It does not call the API server.
@@ -100,6 +106,7 @@ func New(cfg Config) (*Controller, error) {
 		reported:     map[string]string{},
 		budget:       cfg.Budget,
 		budgetWaits:  budgetwait.NewReporter(),
+		resize:       cfg.Resize,
 	}
 	if cfg.Metrics != nil {
 		if err := c.metrics.register(cfg.Metrics); err != nil {

@@ -226,7 +226,7 @@ func TestUpgradePatchIsMinimal(t *testing.T) {
 	v1, v2 := sidecarSetAt("1"), sidecarSetAt("2")
 	pod := injectedPod(t, "p-0", v1)
 	h, _ := hashesOf(v2)
-	data, restarted, err := planUpgrade(v2, h, "log-abc", pod, t0)
+	data, restarted, err := planUpgrade(v2, h, "log-abc", pod, nil, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{agentName, proxyName}, restarted)
 	var doc map[string]any
@@ -252,7 +252,7 @@ func TestUpgradeRefusesAPodMissingASidecar(t *testing.T) {
 	pod := injectedPod(t, "p-0", sidecarSetAt("1"))
 	pod.Spec.InitContainers = nil
 	h, _ := hashesOf(v2)
-	_, _, err := planUpgrade(v2, h, "log-abc", pod, t0)
+	_, _, err := planUpgrade(v2, h, "log-abc", pod, nil, t0)
 	assert.ErrorContains(t, err, "has no native sidecar proxy", "recording the new hash without the new image would be a lie")
 }
 
@@ -298,7 +298,7 @@ func TestAStuckUpgradeIsRolledOnByTheNextImage(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ch.upgrade, 1, "a pod stuck on a bad image must not block the fix")
 
-	data, _, err := planUpgrade(v3, h3, "log-v3", stuck, t0)
+	data, _, err := planUpgrade(v3, h3, "log-v3", stuck, nil, t0)
 	require.NoError(t, err)
 	var patch upgradePatch
 	require.NoError(t, json.Unmarshal(data, &patch))
@@ -340,7 +340,7 @@ func TestUpgradeCarriesPatchPodMetadata(t *testing.T) {
 			pod := injectedPod(t, "p-0", v1)
 			pod.Annotations["example.com/sidecar"] = old
 			h, _ := hashesOf(v2)
-			data, _, err := planUpgrade(v2, h, "log-abc", pod, t0)
+			data, _, err := planUpgrade(v2, h, "log-abc", pod, nil, t0)
 			require.NoError(t, err)
 			var doc struct {
 				Metadata struct {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	policyv1alpha1 "github.com/nodekruise/kruise/pkg/apis/policy/v1alpha1"
 	"github.com/nodekruise/kruise/pkg/workload/budgetwait"
 )
 
@@ -63,7 +64,7 @@ func (c *Controller) flipAll(ctx context.Context, ss *appsv1beta1.SidecarSet, fl
 		pod := f.pod
 		data, err := planFlip(ss, pod, f.old)
 		if err == nil {
-			if c.budgetHolds(ctx, pod, true, waits) {
+			if c.budgetHolds(ctx, pod, policyv1alpha1.PubUpdateOperation, waits) {
 				continue
 			}
 			if err = c.patchPod(ctx, pod, data); budgetRefused(pod, err, waits) {

@@ -45,7 +45,7 @@ func hotPod(t *testing.T, name string, ss *appsv1beta1.SidecarSet, mods ...gen.P
 	base := gen.Pod(name, gen.SetPodNamespace(podNS), gen.SetPodUID(types.UID(name)), gen.SetPodResourceVersion("10"),
 		gen.AddPodLabels(map[string]string{appLabel: appValue}),
 		gen.AddPodContainer(gen.Container("app", gen.SetContainerImage("app:1"))))
-	pod, err := sidecarrules.Inject(base, podNS, []*appsv1beta1.SidecarSet{ss}, metav1.NewTime(t0))
+	pod, err := sidecarrules.Inject(base, podNS, []*appsv1beta1.SidecarSet{ss}, metav1.NewTime(t0), sidecarrules.InjectOptions{})
 	require.NoError(t, err)
 	gen.SetPodPhase(corev1.PodRunning)(pod)
 	gen.SetPodCondition(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})(pod)
@@ -267,7 +267,7 @@ func TestARevertBeforeTheFlipHandsBackWithoutARestart(t *testing.T) {
 	// Step 1 done, the new copy ready, the flip not written yet; the SidecarSet goes back to v1.
 	p := gen.PodFrom(stepOne(t, v1, v2), running("envoy-2", "envoy:2"))
 	h, _ := hashesOf(v1)
-	data, restarted, err := planUpgrade(hotSetAt("1"), h, "mesh-v1", p, t0)
+	data, restarted, err := planUpgrade(hotSetAt("1"), h, "mesh-v1", p, nil, t0)
 	require.NoError(t, err)
 	assert.Empty(t, restarted, "envoy-1 runs envoy:1 still: it only takes the work back")
 	var patch upgradePatch

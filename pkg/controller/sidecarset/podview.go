@@ -10,9 +10,11 @@ import (
 	"github.com/nodekruise/kruise/pkg/workload/sidecarrules"
 )
 
-// hashes are a SidecarSet's two hashes as it is now.
+// hashes are a SidecarSet's two hashes as it is now, and how the pass resizes sidecars (nil:
+// it does not).
 type hashes struct {
 	full, withoutImage string
+	resize             *resizer
 }
 
 func hashesOf(ss *appsv1beta1.SidecarSet) (hashes, error) {
@@ -33,8 +35,11 @@ type podView struct {
 	// updated: the pod records the SidecarSet's current hash (its upgrade may still be running).
 	updated bool
 	// upgradable: not updated, and only images differ (the recorded hash without images is
-	// the SidecarSet's), so an in-place upgrade can bring it up to date.
+	// the SidecarSet's), or images and the cpu and memory of sidecars (resize), so an in-place
+	// upgrade can bring it up to date.
 	upgradable bool
+	// resize, when set, are the sidecars' resizes the upgrade applies (resize.go).
+	resize *inplace.Spec
 	// upgrading says what the pod's last upgrade by this SidecarSet still waits for; "" when
 	// there is none or it is done.
 	upgrading string
@@ -73,6 +78,11 @@ func viewPod(ss *appsv1beta1.SidecarSet, h hashes, pod *corev1.Pod) (podView, bo
 			v.busy = err.Error()
 		} else {
 			v.upgradable = noImage[ss.Name].Hash == h.withoutImage
+		}
+		if !v.upgradable && v.busy == "" && h.resize != nil {
+			if spec, err := h.resize.plan(ss, pod, entry.ControllerRevision); err == nil {
+				v.upgradable, v.resize = true, spec
+			}
 		}
 	}
 	state, err := upgradeState(pod, ss.Name)

@@ -62,6 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if ss, err = c.writeHashes(ctx, ss); err != nil {
 		return 0, err
 	}
+	h.resize = c.resizerFor(ctx, ss, revs)
 	var views []podView
 	var requeue time.Duration
 	pending := false
@@ -103,7 +104,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		requeue = durations.Shortest(requeue, ch.recheck)
 		ch.hotBlocked = hotBlockedPods(ss, views)
 		c.report(ctx, ss, ch)
-		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade, &waits)
+		resizes := map[types.UID]*inplace.Spec{}
+		for _, v := range views {
+			if v.resize != nil {
+				resizes[v.pod.UID] = v.resize
+			}
+		}
+		upgraded, err := c.upgradeAll(ctx, ss, h, revs.Update.Name, ch.upgrade, resizes, &waits)
 		upgradeErr = errors.Join(err, c.recordUpgradable(ctx, ss, views, upgradableVerdicts(ss, views, ch, upgraded)))
 		for i := range views {
 			if upgraded[views[i].pod.UID] {
@@ -155,21 +162,35 @@ func (c *Controller) selectedPods(ss *appsv1beta1.SidecarSet) ([]*corev1.Pod, er
 	return out, nil
 }
 
-// upgradeAll upgrades pods in place to ss; it returns the UIDs of the pods written and the
-// errors of the others. A pod whose upgrade restarts a container asks the budget first, and one
-// it holds back (or the pod webhook refuses for one) goes to waits.
-func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet, h hashes, rev string, pods []*corev1.Pod, waits *budgetwait.Waits) (map[types.UID]bool, error) {
+// upgradeAll upgrades pods in place to ss, resizing the sidecars resizes names by pod UID
+// first; it returns the UIDs of the pods written and the errors of the others. A pod whose
+// upgrade restarts a container or resizes one asks the budget first, and one it holds back (or
+// the pod webhook refuses for one) goes to waits.
+func (c *Controller) upgradeAll(ctx context.Context, ss *appsv1beta1.SidecarSet, h hashes, rev string, pods []*corev1.Pod,
+	resizes map[types.UID]*inplace.Spec, waits *budgetwait.Waits) (map[types.UID]bool, error) {
 	done := map[types.UID]bool{}
 	var errs []error
 	for _, pod := range pods {
 		logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "revision", rev)
-		data, containers, err := planUpgrade(ss, h, rev, pod, c.clock.Now())
+		resize := resizes[pod.UID]
+		data, containers, err := planUpgrade(ss, h, rev, pod, resize, c.clock.Now())
 		if err == nil {
-			if c.budgetHolds(ctx, pod, len(containers) > 0, waits) {
+			if c.budgetHolds(ctx, pod, upgradeOperation(pod, containers, resize), waits) {
 				continue
 			}
-			if err = c.patchPod(ctx, pod, data); budgetRefused(pod, err, waits) {
-				continue
+			target := pod
+			if resize != nil && len(resize.ContainerResources) > 0 {
+				// The resize first, as the engine's updater does: the state recorded by the
+				// patch then never claims a resize that was not asked for.
+				if target, err = c.resizePod(ctx, pod, resize.ContainerResources); err == nil {
+					data, containers, err = planUpgrade(ss, h, rev, target, resize, c.clock.Now())
+					containers = append(containers, sortedKeys(resize.ContainerResources)...)
+				}
+			}
+			if err == nil {
+				if err = c.patchPod(ctx, target, data); budgetRefused(pod, err, waits) {
+					continue
+				}
 			}
 		}
 		if err != nil {
@@ -228,10 +249,10 @@ func (c *Controller) report(ctx context.Context, ss *appsv1beta1.SidecarSet, ch 
 		return
 	}
 	shown := names[:min(len(names), maxNamedPods)]
-	logger.Info("Pods differ from the SidecarSet in more than images and cannot be upgraded in place",
+	logger.Info("Pods differ from the SidecarSet in more than images and sidecar cpu and memory, and cannot be upgraded in place",
 		"count", len(names), "pods", shown)
 	c.recorder.Eventf(ss, corev1.EventTypeWarning, EventReasonNotUpgradable,
-		"%d pod(s) differ from the SidecarSet in more than images and are not upgraded in place (only image changes are; recreate them to update): %s",
+		"%d pod(s) differ from the SidecarSet in more than images (and the cpu and memory of sidecars) and are not upgraded in place (recreate them to update): %s",
 		len(names), strings.Join(shown, ", "))
 }
 
@@ -263,13 +284,41 @@ func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, data []byte)
 	return err
 }
 
-// budgetHolds asks the PodUnavailableBudget before a write that restarts containers of pod
-// (restarts) and reports whether the pod waits, recorded in waits.
-func (c *Controller) budgetHolds(ctx context.Context, pod *corev1.Pod, restarts bool, waits *budgetwait.Waits) bool {
-	if !restarts {
+// resizePod gives the named containers of pod their new resources through the resize
+// subresource, and returns the pod as resized (the upgrade's patch rests on its version).
+func (c *Controller) resizePod(ctx context.Context, pod *corev1.Pod, resize map[string]corev1.ResourceRequirements) (*corev1.Pod, error) {
+	data, err := inplace.ResizePatch(pod, resize)
+	if err != nil {
+		return nil, err
+	}
+	resized, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "resize")
+	if err != nil {
+		return nil, fmt.Errorf("resizing containers %v: %w", sortedKeys(resize), err)
+	}
+	return resized, nil
+}
+
+// upgradeOperation is what an upgrade restarting containers and applying resize is to a
+// PodUnavailableBudget: UPDATE when a container restarts (for a new image, or a resize its
+// resizePolicy restarts for), RESIZE when cpu and memory change in running containers only,
+// "" when neither (annotations only).
+func upgradeOperation(pod *corev1.Pod, restarts []string, resize *inplace.Spec) policyv1alpha1.PubOperation {
+	if len(restarts) > 0 {
+		return policyv1alpha1.PubUpdateOperation
+	}
+	if resize != nil {
+		return resize.Operation(pod, 0)
+	}
+	return ""
+}
+
+// budgetHolds asks the PodUnavailableBudget before a write that is op to it ("" asks nothing)
+// and reports whether the pod waits, recorded in waits.
+func (c *Controller) budgetHolds(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, waits *budgetwait.Waits) bool {
+	if op == "" {
 		return false
 	}
-	if w := c.budget.Admit(ctx, pod, policyv1alpha1.PubUpdateOperation); w != nil {
+	if w := c.budget.Admit(ctx, pod, op); w != nil {
 		waits.Add(*w)
 		return true
 	}

@@ -43,8 +43,10 @@ type imageOnly struct {
 
 // planUpgrade computes the patch that upgrades pod to ss (hashes h, revision rev) at now, and
 // the containers it restarts. A HotUpgrade sidecar's new image goes onto one of its copies
-// (hotUpgradeStep). pod is not changed.
-func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.Pod, now time.Time) ([]byte, []string, error) {
+// (hotUpgradeStep). resize, when it resizes containers, are the sidecars' resizes, written
+// through the resize subresource before the patch: the state then waits for them too. pod is
+// not changed.
+func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.Pod, resize *inplace.Spec, now time.Time) ([]byte, []string, error) {
 	var patch upgradePatch
 	var restarted, sidecars []string
 	states, err := sidecarrules.UpgradeStates(pod)
@@ -140,6 +142,7 @@ func planUpgrade(ss *appsv1beta1.SidecarSet, h hashes, rev string, pod *corev1.P
 		UpdateTimestamp:       metav1.NewTime(now),
 		LastContainerStatuses: inplace.LastStatuses(pod, restarted),
 		UpdateImages:          len(restarted) > 0,
+		UpdateResources:       resize != nil && len(resize.ContainerResources) > 0,
 	}
 	raw, err := json.Marshal(states)
 	if err != nil {

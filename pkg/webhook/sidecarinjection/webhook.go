@@ -64,6 +64,8 @@ type Injector struct {
 	Pending func() sidecarrules.PendingSet
 	// Fresh lists the SidecarSets from the API server (a read that starts after the call).
 	Fresh func(ctx context.Context) ([]*appsv1beta1.SidecarSet, error)
+	// Options are the injection's switches (gate EnableSortSidecarContainerByName).
+	Options sidecarrules.InjectOptions
 }
 
 // Webhook is the injection webhook for the webhook server, with every reason it refuses a pod for.
@@ -186,6 +188,6 @@ func (in *Injector) inject(ctx context.Context, pod *corev1.Pod, namespace strin
 	if in.Clock != nil {
 		clk = in.Clock
 	}
-	out, err := sidecarrules.Inject(pod, namespace, versions, metav1.NewTime(clk.Now()))
+	out, err := sidecarrules.Inject(pod, namespace, versions, metav1.NewTime(clk.Now()), in.Options)
 	return out, names, err
 }

@@ -18,13 +18,14 @@ const (
 
 // CloneSetWebhook refuses a CloneSet, at CREATE and UPDATE, that the CRD
 // schema cannot check (its template is schemaless) and kruise could not run:
-// see docs/api.md, "CloneSet". It reads nothing from the API server.
-func CloneSetWebhook() server.Webhook {
+// see docs/api.md, "CloneSet". It reads nothing from the API server. An
+// InPlaceOnly template change is held to rules.
+func CloneSetWebhook(rules InPlaceRules) server.Webhook {
 	w := workload[appsv1beta1.CloneSet]{
 		kind: "CloneSet", resource: "clonesets",
 		decode: hubDecoder(appsv1alpha1.CloneSetToV1beta1),
 		meta:   func(cs *appsv1beta1.CloneSet) *metav1.ObjectMeta { return &cs.ObjectMeta },
-		check:  checkCloneSet,
+		check:  func(cs, old *appsv1beta1.CloneSet) []problem { return checkCloneSet(cs, old, rules) },
 	}
 	return server.Webhook{
 		Name: CloneSetWebhookName, Path: CloneSetPath, Admitter: server.AdmitFunc(w.admit),

@@ -227,7 +227,7 @@ func TestCloneSetWebhookAtCreate(t *testing.T) {
 	for _, version := range versions {
 		for _, tc := range tests {
 			t.Run(version+"/"+tc.name, func(t *testing.T) {
-				s := serve(t, CloneSetWebhook())
+				s := serve(t, CloneSetWebhook(InPlaceRules{Resize: true}))
 				resp := s.send(t, cloneSetRequest(t, version, cloneSet(tc.mod), nil))
 				if tc.reason == "" {
 					assert.True(t, resp.Allowed, "%+v", resp.Result)
@@ -247,7 +247,7 @@ func TestCloneSetWebhookAtCreate(t *testing.T) {
 func TestCloneSetWebhookRefusesAnUndecodableTemplate(t *testing.T) {
 	for _, version := range versions {
 		t.Run(version, func(t *testing.T) {
-			s := serve(t, CloneSetWebhook())
+			s := serve(t, CloneSetWebhook(InPlaceRules{Resize: true}))
 			req := cloneSetRequest(t, version, cloneSet(), nil)
 			var obj map[string]any
 			require.NoError(t, json.Unmarshal(req.Object.Raw, &obj))
@@ -267,7 +267,7 @@ func TestCloneSetWebhookRefusesAnUndecodableTemplate(t *testing.T) {
 }
 
 func TestCloneSetWebhookLeavesOtherRequestsAlone(t *testing.T) {
-	s := serve(t, CloneSetWebhook())
+	s := serve(t, CloneSetWebhook(InPlaceRules{Resize: true}))
 	bad := cloneSet(func(cs *appsv1beta1.CloneSet) { cs.Spec.Selector = nil })
 	del := cloneSetRequest(t, "v1beta1", bad, bad)
 	del.Operation = admissionv1.Delete
@@ -292,6 +292,6 @@ func TestCloneSetWebhookLeavesOtherRequestsAlone(t *testing.T) {
 // metric counts it under its name.
 func TestCloneSetWebhookDeclaresItsReasons(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Undecodable", "ForbiddenUpdate", "InvalidSelector", "InvalidTemplate",
-		"InvalidVolumeClaimTemplates", "DuplicatePodsToDelete", "NotInPlace"}, CloneSetWebhook().Reasons)
-	assert.Equal(t, "/validate-apps-kruise-io-cloneset", CloneSetWebhook().Path, "OpenKruise's path")
+		"InvalidVolumeClaimTemplates", "DuplicatePodsToDelete", "NotInPlace"}, CloneSetWebhook(InPlaceRules{Resize: true}).Reasons)
+	assert.Equal(t, "/validate-apps-kruise-io-cloneset", CloneSetWebhook(InPlaceRules{Resize: true}).Path, "OpenKruise's path")
 }

@@ -10,8 +10,8 @@ var cloneSetUpdatable = []string{"replicas", "template", "lifecycle", "scaleStra
 	"minReadySeconds", "progressDeadlineSeconds", "volumeClaimTemplates", "revisionHistoryLimit"}
 
 // checkCloneSet returns what is wrong with cs, and with the update from old
-// when old is not nil.
-func checkCloneSet(cs, old *appsv1beta1.CloneSet) []problem {
+// when old is not nil, an InPlaceOnly template change held to rules.
+func checkCloneSet(cs, old *appsv1beta1.CloneSet, rules InPlaceRules) []problem {
 	var out problems
 	if old != nil {
 		out.add(ReasonForbiddenUpdate, checkFixedFields(&old.Spec, &cs.Spec, cloneSetUpdatable))
@@ -25,7 +25,7 @@ func checkCloneSet(cs, old *appsv1beta1.CloneSet) []problem {
 	u := cs.Spec.UpdateStrategy
 	if old != nil && u.Type != appsv1beta1.OnDeleteCloneSetUpdateStrategyType && u.RollingUpdate != nil &&
 		u.RollingUpdate.PodUpdatePolicy == appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType {
-		out.add(ReasonNotInPlace, checkTemplateInPlace(&old.Spec.Template, &cs.Spec.Template))
+		out.add(ReasonNotInPlace, checkTemplateInPlace(&old.Spec.Template, &cs.Spec.Template, rules))
 	}
 	return out
 }

@@ -155,7 +155,7 @@ func TestCloneSetWebhookAtUpdate(t *testing.T) {
 	for _, version := range versions {
 		for _, tc := range tests {
 			t.Run(version+"/"+tc.name, func(t *testing.T) {
-				s := serve(t, CloneSetWebhook())
+				s := serve(t, CloneSetWebhook(InPlaceRules{Resize: true}))
 				resp := s.send(t, cloneSetRequest(t, version, tc.new, tc.old))
 				if tc.reason == "" {
 					assert.True(t, resp.Allowed, "%+v", resp.Result)
@@ -177,7 +177,7 @@ func TestCloneSetWebhookUpdateNamesOnlyNewProblems(t *testing.T) {
 		cs.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		cs.Spec.Template.Spec.Containers[0].Image = ""
 	})
-	resp := serve(t, CloneSetWebhook()).send(t, cloneSetRequest(t, "v1beta1", cs, old))
+	resp := serve(t, CloneSetWebhook(InPlaceRules{Resize: true})).send(t, cloneSetRequest(t, "v1beta1", cs, old))
 	denied(t, resp, `spec.template.spec.containers[0].image: Required value`)
 	assert.NotContains(t, resp.Result.Message, "restartPolicy")
 }
@@ -185,7 +185,7 @@ func TestCloneSetWebhookUpdateNamesOnlyNewProblems(t *testing.T) {
 // A stored object that does not decode is not the update's fault: the new
 // object is judged alone, with a warning.
 func TestCloneSetWebhookUpdateOfAnUndecodableObject(t *testing.T) {
-	s := serve(t, CloneSetWebhook())
+	s := serve(t, CloneSetWebhook(InPlaceRules{Resize: true}))
 	req := cloneSetRequest(t, "v1beta1", cloneSet(), cloneSet())
 	req.OldObject.Raw = []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","ports":[{"containerPort":"80"}]}]}}}}`)
 	resp := s.send(t, req)
@@ -198,4 +198,38 @@ func TestCloneSetWebhookUpdateOfAnUndecodableObject(t *testing.T) {
 	resp = s.send(t, req)
 	denied(t, resp, `spec.selector: Required value`)
 	assert.Len(t, resp.Warnings, 1)
+}
+
+// With gate InPlaceWorkloadVerticalScaling off the controllers do not resize pods, so InPlaceOnly
+// refuses a cpu or memory change, as OpenKruise's webhook does; images still pass.
+func TestCloneSetWebhookInPlaceOnlyWithoutResize(t *testing.T) {
+	inPlaceOnly := policy(appsv1beta1.InPlaceOnlyCloneSetPodUpdateStrategyType)
+	s := serve(t, CloneSetWebhook(InPlaceRules{Resize: false}))
+	resp := s.send(t, cloneSetRequest(t, "v1beta1", cloneSet(inPlaceOnly, sized("1", "512Mi")), cloneSet(inPlaceOnly, sized("500m", "256Mi"))))
+	denied(t, resp, `spec.template.spec.containers[main].resources: Forbidden: changed, which cannot be applied to running pods, `+
+		`and the update strategy is InPlaceOnly: in place, only container images and native sidecars' images `+
+		`(cpu and memory too with gate InPlaceWorkloadVerticalScaling) can change`)
+	assert.EqualValues(t, 1, s.rejections(t, ReasonNotInPlace))
+
+	resp = s.send(t, cloneSetRequest(t, "v1beta1", cloneSet(inPlaceOnly, sized("500m", "256Mi"), func(cs *appsv1beta1.CloneSet) {
+		cs.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+	}), cloneSet(inPlaceOnly, sized("500m", "256Mi"))))
+	assert.True(t, resp.Allowed, "%+v", resp.Result)
+
+	resp = serve(t, StatefulSetWebhook(InPlaceRules{Resize: false})).send(t, statefulSetRequest(t, "v1beta1",
+		statefulSetSized(t, "1"), statefulSetSized(t, "500m")))
+	denied(t, resp, `spec.template.spec.containers[main].resources: Forbidden: changed`)
+	resp = serve(t, StatefulSetWebhook(InPlaceRules{Resize: true})).send(t, statefulSetRequest(t, "v1beta1",
+		statefulSetSized(t, "1"), statefulSetSized(t, "500m")))
+	assert.True(t, resp.Allowed, "%+v", resp.Result)
+}
+
+// statefulSetSized is an InPlaceOnly StatefulSet whose main container requests and is limited to
+// cpu.
+func statefulSetSized(t *testing.T, cpu string) *appsv1beta1.StatefulSet {
+	t.Helper()
+	return statefulSet(inPlaceSTS(appsv1beta1.InPlaceOnlyPodUpdateStrategyType, true), func(sts *appsv1beta1.StatefulSet) {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		sts.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	})
 }

@@ -151,17 +151,27 @@ func checkFixedFields(old, new any, updatable []string) field.ErrorList {
 	return errs
 }
 
+// InPlaceRules are the in-place rules the CloneSet and StatefulSet webhooks
+// hold an InPlaceOnly template change to.
+type InPlaceRules struct {
+	// Resize admits changes of the cpu and memory of the requests and limits a
+	// container already sets (kruise resizes them; gate
+	// InPlaceWorkloadVerticalScaling). Off, they are refused as OpenKruise
+	// refuses them.
+	Resize bool
+}
+
 // checkTemplateInPlace: when the pods are updated in place only
 // (podUpdatePolicy InPlaceOnly), the template's spec may only change as an
 // in-place update can apply it: container images, the cpu and memory of the
-// requests and limits a container already sets (kruise resizes them;
-// OpenKruise refuses it), and native sidecars' images. Only the pod spec is
-// compared, as OpenKruise does: the template's labels and annotations may
-// change (they are patched onto the pods).
-func checkTemplateInPlace(old, new *corev1.PodTemplateSpec) field.ErrorList {
+// requests and limits a container already sets when rules.Resize (kruise
+// resizes them; OpenKruise refuses it), and native sidecars' images. Only the
+// pod spec is compared, as OpenKruise does: the template's labels and
+// annotations may change (they are patched onto the pods).
+func checkTemplateInPlace(old, new *corev1.PodTemplateSpec, rules InPlaceRules) field.ErrorList {
 	newTemplate := new.DeepCopy()
 	newTemplate.ObjectMeta = old.ObjectMeta
-	_, err := inplace.Plan(old, newTemplate, inplace.Options{Resize: true, NativeSidecarImages: true})
+	_, err := inplace.Plan(old, newTemplate, inplace.Options{Resize: rules.Resize, NativeSidecarImages: true})
 	var notInPlace *inplace.NotInPlaceError
 	if !errors.As(err, &notInPlace) {
 		return nil // in place
@@ -170,8 +180,11 @@ func checkTemplateInPlace(old, new *corev1.PodTemplateSpec) field.ErrorList {
 	if notInPlace.Detail != "" {
 		what = notInPlace.Detail
 	}
+	can := "container images, the cpu and memory of the requests and limits a container already sets, and native sidecars' images"
+	if !rules.Resize {
+		can = "container images and native sidecars' images (cpu and memory too with gate InPlaceWorkloadVerticalScaling)"
+	}
 	return field.ErrorList{field.Forbidden(field.NewPath("spec", "template").Child(notInPlace.Field),
-		what+", which cannot be applied to running pods, and the update strategy is InPlaceOnly: in place, only container images, "+
-			"the cpu and memory of the requests and limits a container already sets, and native sidecars' images can change "+
-			"(InPlaceIfPossible or ReCreate would recreate the pods instead)")}
+		what+", which cannot be applied to running pods, and the update strategy is InPlaceOnly: in place, only "+can+
+			" can change (InPlaceIfPossible or ReCreate would recreate the pods instead)")}
 }

@@ -25,12 +25,13 @@ const (
 // StatefulSetWebhook refuses an Advanced StatefulSet, at CREATE and UPDATE,
 // that the CRD schema cannot check and kruise could not run: see
 // docs/api.md, "Advanced StatefulSet". It reads nothing from the API server.
-func StatefulSetWebhook() server.Webhook {
+// An InPlaceOnly template change is held to rules.
+func StatefulSetWebhook(rules InPlaceRules) server.Webhook {
 	w := workload[appsv1beta1.StatefulSet]{
 		kind: "StatefulSet", resource: "statefulsets",
 		decode: hubDecoder(appsv1alpha1.StatefulSetToV1beta1),
 		meta:   func(s *appsv1beta1.StatefulSet) *metav1.ObjectMeta { return &s.ObjectMeta },
-		check:  checkStatefulSet,
+		check:  func(sts, old *appsv1beta1.StatefulSet) []problem { return checkStatefulSet(sts, old, rules) },
 	}
 	return server.Webhook{
 		Name: StatefulSetWebhookName, Path: StatefulSetPath, Admitter: server.AdmitFunc(w.admit),
@@ -65,8 +66,8 @@ func statefulSetRules() []specRule[appsv1beta1.StatefulSetSpec] {
 }
 
 // checkStatefulSet returns what is wrong with sts, and with the update from
-// old when old is not nil.
-func checkStatefulSet(sts, old *appsv1beta1.StatefulSet) []problem {
+// old when old is not nil, an InPlaceOnly template change held to rules.
+func checkStatefulSet(sts, old *appsv1beta1.StatefulSet, rules InPlaceRules) []problem {
 	var out problems
 	var oldSpec *appsv1beta1.StatefulSetSpec
 	if old != nil {
@@ -75,7 +76,7 @@ func checkStatefulSet(sts, old *appsv1beta1.StatefulSet) []problem {
 	}
 	addSpecRules(&out, statefulSetRules(), &sts.Spec, oldSpec)
 	if old != nil && inPlacePolicy(&sts.Spec) == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
-		out.add(ReasonNotInPlace, checkTemplateInPlace(&old.Spec.Template, &sts.Spec.Template))
+		out.add(ReasonNotInPlace, checkTemplateInPlace(&old.Spec.Template, &sts.Spec.Template, rules))
 	}
 	return out
 }

@@ -160,7 +160,7 @@ func TestStatefulSetWebhook(t *testing.T) {
 	for _, tt := range tests {
 		for _, version := range versions {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
-				serve(t, StatefulSetWebhook()).judged(t, statefulSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
+				serve(t, StatefulSetWebhook(InPlaceRules{Resize: true})).judged(t, statefulSetRequest(t, version, tt.new, tt.old), tt.reason, tt.message...)
 			})
 		}
 	}
@@ -168,6 +168,6 @@ func TestStatefulSetWebhook(t *testing.T) {
 
 func TestStatefulSetWebhookDeclaresItsReasons(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Undecodable", "ForbiddenUpdate", "InvalidSelector", "InvalidTemplate",
-		"InvalidVolumeClaimTemplates", "InvalidReserveOrdinals", "MissingReadinessGate", "NotInPlace"}, StatefulSetWebhook().Reasons)
-	assert.Equal(t, "/validate-apps-kruise-io-statefulset", StatefulSetWebhook().Path, "OpenKruise's path")
+		"InvalidVolumeClaimTemplates", "InvalidReserveOrdinals", "MissingReadinessGate", "NotInPlace"}, StatefulSetWebhook(InPlaceRules{Resize: true}).Reasons)
+	assert.Equal(t, "/validate-apps-kruise-io-statefulset", StatefulSetWebhook(InPlaceRules{Resize: true}).Path, "OpenKruise's path")
 }

@@ -43,6 +43,12 @@ func (k kubePods) ResizePod(ctx context.Context, namespace, name string, patch [
 	return k.c.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
 }
 
+// ResizePatch is the resize subresource patch that gives the named containers of pod the
+// resources asked, for a workload that writes its own update (the SidecarSet's upgrade).
+func ResizePatch(pod *corev1.Pod, resize map[string]corev1.ResourceRequirements) ([]byte, error) {
+	return resizePatch(pod, resize)
+}
+
 // resizePatch is the resize subresource patch that gives the named containers of pod the
 // resources asked. It carries the pod's resourceVersion, so that the update written after it
 // (with the version the resize returns) is known to rest on the pod as read.

@@ -34,6 +34,9 @@ type ResizeSupport struct {
 	list  CoreResources
 	clock clock.PassiveClock
 
+	// off, when set, is the answer whatever the API server serves (ResizeOff).
+	off string
+
 	mu sync.Mutex
 	// next is when to ask discovery again; answered, whether it ever answered.
 	next     time.Time
@@ -47,11 +50,21 @@ func NewResizeSupport(list CoreResources, clk clock.PassiveClock) *ResizeSupport
 	return &ResizeSupport{list: list, clock: clk}
 }
 
+// ResizeOff answers reason, never asking discovery: for a cluster where kruise is told not to
+// resize pods (gate InPlaceWorkloadVerticalScaling off), so that every workload plans a cpu or
+// memory change as not in place, with reason as its NotInPlaceError's Detail.
+func ResizeOff(reason string) *ResizeSupport {
+	return &ResizeSupport{off: reason}
+}
+
 // NoResize is why pods cannot be resized, "" when they can: ResizeNotServed on an API server
-// without pods/resize. It logs when the answer changes.
+// without pods/resize, or ResizeOff's reason. It logs when the answer changes.
 func (r *ResizeSupport) NoResize(ctx context.Context) string {
 	if r == nil {
 		return ""
+	}
+	if r.off != "" {
+		return r.off
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -86,4 +88,22 @@ func TestResizeSupportDiscoveryFails(t *testing.T) {
 func TestNilResizeSupportResizes(t *testing.T) {
 	var r *ResizeSupport
 	assert.Equal(t, "", r.NoResize(context.Background()))
+}
+
+// ResizeOff answers its reason whatever the API server serves, and plans a cpu change as not in
+// place with that reason.
+func TestResizeOffIgnoresDiscovery(t *testing.T) {
+	r := ResizeOff("told not to")
+	assert.Equal(t, "told not to", r.NoResize(context.Background()))
+
+	old := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "a",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	cur := old.DeepCopy()
+	cur.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+	_, err := Plan(old, cur, Options{Resize: true}.WithoutResize(r.NoResize(context.Background())))
+	var notInPlace *NotInPlaceError
+	if assert.ErrorAs(t, err, &notInPlace) {
+		assert.Equal(t, "spec.containers[app].resources", notInPlace.Field)
+		assert.Equal(t, "told not to", notInPlace.Detail)
+	}
 }

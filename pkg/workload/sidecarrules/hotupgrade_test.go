@@ -79,7 +79,7 @@ func TestInjectHotUpgrade(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := Inject(tt.pod, "ns", tt.sets, injectedAt)
+			out, err := Inject(tt.pod, "ns", tt.sets, injectedAt, InjectOptions{})
 			require.NoError(t, err)
 			var names []string
 			for _, c := range out.Spec.Containers {

@@ -19,7 +19,7 @@ import (
 // stamps the updateTimestamp of the hash annotations. A conflict between two SidecarSets (a
 // container name, a volume name with different content, an Overwrite annotation) is a *Refusal
 // naming both; pod itself is never changed.
-func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, now metav1.Time) (*corev1.Pod, error) {
+func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, now metav1.Time, opts InjectOptions) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	if len(sets) == 0 {
 		return out, nil
@@ -49,6 +49,9 @@ func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, n
 
 	slices.SortStableFunc(in.initContainers, func(a, b injected) int { return cmp.Compare(a.Name, b.Name) })
 	out.Spec.InitContainers = mergeContainers(out.Spec.InitContainers, in.initContainers, appsv1beta1.AfterAppContainerType)
+	if opts.SortContainersByName {
+		slices.SortStableFunc(in.containers, func(a, b injected) int { return cmp.Compare(a.Name, b.Name) })
+	}
 	out.Spec.Containers = mergeContainers(out.Spec.Containers, in.containers, appsv1beta1.BeforeAppContainerType)
 	out.Spec.Volumes = mergeVolumes(out.Spec.Volumes, in.volumeOrder, in.volumes)
 	out.Spec.ImagePullSecrets = mergeSecrets(out.Spec.ImagePullSecrets, in.secrets)
@@ -59,6 +62,15 @@ func Inject(pod *corev1.Pod, namespace string, sets []*appsv1beta1.SidecarSet, n
 		return nil, err
 	}
 	return out, nil
+}
+
+// InjectOptions are the injection's switches.
+type InjectOptions struct {
+	// SortContainersByName (gate EnableSortSidecarContainerByName) orders the injected containers
+	// by name, across the SidecarSets, before they go before or after the pod's own by their
+	// podInjectPolicy. Off, they keep the order of the SidecarSets (by name) and of each
+	// SidecarSet's containers. Init containers are sorted by name either way, as OpenKruise does.
+	SortContainersByName bool
 }
 
 // recordHotUpgrade writes the annotations of the HotUpgrade sidecars injected: each copy's

@@ -45,7 +45,7 @@ func TestInjectComputesPolicyResources(t *testing.T) {
 	}
 	before := sets[0].DeepCopy()
 
-	out, err := Inject(pod, "ns", sets, injectedAt)
+	out, err := Inject(pod, "ns", sets, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 
 	proxy := container(out.Spec.Containers, "proxy")
@@ -63,7 +63,7 @@ func TestInjectRefusesUncomputablePolicy(t *testing.T) {
 	sets := []*appsv1beta1.SidecarSet{set("mesh", withContainer("proxy", withResourcesPolicy(
 		resourcesPolicy(appsv1beta1.TargetContainersModeSum, "^app$", &appsv1beta1.ResourceExprLimits{CPU: "cpu"}, nil))))}
 
-	_, err := Inject(pod, "ns", sets, injectedAt)
+	_, err := Inject(pod, "ns", sets, injectedAt, InjectOptions{})
 
 	var r *Refusal
 	require.True(t, errors.As(err, &r), "error %v is not a refusal", err)

@@ -155,7 +155,7 @@ func TestInjectPlacesContainers(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := tc.pod.DeepCopy()
-			got, err := Inject(tc.pod, "ns", tc.sets, injectedAt)
+			got, err := Inject(tc.pod, "ns", tc.sets, injectedAt, InjectOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantContainers, names(got.Spec.Containers))
 			assert.Equal(t, tc.wantInit, names(got.Spec.InitContainers))
@@ -176,7 +176,7 @@ func TestInjectRecordsOpenKruiseAnnotations(t *testing.T) {
 	})
 	a := set("a", withContainer("log"), withInit("mesh", native), withInit("once"))
 	empty := set("b", withPatch("", map[string]string{"k": "v"}))
-	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a, empty}, injectedAt)
+	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a, empty}, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 
 	assert.Equal(t, "a,b,zeta", got.Annotations[InjectedListAnnotation])
@@ -211,7 +211,7 @@ func TestInjectMergesVolumesAndSecrets(t *testing.T) {
 			ss.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "app"}, {Name: "sidecar"}}
 		})
 	b := set("b", withVolume("logs", ""), withContainer("proxy", mount("logs", "/logs")))
-	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a, b}, injectedAt)
+	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a, b}, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 	require.Len(t, got.Spec.Volumes, 2, "same volume from two SidecarSets once, the unused one not at all")
 	assert.Equal(t, "logs", got.Spec.Volumes[1].Name)
@@ -256,7 +256,7 @@ func TestInjectRefusesConflicts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := appPod(func(p *corev1.Pod) { p.Annotations = map[string]string{"plain": "text"} })
-			_, err := Inject(pod, "ns", tc.sets, injectedAt)
+			_, err := Inject(pod, "ns", tc.sets, injectedAt, InjectOptions{})
 			var r *Refusal
 			require.True(t, errors.As(err, &r), "error %v is not a refusal", err)
 			assert.Equal(t, tc.wantReason, r.Reason)
@@ -290,7 +290,7 @@ func TestInjectTransfersEnvAndSharesMounts(t *testing.T) {
 			c.ShareVolumePolicy.Type = appsv1beta1.ShareVolumePolicyEnabled
 		}),
 	)
-	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a}, injectedAt)
+	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a}, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 
 	assert.Equal(t, map[string]string{"POD_ID": "own", "EXTRA": "e", InjectedEnv: "true"}, envOf(container(got.Spec.Containers, "plain")),
@@ -312,7 +312,7 @@ func TestInjectPatchesPodMetadata(t *testing.T) {
 		withPatch(appsv1beta1.SidecarSetOverwritePatchPolicy, map[string]string{"over": "ss"}),
 		withPatch(appsv1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"json": `{"b":3,"c":4}`, "fresh": `{"x":1}`}),
 	)
-	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a}, injectedAt)
+	got, err := Inject(pod, "ns", []*appsv1beta1.SidecarSet{a}, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "pod", got.Annotations["kept"])
 	assert.Equal(t, "ss", got.Annotations["new"])
@@ -323,7 +323,34 @@ func TestInjectPatchesPodMetadata(t *testing.T) {
 
 func TestInjectNothing(t *testing.T) {
 	pod := appPod()
-	got, err := Inject(pod, "ns", nil, injectedAt)
+	got, err := Inject(pod, "ns", nil, injectedAt, InjectOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, pod, got)
+}
+
+// Gate EnableSortSidecarContainerByName: the injected containers are ordered by name across the
+// SidecarSets, then placed before or after the pod's own by their policy; off, they keep the
+// SidecarSets' order (by name) and each SidecarSet's own order.
+func TestInjectSortsContainersByName(t *testing.T) {
+	sets := func() []*appsv1beta1.SidecarSet {
+		return []*appsv1beta1.SidecarSet{
+			set("a", withContainer("zipkin"), withContainer("proxy"), withContainer("tail", policy(appsv1beta1.AfterAppContainerType)),
+				withContainer("audit", policy(appsv1beta1.AfterAppContainerType))),
+			set("b", withContainer("envoy")),
+		}
+	}
+	for name, tc := range map[string]struct {
+		opts InjectOptions
+		want string
+	}{
+		"gate off: SidecarSet then declaration order": {InjectOptions{}, "zipkin,proxy,envoy,main,tail,audit"},
+		"gate on: by name":                            {InjectOptions{SortContainersByName: true}, "envoy,proxy,zipkin,main,audit,tail"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := Inject(appPod(), "ns", sets(), injectedAt, tc.opts)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, names(got.Spec.Containers))
+			assert.Equal(t, "setup", names(got.Spec.InitContainers))
+		})
+	}
 }
