@@ -160,11 +160,11 @@ func Exposable(kind schema.GroupKind) bool {
 // MapSelector is a workload's selector as a Service selector: match labels
 // only, since a Service cannot hold expressions.
 func MapSelector(sel *metav1.LabelSelector) (string, error) {
+	if sel != nil && len(sel.MatchExpressions) > 0 {
+		return "", fmt.Errorf("couldn't convert expressions %v to a Service selector: a Service selects by labels only", sel.MatchExpressions)
+	}
 	if sel == nil || len(sel.MatchLabels) == 0 {
 		return "", fmt.Errorf("the workload has no matchLabels selector to give a Service")
-	}
-	if len(sel.MatchExpressions) > 0 {
-		return "", fmt.Errorf("couldn't convert expressions %v to a Service selector: a Service selects by labels only", sel.MatchExpressions)
 	}
 	return metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: sel.MatchLabels}), nil
 }

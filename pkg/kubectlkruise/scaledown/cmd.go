@@ -50,7 +50,7 @@ type Options struct {
 
 // NewCmdScaleDown is `kubectl kruise scaledown`.
 func NewCmdScaleDown(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{PrintFlags: genericclioptions.NewPrintFlags("scaled down").WithTypeSetter(kruisescheme.Scheme), IOStreams: streams}
+	o := &Options{PrintFlags: newPrintFlags(), IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:                   "scaledown (cloneset/NAME | cloneset NAME) --pods=POD[,POD...]",
 		DisableFlagsInUseLine: true,
@@ -72,6 +72,10 @@ again.`,
 	cmd.Flags().StringSliceVar(&o.Pods, "pods", nil, "Names of the CloneSet's pods to delete, comma-separated.")
 	_ = cmd.RegisterFlagCompletionFunc("pods", completePods(f))
 	return cmd
+}
+
+func newPrintFlags() *genericclioptions.PrintFlags {
+	return genericclioptions.NewPrintFlags("scaled down").WithTypeSetter(kruisescheme.Scheme)
 }
 
 // Complete reads the CloneSet named and the clients.
