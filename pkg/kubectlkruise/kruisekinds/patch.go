@@ -35,10 +35,12 @@ type factory struct {
 	getter getter
 }
 
-func (f factory) NewBuilder() *resource.Builder          { return resource.NewBuilder(f.getter) }
+func (f factory) NewBuilder() *resource.Builder       { return resource.NewBuilder(f.getter) }
 func (f factory) ToRESTConfig() (*rest.Config, error) { return f.getter.ToRESTConfig() }
 
-type getter struct{ genericclioptions.RESTClientGetter }
+type getter struct {
+	genericclioptions.RESTClientGetter
+}
 
 func (g getter) ToRESTConfig() (*rest.Config, error) {
 	config, err := g.RESTClientGetter.ToRESTConfig()

@@ -33,14 +33,14 @@ const ns = "prod"
 
 // harness is the rollout command against fake clientsets.
 type harness struct {
-	kube     *kubefake.Clientset
-	kruise   *kruisefake.Clientset
+	kube   *kubefake.Clientset
+	kruise *kruisefake.Clientset
 	// rollouts holds kruise-rollout's Rollouts; nil: its CRD is not installed.
 	rollouts *dynamicfake.FakeDynamicClient
 	// rolloutVersion is the Rollouts' version the cluster serves.
 	rolloutVersion string
-	out, err *bytes.Buffer
-	terminal bool
+	out, err       *bytes.Buffer
+	terminal       bool
 	// writes, when set, receives a copy of every write to the output.
 	writes chan string
 }
@@ -66,7 +66,7 @@ func newHarness(kubeObjects []runtime.Object, kruiseObjects []runtime.Object) *h
 
 func (h *harness) deps() *deps {
 	return &deps{
-		streams:    genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: write{h}, ErrOut: h.err},
+		streams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: write{h}, ErrOut: h.err},
 		clients: func() (*clients, error) {
 			return &clients{kube: h.kube, kruise: h.kruise, rollouts: func() (dynamic.NamespaceableResourceInterface, error) {
 				if h.rollouts == nil {

@@ -65,7 +65,7 @@ again.`,
 		Example:           example,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeCloneSets(f),
-		RunE: cliutil.RunE(f, o),
+		RunE:              cliutil.RunE(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	cmdutil.AddDryRunFlag(cmd)
