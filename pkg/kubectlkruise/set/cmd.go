@@ -45,6 +45,14 @@ var examples = map[string]string{
 `,
 }
 
+// kruiseKinds are the kinds each subcommand takes beyond kubectl's.
+var kruiseKinds = map[string]string{
+	"image":          "cloneset (clone), statefulset.apps.kruise.io (asts), daemonset.apps.kruise.io (ads), sidecarset",
+	"env":            "cloneset (clone), statefulset.apps.kruise.io (asts), daemonset.apps.kruise.io (ads), sidecarset",
+	"resources":      "cloneset (clone), statefulset.apps.kruise.io (asts), daemonset.apps.kruise.io (ads), sidecarset",
+	"serviceaccount": "cloneset (clone), statefulset.apps.kruise.io (asts), daemonset.apps.kruise.io (ads)",
+}
+
 // NewCmdSet is `kubectl kruise set` with kubectl's subcommands.
 func NewCmdSet(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	kruisekinds.Install()
@@ -68,6 +76,9 @@ The subcommands are kubectl's own: their flags and output are kubectl's.`,
 		kubectlset.NewCmdServiceAccount(kf, streams),
 		kubectlset.NewCmdSubject(kf, streams),
 	} {
+		if kinds := kruiseKinds[sub.Name()]; kinds != "" {
+			sub.Long += "\n\nkubectl kruise adds: " + kinds
+		}
 		if ex := examples[sub.Name()]; ex != "" {
 			sub.Example = ex + "\n" + sub.Example
 		}
