@@ -11,13 +11,18 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/completion"
 
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/create"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/describe"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/exec"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/expose"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/migrate"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/pull"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/recreate"
 	"github.com/nodekruise/kruise/pkg/kubectlkruise/rollout"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/scaledown"
+	"github.com/nodekruise/kruise/pkg/kubectlkruise/set"
 )
 
 // StdStreams are the process's standard input, output and error.
@@ -43,6 +48,8 @@ users already type. It reads kubeconfig, contexts and namespaces as kubectl does
 	flags := cmd.PersistentFlags()
 	configFlags.AddFlags(flags)
 	f := cmdutil.NewFactory(configFlags)
+	// kubectl's completions (set, exec, expose) read the cluster through it.
+	completion.SetFactoryForCompletion(f)
 	for _, sub := range commands(f, streams) {
 		cmd.AddCommand(sub)
 	}
@@ -58,5 +65,9 @@ func commands(f cmdutil.Factory, streams genericiooptions.IOStreams) []*cobra.Co
 		create.NewCmdCreate(f, streams),
 		describe.NewCmdDescribe(f, streams),
 		migrate.NewCmdMigrate(f, streams),
+		set.NewCmdSet(f, streams),
+		scaledown.NewCmdScaleDown(f, streams),
+		exec.NewCmdExec(f, streams),
+		expose.NewCmdExpose(f, streams),
 	}
 }

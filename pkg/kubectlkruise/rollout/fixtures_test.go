@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -31,10 +33,14 @@ const ns = "prod"
 
 // harness is the rollout command against fake clientsets.
 type harness struct {
-	kube     *kubefake.Clientset
-	kruise   *kruisefake.Clientset
-	out, err *bytes.Buffer
-	terminal bool
+	kube   *kubefake.Clientset
+	kruise *kruisefake.Clientset
+	// rollouts holds kruise-rollout's Rollouts; nil: its CRD is not installed.
+	rollouts *dynamicfake.FakeDynamicClient
+	// rolloutVersion is the Rollouts' version the cluster serves.
+	rolloutVersion string
+	out, err       *bytes.Buffer
+	terminal       bool
 	// writes, when set, receives a copy of every write to the output.
 	writes chan string
 }
@@ -60,8 +66,15 @@ func newHarness(kubeObjects []runtime.Object, kruiseObjects []runtime.Object) *h
 
 func (h *harness) deps() *deps {
 	return &deps{
-		streams:    genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: write{h}, ErrOut: h.err},
-		clients:    func() (*clients, error) { return &clients{kube: h.kube, kruise: h.kruise}, nil },
+		streams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: write{h}, ErrOut: h.err},
+		clients: func() (*clients, error) {
+			return &clients{kube: h.kube, kruise: h.kruise, rollouts: func() (dynamic.NamespaceableResourceInterface, error) {
+				if h.rollouts == nil {
+					return nil, errNoRolloutCRD
+				}
+				return h.rollouts.Resource(rolloutsGVR.GroupResource().WithVersion(h.rolloutVersion)), nil
+			}}, nil
+		},
 		namespace:  func() (string, error) { return ns, nil },
 		isTerminal: func(io.Writer) bool { return h.terminal },
 		now:        func() time.Time { return time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) },

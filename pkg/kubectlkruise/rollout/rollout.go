@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
@@ -25,6 +26,8 @@ import (
 type clients struct {
 	kube   kubernetes.Interface
 	kruise versioned.Interface
+	// rollouts is kruise-rollout's Rollouts, or errNoRolloutCRD.
+	rollouts func() (dynamic.NamespaceableResourceInterface, error)
 }
 
 // deps is what the subcommands need from kubectl's Factory, behind
@@ -51,7 +54,21 @@ func NewCmdRollout(f cmdutil.Factory, streams genericiooptions.IOStreams) *cobra
 			if err != nil {
 				return nil, err
 			}
-			return &clients{kube: kube, kruise: kruise}, nil
+			return &clients{kube: kube, kruise: kruise, rollouts: func() (dynamic.NamespaceableResourceInterface, error) {
+				config, err := f.ToRESTConfig()
+				if err != nil {
+					return nil, err
+				}
+				dyn, err := dynamic.NewForConfig(config)
+				if err != nil {
+					return nil, err
+				}
+				mapper, err := f.ToRESTMapper()
+				if err != nil {
+					return nil, err
+				}
+				return rolloutsClient(mapper, dyn)
+			}}, nil
 		},
 		namespace: func() (string, error) {
 			ns, _, err := f.ToRawKubeConfigLoader().Namespace()
@@ -81,7 +98,7 @@ DaemonSets (ads), and of the built-in Deployments, StatefulSets and DaemonSets
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdStatus(d), newCmdHistory(d), newCmdUndo(d), newCmdPause(d), newCmdResume(d), newCmdRestart(d))
+	cmd.AddCommand(newCmdStatus(d), newCmdHistory(d), newCmdUndo(d), newCmdPause(d), newCmdResume(d), newCmdRestart(d), newCmdApprove(d))
 	return cmd
 }
 
