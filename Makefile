@@ -29,7 +29,7 @@ export K8S_VERSIONS
 .DEFAULT_GOAL := help
 .PHONY: help run test test-unit test-integration e2e e2e-helm e2e-k8s reference-e2e dashboard-check fuzz deps build images deploy deploy-helm \
 	cluster-up down status generate verify bench bench-sidecar bench-imagepull bench-scale bench-daemon bench-apiload \
-	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale bench-rd-scale bench-ud-scale bench-probes
+	bench-webhook bench-launchpriority bench-cloneset bench-cloneset-production bench-cloneset-scale bench-workloads bench-sidecarset bench-predownload bench-pub bench-pub-scale bench-ws bench-ws-scale bench-bcj-scale bench-rd-scale bench-ud-scale bench-probes
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -108,8 +108,16 @@ bench-webhook: deploy ## Pod Create call and create → Ready with and without t
 bench-launchpriority: deploy ## Launch priority, 3 levels: create → all Ready, kruise vs OpenKruise v1.9.0 (built from the module proxy).
 	$(BENCH_GO_TEST) -timeout 60m -run TestLaunchPriorityLatency ./bench/...
 
-bench-cloneset: deploy ## CloneSet rollout of 30 pods: in place vs ReCreate vs Deployment vs OpenKruise v1.9.0 vs the kubelet's floor (BENCHMARKS.md).
+bench-cloneset: deploy ## CloneSet rollout of 30 pods: in place vs ReCreate vs Deployment vs OpenKruise v1.9.0 vs the kubelet's floor (BENCHMARKS.md; BENCH_CLONESET_SHAPE=production for the production-shaped pod).
 	$(BENCH_GO_TEST) -timeout 60m -run TestCloneSetRollout ./bench/...
+
+# The production-shaped pod (init work, a native sidecar, a per-pod claim) at maxUnavailable 1,
+# then 3; BENCH_CLONESET_ROUNDS (default here 1) and the other BENCH_CLONESET_* apply.
+bench-cloneset-production: deploy ## CloneSet rollout of 30 production-shaped pods at maxUnavailable 1 and 3: in place vs Deployment vs OpenKruise v1.9.0 vs the floor (BENCHMARKS.md).
+	for m in 1 3; do \
+	  BENCH_CLONESET_SHAPE=production BENCH_CLONESET_MAX_UNAVAILABLE=$$m BENCH_CLONESET_ROUNDS=$${BENCH_CLONESET_ROUNDS:-1} \
+	    $(BENCH_GO_TEST) -timeout 60m -run TestCloneSetRollout ./bench/... || exit 1; \
+	done
 
 bench-workloads: deploy ## Advanced StatefulSet (10 pods) and DaemonSet rollouts: in place vs recreate vs the built-in controllers vs the kubelet's floor (BENCHMARKS.md).
 	$(BENCH_GO_TEST) -timeout 60m -run TestWorkloadRollout ./bench/...

@@ -106,7 +106,7 @@ func (res csResults) report(t *testing.T) {
 	steps := (res.n + res.m - 1) / res.m
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nspec update → status: all %d pods updated, ready, available (watch event received); maxUnavailable %d (%d steps), maxSurge 0\n\n", res.n, res.m, steps)
+	fmt.Fprintf(&b, "\n%s pod; spec update → status: all %d pods updated, ready, available (watch event received); maxUnavailable %d (%d steps), maxSurge 0\n\n", res.shape, res.n, res.m, steps)
 	fmt.Fprintf(&b, "| variant | rounds | median | min | max | last pod Ready (median) |\n| --- | --- | --- | --- | --- | --- |\n")
 	med := map[csVariant]time.Duration{}
 	for _, v := range variants {

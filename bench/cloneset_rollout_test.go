@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,12 @@ var (
 	csOpenKruise = envStr("BENCH_CLONESET_OPENKRUISE", "1") != "0"
 	// BENCH_CLONESET_TRACE=1 logs every pod and workload event of the rollouts.
 	csTrace = envStr("BENCH_CLONESET_TRACE", "0") == "1"
+	// BENCH_CLONESET_SHAPE: the pod rolled out, minimal or production (podShape).
+	csShape = envStr("BENCH_CLONESET_SHAPE", string(shapeMinimal))
+	// BENCH_CLONESET_RECREATE=0 leaves the ReCreate CloneSet's rollouts out; the CloneSet is
+	// still created, so the node carries the same pods (its pods stand in for OpenKruise's
+	// CloneSet in that phase, see below).
+	csRecreateRollouts = envStr("BENCH_CLONESET_RECREATE", "1") != "0"
 )
 
 // csVariant is one way of rolling out the same image change.
@@ -50,6 +57,7 @@ const (
 
 // csResults are the figures of one run.
 type csResults struct {
+	shape   podShape
 	n, m    int
 	rollout map[csVariant][]rolloutRun
 	floor   map[string][]floorRun // per phase
@@ -67,10 +75,13 @@ func TestCloneSetRollout(t *testing.T) {
 	ctx := context.Background()
 	e := connect(ctx, t, "bench-cs", "bench-cloneset")
 	n, m, rounds, fs := csReplicas, csMaxUnavailable, csRounds, csFloorSamples
-	t.Logf("%d pods, maxUnavailable %d, %d rounds, %d floor samples per round and phase", n, m, rounds, fs)
+	shape, err := parsePodShape(csShape)
+	if err != nil {
+		t.Fatalf("BENCH_CLONESET_SHAPE: %v", err)
+	}
+	t.Logf("%s pod, %d pods, maxUnavailable %d, %d rounds, %d floor samples per round and phase", shape, n, m, rounds, fs)
 	var build openKruiseBuild
 	if csOpenKruise {
-		var err error
 		if build, err = buildOpenKruise(ctx, t.Logf); err != nil {
 			t.Fatal(err)
 		}
@@ -85,22 +96,22 @@ func TestCloneSetRollout(t *testing.T) {
 	recreate := cloneSetWorkload(e.kruise, e.ns, "recreate", int32(n))
 	deploy := deploymentWorkload(e.client, e.ns, "deploy", int32(n))
 	for _, cs := range []*appsv1alpha1.CloneSet{
-		rolloutCloneSet(e.ns, inPlace.name(), image, int32(n), int32(m), appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType),
-		rolloutCloneSet(e.ns, recreate.name(), image, int32(n), int32(m), appsv1alpha1.RecreateCloneSetUpdateStrategyType),
+		rolloutCloneSet(e.ns, inPlace.name(), shape, image, int32(n), int32(m), appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType),
+		rolloutCloneSet(e.ns, recreate.name(), shape, image, int32(n), int32(m), appsv1alpha1.RecreateCloneSetUpdateStrategyType),
 	} {
 		if _, err := kc.CloneSets(e.ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating CloneSet %s: %v", cs.Name, err)
 		}
 	}
-	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.name(), image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
+	if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, rolloutDeployment(e.ns, deploy.name(), shape, image, int32(n), int32(m)), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating Deployment: %v", err)
 	}
-	floors, err := e.createFloorPods(ctx, "floor", fs, image)
+	floors, err := e.createFloorPods(ctx, "floor", fs, shape, image)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Pods of their own, so that no batch restarts a pod a single sample restarted moments before.
-	batch, err := e.createFloorPods(ctx, "floor-batch", m, image)
+	batch, err := e.createFloorPods(ctx, "floor-batch", m, shape, image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +122,7 @@ func TestCloneSetRollout(t *testing.T) {
 	}
 	t.Logf("workloads of %d pods each Ready: %s; load average %s", n, time.Since(start).Round(time.Second), loadAverage())
 
-	res := csResults{n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}, floorBatches: map[string][][]floorRun{}}
+	res := csResults{shape: shape, n: n, m: m, rollout: map[csVariant][]rolloutRun{}, floor: map[string][]floorRun{}, floorBatches: map[string][][]floorRun{}}
 	// The tables, also when a later phase fails: what was measured is reported.
 	t.Cleanup(func() { res.report(t) })
 	nextFloor := 0
@@ -170,7 +181,11 @@ func TestCloneSetRollout(t *testing.T) {
 
 	t.Logf("%s: %d live pods on the node", phaseKruise, e.livePods(ctx, t))
 	start = time.Now()
-	turns(phaseKruise, e.ns, []turn{{csInPlace, inPlace}, {csRecreate, recreate}, {csDeploy, deploy}, {csFloor, nil}})
+	kruiseTurns := []turn{{csInPlace, inPlace}, {csRecreate, recreate}, {csDeploy, deploy}, {csFloor, nil}}
+	if !csRecreateRollouts {
+		kruiseTurns = slices.DeleteFunc(kruiseTurns, func(x turn) bool { return x.v == csRecreate })
+	}
+	turns(phaseKruise, e.ns, kruiseTurns)
 	t.Logf("%s: %s; load average %s", phaseKruise, time.Since(start).Round(time.Second), loadAverage())
 	if !csOpenKruise {
 		return
@@ -196,7 +211,7 @@ func TestCloneSetRollout(t *testing.T) {
 		func(ns string, ws []workload) {
 			okCS := ws[0]
 			start := time.Now()
-			if _, err := kc.CloneSets(ns).Create(ctx, rolloutCloneSet(ns, okCS.name(), image, int32(n), int32(m),
+			if _, err := kc.CloneSets(ns).Create(ctx, rolloutCloneSet(ns, okCS.name(), shape, image, int32(n), int32(m),
 				appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType), metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating OpenKruise's CloneSet: %v", err)
 			}

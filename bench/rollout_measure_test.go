@@ -316,12 +316,12 @@ type floorRun struct {
 // samples on one pod measured that delay, not a restart.
 type floorPods []string
 
-// createFloorPods creates n floor pods named <prefix>-<i> and waits until each is Ready.
-func (e *env) createFloorPods(ctx context.Context, prefix string, n int, img string) (floorPods, error) {
+// createFloorPods creates n floor pods of shape named <prefix>-<i> and waits until each is Ready.
+func (e *env) createFloorPods(ctx context.Context, prefix string, n int, shape podShape, img string) (floorPods, error) {
 	var pods floorPods
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		if err := e.createFloorPod(ctx, name, img); err != nil {
+		if err := e.createFloorPod(ctx, name, shape, img); err != nil {
 			return nil, err
 		}
 		pods = append(pods, name)
@@ -332,12 +332,12 @@ func (e *env) createFloorPods(ctx context.Context, prefix string, n int, img str
 // pod is the floor pod of a round's sample.
 func (f floorPods) pod(sample int) string { return f[sample%len(f)] }
 
-// createFloorPod creates a floor pod (the rollout pod spec, no owner) and waits until it is
-// Ready.
-func (e *env) createFloorPod(ctx context.Context, name, img string) error {
+// createFloorPod creates a floor pod (the rollout pod spec of shape, no owner) and waits until it
+// is Ready.
+func (e *env) createFloorPod(ctx context.Context, name string, shape podShape, img string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{"bench": "floor"}},
-		Spec:       rolloutPodSpec(img),
+		Spec:       shape.podSpec(img),
 	}
 	if _, err := e.client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the floor pod: %w", err)

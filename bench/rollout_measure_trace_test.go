@@ -166,3 +166,43 @@ func TestRestartTraceHeldByGate(t *testing.T) {
 		t.Errorf("after a gates-not-ready event: %+v", rt)
 	}
 }
+
+// The production shape: the main container first (the image patch changes containers[0]) and the
+// only one at the changed image, an init container, a native sidecar with a readiness probe, and
+// a per-pod claim of the default StorageClass mounted by all three; the minimal shape has none of
+// them.
+func TestPodShapes(t *testing.T) {
+	if _, err := parsePodShape("huge"); err == nil {
+		t.Error("an unknown shape parsed")
+	}
+	minimal := shapeMinimal.podSpec("img:new")
+	if len(minimal.InitContainers) != 0 || len(minimal.Volumes) != 0 || len(minimal.Containers) != 1 {
+		t.Errorf("minimal shape carries more than its container: %+v", minimal)
+	}
+	s := shapeProduction.podSpec("img:new")
+	if len(s.Containers) != 1 || s.Containers[0].Name != rolloutContainer || s.Containers[0].Image != "img:new" || s.Containers[0].ReadinessProbe == nil {
+		t.Fatalf("containers: %+v", s.Containers)
+	}
+	if len(s.InitContainers) != 2 {
+		t.Fatalf("init containers: %+v", s.InitContainers)
+	}
+	work, sidecar := s.InitContainers[0], s.InitContainers[1]
+	if work.RestartPolicy != nil || work.Image != image || !strings.Contains(strings.Join(work.Command, " "), "sleep 3") {
+		t.Errorf("init container: %+v", work)
+	}
+	if sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways || sidecar.ReadinessProbe == nil ||
+		sidecar.Image != image || !strings.Contains(strings.Join(sidecar.Command, " "), "sleep 2") {
+		t.Errorf("sidecar: %+v", sidecar)
+	}
+	if len(s.Volumes) != 1 || s.Volumes[0].Ephemeral == nil || s.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.StorageClassName != nil {
+		t.Fatalf("volumes (want one generic ephemeral volume of the default class): %+v", s.Volumes)
+	}
+	for _, c := range []corev1.Container{s.Containers[0], work, sidecar} {
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != s.Volumes[0].Name {
+			t.Errorf("container %s does not mount the volume: %+v", c.Name, c.VolumeMounts)
+		}
+	}
+	if tmpl := shapeProduction.template("app", "img:new"); tmpl.Labels[appLabel] != "app" || len(tmpl.Spec.InitContainers) != 2 {
+		t.Errorf("template: %+v", tmpl)
+	}
+}

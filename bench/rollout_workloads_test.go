@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,45 +26,135 @@ import (
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
 )
 
-// The rollout benchmark's pod: one busybox container serving TCP on rolloutPort (busybox httpd),
-// with a TCP readiness probe every second. A TCP probe is the kubelet dialling the pod's IP: an
-// exec probe (`true`) would cost a runc exec per pod per second, on this 2-core machine about a
-// core for 90 pods, and would slow every variant alike.
+// The rollout benchmarks' pod: a busybox container serving TCP on rolloutPort (busybox httpd),
+// with a TCP readiness probe every second (tcpReadiness), and in the production shape more
+// (podShape).
 const (
 	rolloutPort      = 8080
 	rolloutContainer = "main"
 	appLabel         = "app"
 )
 
-// rolloutPodSpec is the same for every variant and for the floor's bare pod.
-func rolloutPodSpec(img string) corev1.PodSpec {
-	return corev1.PodSpec{
-		TerminationGracePeriodSeconds: ptr.To[int64](graceSeconds),
-		Containers: []corev1.Container{{
-			Name:    rolloutContainer,
-			Image:   img,
-			Command: []string{"sh", "-c", fmt.Sprintf(`trap "exit 0" TERM; httpd -f -p %d -h /tmp & wait`, rolloutPort)},
-			ReadinessProbe: &corev1.Probe{
-				ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(rolloutPort)}},
-				PeriodSeconds:    1,
-				TimeoutSeconds:   1,
-				SuccessThreshold: 1,
-				FailureThreshold: 1,
-			},
-		}},
+// rolloutPodSpec is the minimal shape's pod spec, the same for every variant and for the floor's
+// bare pod.
+func rolloutPodSpec(img string) corev1.PodSpec { return shapeMinimal.podSpec(img) }
+
+// podShape is the pod a rollout benchmark rolls out: the same for every variant of a run and for
+// the floor's bare pods; only the main container's image (containers[0], rolloutContainer)
+// changes.
+type podShape string
+
+const (
+	// shapeMinimal: the main container alone. A new pod costs this node little (image on the
+	// node, no scheduling wait, no volume, no init work).
+	shapeMinimal podShape = "minimal"
+	// shapeProduction adds what a real pod carries and an update in place skips: an init
+	// container that works 3 s, a native sidecar (an init container with restartPolicy Always,
+	// as Istio injects its proxy by default since 1.27) Ready 2 s after it starts, and a
+	// volume on a claim of its own (a generic ephemeral volume of the default StorageClass, so
+	// that every variant's pod gets a claim provisioned when it is created and an update in
+	// place keeps it).
+	shapeProduction podShape = "production"
+)
+
+// The production shape's parts.
+const (
+	initWorkSeconds    = 3
+	sidecarReadyAfter  = 2
+	sidecarPort        = 8081
+	dataVolume         = "data"
+	dataMountPath      = "/data"
+	dataVolumeCapacity = "64Mi"
+)
+
+func parsePodShape(s string) (podShape, error) {
+	switch sh := podShape(s); sh {
+	case shapeMinimal, shapeProduction:
+		return sh, nil
+	}
+	return "", fmt.Errorf("pod shape %q: want %s or %s", s, shapeMinimal, shapeProduction)
+}
+
+// tcpReadiness is the readiness probe of every probed container here: a TCP dial of port every
+// second. A TCP probe is the kubelet dialling the pod's IP: an exec probe (`true`) would cost a
+// runc exec per pod per second, on this 2-core machine about a core for 90 pods, and would slow
+// every variant alike.
+func tcpReadiness(port int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
+		PeriodSeconds:    1,
+		TimeoutSeconds:   1,
+		SuccessThreshold: 1,
+		FailureThreshold: 1,
 	}
 }
 
-func rolloutTemplate(app, img string) corev1.PodTemplateSpec {
+// serve is a busybox command that serves TCP on port after sleeping delay seconds, and exits 0
+// on SIGTERM.
+func serve(port int32, delay int) []string {
+	sleep := ""
+	if delay > 0 {
+		sleep = fmt.Sprintf("sleep %d; ", delay)
+	}
+	return []string{"sh", "-c", fmt.Sprintf(`trap "exit 0" TERM; %shttpd -f -p %d -h /tmp & wait`, sleep, port)}
+}
+
+func (s podShape) podSpec(img string) corev1.PodSpec {
+	spec := corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](graceSeconds),
+		Containers: []corev1.Container{{
+			Name:           rolloutContainer,
+			Image:          img,
+			Command:        serve(rolloutPort, 0),
+			ReadinessProbe: tcpReadiness(rolloutPort),
+		}},
+	}
+	if s != shapeProduction {
+		return spec
+	}
+	mount := []corev1.VolumeMount{{Name: dataVolume, MountPath: dataMountPath}}
+	spec.Containers[0].VolumeMounts = mount
+	// The init container and the sidecar keep the base image: the rollout changes the main
+	// container's alone.
+	spec.InitContainers = []corev1.Container{{
+		Name:         "init",
+		Image:        image,
+		Command:      []string{"sh", "-c", fmt.Sprintf("sleep %d && date > %s/initialised", initWorkSeconds, dataMountPath)},
+		VolumeMounts: mount,
+	}, {
+		Name:           "sidecar",
+		Image:          image,
+		RestartPolicy:  ptr.To(corev1.ContainerRestartPolicyAlways),
+		Command:        serve(sidecarPort, sidecarReadyAfter),
+		ReadinessProbe: tcpReadiness(sidecarPort),
+		VolumeMounts:   mount,
+	}}
+	spec.Volumes = []corev1.Volume{{
+		Name: dataVolume,
+		VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceStorage: resource.MustParse(dataVolumeCapacity),
+				}},
+			}},
+		}},
+	}}
+	return spec
+}
+
+func (s podShape) template(app, img string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{appLabel: app}},
-		Spec:       rolloutPodSpec(img),
+		Spec:       s.podSpec(img),
 	}
 }
+
+func rolloutTemplate(app, img string) corev1.PodTemplateSpec { return shapeMinimal.template(app, img) }
 
 // rolloutCloneSet is a v1alpha1 CloneSet with every field OpenKruise's defaulting webhook would
 // set written out (it is not installed: OpenKruise's controller must find them set).
-func rolloutCloneSet(ns, name, img string, replicas, maxUnavailable int32, typ appsv1alpha1.CloneSetUpdateStrategyType) *appsv1alpha1.CloneSet {
+func rolloutCloneSet(ns, name string, shape podShape, img string, replicas, maxUnavailable int32, typ appsv1alpha1.CloneSetUpdateStrategyType) *appsv1alpha1.CloneSet {
 	s := appsv1alpha1.CloneSetUpdateStrategy{
 		Type:           typ,
 		Partition:      ptr.To(intstr.FromInt32(0)),
@@ -79,7 +170,7 @@ func rolloutCloneSet(ns, name, img string, replicas, maxUnavailable int32, typ a
 			Replicas:             ptr.To(replicas),
 			RevisionHistoryLimit: ptr.To[int32](10),
 			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
-			Template:             rolloutTemplate(name, img),
+			Template:             shape.template(name, img),
 			UpdateStrategy:       s,
 		},
 	}
@@ -87,14 +178,14 @@ func rolloutCloneSet(ns, name, img string, replicas, maxUnavailable int32, typ a
 
 // rolloutDeployment is the Deployment counterpart: rolling update, maxUnavailable as given,
 // maxSurge 0, so that it replaces pods in the same steps as the CloneSets.
-func rolloutDeployment(ns, name, img string, replicas, maxUnavailable int32) *appsv1.Deployment {
+func rolloutDeployment(ns, name string, shape podShape, img string, replicas, maxUnavailable int32) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:             ptr.To(replicas),
 			RevisionHistoryLimit: ptr.To[int32](10),
 			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{appLabel: name}},
-			Template:             rolloutTemplate(name, img),
+			Template:             shape.template(name, img),
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{

@@ -63,10 +63,10 @@ func TestSidecarSetUpgrade(t *testing.T) {
 		}
 	})
 	e.waitInjecting(ctx, t, ssName)
-	injected := rolloutDeployment(e.ns, "injected", image, int32(n), int32(m))
+	injected := rolloutDeployment(e.ns, "injected", shapeMinimal, image, int32(n), int32(m))
 	injected.Spec.Selector.MatchLabels[appLabel] = ssName
 	injected.Spec.Template.Labels[appLabel] = ssName
-	templated := rolloutDeployment(e.ns, "templated", image, int32(n), int32(m))
+	templated := rolloutDeployment(e.ns, "templated", shapeMinimal, image, int32(n), int32(m))
 	templated.Spec.Template.Spec.Containers = append([]corev1.Container{benchSidecar(image)}, templated.Spec.Template.Spec.Containers...)
 	for _, d := range []*appsv1.Deployment{injected, templated} {
 		if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
@@ -77,7 +77,7 @@ func TestSidecarSetUpgrade(t *testing.T) {
 		{wlVariant(ssInPlace), sidecarSetWorkload(e.kruise, ssName, int32(n)), n, true, true},
 		{wlVariant(ssDeployment), sidecarDeploymentWorkload(e.client, e.ns, "templated", int32(n)), n, false, false},
 	}
-	floors, err := e.createFloorPods(ctx, "floor", fs, image)
+	floors, err := e.createFloorPods(ctx, "floor", fs, shapeMinimal, image)
 	if err != nil {
 		t.Fatal(err)
 	}

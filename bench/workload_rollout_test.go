@@ -110,7 +110,7 @@ func TestWorkloadRollout(t *testing.T) {
 			t.Fatalf("creating %s: %v", arms[i].v, err)
 		}
 	}
-	floors, err := e.createFloorPods(ctx, "floor", fs, image)
+	floors, err := e.createFloorPods(ctx, "floor", fs, shapeMinimal, image)
 	if err != nil {
 		t.Fatal(err)
 	}
