@@ -101,10 +101,10 @@ const (
 	// OpenKruise).
 	CloneSetPartitionRollback featuregate.Feature = "CloneSetPartitionRollback"
 
-	// PreparingUpdateAsUpdate makes the CloneSet controller count a pod held in the
-	// PreparingUpdate lifecycle state (waiting on its inPlaceUpdate hook) as updated when it
-	// decides how many pods to update, as it counts it for maxUnavailable. Alpha, default false
-	// (as in OpenKruise).
+	// PreparingUpdateAsUpdate makes the CloneSet controller's scale pass count a pod held in the
+	// PreparingUpdate lifecycle state (waiting on its inPlaceUpdate hook) as updated: scale-in
+	// deletes old pods before it, scale-out creates no old-revision pod in its place. Alpha,
+	// default false (as in OpenKruise).
 	PreparingUpdateAsUpdate featuregate.Feature = "PreparingUpdateAsUpdate"
 
 	// InPlaceWorkloadVerticalScaling lets an in-place update change containers' cpu and memory
