@@ -47,7 +47,9 @@ users already type. It reads kubeconfig, contexts and namespaces as kubectl does
 	}
 	flags := cmd.PersistentFlags()
 	configFlags.AddFlags(flags)
-	f := cmdutil.NewFactory(configFlags)
+	// Through MatchVersionFlags, as kubectl builds its own: its ToRESTConfig sets the core group
+	// defaults that kubectl's exec and attach need for their REST client.
+	f := cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(configFlags))
 	// kubectl's completions (set, exec, expose) read the cluster through it.
 	completion.SetFactoryForCompletion(f)
 	for _, sub := range commands(f, streams) {
