@@ -150,7 +150,7 @@ func New(cfg Config) (*Controller, error) {
 		budgetWaits:   budgetwait.NewReporter(),
 
 		claimTemplates:          cfg.ClaimTemplates,
-		expander:                &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
+		expander:                &claimupdate.Expander{Client: cfg.Client.CoreV1()},
 		partitionRollback:       cfg.PartitionRollback,
 		preparingUpdateAsUpdate: cfg.PreparingUpdateAsUpdate,
 		shortHash:               cfg.ShortHash,

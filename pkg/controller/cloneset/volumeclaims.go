@@ -101,7 +101,7 @@ func (c *Controller) expandClaims(ctx context.Context, p *pass) error {
 	if len(exps) == 0 {
 		return nil
 	}
-	refusals, err := c.expander.Expand(ctx, p.cs, exps)
+	refusals, err := c.expander.Expand(ctx, c.recorder, p.cs, exps)
 	p.claimRefusals = append(p.claimRefusals, refusals...)
 	return err
 }

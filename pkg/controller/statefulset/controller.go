@@ -126,7 +126,7 @@ func New(cfg Config) (*Controller, error) {
 		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
 		ignoreClaimRetention: cfg.IgnoreClaimRetention,
 		resizeClaims:         cfg.ResizeClaims,
-		expander:             &claimupdate.Expander{Client: cfg.Client.CoreV1(), Recorder: cfg.Recorder},
+		expander:             &claimupdate.Expander{Client: cfg.Client.CoreV1()},
 		noPodIndexLabel:      cfg.NoPodIndexLabel,
 		resize:               cfg.Resize,
 		budgetWaits:          budgetwait.NewReporter(),

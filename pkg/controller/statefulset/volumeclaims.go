@@ -109,7 +109,7 @@ func (c *Controller) updateClaims(ctx context.Context, p *pass) error {
 	if len(exps) == 0 {
 		return nil
 	}
-	refusals, err := c.expander.Expand(ctx, p.set, exps)
+	refusals, err := c.expander.Expand(ctx, c.recorder, p.set, exps)
 	p.claimState.refusals = append(p.claimState.refusals, refusals...)
 	// A claim refused now does not hold its pod, as one refused before does not.
 	for i := range cands {

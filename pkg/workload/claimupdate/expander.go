@@ -21,8 +21,7 @@ import (
 // with the claim's resourceVersion and the size asked, and not sent again until either changes:
 // the refusal is reported (condition, one Warning Event), never retried in a loop.
 type Expander struct {
-	Client   corev1client.PersistentVolumeClaimsGetter
-	Recorder record.EventRecorder
+	Client corev1client.PersistentVolumeClaimsGetter
 
 	mu      sync.Mutex
 	refused map[types.UID]refused
@@ -33,8 +32,9 @@ type refused struct {
 }
 
 // Expand sends the expansions not refused before and returns every refusal that stands (old
-// and new), for the workload's condition. Events go to owner. An error is one worth retrying.
-func (e *Expander) Expand(ctx context.Context, owner runtime.Object, exps []Expansion) ([]Refusal, error) {
+// and new), for the workload's condition. Events go to owner through rec (the controller's, which
+// exists only once the controller runs). An error is one worth retrying.
+func (e *Expander) Expand(ctx context.Context, rec record.EventRecorder, owner runtime.Object, exps []Expansion) ([]Refusal, error) {
 	var out []Refusal
 	var errs []error
 	for _, x := range exps {
@@ -42,7 +42,7 @@ func (e *Expander) Expand(ctx context.Context, owner runtime.Object, exps []Expa
 			out = append(out, Refusal{Claim: x.Claim.Name, Reason: reason})
 			continue
 		}
-		r, err := e.expand(ctx, owner, x)
+		r, err := e.expand(ctx, rec, owner, x)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -77,7 +77,7 @@ func (e *Expander) known(x Expansion) (string, bool) {
 	return r.reason, true
 }
 
-func (e *Expander) expand(ctx context.Context, owner runtime.Object, x Expansion) (*Refusal, error) {
+func (e *Expander) expand(ctx context.Context, rec record.EventRecorder, owner runtime.Object, x Expansion) (*Refusal, error) {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{
 		"requests": map[string]string{string(corev1.ResourceStorage): x.Storage.String()}}}})
 	if err != nil {
@@ -88,7 +88,7 @@ func (e *Expander) expand(ctx context.Context, owner runtime.Object, x Expansion
 	switch {
 	case err == nil:
 		klog.FromContext(ctx).V(2).Info("Expanded a PVC to its template's storage request", "pvc", klog.KObj(c), "storage", x.Storage.String())
-		e.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulResize, "resize Claim %s to %s success", c.Name, x.Storage.String())
+		rec.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulResize, "resize Claim %s to %s success", c.Name, x.Storage.String())
 		return nil, nil
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -103,7 +103,7 @@ func (e *Expander) expand(ctx context.Context, owner runtime.Object, x Expansion
 		}
 		e.refused[c.UID] = refused{version: c.ResourceVersion, size: x.Storage.String(), reason: reason}
 		e.mu.Unlock()
-		e.Recorder.Event(owner, corev1.EventTypeWarning, ReasonFailedResize, reason)
+		rec.Event(owner, corev1.EventTypeWarning, ReasonFailedResize, reason)
 		return &Refusal{Claim: c.Name, Reason: reason}, nil
 	default:
 		return nil, fmt.Errorf("PVC %s: %w", c.Name, err)

@@ -37,11 +37,11 @@ func TestExpanderPatchesAndRemembersRefusals(t *testing.T) {
 		return false, nil, nil
 	})
 	rec := record.NewFakeRecorder(10)
-	e := &Expander{Client: client.CoreV1(), Recorder: rec}
+	e := &Expander{Client: client.CoreV1()}
 	owner := &corev1.ConfigMap{}
 	exps := []Expansion{{Claim: ok, Storage: resource.MustParse("2Mi")}, {Claim: no, Storage: resource.MustParse("2Mi")}}
 
-	refusals, err := e.Expand(context.Background(), owner, exps)
+	refusals, err := e.Expand(context.Background(), rec, owner, exps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestExpanderPatchesAndRemembersRefusals(t *testing.T) {
 	}
 
 	// Again with the claim unchanged: no patch, no event, the refusal still stands.
-	refusals, err = e.Expand(context.Background(), owner, exps[1:])
+	refusals, err = e.Expand(context.Background(), rec, owner, exps[1:])
 	if err != nil || len(refusals) != 1 || patches["no"] != 1 || len(rec.Events) != 0 {
 		t.Fatalf("second pass: refusals %+v err %v patches %d events %d", refusals, err, patches["no"], len(rec.Events))
 	}
@@ -73,7 +73,7 @@ func TestExpanderPatchesAndRemembersRefusals(t *testing.T) {
 	// The claim changed (its resourceVersion): it is tried again.
 	changed := no.DeepCopy()
 	changed.ResourceVersion = "8"
-	if _, err := e.Expand(context.Background(), owner, []Expansion{{Claim: changed, Storage: resource.MustParse("2Mi")}}); err != nil {
+	if _, err := e.Expand(context.Background(), rec, owner, []Expansion{{Claim: changed, Storage: resource.MustParse("2Mi")}}); err != nil {
 		t.Fatal(err)
 	}
 	if patches["no"] != 2 {
@@ -93,8 +93,9 @@ func TestExpanderRetriesOtherErrors(t *testing.T) {
 	client.PrependReactor("patch", "persistentvolumeclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("busy")
 	})
-	e := &Expander{Client: client.CoreV1(), Recorder: record.NewFakeRecorder(10)}
-	refusals, err := e.Expand(context.Background(), &corev1.ConfigMap{}, []Expansion{{Claim: c, Storage: resource.MustParse("2Mi")}})
+	e := &Expander{Client: client.CoreV1()}
+	rec := record.NewFakeRecorder(10)
+	refusals, err := e.Expand(context.Background(), rec, &corev1.ConfigMap{}, []Expansion{{Claim: c, Storage: resource.MustParse("2Mi")}})
 	if err == nil || len(refusals) != 0 {
 		t.Fatalf("a transient error is returned to retry, not a refusal: %v %+v", err, refusals)
 	}
