@@ -365,32 +365,46 @@ type canaryWorkload struct {
 	// state reads the workload once its status has observed its spec (ok false before).
 	state    func(ctx context.Context) (s workloadState, ok bool, err error)
 	setImage func(ctx context.Context, image string) error
+	// atPaused is the workload at each of wantPaused: a CloneSet's partition is written as a
+	// percentage of its pods, an Advanced StatefulSet's as a number.
+	atPaused []workloadState
 	// revision is the workload's update revision.
 	revision func(ctx context.Context) (string, error)
 }
 
-// The rollout's course, the same on kruise and on OpenKruise v1.9.0 (docs/rollouts.md): with 5
-// pods, step 1 (20%) updates 1 pod (partition 4), step 2 (50%) 3 (partition 2), step 3 (100%) all;
-// the workload is never left paused; each of the first two steps waits in StepPaused for the
-// approval, and the Rollout ends Healthy with the canary Completed.
+// The rollout's course as OpenKruise gives it (how it was derived: docs/rollouts.md): with 5
+// pods, step 1 (20%) updates 1 pod (partition 4 of 5), step 2 (50%) 3 (partition 2), step 3
+// (100%) all, after which the partition is taken off; the workload is never left paused; each of
+// the first two steps waits in StepPaused for the approval, and the Rollout ends Healthy with the
+// canary Completed.
 var (
-	wantPausedStates = []struct {
-		rollout  rolloutState
-		workload workloadState
-	}{
-		{rolloutState{"Progressing", 1, "StepPaused"}, workloadState{Partition: "4", Updated: 1, Ready: 1}},
-		{rolloutState{"Progressing", 2, "StepPaused"}, workloadState{Partition: "2", Updated: 3, Ready: 3}},
-	}
+	// wantPaused are the Rollout's states where it waits for an approval.
+	wantPaused = []rolloutState{{"Progressing", 1, "StepPaused"}, {"Progressing", 2, "StepPaused"}}
+	// wantDone is the workload once the Rollout is done: partition and pause taken off.
+	wantDone  = workloadState{Updated: 5, Ready: 5}
 	wantFinal = rolloutState{"Healthy", 3, "Completed"}
-	// wantSteps is the sequence of step states the Rollout passes through for each step,
-	// from the image change to the end (Progressing throughout, Healthy at Completed).
+	// wantSteps is the sequence of states the Rollout passes through from the image change to
+	// the end, by kruise-rollout v0.6.1's state machine (pkg/controller/rollout): one status
+	// update per state; a step of 100% skips StepTrafficRouting and does not wait in StepPaused.
 	wantSteps = []rolloutState{
-		{"Progressing", 1, "StepUpgrade"}, {"Progressing", 1, "StepTrafficRouting"}, {"Progressing", 1, "StepMetricsAnalysis"}, {"Progressing", 1, "StepPaused"},
-		{"Progressing", 1, "StepReady"}, {"Progressing", 2, "StepUpgrade"}, {"Progressing", 2, "StepTrafficRouting"}, {"Progressing", 2, "StepMetricsAnalysis"}, {"Progressing", 2, "StepPaused"},
-		{"Progressing", 2, "StepReady"}, {"Progressing", 3, "StepUpgrade"}, {"Progressing", 3, "StepMetricsAnalysis"}, {"Progressing", 3, "StepPaused"},
-		{"Progressing", 3, "StepReady"}, {"Progressing", 3, "Completed"}, wantFinal,
+		{"Progressing", 0, ""},
+		{"Progressing", 1, "BeforeStepUpgrade"}, {"Progressing", 1, "StepUpgrade"}, {"Progressing", 1, "StepTrafficRouting"},
+		{"Progressing", 1, "StepMetricsAnalysis"}, {"Progressing", 1, "StepPaused"}, {"Progressing", 1, "StepReady"},
+		{"Progressing", 2, "BeforeStepUpgrade"}, {"Progressing", 2, "StepUpgrade"}, {"Progressing", 2, "StepTrafficRouting"},
+		{"Progressing", 2, "StepMetricsAnalysis"}, {"Progressing", 2, "StepPaused"}, {"Progressing", 2, "StepReady"},
+		{"Progressing", 3, "BeforeStepUpgrade"}, {"Progressing", 3, "StepUpgrade"},
+		{"Progressing", 3, "StepMetricsAnalysis"}, {"Progressing", 3, "StepPaused"}, {"Progressing", 3, "StepReady"},
+		{"Progressing", 3, "Completed"}, wantFinal,
 	}
 )
+
+func waitWorkloadState(ctx context.Context, t *testing.T, w canaryWorkload, at string, want workloadState) {
+	t.Helper()
+	framework.WaitFor(ctx, t, 30*time.Second, fmt.Sprintf("%s at %s: %+v", w.kind, at, want), func(ctx context.Context) (bool, string, error) {
+		s, ok, err := w.state(ctx)
+		return ok && s == want, fmt.Sprintf("%+v (status observed the spec: %v)", s, ok), err
+	})
+}
 
 // runCanary drives one workload of 5 pods through the canary and checks the course and that every
 // pod was updated in place.
@@ -412,22 +426,18 @@ func runCanary(ctx context.Context, t *testing.T, f *framework.Framework, ns str
 	if err := w.setImage(ctx, variant); err != nil {
 		t.Fatalf("changing the image: %v", err)
 	}
-	for i, want := range wantPausedStates {
-		waitRollout(ctx, t, f, ns, name, want.rollout)
-		var got workloadState
-		framework.WaitFor(ctx, t, 30*time.Second, fmt.Sprintf("%s at step %d: %+v", w.kind, i+1, want.workload), func(ctx context.Context) (bool, string, error) {
-			s, ok, err := w.state(ctx)
-			got = s
-			return ok && s == want.workload, fmt.Sprintf("%+v (observed %v)", s, ok), err
-		})
+	for i, want := range wantPaused {
+		waitRollout(ctx, t, f, ns, name, want)
+		waitWorkloadState(ctx, t, w, fmt.Sprintf("step %d", i+1), w.atPaused[i])
 		// Paused means paused: nothing moves until the approval.
 		framework.Consistently(ctx, t, 2*time.Second, fmt.Sprintf("%s held at step %d", w.kind, i+1), func(ctx context.Context) (bool, string, error) {
 			s, _, err := w.state(ctx)
-			return s == got, fmt.Sprintf("%+v", s), err
+			return s == w.atPaused[i], fmt.Sprintf("%+v", s), err
 		})
 		approveRollout(ctx, t, f, ns, name)
 	}
 	waitRollout(ctx, t, f, ns, name, wantFinal)
+	waitWorkloadState(ctx, t, w, "the end", wantDone)
 	after := settled()
 	// As the release's own e2e checks on OpenKruise: Progressing ends False (Completed), Succeeded True.
 	u, err := f.Dynamic(t).Resource(rolloutGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
@@ -484,6 +494,7 @@ func TestKruiseRolloutCanary(t *testing.T) {
 		cs := busyboxCloneSet(f, ns, "web", 5, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 		runCanary(ctx, t, f, ns, canaryWorkload{
 			apiVersion: "apps.kruise.io/v1alpha1", kind: "CloneSet",
+			atPaused: []workloadState{{Partition: "80%", Updated: 1, Ready: 1}, {Partition: "40%", Updated: 3, Ready: 3}},
 			create: func(ctx context.Context) error {
 				_, err := kc.AppsV1alpha1().CloneSets(ns).Create(ctx, cs, metav1.CreateOptions{})
 				return err
@@ -528,6 +539,7 @@ func TestKruiseRolloutCanary(t *testing.T) {
 		names := []string{"web-0", "web-1", "web-2", "web-3", "web-4"}
 		runCanary(ctx, t, f, ns, canaryWorkload{
 			apiVersion: "apps.kruise.io/v1beta1", kind: "StatefulSet",
+			atPaused: []workloadState{{Partition: "4", Updated: 1, Ready: 1}, {Partition: "2", Updated: 3, Ready: 3}},
 			create: func(ctx context.Context) error {
 				_, err := kc.AppsV1beta1().StatefulSets(ns).Create(ctx, set, metav1.CreateOptions{})
 				return err
