@@ -474,6 +474,11 @@ func runCanary(ctx context.Context, t *testing.T, f *framework.Framework, ns str
 		t.Fatal(err)
 	}
 	checkUpdatedInPlace(t, before, after, variant, revision, true)
+	got := rec.since(start)
+	t.Logf("Rollout went through %v", got)
+	if fmt.Sprint(got) != fmt.Sprint(wantSteps) {
+		t.Errorf("Rollout went through\n  %v\nwant\n  %v", got, wantSteps)
+	}
 }
 
 // A canary of kruise-rollout (20% → 50% → 100%, approved between steps) over a CloneSet and
