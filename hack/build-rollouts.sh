@@ -32,7 +32,7 @@ else
 fi
 
 if ! compgen -G "${dir}/crds/*.yaml" >/dev/null; then
-  moddir=$(cd / && GOFLAGS= go mod download -json "${module}@${version}" | sed -n 's#^[[:space:]]*"Dir": "\(.*\)",$#\1#p')
+  moddir=$(cd / && GOFLAGS='' go mod download -json "${module}@${version}" | sed -n 's#^[[:space:]]*"Dir": "\(.*\)",$#\1#p')
   [[ -n "${moddir}" && -d "${moddir}/config/crd/bases" ]] || die "no config/crd/bases in ${module}@${version} (${moddir:-not downloaded})"
   mkdir -p "${dir}/crds.tmp"
   cp "${moddir}"/config/crd/bases/*.yaml "${dir}/crds.tmp/" || die "cannot copy kruise-rollout's CRDs from ${moddir}/config/crd/bases"
