@@ -440,7 +440,13 @@ func runCanary(ctx context.Context, t *testing.T, f *framework.Framework, ns str
 		})
 	})
 	rec := recordRollout(ctx, t, f, ns, name)
-	waitRollout(ctx, t, f, ns, name, rolloutState{Phase: "Healthy"})
+	healthy := rolloutState{Phase: "Healthy"}
+	waitRollout(ctx, t, f, ns, name, healthy)
+	// The course is counted from the watch's Healthy on (the watch may lag the read above).
+	framework.WaitFor(ctx, t, 10*time.Second, "the watch of Rollout "+name+" at Healthy", func(context.Context) (bool, string, error) {
+		got := rec.since(0)
+		return len(got) > 0 && got[len(got)-1] == healthy, fmt.Sprint(got), nil
+	})
 	start := rec.len()
 
 	variant := f.BusyboxVariant(t)
