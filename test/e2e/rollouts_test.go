@@ -35,6 +35,7 @@ import (
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/e2e/framework"
+	"github.com/nodekruise/kruise/test/netns"
 	"github.com/nodekruise/kruise/test/proc"
 )
 
@@ -159,8 +160,8 @@ func rolloutWebhooks(ns, scope string) (*admissionregistrationv1.MutatingWebhook
 	return m, v
 }
 
-// startKruiseRollout runs kruise-rollout as a host process with the test's kubeconfig, its
-// webhook on a free port of 127.0.0.1 with a certificate it makes itself (WEBHOOK_HOST), and
+// startKruiseRollout runs kruise-rollout as a host process in a network namespace of its own
+// with the test's kubeconfig, its webhook reached on a free port of 127.0.0.1 with a certificate it makes itself (WEBHOOK_HOST), and
 // stops it by its PID, and removes its webhook configurations, when t ends. It returns the label
 // value a namespace needs (kruise.e2e/rollouts) for its workloads to go through the webhooks.
 func startKruiseRollout(ctx context.Context, t *testing.T, f *framework.Framework) string {
@@ -189,14 +190,29 @@ func startKruiseRollout(ctx context.Context, t *testing.T, f *framework.Framewor
 		t.Fatalf("creating %s: %v", v.Name, err)
 	}
 
+	// kruise-rollout listens on 0.0.0.0 (its webhook server's host is fixed): it runs in a network
+	// namespace of its own, the API server forwarded in at the kubeconfig's address, and its
+	// webhook forwarded out to the same port on the host's 127.0.0.1, the URL it writes.
+	n, err := netns.New(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close) // after the process is stopped (cleanups run last first)
+	if err := n.ForwardServer(f.Config.Host); err != nil {
+		t.Fatal(err)
+	}
 	port := freeLoopbackPort(t)
+	if _, err := n.ForwardIn(port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	// Metrics and health probes off (0): nothing but the webhook listens. env(1) passes the
-	// variables kruise-rollout reads its webhook settings from, and execs it: the PID is its own.
-	cmd := proc.Start(t, filepath.Join(dir, "kruise-rollout.log"), "env",
+	// Metrics and health probes off (0): nothing but the webhook listens. nsenter and env(1)
+	// exec: the PID is kruise-rollout's own.
+	nsenter := n.Command("env",
 		"KUBECONFIG="+os.Getenv("KUBECONFIG"), "POD_NAMESPACE="+ns,
 		"WEBHOOK_HOST=127.0.0.1", "WEBHOOK_PORT="+strconv.Itoa(port), "WEBHOOK_CERT_DIR="+filepath.Join(dir, "certs"),
 		bin, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false", "--v=2")
+	cmd := proc.Start(t, filepath.Join(dir, "kruise-rollout.log"), nsenter.Path, nsenter.Args[1:]...)
 	t.Logf("kruise-rollout pid %d, webhook 127.0.0.1:%d, log %s", cmd.Process.Pid, port, filepath.Join(dir, "kruise-rollout.log"))
 
 	framework.WaitFor(ctx, t, 60*time.Second, "kruise-rollout's webhooks configured and serving", func(ctx context.Context) (bool, string, error) {
