@@ -52,15 +52,21 @@ func New(ctx context.Context, logf func(string, ...any)) (*Namespace, error) {
 		n.Close()
 		return nil, err
 	}
-	// Ready once the holder is in its own namespace and 127.0.0.1 can be bound there.
+	// Ready once the holder is in its own namespace with its loopback up: binding 127.0.0.1
+	// works before `ip link set lo up`, connecting does not (network unreachable).
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if l, err := os.Readlink(n.path); err != nil || l == mine {
 			return false, nil
 		}
 		err := n.Do(func() error {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			c, err := net.DialTimeout("tcp", l.Addr().String(), time.Second)
 			if err == nil {
-				l.Close()
+				c.Close()
 			}
 			return err
 		})
