@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
 	"github.com/nodekruise/kruise/test/e2e/framework"
@@ -399,8 +400,9 @@ type canaryWorkload struct {
 var (
 	// wantPaused are the Rollout's states where it waits for an approval.
 	wantPaused = []rolloutState{{"Progressing", 1, "StepPaused"}, {"Progressing", 2, "StepPaused"}}
-	// wantDone is the workload once the Rollout is done: partition and pause taken off.
-	wantDone  = workloadState{Updated: 5, Ready: 5}
+	// wantDone is the workload once the Rollout is done: pause and partition taken off (set to
+	// null, which kruise's defaulting, as OpenKruise's, stores as 0).
+	wantDone  = workloadState{Partition: "0", Updated: 5, Ready: 5}
 	wantFinal = rolloutState{"Healthy", 3, "Completed"}
 	// wantSteps is the sequence of states the Rollout passes through from the image change to
 	// the end, by kruise-rollout v0.6.1's state machine (pkg/controller/rollout): one status
@@ -561,6 +563,8 @@ func TestKruiseRolloutCanary(t *testing.T) {
 		ns := newNS(t, "rollout-asts")
 		set := busyboxStatefulSet(f, ns, "web", 5)
 		set.Spec.PodManagementPolicy = "Parallel"
+		// In-place updates need the gate (as on OpenKruise: admission requires it).
+		set.Spec.Template.Spec.ReadinessGates = append(set.Spec.Template.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
 		set.Spec.UpdateStrategy = appsv1beta1.StatefulSetUpdateStrategy{
 			Type: "RollingUpdate",
 			RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{
