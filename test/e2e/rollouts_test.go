@@ -458,12 +458,21 @@ func runCanary(ctx context.Context, t *testing.T, f *framework.Framework, ns str
 		})
 	})
 	rec := recordRollout(ctx, t, f, ns, name)
+	// Healthy, its canary status either empty or, when kruise-rollout has looked at the stable
+	// workload again, Completed at the last step (both seen from v0.6.1).
 	healthy := rolloutState{Phase: "Healthy"}
-	waitRollout(ctx, t, f, ns, name, healthy)
+	framework.WaitFor(ctx, t, 90*time.Second, "Rollout "+name+" Healthy", func(ctx context.Context) (bool, string, error) {
+		u, err := rollouts.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		got := rolloutStateOf(u)
+		return got.Phase == healthy.Phase, got.String(), nil
+	})
 	// The course is counted from the watch's Healthy on (the watch may lag the read above).
 	framework.WaitFor(ctx, t, 10*time.Second, "the watch of Rollout "+name+" at Healthy", func(context.Context) (bool, string, error) {
 		got := rec.since(0)
-		return len(got) > 0 && got[len(got)-1] == healthy, fmt.Sprint(got), nil
+		return len(got) > 0 && got[len(got)-1].Phase == healthy.Phase, fmt.Sprint(got), nil
 	})
 	start := rec.len()
 
