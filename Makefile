@@ -164,12 +164,13 @@ bench-ud-scale: deps build ## UnitedDeployment controllers, 500 pods (CloneSet t
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 30s); `go test` runs only their seeds.
 	@hack/fuzz.sh
 
-deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, helm, cert-manager-lite and localpv binaries; unpack promtool and prometheus.
+deps: ## Install Debian packages and build the cached Kubernetes, etcd, crictl, helm, cert-manager-lite, localpv and kruise-rollout binaries; unpack promtool and prometheus.
 	@hack/install-deps.sh
 	@hack/install-prometheus.sh >/dev/null
 	@# Side by side: on a cold machine each one's downloads and links overlap the other's compiles.
-	@hack/build-k8s.sh & k=$$!; hack/build-localpv.sh >/dev/null & l=$$!; hack/build-certmanager.sh >/dev/null; c=$$?; \
-	  wait $$k && wait $$l && exit $$c
+	@hack/build-k8s.sh & k=$$!; hack/build-localpv.sh >/dev/null & l=$$!; hack/build-rollouts.sh >/dev/null & r=$$!; \
+	  hack/build-certmanager.sh >/dev/null; c=$$?; \
+	  wait $$k && wait $$l && wait $$r && exit $$c
 
 build: ## Build kruise-daemon, kruise-controller and the kubectl-kruise plugin into _output/bin, stamped with the commit and its date.
 	ld="$$(go run ./hack/tools/buildinfo)" && \

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodekruise/kruise/test/netns"
 	"github.com/nodekruise/kruise/test/reference"
 )
 
@@ -59,14 +60,14 @@ func buildOpenKruiseDaemon(ctx context.Context, logf func(string, ...any)) (stri
 // okProbes is OpenKruise running for the phase.
 type okProbes struct {
 	ok     *openKruise
-	daemon *process
+	daemon *netns.Process
 	fence  *leaseFence
 	undo   []func(context.Context) error
 }
 
 // pids are kruise-manager's and kruise-daemon's.
 func (o *okProbes) pids() (manager, daemon int) {
-	return o.ok.proc.cmd.Process.Pid, o.daemon.cmd.Process.Pid
+	return o.ok.proc.PID(), o.daemon.PID()
 }
 
 // startOpenKruiseProbes fences kruise, starts OpenKruise's manager and daemon and waits until
@@ -208,17 +209,17 @@ func (o *okProbes) startDaemon(ctx context.Context, bin string) error {
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"), "NODE_NAME="+footprintNode)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	p, err := startProcess(cmd)
+	p, err := netns.StartProcess(cmd)
 	if err != nil {
 		logFile.Close()
 		return err
 	}
-	go func() { <-p.done; logFile.Close() }()
+	go func() { <-p.Done(); logFile.Close() }()
 	o.daemon = p
-	o.undo = append(o.undo, func(context.Context) error { p.stop(10 * time.Second); return nil })
+	o.undo = append(o.undo, func(context.Context) error { p.Stop(10 * time.Second); return nil })
 	hc := &http.Client{Timeout: 2 * time.Second}
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if done, err := p.exited(); done {
+		if done, err := p.Exited(); done {
 			return false, fmt.Errorf("OpenKruise's kruise-daemon exited (log %s): %v", logPath, err)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)

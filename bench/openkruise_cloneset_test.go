@@ -59,7 +59,7 @@ func (e *env) startOpenKruiseForWorkloads(ctx context.Context, t *testing.T, b o
 func (ok *openKruise) waitController(ctx context.Context, name string) error {
 	logPath := filepath.Join(ok.dir, "kruise-manager.log")
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if done, err := ok.proc.exited(); done {
+		if done, err := ok.proc.Exited(); done {
 			return false, fmt.Errorf("kruise-manager exited: %v", err)
 		}
 		raw, err := os.ReadFile(logPath)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/nodekruise/kruise/pkg/controller"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/test/netns"
 )
 
 // okMetricsPort is kruise-manager's metrics port inside its network namespace.
@@ -73,19 +74,19 @@ func startOpenKruiseOnKWOKGates(t *testing.T, c *kwokCluster, b openKruiseBuild,
 			t.Fatal(err)
 		}
 	}
-	n, err := newNetns(ctx, t.Logf)
+	n, err := netns.New(ctx, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(n.close)
+	t.Cleanup(n.Close)
 	u, err := url.Parse(c.host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.forwardOut(u.Host); err != nil {
+	if err := n.ForwardOut(u.Host); err != nil {
 		t.Fatal(err)
 	}
-	metrics, err := n.forwardIn("127.0.0.1:" + okMetricsPort)
+	metrics, err := n.ForwardIn(0, "127.0.0.1:"+okMetricsPort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,16 +109,16 @@ func startOpenKruiseOnKWOKGates(t *testing.T, c *kwokCluster, b openKruiseBuild,
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.stop(15 * time.Second) })
+	t.Cleanup(func() { p.Stop(15 * time.Second) })
 	logPath := filepath.Join(okDir, "kruise-manager.log")
-	t.Logf("OpenKruise kruise-manager pid %s, log %s", p.pid(), logPath)
+	t.Logf("OpenKruise kruise-manager pid %d, log %s", p.PID(), logPath)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	if err := waitManagerControllers(wctx, p, logPath, controllers); err != nil {
 		t.Fatal(err)
 	}
 	probe := &leaderProbe{
-		pid: p.cmd.Process.Pid,
+		pid: p.PID(),
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +37,7 @@ import (
 
 	lp "github.com/nodekruise/kruise/pkg/contract/launchbarrier"
 	"github.com/nodekruise/kruise/pkg/webhook/certs"
+	"github.com/nodekruise/kruise/test/netns"
 )
 
 // openKruise is OpenKruise's kruise-manager run by the benchmark as a host process, in a network
@@ -51,8 +51,8 @@ type openKruise struct {
 	build openKruiseBuild
 	dir   string // its certificates, protection log and log
 
-	netns   *netns
-	proc    *process
+	netns   *netns.Namespace
+	proc    *netns.Process
 	undo    []func(context.Context) error // in reverse order
 	webhook string                        // its pod webhook's URL, as the API server calls it
 	okOptions
@@ -424,30 +424,23 @@ func servingCert(ca *x509.Certificate, caKey any) (certPEM, keyPEM []byte, err e
 }
 
 func (ok *openKruise) startNetns(ctx context.Context) error {
-	n, err := newNetns(ctx, func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
+	n, err := netns.New(ctx, func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) })
 	if err != nil {
 		return err
 	}
 	ok.netns = n
-	ok.undo = append(ok.undo, func(context.Context) error { n.close(); return nil })
+	ok.undo = append(ok.undo, func(context.Context) error { n.Close(); return nil })
 	// Its API calls: the kubeconfig's address (the API server on the host's loopback) inside →
 	// the same address on the host.
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return err
 	}
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return fmt.Errorf("the kubeconfig's server %q: %w", cfg.Host, err)
-	}
-	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("the kubeconfig's server %s is not a loopback address: the forwarder serves only those", cfg.Host)
-	}
-	if err := n.forwardOut(u.Host); err != nil {
+	if err := n.ForwardServer(cfg.Host); err != nil {
 		return err
 	}
 	// The API server's calls of its webhook: host 127.0.0.1:<any> → its webhook port inside.
-	addr, err := n.forwardIn("127.0.0.1:" + okInNetnsPort)
+	addr, err := n.ForwardIn(0, "127.0.0.1:"+okInNetnsPort)
 	if err != nil {
 		return err
 	}
@@ -502,7 +495,7 @@ func (ok *openKruise) startManager(context.Context) error {
 	}
 	ok.proc = proc
 	ok.undo = append(ok.undo, func(context.Context) error {
-		proc.stop(10 * time.Second)
+		proc.Stop(10 * time.Second)
 		return nil
 	})
 	return nil
@@ -517,13 +510,13 @@ const okDefaultGates = "KruiseDaemon=false,EnableExternalCerts=true,WorkloadSpre
 // its protection log, a health probe and webhook port of its own inside n, --v=2) and args,
 // talking to the API server of kubeconfig as if it ran in namespace podNS; its log is
 // dir/kruise-manager.log, closed when it ends.
-func startManagerProcess(n *netns, bin, dir, kubeconfig, podNS string, args ...string) (*process, error) {
+func startManagerProcess(n *netns.Namespace, bin, dir, kubeconfig, podNS string, args ...string) (*netns.Process, error) {
 	logPath := filepath.Join(dir, "kruise-manager.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := n.command(bin, append([]string{
+	cmd := n.Command(bin, append([]string{
 		"--health-probe-addr=127.0.0.1:8000",
 		"--enable-pprof=false",
 		"--protection-log-path=" + filepath.Join(dir, "log"),
@@ -536,12 +529,12 @@ func startManagerProcess(n *netns, bin, dir, kubeconfig, podNS string, args ...s
 		"WEBHOOK_CERT_DIR="+filepath.Join(dir, "certs"),
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	proc, err := startProcess(cmd)
+	proc, err := netns.StartProcess(cmd)
 	if err != nil {
 		logFile.Close()
 		return nil, err
 	}
-	go func() { <-proc.done; logFile.Close() }()
+	go func() { <-proc.Done(); logFile.Close() }()
 	return proc, nil
 }
 
@@ -551,7 +544,7 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 	probe := benchPod(ok.ns, "dry-run-probe", lpContainers(true))
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if done, err := ok.proc.exited(); done {
+		if done, err := ok.proc.Exited(); done {
 			return false, fmt.Errorf("kruise-manager exited: %v", err)
 		}
 		p, err := ok.e.client.CoreV1().Pods(ok.ns).Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -563,7 +556,7 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 	})
 	logPath := filepath.Join(ok.dir, "kruise-manager.log")
 	if err != nil {
-		return fmt.Errorf("OpenKruise's webhook not serving (pid %s, log %s; last: %v): %w", ok.proc.pid(), logPath, last, err)
+		return fmt.Errorf("OpenKruise's webhook not serving (pid %d, log %s; last: %v): %w", ok.proc.PID(), logPath, last, err)
 	}
 	// Its controllers are set up after the webhook, one by one, each after looking its kind up
 	// in discovery; the lookup of a kind this cluster does not serve retries for about 16 s, and
@@ -573,10 +566,10 @@ func (ok *openKruise) waitServing(ctx context.Context) error {
 
 // waitManagerControllers waits until kruise-manager's log (logPath) shows the workers of each of
 // controllers started.
-func waitManagerControllers(ctx context.Context, p *process, logPath string, controllers []string) error {
+func waitManagerControllers(ctx context.Context, p *netns.Process, logPath string, controllers []string) error {
 	var missing string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if done, err := p.exited(); done {
+		if done, err := p.Exited(); done {
 			return false, fmt.Errorf("kruise-manager exited: %v", err)
 		}
 		raw, err := os.ReadFile(logPath)

@@ -56,6 +56,7 @@
 //	pub_admission_test.go    PodUnavailableBudget admission: concurrent evictions and deletes under maxUnavailable 1, kubectl drain, uncovered pods never sent, an image update refused;
 //	                         pub_helpers_test.go: the workloads and waits they share (disruptive/pub_inplace_test.go: in-place rollouts paced by a budget)
 //	resourcedistribution_test.go  ResourceDistribution: a Secret following labelled namespaces (joined, left), an edited copy reverted, a source change, an unowned object reported and left alone; admission; the docs' example
+//	rollouts_test.go         OpenKruise's Rollout controller (kruise-rollout, built from the module proxy) running a 20/50/100% canary over a CloneSet and an Advanced StatefulSet
 //
 // The helpers every e2e test uses are in package framework; the tests that take kruise out of
 // service for a while are in disruptive/, those that change the Helm release (a switch to

@@ -1,6 +1,8 @@
-//go:build bench
-
-package bench
+// Package netns runs a program that listens on every address (OpenKruise's manager and
+// kruise-rollout bind their webhook servers to 0.0.0.0) in a network namespace of its own, reached
+// only through forwarders on the host's 127.0.0.1: the project's servers bind to loopback only.
+// The benchmarks (bench/) and the e2e tests (test/e2e) share it. It needs root (unshare, setns).
+package netns
 
 import (
 	"context"
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -20,58 +23,66 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// netns is a network namespace of its own, with only a loopback interface, held by a sleeping
-// process the benchmark started. A program run in it may listen on any address (OpenKruise's
-// manager binds its webhook server to 0.0.0.0): nothing outside the namespace reaches it except
-// through the forwarders below, which listen on the host's 127.0.0.1 only.
-type netns struct {
-	holder *process
+// Namespace is a network namespace of its own, with only a loopback interface, held by a
+// sleeping process the caller started. A program run in it may listen on any address: nothing
+// outside the namespace reaches it except through the forwarders below, which listen on the
+// host's 127.0.0.1 only.
+type Namespace struct {
+	holder *Process
 	path   string // /proc/<holder>/ns/net
 
 	mu        sync.Mutex
 	listeners []net.Listener
 }
 
-// newNetns starts the holder (`unshare --net`, loopback up) and waits until its namespace is
-// ready for listeners.
-func newNetns(ctx context.Context, logf func(string, ...any)) (*netns, error) {
+// New starts the holder (`unshare --net`, loopback up) and waits until its namespace is ready
+// for listeners. The holder is killed if the caller's process dies first (Pdeathsig); Close
+// stops it.
+func New(ctx context.Context, logf func(string, ...any)) (*Namespace, error) {
 	cmd := exec.Command("unshare", "--net", "--", "sh", "-c", "ip link set lo up && exec sleep 86400")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	holder, err := startProcess(cmd)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	holder, err := StartProcess(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("starting the network namespace's holder: %w", err)
 	}
-	n := &netns{holder: holder, path: fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)}
+	n := &Namespace{holder: holder, path: fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)}
 	mine, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
-		n.close()
+		n.Close()
 		return nil, err
 	}
-	// Ready once the holder is in its own namespace and 127.0.0.1 can be bound there.
+	// Ready once the holder is in its own namespace with its loopback up: binding 127.0.0.1
+	// works before `ip link set lo up`, connecting does not (network unreachable).
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if l, err := os.Readlink(n.path); err != nil || l == mine {
 			return false, nil
 		}
-		err := n.do(func() error {
+		err := n.Do(func() error {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			c, err := net.DialTimeout("tcp", l.Addr().String(), time.Second)
 			if err == nil {
-				l.Close()
+				c.Close()
 			}
 			return err
 		})
 		return err == nil, nil
 	})
 	if err != nil {
-		n.close()
+		n.Close()
 		return nil, fmt.Errorf("network namespace of pid %d not ready: %w", cmd.Process.Pid, err)
 	}
 	logf("network namespace %s (holder pid %d)", n.path, cmd.Process.Pid)
 	return n, nil
 }
 
-// do runs f on an OS thread switched into the namespace: sockets f creates belong to it. The
+// Do runs f on an OS thread switched into the namespace: sockets f creates belong to it. The
 // thread is switched back; if that fails it stays locked and dies with its goroutine.
-func (n *netns) do(f func() error) error {
+func (n *Namespace) Do(f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -105,16 +116,16 @@ func (n *netns) do(f func() error) error {
 	return <-errc
 }
 
-// forwardIn listens on the host's 127.0.0.1 (port 0: any) and forwards each connection to addr
-// inside the namespace; it returns the host address.
-func (n *netns) forwardIn(addr string) (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// ForwardIn listens on the host's 127.0.0.1 at port (0: any free one) and forwards each
+// connection to addr inside the namespace; it returns the host address.
+func (n *Namespace) ForwardIn(port int, addr string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return "", err
 	}
 	n.serve(l, func() (net.Conn, error) {
 		var c net.Conn
-		err := n.do(func() error {
+		err := n.Do(func() error {
 			var err error
 			c, err = net.DialTimeout("tcp", addr, 5*time.Second)
 			return err
@@ -124,11 +135,24 @@ func (n *netns) forwardIn(addr string) (string, error) {
 	return l.Addr().String(), nil
 }
 
-// forwardOut listens on addr inside the namespace and forwards each connection to the same
+// ForwardServer forwards the URL server (a kubeconfig's server, on the host's loopback) from
+// inside the namespace to the host: a client in the namespace uses the same kubeconfig.
+func (n *Namespace) ForwardServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", server, err)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() || u.Port() == "" {
+		return fmt.Errorf("server %s is not a loopback address and port: the forwarder serves only those", server)
+	}
+	return n.ForwardOut(u.Host)
+}
+
+// ForwardOut listens on addr inside the namespace and forwards each connection to the same
 // address on the host (the API server's loopback port).
-func (n *netns) forwardOut(addr string) error {
+func (n *Namespace) ForwardOut(addr string) error {
 	var l net.Listener
-	if err := n.do(func() error {
+	if err := n.Do(func() error {
 		var err error
 		l, err = net.Listen("tcp", addr)
 		return err
@@ -139,7 +163,7 @@ func (n *netns) forwardOut(addr string) error {
 	return nil
 }
 
-func (n *netns) serve(l net.Listener, dial func() (net.Conn, error)) {
+func (n *Namespace) serve(l net.Listener, dial func() (net.Conn, error)) {
 	n.mu.Lock()
 	n.listeners = append(n.listeners, l)
 	n.mu.Unlock()
@@ -179,40 +203,42 @@ func pipe(a, b net.Conn) {
 	b.Close()
 }
 
-// command is name with args run inside the namespace (nsenter).
-func (n *netns) command(name string, args ...string) *exec.Cmd {
+// Command is name with args run inside the namespace (nsenter, which execs name: the PID is
+// name's).
+func (n *Namespace) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("nsenter", append([]string{"--net=" + n.path, "--", name}, args...)...)
 }
 
-// close stops the forwarders and the holder (by its PID).
-func (n *netns) close() {
+// Close stops the forwarders and the holder (by its PID).
+func (n *Namespace) Close() {
 	n.mu.Lock()
 	for _, l := range n.listeners {
 		l.Close()
 	}
 	n.listeners = nil
 	n.mu.Unlock()
-	n.holder.stop(5 * time.Second)
+	n.holder.Stop(5 * time.Second)
 }
 
-// process is a process the benchmark started, reaped as soon as it ends.
-type process struct {
+// Process is a process the caller started, reaped as soon as it ends.
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // cmd.Wait's, once done is closed
 }
 
-func startProcess(cmd *exec.Cmd) (*process, error) {
+// StartProcess starts cmd and reaps it in the background.
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
-// exited says whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
+// Exited says whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
@@ -221,8 +247,8 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process (by its PID), then SIGKILL after grace, and waits for it.
-func (p *process) stop(grace time.Duration) {
+// Stop sends SIGTERM to the process (by its PID), then SIGKILL after grace, and waits for it.
+func (p *Process) Stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
@@ -235,10 +261,13 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// pid is the process's PID as text, for logs.
-func (p *process) pid() string {
+// Done is closed once the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// PID is the process's PID (0 for no process).
+func (p *Process) PID() int {
 	if p == nil {
-		return "-"
+		return 0
 	}
-	return strconv.Itoa(p.cmd.Process.Pid)
+	return p.cmd.Process.Pid
 }
