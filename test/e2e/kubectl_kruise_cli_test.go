@@ -28,7 +28,7 @@ func TestKubectlKruiseSetApproveScaleDownExpose(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
 	kc := f.KruiseClient(t)
-	ctx := framework.Context(t, 3*time.Minute)
+	ctx := framework.Context(t, 6*time.Minute)
 	ns := f.NewNamespace(ctx, t, "kk-cli")
 	run := kubectlKruise(ctx, t)
 	original, variant := f.Image("public/busybox:1.35"), f.BusyboxVariant(t)
@@ -83,7 +83,8 @@ func TestKubectlKruiseSetApproveScaleDownExpose(t *testing.T) {
 	t.Run("approve", func(t *testing.T) {
 		// Hold all but one pod back, roll the image back: one pod is updated, then approve
 		// releases the partition and the other two follow.
-		mustPatchCloneSet(ctx, t, kc, ns, "web", fmt.Sprintf(`{"spec":{"updateStrategy":{"partition":2},"template":{"spec":{"containers":[{"name":"main","image":%q}]}}}}`, original))
+		// A JSON patch: a merge patch would replace the whole containers list.
+		mustPatchCloneSet(ctx, t, kc, ns, "web", fmt.Sprintf(`[{"op":"add","path":"/spec/updateStrategy/partition","value":2},{"op":"replace","path":"/spec/template/spec/containers/0/image","value":%q}]`, original))
 		framework.WaitFor(ctx, t, cloneSetTimeout, "one pod updated and ready", func(ctx context.Context) (bool, string, error) {
 			got, err := kc.AppsV1alpha1().CloneSets(ns).Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
