@@ -543,8 +543,9 @@ func TestKruiseRolloutCanary(t *testing.T) {
 		return ns
 	}
 
+	// The two run one after the other inside this test's slot: parallel subtests would wait for
+	// slots of their own while this test's context and kruise-rollout run down.
 	t.Run("CloneSet", func(t *testing.T) {
-		t.Parallel()
 		ns := newNS(t, "rollout-cs")
 		cs := busyboxCloneSet(f, ns, "web", 5, appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType)
 		runCanary(ctx, t, f, ns, canaryWorkload{
@@ -580,7 +581,6 @@ func TestKruiseRolloutCanary(t *testing.T) {
 	})
 
 	t.Run("AdvancedStatefulSet", func(t *testing.T) {
-		t.Parallel()
 		ns := newNS(t, "rollout-asts")
 		set := busyboxStatefulSet(f, ns, "web", 5)
 		set.Spec.PodManagementPolicy = "Parallel"
