@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodekruise/kruise/pkg/client/clientset/versioned"
+	"github.com/nodekruise/kruise/test/netns"
 	"github.com/nodekruise/kruise/test/proc"
 )
 
@@ -95,12 +95,11 @@ func cachedBinary(t *testing.T, path, how string) string {
 
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := netns.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startKWOKCluster starts etcd, kube-apiserver, kube-scheduler and kwok (with the stages of

@@ -243,12 +243,11 @@ func startKruiseRollout(ctx context.Context, t *testing.T, f *framework.Framewor
 
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := netns.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // canaryRollout is a v1beta1 Rollout of the workload in steps of 20%, 50% and 100% of its pods,

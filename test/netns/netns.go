@@ -271,3 +271,14 @@ func (p *Process) PID() int {
 	}
 	return p.cmd.Process.Pid
 }
+
+// FreeLoopbackPort is a TCP port on 127.0.0.1 that nothing listens on at the moment of the call,
+// for a server started next (as a forwarder's or a process's port).
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
