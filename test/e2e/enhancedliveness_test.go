@@ -231,12 +231,24 @@ func TestEnhancedLivenessSharedOutage(t *testing.T) {
 					appsv1alpha1.UsingEnhancedLivenessAnnotation:       "true",
 					"apps.kruise.io/enhanced-liveness-max-unavailable": "1",
 				}},
-				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
-					Name: "main", Image: f.Image("public/busybox:1.35"),
-					Command:        []string{"sh", "-c", "touch /tmp/alive /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"},
-					LivenessProbe:  exec("/tmp/alive"),
-					ReadinessProbe: exec("/tmp/ready"),
-				}}},
+				// The files exist before main starts (an init container makes them), so the
+				// first probe, which may run as main starts, cannot fail and restart it.
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Volumes:                       []corev1.Volume{{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					InitContainers: []corev1.Container{{
+						Name: "files", Image: f.Image("public/busybox:1.35"),
+						Command:      []string{"touch", "/state/alive", "/state/ready"},
+						VolumeMounts: []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
+					}},
+					Containers: []corev1.Container{{
+						Name: "main", Image: f.Image("public/busybox:1.35"),
+						Command:        []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"},
+						VolumeMounts:   []corev1.VolumeMount{{Name: "state", MountPath: "/state"}},
+						LivenessProbe:  exec("/state/alive"),
+						ReadinessProbe: exec("/state/ready"),
+					}},
+				},
 			},
 		},
 	}
@@ -248,10 +260,10 @@ func TestEnhancedLivenessSharedOutage(t *testing.T) {
 	waitLiveness(ctx, t, kc, pods, appsv1alpha1.ProbeSucceeded, time.Time{})
 
 	spare, failing := pods[3], pods[:3]
-	kubectlExec(ctx, t, ns, spare.Name, "rm", "/tmp/ready")
+	kubectlExec(ctx, t, ns, spare.Name, "rm", "/state/ready")
 	f.WaitPod(ctx, t, ns, spare.Name, livenessTimeout, "not Ready", func(p *corev1.Pod) (bool, error) { return !framework.PodReady(p), nil })
 	for _, p := range failing {
-		kubectlExec(ctx, t, ns, p.Name, "rm", "/tmp/alive")
+		kubectlExec(ctx, t, ns, p.Name, "rm", "/state/alive")
 	}
 	waitLiveness(ctx, t, kc, failing, appsv1alpha1.ProbeFailed, time.Time{})
 	f.WaitObjectEvent(ctx, t, ns, "CloneSet", app, livenessSharedReason, livenessTimeout)
@@ -261,10 +273,10 @@ func TestEnhancedLivenessSharedOutage(t *testing.T) {
 
 	restored := time.Now().Truncate(time.Second)
 	for _, p := range failing {
-		kubectlExec(ctx, t, ns, p.Name, "touch", "/tmp/alive")
+		kubectlExec(ctx, t, ns, p.Name, "touch", "/state/alive")
 	}
 	waitLiveness(ctx, t, kc, failing, appsv1alpha1.ProbeSucceeded, restored)
-	kubectlExec(ctx, t, ns, spare.Name, "touch", "/tmp/ready")
+	kubectlExec(ctx, t, ns, spare.Name, "touch", "/state/ready")
 	waitCloneSet(ctx, t, kc, ns, app, 4)
 	if crrs := livenessCRRs(ctx, t, kc, ns); len(crrs) != 0 {
 		t.Errorf("%d liveness CRRs after the outage: %+v", len(crrs), crrs)
