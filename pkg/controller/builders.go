@@ -389,12 +389,13 @@ func buildStatefulSet(d Deps) (Controller, error) {
 		Claims:       d.InformerFactory.Core().V1().PersistentVolumeClaims(),
 		Revisions:    d.InformerFactory.Apps().V1().ControllerRevisions(),
 
-		IgnoreOrdinalsStart:  !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
-		IgnoreClaimRetention: !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
-		ResizeClaims:         d.Options.featureGate().Enabled(features.StatefulSetAutoResizePVCGate),
-		NoPodIndexLabel:      !d.Options.featureGate().Enabled(features.PodIndexLabel),
-		Resize:               d.resizeSupport(),
-		Budget:               d.budgetCheck(),
+		IgnoreOrdinalsStart:     !d.Options.featureGate().Enabled(features.StatefulSetStartOrdinal),
+		IgnoreClaimRetention:    !d.Options.featureGate().Enabled(features.StatefulSetAutoDeletePVC),
+		ResizeClaims:            d.Options.featureGate().Enabled(features.StatefulSetAutoResizePVCGate),
+		NoPodIndexLabel:         !d.Options.featureGate().Enabled(features.PodIndexLabel),
+		PreparingUpdateAsUpdate: d.Options.featureGate().Enabled(features.PreparingUpdateAsUpdate),
+		Resize:                  d.resizeSupport(),
+		Budget:                  d.budgetCheck(),
 	}
 	if preDownloadEnabled(d.Options.featureGate(), features.PreDownloadImageForInPlaceUpdate) {
 		cfg.PreDownloadImages = true

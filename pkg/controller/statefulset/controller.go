@@ -55,6 +55,9 @@ type Config struct {
 	ResizeClaims bool
 	// NoPodIndexLabel (gate PodIndexLabel off): new pods get no apps.kubernetes.io/pod-index label.
 	NoPodIndexLabel bool
+	// PreparingUpdateAsUpdate (gate PreparingUpdateAsUpdate): with unorderedUpdate, a pod held in
+	// PreparingUpdate keeps its place among the pods to update (RolloutInput).
+	PreparingUpdateAsUpdate bool
 	// Option's gate is PreDownloadImageForInPlaceUpdate (predownload.go).
 	predownload.Option
 	// Resize says whether the API server resizes pods (pods/resize, Kubernetes 1.33+); where it
@@ -90,7 +93,9 @@ type Controller struct {
 	expander     *claimupdate.Expander
 	// noPodIndexLabel is Config.NoPodIndexLabel.
 	noPodIndexLabel bool
-	queue           workqueue.TypedRateLimitingInterface[string]
+	// preparingUpdateAsUpdate is Config.PreparingUpdateAsUpdate.
+	preparingUpdateAsUpdate bool
+	queue                   workqueue.TypedRateLimitingInterface[string]
 	// podEvents turns pod events into work and expectations.
 	podEvents ownership.PodEvents
 	// preDownloads carries out image pre-download; nil unless Config.PreDownloadImages.
@@ -123,13 +128,14 @@ func New(cfg Config) (*Controller, error) {
 		clock:        clk,
 		queue:        workers.NewQueue(Name, clk),
 
-		ignoreOrdinalsStart:  cfg.IgnoreOrdinalsStart,
-		ignoreClaimRetention: cfg.IgnoreClaimRetention,
-		resizeClaims:         cfg.ResizeClaims,
-		expander:             &claimupdate.Expander{Client: cfg.Client.CoreV1()},
-		noPodIndexLabel:      cfg.NoPodIndexLabel,
-		resize:               cfg.Resize,
-		budgetWaits:          budgetwait.NewReporter(),
+		ignoreOrdinalsStart:     cfg.IgnoreOrdinalsStart,
+		ignoreClaimRetention:    cfg.IgnoreClaimRetention,
+		resizeClaims:            cfg.ResizeClaims,
+		expander:                &claimupdate.Expander{Client: cfg.Client.CoreV1()},
+		noPodIndexLabel:         cfg.NoPodIndexLabel,
+		preparingUpdateAsUpdate: cfg.PreparingUpdateAsUpdate,
+		resize:                  cfg.Resize,
+		budgetWaits:             budgetwait.NewReporter(),
 	}
 	var err error
 	if c.preDownloads, err = cfg.Option.Jobs(cfg.Client, cfg.KruiseClient, controllerKind); err != nil {

@@ -453,3 +453,49 @@ func TestAdoptsAnOrphanAndCountsStatus(t *testing.T) {
 	assert.Equal(t, rev.Name, st.CurrentRevision)
 	assert.Equal(t, rev.Name, st.UpdateRevision)
 }
+
+// unorderedSet is a Parallel set of replicas at image with unorderedUpdate (pods labelled k=v
+// go first) and the partition given.
+func unorderedSet(replicas int32, image string, part int32) *appsv1beta1.StatefulSet {
+	return statefulSet(replicas, image, func(s *appsv1beta1.StatefulSet) {
+		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		s.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{
+			Partition: ptr.To(part), MaxUnavailable: ptr.To(intstr.FromInt32(replicas)),
+			UnorderedUpdate: &appsv1beta1.UnorderedUpdateStrategy{PriorityStrategy: &pub.UpdatePriorityStrategy{
+				WeightPriority: []pub.UpdatePriorityWeightTerm{{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"k": "v"}}}},
+			}},
+		}
+	})
+}
+
+// With unorderedUpdate the partition counts pods, as OpenKruise's: the pods the priority puts
+// first are updated whatever their ordinals.
+func TestUnorderedPartitionFollowsThePriority(t *testing.T) {
+	oldRev := revisionOf(t, unorderedSet(4, "app:1", 2), 1)
+	set := unorderedSet(4, "app:2", 2)
+	set.Status.CurrentRevision = oldRev.Name
+	pods := []runtime.Object{oldRev}
+	for o := range 4 {
+		pod := runningPod(t, set, oldRev, o)
+		if o == 0 {
+			pod.Labels["k"] = "v"
+		}
+		pods = append(pods, pod)
+	}
+	f := newFixture(t, set, pods...)
+	f.sync()
+	assert.ElementsMatch(t, []string{"delete pods web-0", "delete pods web-3"}, f.writes(), "partition 2 of 4: the labelled pod, then the highest")
+}
+
+// With unorderedUpdate a new pod is created at the current revision while fewer than partition
+// pods are not updated, wherever its ordinal.
+func TestUnorderedPartitionCreatesByCount(t *testing.T) {
+	oldRev := revisionOf(t, unorderedSet(4, "app:1", 2), 1)
+	set := unorderedSet(4, "app:2", 2)
+	set.Status.CurrentRevision = oldRev.Name
+	newRev := revisionOf(t, set, 2)
+	f := newFixture(t, set, oldRev, newRev, runningPod(t, set, newRev, 0), runningPod(t, set, oldRev, 1))
+	f.sync()
+	assert.Equal(t, map[string]string{"web-2": oldRev.Name, "web-3": newRev.Name}, f.createdPods(),
+		"one pod not updated of partition 2: one more at the current revision, then the update revision")
+}

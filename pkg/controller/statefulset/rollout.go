@@ -5,7 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodekruise/kruise/pkg/apis/apps/pub"
 	appsv1beta1 "github.com/nodekruise/kruise/pkg/apis/apps/v1beta1"
+	"github.com/nodekruise/kruise/pkg/workload/lifecycle"
 	"github.com/nodekruise/kruise/pkg/workload/podstate"
 )
 
@@ -38,6 +40,15 @@ type RolloutInput struct {
 	// Order, when set (unorderedUpdate.priorityStrategy, Parallel only), orders the pods to
 	// update; by default the highest ordinal goes first.
 	Order func([]*corev1.Pod) []*corev1.Pod
+	// Unordered (unorderedUpdate set, Parallel only) makes Partition a count, as OpenKruise's:
+	// of the wanted pods, all but Partition are to be updated, the ones already updated (or
+	// terminating) counted first and then the old ones in Order, whatever their ordinals.
+	// Without it the first Partition positions are kept.
+	Unordered bool
+	// PreparingUpdateAsUpdate (gate PreparingUpdateAsUpdate; Unordered only): an old pod held
+	// in PreparingUpdate by its inPlaceUpdate hook keeps its place among the pods to update,
+	// ahead of the Order, so that a change of priorities or partition does not leave it behind.
+	PreparingUpdateAsUpdate bool
 	// Held, when set, says which old pods the rollout leaves where they are (their in-place
 	// update annotations do not decode); they still count as they are.
 	Held            func(*corev1.Pod) bool
@@ -82,21 +93,25 @@ func PlanRollout(in RolloutInput) Rollout {
 		}
 	}
 	var specified, old []*corev1.Pod
-	for i := len(in.Slots) - 1; i >= 0; i-- {
-		pod := in.Slots[i].Pod
-		if pod == nil || Terminating(pod) || Finished(pod) {
-			continue
+	if in.Parallel && in.Unordered {
+		specified, old = unorderedChoice(in)
+	} else {
+		for i := len(in.Slots) - 1; i >= 0; i-- {
+			pod := in.Slots[i].Pod
+			if pod == nil || Terminating(pod) || Finished(pod) {
+				continue
+			}
+			if SpecifiedDelete(pod) {
+				specified = append(specified, pod)
+				continue
+			}
+			if in.Rolling && in.Slots[i].Position >= in.Partition && podstate.Revision(pod) != in.UpdateRevision && (in.Held == nil || !in.Held(pod)) {
+				old = append(old, pod)
+			}
 		}
-		if SpecifiedDelete(pod) {
-			specified = append(specified, pod)
-			continue
+		if in.Parallel && in.Order != nil && len(old) > 1 {
+			old = in.Order(old)
 		}
-		if in.Rolling && in.Slots[i].Position >= in.Partition && podstate.Revision(pod) != in.UpdateRevision && (in.Held == nil || !in.Held(pod)) {
-			old = append(old, pod)
-		}
-	}
-	if in.Parallel && in.Order != nil && len(old) > 1 {
-		old = in.Order(old)
 	}
 	var out Rollout
 	if !in.Parallel {
@@ -125,6 +140,49 @@ func PlanRollout(in RolloutInput) Rollout {
 		}
 	}
 	return out
+}
+
+// unorderedChoice is PlanRollout's choice for Unordered: the pods asked to go by label, and the
+// old pods to update, in order. Of the wanted pods, all but Partition are to be at the update
+// revision: those already there and those terminating count first (a terminating pod is
+// replaced at a revision of its own), then, under PreparingUpdateAsUpdate, old pods in
+// PreparingUpdate, then the other old pods from the highest ordinal, in Order when set.
+func unorderedChoice(in RolloutInput) (specified, old []*corev1.Pod) {
+	updated := 0
+	var preparing, waiting []*corev1.Pod
+	for i := len(in.Slots) - 1; i >= 0; i-- {
+		pod := in.Slots[i].Pod
+		switch {
+		case pod == nil || Finished(pod):
+		case Terminating(pod):
+			updated++
+		case SpecifiedDelete(pod):
+			specified = append(specified, pod)
+		case podstate.Revision(pod) == in.UpdateRevision:
+			updated++
+		case in.PreparingUpdateAsUpdate && lifecycle.StateOf(pod) == pub.LifecycleStatePreparingUpdate:
+			preparing = append(preparing, pod)
+		default:
+			waiting = append(waiting, pod)
+		}
+	}
+	if !in.Rolling {
+		return specified, nil
+	}
+	if in.Order != nil && len(waiting) > 1 {
+		waiting = in.Order(waiting)
+	}
+	room := len(in.Slots) + in.Missing - in.Partition - updated
+	for _, pod := range append(preparing, waiting...) {
+		if room <= 0 {
+			break
+		}
+		room--
+		if in.Held == nil || !in.Held(pod) {
+			old = append(old, pod)
+		}
+	}
+	return specified, old
 }
 
 // orderedRollout is PlanRollout for OrderedReady: one pod at a time. A pod already on its way

@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -166,5 +167,69 @@ func TestPlanRolloutHoldsAvailabilityThroughout(t *testing.T) {
 			}
 			assert.Equal(t, want, p.Labels["controller-revision-hash"], "%+v pod %d", tc, i)
 		}
+	}
+}
+
+// TestPlanRolloutUnordered: with unorderedUpdate, partition counts pods as OpenKruise's does
+// (all but partition of the wanted pods are updated, whatever their ordinals), and under
+// PreparingUpdateAsUpdate a pod held in PreparingUpdate keeps its place.
+func TestPlanRolloutUnordered(t *testing.T) {
+	old := func(o int) *corev1.Pod { return testPod("web", o, healthy, "old") }
+	upd := func(o int) *corev1.Pod { return testPod("web", o, healthy, "new") }
+	preparing := func(o int) *corev1.Pod {
+		p := old(o)
+		p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingUpdate)
+		return p
+	}
+	// first puts the named pods ahead of the others, keeping the order given otherwise.
+	first := func(names ...string) func([]*corev1.Pod) []*corev1.Pod {
+		return func(pods []*corev1.Pod) []*corev1.Pod {
+			var head, tail []*corev1.Pod
+			for _, p := range pods {
+				if slices.Contains(names, p.Name) {
+					head = append(head, p)
+				} else {
+					tail = append(tail, p)
+				}
+			}
+			return append(head, tail...)
+		}
+	}
+	cases := []struct {
+		name      string
+		slots     []Slot
+		missing   int
+		partition int
+		order     func([]*corev1.Pod) []*corev1.Pod
+		prepAsUpd bool
+		rolling   bool
+		want      []string
+	}{
+		{name: "the priority chooses, not the ordinals", slots: slots(old(0), old(1), old(2), old(3), old(4)), partition: 3,
+			order: first("web-1"), rolling: true, want: []string{"web-1", "web-4"}},
+		{name: "by default the highest ordinals", slots: slots(old(0), old(1), old(2), old(3), old(4)), partition: 3,
+			rolling: true, want: []string{"web-4", "web-3"}},
+		{name: "an updated pod counts wherever it is", slots: slots(upd(0), old(1), old(2), old(3), old(4)), partition: 3,
+			rolling: true, want: []string{"web-4"}},
+		{name: "a missing pod does not count as updated", slots: slots(old(0), old(1), old(2)), missing: 2, partition: 3,
+			rolling: true, want: []string{"web-2", "web-1"}},
+		{name: "partition reached", slots: slots(old(0), upd(1), upd(2)), partition: 1, rolling: true},
+		{name: "PreparingUpdate keeps its place under the gate", slots: slots(preparing(0), old(1), old(2), old(3), old(4)), partition: 4,
+			prepAsUpd: true, rolling: true, want: []string{"web-0"}},
+		{name: "PreparingUpdate is ordered as any old pod without the gate", slots: slots(preparing(0), old(1), old(2), old(3), old(4)), partition: 4,
+			rolling: true, want: []string{"web-4"}},
+		{name: "not rolling", slots: slots(old(0), old(1)), rolling: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PlanRollout(RolloutInput{Slots: tc.slots, Missing: tc.missing, Rolling: tc.rolling, Partition: tc.partition,
+				MaxUnavailable: 5, Parallel: true, Unordered: true, PreparingUpdateAsUpdate: tc.prepAsUpd, UpdateRevision: "new",
+				Order: tc.order, Now: t0})
+			want := tc.want
+			if want == nil {
+				want = []string{}
+			}
+			assert.Equal(t, want, names(got.Update))
+		})
 	}
 }

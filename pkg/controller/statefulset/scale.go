@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,8 +65,9 @@ func (c *Controller) scale(ctx context.Context, p *pass) (bool, error) {
 		// admission policy) a pass makes one call, not a burst of them, before the error backs
 		// the queue off.
 		outs := make([]error, len(plan.Create))
+		revs := c.createRevisions(p, plan.Create)
 		workers.SlowStart(len(plan.Create), func(i int) error {
-			outs[i] = c.createPod(ctx, p, plan.Create[i])
+			outs[i] = c.createPod(ctx, p, plan.Create[i], revs[i])
 			return outs[i]
 		})
 		for _, e := range outs {
@@ -97,12 +99,13 @@ func (c *Controller) scaleMaxUnavailable(p *pass) (int, error) {
 // label, and the rollout does not want to replace them.
 func (c *Controller) keepPreparingDelete(ctx context.Context, p *pass) (bool, error) {
 	acted := false
+	wants := c.rolloutWants(p)
 	for _, s := range p.slots {
 		pod := s.Pod
 		if pod == nil || lifecycle.StateOf(pod) != pub.LifecycleStatePreparingDelete || SpecifiedDelete(pod) || Terminating(pod) {
 			continue
 		}
-		if c.wantsUpdate(p, s.Position, pod) {
+		if wants(s.Position, pod) {
 			continue
 		}
 		dec := lifecycle.Decide(lifecycle.Input{Pod: pod, Lifecycle: p.set.Spec.Lifecycle, Want: lifecycle.WantKeep})
@@ -117,13 +120,39 @@ func (c *Controller) keepPreparingDelete(ctx context.Context, p *pass) (bool, er
 	return acted, nil
 }
 
-// revisionFor is the revision a new pod at position i of the wanted ordinals is created at: the
-// current one below the partition of a rolling update, else the update revision.
-func (c *Controller) revisionFor(p *pass, position int) string {
-	if isRolling(p.set) && position < partition(p.set) {
-		return p.history.CurrentName()
+// createRevisions are the revisions the pods of ordinals are created at, one for one: by
+// default the current one below the partition of a rolling update, else the update revision.
+// Under unorderedUpdate, whose partition counts pods (RolloutInput.Unordered), as OpenKruise's: the
+// current revision while fewer than partition of the set's pods, the ones created before
+// included, are not updated.
+func (c *Controller) createRevisions(p *pass, ordinals []int) []string {
+	out := make([]string, len(ordinals))
+	current, update := p.history.CurrentName(), p.history.UpdateName()
+	rolling, part := isRolling(p.set), partition(p.set)
+	if !unordered(p.set) {
+		for i, o := range ordinals {
+			out[i] = update
+			if position, _ := p.wanted.Position(o); rolling && position < part {
+				out[i] = current
+			}
+		}
+		return out
 	}
-	return p.history.UpdateName()
+	notUpdated := 0
+	for _, s := range p.slots {
+		if s.Pod != nil && podstate.Revision(s.Pod) != update &&
+			(!c.preparingUpdateAsUpdate || lifecycle.StateOf(s.Pod) != pub.LifecycleStatePreparingUpdate) {
+			notUpdated++
+		}
+	}
+	for i := range ordinals {
+		out[i] = update
+		if rolling && notUpdated < part {
+			out[i] = current
+			notUpdated++
+		}
+	}
+	return out
 }
 
 // errNamespaceGone: a creation was refused because the namespace is being deleted; it stops
@@ -131,9 +160,7 @@ func (c *Controller) revisionFor(p *pass, position int) string {
 var errNamespaceGone = errors.New("the namespace is being deleted")
 
 // createPod creates the pod of ordinal, after its missing PVCs.
-func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int) error {
-	position, _ := p.wanted.Position(ordinal)
-	rev := c.revisionFor(p, position)
+func (c *Controller) createPod(ctx context.Context, p *pass, ordinal int, rev string) error {
 	r := c.recipe(p, rev)
 	if err := c.createClaims(ctx, p, r, ordinal, nil); err != nil {
 		return err
@@ -201,10 +228,22 @@ func (c *Controller) deletePod(ctx context.Context, p *pass, pod *corev1.Pod) er
 	return nil
 }
 
-// wantsUpdate is whether the rollout would replace the pod at position i: a rolling update,
-// the pod at or above the partition and not at the update revision.
-func (c *Controller) wantsUpdate(p *pass, i int, pod *corev1.Pod) bool {
-	return isRolling(p.set) && i >= partition(p.set) && podstate.Revision(pod) != p.history.UpdateName()
+// rolloutWants says whether the rollout would replace a pod (at a position of the wanted
+// ordinals): a rolling update, the pod not at the update revision, and at or above the
+// partition, or under unorderedUpdate among the pods the partition lets it update.
+func (c *Controller) rolloutWants(p *pass) func(position int, pod *corev1.Pod) bool {
+	if !isRolling(p.set) {
+		return func(int, *corev1.Pod) bool { return false }
+	}
+	if !unordered(p.set) {
+		return func(i int, pod *corev1.Pod) bool {
+			return i >= partition(p.set) && podstate.Revision(pod) != p.history.UpdateName()
+		}
+	}
+	in, _, _ := c.rolloutInput(p) // an unreadable maxUnavailable or order changes no choice
+	in.Rolling = true
+	_, chosen := unorderedChoice(in)
+	return func(_ int, pod *corev1.Pod) bool { return slices.Contains(chosen, pod) }
 }
 
 // namespaceTerminating is whether err refuses a creation because the namespace is being

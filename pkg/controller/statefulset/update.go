@@ -47,28 +47,49 @@ func policyOf(set *appsv1beta1.StatefulSet) inplace.UpdatePolicy {
 	return inplace.PolicyReCreate
 }
 
+// unordered is whether rollingUpdate.unorderedUpdate applies (Parallel only): partition then
+// counts pods instead of keeping the lowest positions (RolloutInput.Unordered).
+func unordered(set *appsv1beta1.StatefulSet) bool {
+	ru := set.Spec.UpdateStrategy.RollingUpdate
+	return ru != nil && ru.UnorderedUpdate != nil && parallel(set)
+}
+
+// rolloutInput is what PlanRollout decides from in this pass. badOrder is why the
+// priorityStrategy could not be read (the pods then go from the highest ordinal).
+func (c *Controller) rolloutInput(p *pass) (in RolloutInput, badOrder, err error) {
+	ru := p.set.Spec.UpdateStrategy.RollingUpdate
+	in = RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
+		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.minReady, Now: p.now,
+		Unordered: unordered(p.set), PreparingUpdateAsUpdate: c.preparingUpdateAsUpdate,
+		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil || p.claimState.held[pod.Name] }}
+	if ru == nil || !in.Parallel {
+		return in, nil, nil
+	}
+	n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
+	if err != nil {
+		return in, nil, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
+	}
+	in.MaxUnavailable = n
+	if ru.UnorderedUpdate != nil && ru.UnorderedUpdate.PriorityStrategy != nil {
+		prio, err := podorder.NewPriority(ru.UnorderedUpdate.PriorityStrategy)
+		if err != nil {
+			return in, err, nil
+		}
+		in.Order = prio.Sort
+	}
+	return in, nil, nil
+}
+
 // rollout carries out PlanRollout: deletes pods asked to go by label, and updates old pods in
 // place or by deleting them (their ordinals are then created at the update revision).
 func (c *Controller) rollout(ctx context.Context, p *pass) (bool, error) {
-	ru := p.set.Spec.UpdateStrategy.RollingUpdate
-	in := RolloutInput{Slots: p.slots, Missing: p.missing, Rolling: isRolling(p.set) && (ru == nil || !ru.Paused), Partition: partition(p.set),
-		MaxUnavailable: 1, Parallel: parallel(p.set), UpdateRevision: p.history.UpdateName(), MinReadySeconds: p.minReady, Now: p.now,
-		Held: func(pod *corev1.Pod) bool { return inplace.Unreadable(pod) != nil || p.claimState.held[pod.Name] }}
-	if ru != nil && in.Parallel {
-		n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
-		if err != nil {
-			return false, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
-		}
-		in.MaxUnavailable = n
-		if ru.UnorderedUpdate != nil && ru.UnorderedUpdate.PriorityStrategy != nil {
-			prio, err := podorder.NewPriority(ru.UnorderedUpdate.PriorityStrategy)
-			if err != nil {
-				c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonInvalidSpec,
-					"updateStrategy.rollingUpdate.unorderedUpdate.priorityStrategy: %v; pods are updated from the highest ordinal", err)
-			} else {
-				in.Order = prio.Sort
-			}
-		}
+	in, badOrder, err := c.rolloutInput(p)
+	if err != nil {
+		return false, err
+	}
+	if badOrder != nil {
+		c.recorder.Eventf(p.set, corev1.EventTypeWarning, ReasonInvalidSpec,
+			"updateStrategy.rollingUpdate.unorderedUpdate.priorityStrategy: %v; pods are updated from the highest ordinal", badOrder)
 	}
 	plan := PlanRollout(in)
 	if plan.Waiting != "" {
