@@ -144,7 +144,9 @@ func (e *env) startOpenKruiseWith(ctx context.Context, t *testing.T, b openKruis
 
 // newOpenKruise names the phase's namespace after the benchmark's and makes its directory.
 func (e *env) newOpenKruise(b openKruiseBuild) (*openKruise, error) {
-	ok := &openKruise{e: e, build: b}
+	// The default gates for every phase that sets none: without EnableExternalCerts kruise-manager
+	// would try to rewrite the Secret kruise-webhook-certs, and fail.
+	ok := &openKruise{e: e, build: b, okOptions: okOptions{gates: okDefaultGates}}
 	ok.ns = "bench-openkruise-" + e.ns[strings.LastIndexByte(e.ns, '-')+1:]
 	ok.dir = filepath.Join(openKruiseCache, "run-"+ok.ns)
 	return ok, os.MkdirAll(ok.dir, 0o755)

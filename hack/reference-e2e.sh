@@ -69,7 +69,7 @@ e2e_repo="${REGISTRY_ADDR}/public/e2e-test-images"
 docker_repo="${REGISTRY_ADDR}/public" # docker.io/<org>/<name> is served from public/<org>/<name>
 pages="$(mktemp -d)"
 mirror="${KRUISE_WORK}/containerd/certs.d/docker.io"
-saved_controller="" saved_daemon="" made_standard="" made_nodes=""
+saved_controller="" saved_daemon="" made_standard="" made_nodes="" made_classes=()
 # Called by the EXIT trap, which shellcheck does not follow.
 # shellcheck disable=SC2317
 cleanup() {
@@ -88,6 +88,10 @@ cleanup() {
     kubectl delete storageclass standard --ignore-not-found >/dev/null || true
     log "removed the StorageClass standard"
   fi
+  for class in "${made_classes[@]}"; do
+    kubectl delete storageclass "${class}" --ignore-not-found >/dev/null || true
+    log "removed the StorageClass ${class}"
+  done
   if [[ -n "${saved_controller}" ]]; then
     log "restoring kruise's arguments"
     restore_args deployment/kruise-controller "${saved_controller}"
@@ -186,6 +190,24 @@ YAML
   made_standard=1
   log "StorageClass standard (localpv's provisioner) for the run"
 fi
+# The two classes the Advanced StatefulSet volume expansion cases name (VolumeExpansion v1beta1),
+# as the reference's CI makes them: localpv's, one letting claims grow and one not.
+for class in allow-volume-expansion disallow-volume-expansion; do
+  kubectl get storageclass "${class}" >/dev/null 2>&1 && continue
+  expand=true
+  [[ "${class}" == disallow-* ]] && expand=false
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: ${class}}
+provisioner: kruise.local/localpv
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: ${expand}
+YAML
+  made_classes+=("${class}")
+  log "StorageClass ${class} (localpv's provisioner, allowVolumeExpansion ${expand}) for the run"
+done
 
 # 3. The reference CI's gates (its config/manager/manager.yaml at v1.9.0): the manager gets
 # AllAlpha=true,AllBeta=true,EnableExternalCerts=false,TemplateNoDefaults=false, the daemon
