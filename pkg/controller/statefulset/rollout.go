@@ -160,7 +160,7 @@ func unorderedChoice(in RolloutInput) (specified, old []*corev1.Pod) {
 			specified = append(specified, pod)
 		case podstate.Revision(pod) == in.UpdateRevision:
 			updated++
-		case in.PreparingUpdateAsUpdate && lifecycle.StateOf(pod) == pub.LifecycleStatePreparingUpdate:
+		case countsAsUpdated(pod, in.UpdateRevision, in.PreparingUpdateAsUpdate):
 			preparing = append(preparing, pod)
 		default:
 			waiting = append(waiting, pod)
@@ -183,6 +183,13 @@ func unorderedChoice(in RolloutInput) (specified, old []*corev1.Pod) {
 		}
 	}
 	return specified, old
+}
+
+// countsAsUpdated is whether the partition of an unordered update counts pod as updated: at the
+// update revision or, under PreparingUpdateAsUpdate, held in PreparingUpdate on its way there.
+func countsAsUpdated(pod *corev1.Pod, updateRevision string, preparingUpdateAsUpdate bool) bool {
+	return podstate.Revision(pod) == updateRevision ||
+		preparingUpdateAsUpdate && lifecycle.StateOf(pod) == pub.LifecycleStatePreparingUpdate
 }
 
 // orderedRollout is PlanRollout for OrderedReady: one pod at a time. A pod already on its way

@@ -140,8 +140,7 @@ func (c *Controller) createRevisions(p *pass, ordinals []int) []string {
 	}
 	notUpdated := 0
 	for _, s := range p.slots {
-		if s.Pod != nil && podstate.Revision(s.Pod) != update &&
-			(!c.preparingUpdateAsUpdate || lifecycle.StateOf(s.Pod) != pub.LifecycleStatePreparingUpdate) {
+		if s.Pod != nil && !countsAsUpdated(s.Pod, update, c.preparingUpdateAsUpdate) {
 			notUpdated++
 		}
 	}

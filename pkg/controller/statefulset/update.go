@@ -65,19 +65,20 @@ func (c *Controller) rolloutInput(p *pass) (in RolloutInput, badOrder, err error
 	if ru == nil || !in.Parallel {
 		return in, nil, nil
 	}
+	// The order first: rolloutWants reads the choice even when maxUnavailable does not parse.
+	if ru.UnorderedUpdate != nil && ru.UnorderedUpdate.PriorityStrategy != nil {
+		if prio, err := podorder.NewPriority(ru.UnorderedUpdate.PriorityStrategy); err != nil {
+			badOrder = err
+		} else {
+			in.Order = prio.Sort
+		}
+	}
 	n, err := scaled(ru.MaxUnavailable, p.wanted.Len(), 1)
 	if err != nil {
-		return in, nil, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
+		return in, badOrder, fmt.Errorf("spec.updateStrategy.rollingUpdate.maxUnavailable: %w", err)
 	}
 	in.MaxUnavailable = n
-	if ru.UnorderedUpdate != nil && ru.UnorderedUpdate.PriorityStrategy != nil {
-		prio, err := podorder.NewPriority(ru.UnorderedUpdate.PriorityStrategy)
-		if err != nil {
-			return in, err, nil
-		}
-		in.Order = prio.Sort
-	}
-	return in, nil, nil
+	return in, badOrder, nil
 }
 
 // rollout carries out PlanRollout: deletes pods asked to go by label, and updates old pods in
