@@ -475,6 +475,63 @@ func (w *spreadWorkload) podOwner(ctx context.Context) (*metav1.OwnerReference, 
 	return nil, nil
 }
 
+// waitCostsKeep waits until the deletion costs in place make a scale-in to n keep want (pods by
+// subset): every active pod carries controller.kubernetes.io/pod-deletion-cost, and the n dearest
+// (all Running and Ready, so the cost is what the workload's controller goes by) are spread as
+// want, with no tie at the cut. A scale-in right after a rollout must wait for it, as for
+// waitCostsOrdered: the new pods get their costs only once kruise has seen them.
+func waitCostsKeep(ctx context.Context, t *testing.T, f *framework.Framework, kc versioned.Interface, w *spreadWorkload,
+	wsName, key string, n int, want map[string]int) {
+	t.Helper()
+	framework.WaitFor(ctx, t, wsTimeout, fmt.Sprintf("%s %s: deletion costs that keep %v at %d", w.kind, w.name, want, n), func(ctx context.Context) (bool, string, error) {
+		v, err := observeSpread(ctx, f, kc, w, wsName, key)
+		if err != nil {
+			return false, "", err
+		}
+		type ranked struct {
+			subset string
+			cost   int
+		}
+		var pods []ranked
+		for i := range v.pods {
+			p := &v.pods[i]
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			m, err := matchedSubset(p)
+			if err != nil {
+				return false, "", err
+			}
+			raw, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
+			if m == nil || !ok {
+				return false, fmt.Sprintf("pod %s has no subset or no deletion cost yet; %s", p.Name, v.describe()), nil
+			}
+			cost, err := strconv.Atoi(raw)
+			if err != nil {
+				return false, "", fmt.Errorf("pod %s: deletion cost %q: %w", p.Name, raw, err)
+			}
+			pods = append(pods, ranked{m.Subset, cost})
+		}
+		if len(pods) < n {
+			return false, fmt.Sprintf("%d active pods, want at least %d; %s", len(pods), n, v.describe()), nil
+		}
+		slices.SortFunc(pods, func(a, b ranked) int { return b.cost - a.cost })
+		if len(pods) > n && pods[n-1].cost == pods[n].cost {
+			return false, fmt.Sprintf("pods %d and %d cost the same (%d); %s", n, n+1, pods[n].cost, v.describe()), nil
+		}
+		kept := map[string]int{}
+		for _, p := range pods[:n] {
+			kept[p.subset]++
+		}
+		for s, c := range want {
+			if kept[s] != c {
+				return false, fmt.Sprintf("the %d dearest pods are spread %v, want %v; %s", n, kept, want, v.describe()), nil
+			}
+		}
+		return len(kept) <= len(want), fmt.Sprintf("the %d dearest pods are spread %v", n, kept), nil
+	})
+}
+
 // waitCostsOrdered waits until kruise-controller has written the deletion costs that make a
 // scale-in keep the earlier subsets: every pod carries controller.kubernetes.io/pod-deletion-cost
 // and each subset's pods cost more than every later subset's. A scale-in right after a rollout

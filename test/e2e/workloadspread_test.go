@@ -52,6 +52,7 @@ func TestWorkloadSpreadZones(t *testing.T) {
 			waitSpread(ctx, t, f, kc, w, "zones", key, subsets, fill(t, subsets, 9), 9)
 			w.rollout(ctx, t, "2")
 			waitSpread(ctx, t, f, kc, w, "zones", key, subsets, fill(t, subsets, 9), 9)
+			waitCostsKeep(ctx, t, f, kc, w, "zones", key, 3, fill(t, subsets, 3))
 			w.scale(ctx, t, 3)
 			waitSpread(ctx, t, f, kc, w, "zones", key, subsets, fill(t, subsets, 3), 3)
 		})
