@@ -720,12 +720,14 @@ component_preflight() {
   check_version
 }
 
-# stop_component NAME: the stop timeouts are those of down.
+# stop_component NAME: the stop timeouts are those of down, but the API server's: an outage is
+# what the caller wants, and kube-apiserver drains its in-flight requests on SIGTERM for up to
+# half a minute, still answering the calls it holds.
 stop_component() {
   component_preflight
   case "$1" in
     etcd) stop etcd 15 ;;
-    kube-apiserver) stop kube-apiserver 30 ;;
+    kube-apiserver) stop kube-apiserver 5 ;;
     kube-controller-manager | kube-scheduler | criproxy | apiforward | localpv | kwok) stop "$1" ;;
     containerd) stop containerd 15 ;;
     kubelet) stop kubelet 30 ;;

@@ -29,6 +29,7 @@ import (
 const ns = "kruise-it"
 
 func TestAPI(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

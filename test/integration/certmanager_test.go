@@ -72,6 +72,7 @@ spec:
 // unready with an Event and a log line naming the configuration, and ready again once fixed; a
 // re-issue by cert-manager is served without a restart.
 func TestExternalCertsWithCertManager(t *testing.T) {
+	t.Parallel()
 	bin, crdDir := certmanager.Binary(t)
 	if bin == "" {
 		t.Skip("KRUISE_CERT_MANAGER is not set: build cert-manager-lite with hack/build-certmanager.sh " +

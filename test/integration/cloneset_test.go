@@ -24,6 +24,7 @@ const cloneSetNS = "cloneset-it"
 // kruise's /convert, its scale subresource sets spec.replicas, and each CEL
 // rule refuses an object that breaks it, saying why.
 func TestCloneSetAPI(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 // update under InPlaceOnly, and that an update leaving spec as is and kruise-controller's own
 // writes are not sent (matchConditions the API server accepts and evaluates).
 func TestCloneSetWebhookInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -36,6 +36,7 @@ const crrFillNS = "crr-fill"
 // the policy lets the webhook's values through; a creator's statusContext is refused; and
 // kruise-controller's own requests are not sent.
 func TestCRRFilledInAtCreate(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -41,6 +41,7 @@ const (
 // later; kruise-controller may. (With the webhooks, the default, the CRR
 // mutating webhook refuses those at create instead: TestCRRFilledInAtCreate.)
 func TestCRRReadOnlyFieldsPolicy(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

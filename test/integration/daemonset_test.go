@@ -24,6 +24,7 @@ const daemonSetNS = "daemonset-it"
 // refuses an object that breaks it, saying why, and a v1alpha1 Surging
 // DaemonSet reads as v1beta1 Standard with surge through kruise's /convert.
 func TestDaemonSetAPI(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -49,6 +49,7 @@ type dpObject struct {
 // webhook's (TestDeletionProtection* in test/e2e); without the CRD gate the policy refuses a
 // Cascading CRD itself.
 func TestDeletionProtectionPolicy(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -34,6 +34,7 @@ import (
 // admitted once neither is left; a CRD labelled Cascading is refused while an object of it
 // remains (listed with the metadata-only client) and admitted once it is gone.
 func TestDeletionProtectionWebhookInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

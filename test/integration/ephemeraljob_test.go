@@ -131,6 +131,7 @@ func bindRole(t *testing.T, kube kubernetes.Interface, user string, rules ...rba
 // counted as failed); a requester annotation the user writes, at create or update, is overwritten
 // with the user.
 func TestEphemeralJobRequesterInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -4,6 +4,9 @@
 // The binaries are looked up in the version-keyed cache that hack/build-k8s.sh
 // fills ($KRUISE_CACHE, default ~/.cache/kruise). When they are missing, the
 // tests are skipped with a message saying so.
+//
+// Every test starts its own etcd and kube-apiserver and runs in parallel with the others: most
+// of a start is waiting (the API server's post-start hooks, CRDs established), not CPU.
 package integration
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,12 +114,28 @@ func startClusterWith(t *testing.T, edit func(*apiextensionsv1.CustomResourceDef
 	return c
 }
 
+// portsGiven are the ports freePort returned: the tests run in parallel, each starting its own
+// etcd and kube-apiserver, and a port closed by one must not be handed to another before its
+// process binds it.
+var portsGiven = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	portsGiven.Lock()
+	defer portsGiven.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven.m[port] {
+			portsGiven.m[port] = true
+			return port
+		}
+	}
 }
 
 // startProcess starts a host process for the test (proc.Start).

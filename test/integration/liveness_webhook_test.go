@@ -49,6 +49,7 @@ func livenessEntry(addr string, ca []byte) admissionregistrationv1.MutatingWebho
 // annotation; a pod without the annotation is never sent; with the webhook server stopped an
 // opted-in pod is still created, its livenessProbe left to the kubelet (failurePolicy Ignore).
 func TestEnhancedLivenessWebhookInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

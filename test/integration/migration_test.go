@@ -58,6 +58,7 @@ var releasedIDs = []string{"x7k2p", "m4q9z", "b8w3n"}
 // everything is stored as v1beta1 and storedVersions says so; and kruise's CloneSet controller,
 // taking over, neither deletes nor creates a pod, nor moves one to another revision.
 func TestMigrationFromReleasedOpenKruise(t *testing.T) {
+	t.Parallel()
 	c := startClusterWith(t, releasedShape)
 	cx := ctx(t)
 	kube, err := kubernetes.NewForConfig(c.config)

@@ -27,6 +27,7 @@ import (
 // metadata), flip with the result, and come off when the PodProbeMarker is deleted; the kubelet's
 // conditions are left alone throughout.
 func TestNodePodProbeMarksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -53,6 +53,7 @@ func startPodProbeMarker(t *testing.T, c *cluster, kube kubernetes.Interface) {
 // (real SubjectAccessReviews against RBAC); the marker's finalizer and status; deleting the
 // marker clears the spec and releases the finalizer.
 func TestPodProbeMarkerInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -27,6 +27,7 @@ import (
 // requester annotation written at create or update is overwritten with the user; an update that
 // adds an exec probe is judged by its editor; a probe with a host is refused.
 func TestPodProbeMarkerWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

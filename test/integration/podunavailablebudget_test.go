@@ -31,6 +31,7 @@ const pubNS = "pub-it"
 // and of callers racing to disrupt the Deployment's pods with one disruption allowed, the API
 // server's resourceVersion check lets exactly one through, the controller writing meanwhile.
 func TestPodUnavailableBudgetInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

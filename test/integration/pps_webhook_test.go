@@ -58,6 +58,7 @@ func ppsEntries(addr string, ca []byte) (admissionregistrationv1.MutatingWebhook
 // of a StatefulSet and a changed targetRef are refused; with the webhook server stopped a pod is
 // still created, unsteered (failurePolicy Ignore).
 func TestPersistentPodStateWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

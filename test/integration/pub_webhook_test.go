@@ -49,6 +49,7 @@ const (
 // covers is never sent, and that with the webhook server stopped an uncovered pod is still
 // deleted and evicted while a covered one is not.
 func TestPodUnavailableBudgetWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)
@@ -248,6 +249,7 @@ func installPUBWebhooks(t *testing.T, kube kubernetes.Interface, addr string, ca
 // regular expressions) and the coarse fallback are accepted by the API server's CEL compiler and
 // cost estimate, and the API server refuses an expression that does not compile.
 func TestPUBScopeLimitsInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

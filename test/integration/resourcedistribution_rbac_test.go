@@ -49,6 +49,7 @@ func aggregate(t *testing.T, kube kubernetes.Interface, name string) {
 // granting resourcedistributions bound in their namespace (a RoleBinding never grants a
 // cluster-scoped kind), while they may still write Secrets in their own namespace.
 func TestNamespaceAdminCannotCreateResourceDistribution(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx := context.Background()
 	kube, err := kubernetes.NewForConfig(c.config)

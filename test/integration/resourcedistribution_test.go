@@ -28,6 +28,7 @@ import (
 // owner reference, no label; found by the field-selector list) in a namespace outside the targets
 // is deleted, and a namespace relabelled out loses its copy.
 func TestResourceDistributionInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

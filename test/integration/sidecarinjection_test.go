@@ -38,6 +38,7 @@ const injectionNS = "sidecar-injection-it"
 // the controller's CEL condition compiles and is accepted, that a pod a SidecarSet selects is
 // injected, and that a pod none selects never reaches the webhook.
 func TestSidecarInjectionInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)
@@ -197,6 +198,7 @@ func installInjectionWebhook(t *testing.T, kube kubernetes.Interface, addr strin
 // of every operator and a namespace each) and its fallback are accepted by the API server's CEL compiler and cost
 // estimate.
 func TestSidecarSetScopeLimitsInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

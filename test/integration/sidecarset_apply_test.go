@@ -29,6 +29,7 @@ const applyNS = "sidecarset-apply-it"
 // pod must get both sidecars. Before, such pods were not sent to the webhook at all (the
 // leader had not written the condition yet) or were injected from a cache that lacked one.
 func TestSidecarSetsAppliedWithTheirPods(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 // through kruise's /convert, the schema fills in OpenKruise's defaults, and
 // each CEL rule refuses an object that breaks it, saying why.
 func TestSidecarSetAPI(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	serveSidecarSetConversion(t, c)
 

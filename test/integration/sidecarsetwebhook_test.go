@@ -21,6 +21,7 @@ import (
 // injects a container of the same name is refused with both names, by a real API server; a
 // native sidecar upgraded by RollingUpdate, which OpenKruise refuses, is admitted.
 func TestSidecarSetWebhookInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -44,6 +44,7 @@ const spreadNS = "ws-it"
 // workload no spread targets is never sent, and that with the webhook server stopped such a pod
 // is still created while a targeted one waits (failurePolicy Fail).
 func TestWorkloadSpreadWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)
@@ -259,6 +260,7 @@ func installSpreadWebhooks(t *testing.T, kube kubernetes.Interface, addr string,
 // whose owner term matches a regular expression, and the other kinds) and the coarse fallback are
 // accepted by the API server's CEL compiler and cost estimate.
 func TestSpreadScopeLimitsInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

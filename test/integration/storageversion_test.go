@@ -30,6 +30,7 @@ import (
 // version: afterwards v1beta1 reads work while /convert refuses everything, the CRD's
 // storedVersions is v1beta1 alone, and every field reads back as it was written.
 func TestStorageVersionMigration(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	cx := ctx(t)
 	kube, err := kubernetes.NewForConfig(c.config)

@@ -58,6 +58,7 @@ func udOfCloneSets(name string, replicas int32) *appsv1alpha1.UnitedDeployment {
 // admitted; an update of a subset's node selector term is refused, one of the selector admitted;
 // and the scale subresource reads and writes spec.replicas and exposes status.labelSelector.
 func TestUnitedDeploymentWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -43,6 +43,7 @@ const webhookNS = "validating"
 // v1alpha1 requests are sent too (matchPolicy Equivalent); kruise-controller's own CRRs and
 // ImagePullJobs are not sent (matchConditions).
 func TestValidatingWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -68,6 +68,7 @@ func warnedClient(t *testing.T, cfg *rest.Config, user string) (kruiseclient.Int
 // saying how kruise reads them; sensible objects get none, nor do kruise's
 // own writes.
 func TestAPIWarnings(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

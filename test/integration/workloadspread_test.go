@@ -35,6 +35,7 @@ const wsNS = "ws-it"
 // reads the cost as the ReplicaSet controller does) removes the over-full subset's surplus and
 // then the last subset's pods; the status follows the deletions.
 func TestWorkloadSpreadInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -24,6 +24,7 @@ const workloadWebhookNS = "workload-webhook-it"
 // deploy/base renders them and checks that the API server sends Advanced
 // StatefulSets and DaemonSets of both versions to them, and returns their refusals to the user.
 func TestWorkloadWebhooksInAnAPIServer(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	kube, err := kubernetes.NewForConfig(c.config)
 	require.NoError(t, err)

@@ -23,15 +23,14 @@ import (
 // preDownloadTimeout bounds each step: pods start and tiny images pull in seconds here.
 const preDownloadTimeout = 3 * time.Minute
 
-// With gate PreDownloadImageForInPlaceUpdate on (set for this test, put back after), a CloneSet
+// With gate PreDownloadImageForInPlaceUpdate on (TestRolloutsUnderGates sets it), a CloneSet
 // of 4 that updates in place two pods first (partition 2) gets an ImagePullJob for the new image,
 // named <update revision>-main, selecting its pods not yet at the update revision; the job pulls
 // the image onto the node while the partition still holds two pods at the old revision; once the
 // update is done the job is deleted.
-func TestCloneSetPreDownloadImage(t *testing.T) {
+func cloneSetPreDownloadImage(t *testing.T) {
 	ctx := framework.Context(t, 20*time.Minute)
 	e := faultNewEnv(ctx, t, "predl")
-	e.f.SetControllerFeatureGate(ctx, t, "PreDownloadImageForInPlaceUpdate", true)
 	variant := e.f.BusyboxVariant(t) // a new repository: on no node yet
 	if _, present, err := e.rt.ImageStatus(ctx, variant); err != nil || present {
 		t.Fatalf("image %s is on the node before the test (present=%t, err=%v)", variant, present, err)

@@ -21,16 +21,15 @@ import (
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
-// With gate PreDownloadImageForDaemonSetUpdate on (set for this test, put back after), an Advanced
+// With gate PreDownloadImageForDaemonSetUpdate on (TestRolloutsUnderGates sets it), an Advanced
 // DaemonSet that updates in place and holds its one pod (the cluster has one node) back with
 // partition 1 gets an ImagePullJob for the new image, named <update revision>-main, selecting its
 // pods not yet updated; the job pulls the image onto the node, through its NodeImage, while the
 // pod still runs the old image. Lowering the partition then updates the pod in place, and the
 // kubelet finds the image already there; once the update is done the job is deleted.
-func TestDaemonSetPreDownloadImage(t *testing.T) {
+func daemonSetPreDownloadImage(t *testing.T) {
 	ctx := framework.Context(t, 20*time.Minute)
 	e := faultNewEnv(ctx, t, "predl-ds")
-	e.f.SetControllerFeatureGate(ctx, t, "PreDownloadImageForDaemonSetUpdate", true)
 	variant := e.f.BusyboxVariant(t) // a new repository: on no node yet
 	if _, present, err := e.rt.ImageStatus(ctx, variant); err != nil || present {
 		t.Fatalf("image %s is on the node before the test (present=%t, err=%v)", variant, present, err)

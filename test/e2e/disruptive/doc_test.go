@@ -22,6 +22,7 @@
 //	daemonset_predownload_test.go  gate PreDownloadImageForDaemonSetUpdate turned on: an Advanced DaemonSet's new image pulled ahead
 //	cloneset_controller_killed_test.go  the controller leader SIGKILLed in the middle of a CloneSet's in-place rollout
 //	pub_inplace_test.go         gate PodUnavailableBudgetUpdateGate turned on: in-place rollouts of a CloneSet and an Advanced StatefulSet paced by a PodUnavailableBudget
+//	gated_rollouts_test.go      the three gates above turned on in one controller restart, their four rollouts side by side
 //
 // and what they share:
 //

@@ -174,14 +174,13 @@ func pubCheckPaced(t *testing.T, w *unavailableWatch) {
 	}
 }
 
-// With gate PodUnavailableBudgetUpdateGate on (set for this test, put back after), a CloneSet of
+// With gate PodUnavailableBudgetUpdateGate on (TestRolloutsUnderGates sets it), a CloneSet of
 // 4 whose own maxUnavailable would let all 4 go at once rolls a new image out in place under a
 // PodUnavailableBudget with maxUnavailable 1: the rollout completes, a watch of the pods never
 // sees more than one unavailable at a time, and the CloneSet says it waited for the budget.
-func TestCloneSetInPlaceRolloutWaitsForTheBudget(t *testing.T) {
+func cloneSetInPlaceRolloutWaitsForTheBudget(t *testing.T) {
 	ctx := framework.Context(t, 15*time.Minute)
 	e := faultNewEnv(ctx, t, "pub-cloneset")
-	e.f.SetControllerFeatureGate(ctx, t, "PodUnavailableBudgetUpdateGate", true)
 
 	if _, err := e.c.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(ctx, pubBudget(e.ns, "web"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the PodUnavailableBudget: %v", err)
@@ -241,10 +240,9 @@ func TestCloneSetInPlaceRolloutWaitsForTheBudget(t *testing.T) {
 
 // The same for an Advanced StatefulSet of 4 updating in place in parallel (podManagementPolicy
 // Parallel, maxUnavailable 100%).
-func TestStatefulSetInPlaceRolloutWaitsForTheBudget(t *testing.T) {
+func statefulSetInPlaceRolloutWaitsForTheBudget(t *testing.T) {
 	ctx := framework.Context(t, 15*time.Minute)
 	e := faultNewEnv(ctx, t, "pub-sts")
-	e.f.SetControllerFeatureGate(ctx, t, "PodUnavailableBudgetUpdateGate", true)
 
 	if _, err := e.c.PolicyV1alpha1().PodUnavailableBudgets(e.ns).Create(ctx, pubBudget(e.ns, "db"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the PodUnavailableBudget: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -28,11 +29,21 @@ const featureGatesFlag = "--feature-gates="
 // the cluster's exclusive lock: every test on the cluster sees the change.
 func (f *Framework) SetControllerFeatureGate(ctx context.Context, t testing.TB, gate string, value bool) {
 	t.Helper()
+	f.SetControllerFeatureGates(ctx, t, map[string]bool{gate: value})
+}
+
+// SetControllerFeatureGates is SetControllerFeatureGate for several gates in one rollout (and
+// one rollout back), for the tests of several gated features that run side by side.
+func (f *Framework) SetControllerFeatureGates(ctx context.Context, t testing.TB, gates map[string]bool) {
+	t.Helper()
 	orig, idx, err := f.controllerArgs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := withFeatureGate(orig, gate, value)
+	want := orig
+	for _, gate := range slices.Sorted(maps.Keys(gates)) {
+		want = withFeatureGate(want, gate, gates[gate])
+	}
 	if slices.Equal(orig, want) {
 		return
 	}
@@ -47,7 +58,7 @@ func (f *Framework) SetControllerFeatureGate(ctx context.Context, t testing.TB, 
 		f.WaitWebhookAnswers(ctx, t, controllerRolloutTimeout)
 	})
 	if err := f.applyControllerArgs(ctx, idx, want); err != nil {
-		t.Fatalf("running %s with %s=%t: %v", ControllerDeployment, gate, value, err)
+		t.Fatalf("running %s with gates %v: %v", ControllerDeployment, gates, err)
 	}
 	t.Logf("%s runs with args %q", ControllerDeployment, want)
 	// The new pods being Ready and leading is not enough for what the test creates next: the API
