@@ -61,6 +61,9 @@ type Options struct {
 	CRIProbeInterval time.Duration
 	// CRIProbeTimeout bounds each CRI Version call (discovery and probes).
 	CRIProbeTimeout time.Duration
+	// RuntimeRequestTimeout bounds each CRI call that has no deadline of its own, as the
+	// kubelet's --runtime-request-timeout.
+	RuntimeRequestTimeout time.Duration
 	// Addr is the health and metrics listen address.
 	Addr string
 	// Namespace holds the daemon's heartbeat Lease; defaults to
@@ -93,15 +96,16 @@ func NewOptions() *Options {
 		ns = DefaultNamespace
 	}
 	return &Options{
-		Namespace:        ns,
-		NodeName:         os.Getenv(NodeNameEnv),
-		Kube:             cli.NewKubeOptions(),
-		HostRunDir:       cri.DefaultHostRunDir,
-		RuntimeWait:      30 * time.Second,
-		CRIProbeInterval: 10 * time.Second,
-		CRIProbeTimeout:  cri.DefaultProbeTimeout,
-		Addr:             DefaultAddr,
-		CRRWorkers:       4,
+		Namespace:             ns,
+		NodeName:              os.Getenv(NodeNameEnv),
+		Kube:                  cli.NewKubeOptions(),
+		HostRunDir:            cri.DefaultHostRunDir,
+		RuntimeWait:           30 * time.Second,
+		CRIProbeInterval:      10 * time.Second,
+		CRIProbeTimeout:       cri.DefaultProbeTimeout,
+		RuntimeRequestTimeout: cri.DefaultCallTimeout,
+		Addr:                  DefaultAddr,
+		CRRWorkers:            4,
 
 		MaxConcurrentPulls:             imagepull.DefaultMaxConcurrentPulls,
 		CredentialProviderTimeout:      time.Minute,
@@ -128,6 +132,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often the container runtime is asked for its version to back /readyz and kruise_daemon_cri_up.")
 	fs.DurationVar(&o.CRIProbeTimeout, "cri-probe-timeout", o.CRIProbeTimeout,
 		"Timeout of one CRI Version call, when discovering the runtime and when probing it.")
+	fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", o.RuntimeRequestTimeout,
+		"Timeout of each CRI call that has no deadline of its own (ListContainers, ContainerStatus, ImageStatus, RemoveImage, ExecSync without a timeout), "+
+			"as the kubelet's flag of that name: a runtime that takes a call and never answers holds the CRR or pull waiting on it this long.")
 	fs.StringVar(&o.Addr, "addr", o.Addr,
 		"Listen address of /healthz, /readyz and /metrics: host:port, or unix:///abs/path for a unix socket (mode 0660, a stale one is replaced, removed on exit).")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
@@ -185,6 +192,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CRIProbeTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--cri-probe-timeout must be positive, got %s", o.CRIProbeTimeout))
+	}
+	if o.RuntimeRequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--runtime-request-timeout must be positive, got %s", o.RuntimeRequestTimeout))
 	}
 	if o.Addr == "" {
 		errs = append(errs, errors.New("--addr must not be empty"))

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -53,4 +55,31 @@ func TestSocketFile(t *testing.T) {
 
 func TestDefaultAddrIsNotOpenKruises(t *testing.T) {
 	assert.Equal(t, ":10223", NewOptions().Addr)
+}
+
+func TestRuntimeRequestTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+		err  string
+	}{
+		{args: nil, want: 2 * time.Minute},
+		{args: []string{"--runtime-request-timeout=20s"}, want: 20 * time.Second},
+		{args: []string{"--runtime-request-timeout=0s"}, err: "--runtime-request-timeout must be positive, got 0s"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Setenv(NodeNameEnv, "node-a")
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			require.NoError(t, fs.Parse(tc.args))
+			err := o.Validate()
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, o.RuntimeRequestTimeout)
+		})
+	}
 }

@@ -52,7 +52,8 @@ func buildCRI(ctx context.Context, e *env) (*component, error) {
 // passed. It returns a nil runtime and no error when ctx is cancelled.
 func connectRuntime(ctx context.Context, o *Options, m *cri.Metrics) (cri.Runtime, cri.VersionInfo, error) {
 	logger := klog.FromContext(ctx)
-	dopts := cri.DiscoverOptions{Endpoint: o.RuntimeEndpoint, HostRunDir: o.HostRunDir, ProbeTimeout: o.CRIProbeTimeout, Metrics: m}
+	dopts := cri.DiscoverOptions{Endpoint: o.RuntimeEndpoint, HostRunDir: o.HostRunDir, ProbeTimeout: o.CRIProbeTimeout,
+		CallTimeout: o.RuntimeRequestTimeout, Metrics: m}
 	deadline := time.Now().Add(o.RuntimeWait)
 	for attempt := 1; ; attempt++ {
 		rt, info, err := cri.Discover(ctx, dopts)

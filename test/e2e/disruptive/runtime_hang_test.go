@@ -5,22 +5,27 @@ package disruptive
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	appsv1alpha1 "github.com/nodekruise/kruise/pkg/apis/apps/v1alpha1"
-	"github.com/nodekruise/kruise/pkg/daemon/cri"
 	"github.com/nodekruise/kruise/test/e2e/framework"
 )
 
+// hangCallTimeout is the daemon's --runtime-request-timeout for the test: the CRI call deadline
+// that must run out on the held calls (the default, 2 minutes, would only make the test longer).
+const hangCallTimeout = 20 * time.Second
+
 // hangReportTimeout bounds runtime hung → a CRR created meanwhile saying it waits for the
-// runtime: the daemon's CRI call deadline (2 minutes) runs out on the held ListContainers, plus a
-// sync's backoff.
-const hangReportTimeout = cri.DefaultCallTimeout + time.Minute
+// runtime: the daemon's CRI call deadline runs out on the held ListContainers, plus a sync's
+// backoff.
+const hangReportTimeout = hangCallTimeout + time.Minute
 
 // hungRuntimeMethods are the RuntimeService calls the proxy holds for the daemon: the readiness
 // probe's and a CRR's. The image service keeps answering, so that the daemon's other work can be
@@ -31,13 +36,15 @@ var hungRuntimeMethods = []string{"Version", "ListContainers", "ContainerStatus"
 // answers them (the kubelet, which talks to containerd directly, and the test's own CRI client are
 // not held). The daemon must not wait for ever: /readyz fails on "cri" (each probe has its own
 // short deadline), and a CRR created meanwhile reports that it waits for the runtime once the CRI
-// call deadline ran out, without giving up or stopping anything. Other work goes on: the daemon
+// call deadline (--runtime-request-timeout, 20 s for the test) ran out, without giving up or
+// stopping anything. Other work goes on: the daemon
 // pulls an image (its image calls are answered), keeps its heartbeat (the CRR is not completed as
 // "no live daemon"), and the kubelet starts a pod. Once the runtime answers again the CRR
 // completes with each container stopped exactly once, and no kruise container restarted.
 func TestHungRuntime(t *testing.T) {
 	ctx := framework.Context(t, 15*time.Minute)
 	e := faultNewEnv(ctx, t, "runtime-hang")
+	hangSetDaemonArg(ctx, t, e.f, "--runtime-request-timeout", hangCallTimeout.String())
 	kruise := []resInstance{resDaemonInstance(ctx, t, e)}
 	for _, p := range leaderWaitReplicasAvailable(ctx, t, e.f, 2*time.Minute) {
 		kruise = append(kruise, resInstanceOf(t, &p, leaderContainer))
@@ -59,7 +66,7 @@ func TestHungRuntime(t *testing.T) {
 		return strings.HasPrefix(c.Status.Message, "waiting for the container runtime: ")
 	})
 	t.Logf("%s after the hang: %s", time.Since(hungAt).Round(time.Millisecond), resDescribeCRR(crr))
-	if !strings.Contains(crr.Status.Message, "did not answer within") {
+	if !strings.Contains(crr.Status.Message, "did not answer within "+hangCallTimeout.String()) {
 		t.Errorf("the CRR's message does not say the runtime did not answer in time: %q", crr.Status.Message)
 	}
 
@@ -116,4 +123,88 @@ func hungDescribeStatus(before, after *corev1.ContainerStatus) string {
 		return "no status"
 	}
 	return fmt.Sprintf("instance %s (restarts %d), was %s (restarts %d)", after.ContainerID, after.RestartCount, before.ContainerID, before.RestartCount)
+}
+
+// hangSetDaemonArg runs kruise-daemon with flag=value (replacing any value it has) until the test
+// ends, when its args are put back as found; each change waits for the daemon pods to run it.
+func hangSetDaemonArg(ctx context.Context, t *testing.T, f *framework.Framework, flag, value string) {
+	t.Helper()
+	var orig []string
+	set := func(ctx context.Context, args func([]string) []string) ([]string, error) {
+		var want []string
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range ds.Spec.Template.Spec.Containers {
+				c := &ds.Spec.Template.Spec.Containers[i]
+				if c.Name != faultDaemonContainer {
+					continue
+				}
+				if orig == nil {
+					orig = slices.Clone(c.Args)
+				}
+				want = args(c.Args)
+				c.Args = want
+				_, err = f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Update(ctx, ds, metav1.UpdateOptions{})
+				return err
+			}
+			return fmt.Errorf("DaemonSet %s has no container %s", hardDaemonSet, faultDaemonContainer)
+		})
+		return want, err
+	}
+	want, err := set(ctx, func(args []string) []string {
+		out := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
+		return append(out, flag+"="+value)
+	})
+	if err != nil {
+		t.Fatalf("setting %s=%s on kruise-daemon: %v", flag, value, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if _, err := set(ctx, func([]string) []string { return orig }); err != nil {
+			t.Errorf("putting back kruise-daemon's args %q: %v", orig, err)
+			return
+		}
+		hangWaitDaemonArgs(ctx, t, f, orig)
+	})
+	hangWaitDaemonArgs(ctx, t, f, want)
+}
+
+// hangWaitDaemonArgs waits until the daemon's DaemonSet is rolled out and each of its pods runs
+// args and is ready.
+func hangWaitDaemonArgs(ctx context.Context, t *testing.T, f *framework.Framework, args []string) {
+	t.Helper()
+	framework.WaitFor(ctx, t, 4*time.Minute, fmt.Sprintf("kruise-daemon running with args %q", args), func(ctx context.Context) (bool, string, error) {
+		ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		s := ds.Status
+		desc := fmt.Sprintf("generation %d observed %d desired %d updated %d available %d", ds.Generation, s.ObservedGeneration,
+			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
+		if s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
+			return false, desc, nil
+		}
+		pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: framework.DaemonSelector})
+		if err != nil {
+			return false, "", framework.Retry(err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			st := framework.ContainerStatusOf(p, faultDaemonContainer)
+			var running []string
+			for _, c := range p.Spec.Containers {
+				if c.Name == faultDaemonContainer {
+					running = c.Args
+				}
+			}
+			if p.DeletionTimestamp != nil || st == nil || !st.Ready || !slices.Equal(running, args) {
+				return false, desc + "; pod " + p.Name + " not yet ready with the args", nil
+			}
+		}
+		return true, desc, nil
+	})
 }
