@@ -35,12 +35,7 @@ func TestSocketFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(NodeNameEnv, "node-a")
-			o := NewOptions()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			require.NoError(t, fs.Parse(tc.args))
-			err := o.Validate()
+			o, err := parseOptions(t, tc.args)
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
 				return
@@ -68,12 +63,7 @@ func TestRuntimeRequestTimeout(t *testing.T) {
 		{args: []string{"--runtime-request-timeout=0s"}, err: "--runtime-request-timeout must be positive, got 0s"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			t.Setenv(NodeNameEnv, "node-a")
-			o := NewOptions()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			require.NoError(t, fs.Parse(tc.args))
-			err := o.Validate()
+			o, err := parseOptions(t, tc.args)
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
 				return
@@ -82,4 +72,15 @@ func TestRuntimeRequestTimeout(t *testing.T) {
 			assert.Equal(t, tc.want, o.RuntimeRequestTimeout)
 		})
 	}
+}
+
+// parseOptions is the daemon's options on node-a after args, and what Validate says of them.
+func parseOptions(t *testing.T, args []string) (*Options, error) {
+	t.Helper()
+	t.Setenv(NodeNameEnv, "node-a")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	return o, o.Validate()
 }

@@ -475,6 +475,38 @@ func (w *spreadWorkload) podOwner(ctx context.Context) (*metav1.OwnerReference, 
 	return nil, nil
 }
 
+// subsetCost is an active pod's subset and deletion cost.
+type subsetCost struct {
+	subset string
+	cost   int
+}
+
+// subsetCosts returns each active pod's subset and deletion cost; missing says which pod has no
+// subset or no cost yet (then the list is incomplete).
+func (v *spreadView) subsetCosts() ([]subsetCost, string, error) {
+	var out []subsetCost
+	for i := range v.pods {
+		p := &v.pods[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		m, err := matchedSubset(p)
+		if err != nil {
+			return nil, "", err
+		}
+		raw, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
+		if m == nil || !ok {
+			return nil, fmt.Sprintf("pod %s has no subset or no deletion cost yet; %s", p.Name, v.describe()), nil
+		}
+		cost, err := strconv.Atoi(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("pod %s: deletion cost %q: %w", p.Name, raw, err)
+		}
+		out = append(out, subsetCost{m.Subset, cost})
+	}
+	return out, "", nil
+}
+
 // waitCostsKeep waits until the deletion costs in place make a scale-in to n keep want (pods by
 // subset): every active pod carries controller.kubernetes.io/pod-deletion-cost, and the n dearest
 // (all Running and Ready, so the cost is what the workload's controller goes by) are spread as
@@ -488,34 +520,14 @@ func waitCostsKeep(ctx context.Context, t *testing.T, f *framework.Framework, kc
 		if err != nil {
 			return false, "", err
 		}
-		type ranked struct {
-			subset string
-			cost   int
-		}
-		var pods []ranked
-		for i := range v.pods {
-			p := &v.pods[i]
-			if p.DeletionTimestamp != nil {
-				continue
-			}
-			m, err := matchedSubset(p)
-			if err != nil {
-				return false, "", err
-			}
-			raw, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
-			if m == nil || !ok {
-				return false, fmt.Sprintf("pod %s has no subset or no deletion cost yet; %s", p.Name, v.describe()), nil
-			}
-			cost, err := strconv.Atoi(raw)
-			if err != nil {
-				return false, "", fmt.Errorf("pod %s: deletion cost %q: %w", p.Name, raw, err)
-			}
-			pods = append(pods, ranked{m.Subset, cost})
+		pods, missing, err := v.subsetCosts()
+		if err != nil || missing != "" {
+			return false, missing, err
 		}
 		if len(pods) < n {
 			return false, fmt.Sprintf("%d active pods, want at least %d; %s", len(pods), n, v.describe()), nil
 		}
-		slices.SortFunc(pods, func(a, b ranked) int { return b.cost - a.cost })
+		slices.SortFunc(pods, func(a, b subsetCost) int { return b.cost - a.cost })
 		if len(pods) > n && pods[n-1].cost == pods[n].cost {
 			return false, fmt.Sprintf("pods %d and %d cost the same (%d); %s", n, n+1, pods[n].cost, v.describe()), nil
 		}
@@ -552,24 +564,13 @@ func waitCostsOrdered(ctx context.Context, t *testing.T, f *framework.Framework,
 		lowest := make([]int, len(subsets))  // per subset, its cheapest pod
 		highest := make([]int, len(subsets)) // per subset, its dearest pod
 		seen := make([]bool, len(subsets))
-		for i := range v.pods {
-			p := &v.pods[i]
-			if p.DeletionTimestamp != nil {
-				continue
-			}
-			m, err := matchedSubset(p)
-			if err != nil {
-				return false, "", err
-			}
-			raw, ok := p.Annotations[appsv1alpha1.PodDeletionCostAnnotation]
-			if m == nil || !ok {
-				return false, fmt.Sprintf("pod %s has no subset or no deletion cost yet; %s", p.Name, v.describe()), nil
-			}
-			cost, err := strconv.Atoi(raw)
-			if err != nil {
-				return false, "", fmt.Errorf("pod %s: deletion cost %q: %w", p.Name, raw, err)
-			}
-			r, ok := rank[m.Subset]
+		pods, missing, err := v.subsetCosts()
+		if err != nil || missing != "" {
+			return false, missing, err
+		}
+		for _, pc := range pods {
+			cost := pc.cost
+			r, ok := rank[pc.subset]
 			if !ok {
 				continue
 			}
