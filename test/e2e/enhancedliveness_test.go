@@ -262,6 +262,16 @@ func TestEnhancedLivenessSharedOutage(t *testing.T) {
 	spare, failing := pods[3], pods[:3]
 	kubectlExec(ctx, t, ns, spare.Name, "rm", "/state/ready")
 	f.WaitPod(ctx, t, ns, spare.Name, livenessTimeout, "not Ready", func(p *corev1.Pod) (bool, error) { return !framework.PodReady(p), nil })
+	// The controller decides from its own cache of pods, which may lag the API server on a busy
+	// node: the CloneSet's status, written by the same process from the same cache, counting 3
+	// ready pods says the spent budget is seen before any pod fails.
+	framework.WaitFor(ctx, t, livenessTimeout, "CloneSet "+app+" counting the spare pod not ready", func(ctx context.Context) (bool, string, error) {
+		cs, err := kc.AppsV1alpha1().CloneSets(ns).Get(ctx, app, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return cs.Status.ReadyReplicas == 3, fmt.Sprintf("status %+v", cs.Status), nil
+	})
 	for _, p := range failing {
 		kubectlExec(ctx, t, ns, p.Name, "rm", "/state/alive")
 	}
