@@ -5,7 +5,6 @@ package disruptive
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,38 +126,7 @@ func hardSetDaemonImage(ctx context.Context, t *testing.T, f *framework.Framewor
 // hardWaitRolledOut waits until every daemon pod runs image and is ready.
 func hardWaitRolledOut(ctx context.Context, t *testing.T, f *framework.Framework, image string) {
 	t.Helper()
-	framework.WaitFor(ctx, t, 4*time.Minute, "kruise-daemon rolled out with "+image, func(ctx context.Context) (bool, string, error) {
-		ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		s := ds.Status
-		desc := fmt.Sprintf("generation %d observed %d desired %d updated %d available %d", ds.Generation, s.ObservedGeneration,
-			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
-		if s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
-			return false, desc, nil
-		}
-		pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, p := range pods.Items {
-			st := framework.ContainerStatusOf(&p, faultDaemonContainer)
-			if p.DeletionTimestamp != nil || st == nil || !st.Ready || !strings.HasSuffix(hardPodImage(&p), hardDigestOf(image)) {
-				return false, desc + "; pod " + p.Name + " not yet on the image and ready", nil
-			}
-		}
-		return true, desc, nil
-	})
-}
-
-func hardPodImage(p *corev1.Pod) string {
-	for _, c := range p.Spec.Containers {
-		if c.Name == faultDaemonContainer {
-			return c.Image
-		}
-	}
-	return ""
+	faultWaitDaemonRolledOut(ctx, t, f, image, func(c *corev1.Container) bool { return strings.HasSuffix(c.Image, hardDigestOf(image)) })
 }
 
 // hardDigestOf is the "@sha256:..." part of an image by digest, or the image itself.

@@ -29,7 +29,7 @@
 //	env_test.go                 the test's clients, namespace and node (faultEnv)
 //	crr_helpers_test.go         CRRs, their pods, and counting each container's stops
 //	pull_helpers_test.go        fresh images, ImagePullJob runs, pull records and final statuses
-//	daemon_helpers_test.go      finding the node's daemon pod and waiting for it to be Ready
+//	daemon_helpers_test.go      finding the node's daemon pod, waiting for it to be Ready and for the DaemonSet's rollouts
 //	kruise_instances_test.go    the instances of kruise's own containers, which no fault may restart
 //	leader_helpers_test.go      controller replicas, the leader Lease, and a job whose pace the test sets
 package disruptive

@@ -177,34 +177,5 @@ func hangSetDaemonArg(ctx context.Context, t *testing.T, f *framework.Framework,
 // args and is ready.
 func hangWaitDaemonArgs(ctx context.Context, t *testing.T, f *framework.Framework, args []string) {
 	t.Helper()
-	framework.WaitFor(ctx, t, 4*time.Minute, fmt.Sprintf("kruise-daemon running with args %q", args), func(ctx context.Context) (bool, string, error) {
-		ds, err := f.Client.AppsV1().DaemonSets(framework.KruiseNamespace).Get(ctx, hardDaemonSet, metav1.GetOptions{})
-		if err != nil {
-			return false, "", framework.Retry(err)
-		}
-		s := ds.Status
-		desc := fmt.Sprintf("generation %d observed %d desired %d updated %d available %d", ds.Generation, s.ObservedGeneration,
-			s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
-		if s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
-			return false, desc, nil
-		}
-		pods, err := f.Client.CoreV1().Pods(framework.KruiseNamespace).List(ctx, metav1.ListOptions{LabelSelector: framework.DaemonSelector})
-		if err != nil {
-			return false, "", framework.Retry(err)
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			st := framework.ContainerStatusOf(p, faultDaemonContainer)
-			var running []string
-			for _, c := range p.Spec.Containers {
-				if c.Name == faultDaemonContainer {
-					running = c.Args
-				}
-			}
-			if p.DeletionTimestamp != nil || st == nil || !st.Ready || !slices.Equal(running, args) {
-				return false, desc + "; pod " + p.Name + " not yet ready with the args", nil
-			}
-		}
-		return true, desc, nil
-	})
+	faultWaitDaemonRolledOut(ctx, t, f, fmt.Sprintf("args %q", args), func(c *corev1.Container) bool { return slices.Equal(c.Args, args) })
 }
